@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Prepares a fresh machine for kv-tiering: Java 17 (Spark and the embedded ZooKeeper run on
+# it) and a virtualenv in .venv with the package and its test extras. Safe to run again.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if ! command -v java >/dev/null 2>&1; then
+  if command -v apt-get >/dev/null 2>&1; then
+    echo "setup: installing Java 17 (openjdk-17-jre-headless)"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openjdk-17-jre-headless >/dev/null
+  else
+    echo "setup: Java 17 is required (Spark and ZooKeeper run on it); install it and rerun" >&2
+    exit 1
+  fi
+fi
+
+PY=${PYTHON:-python3}
+if ! "$PY" -c 'import sys; sys.exit(sys.version_info < (3, 11))'; then
+  echo "setup: Python >= 3.11 is required, $PY is $("$PY" --version 2>&1)" >&2
+  exit 1
+fi
+[ -x .venv/bin/python ] || "$PY" -m venv .venv
+.venv/bin/python -m pip install -q --upgrade pip
+.venv/bin/python -m pip install -q -e ".[test]"
+echo "setup: ready ($(.venv/bin/python --version), $(java -version 2>&1 | head -1))"

@@ -1,0 +1,13 @@
+"""Test harness: real services as fixtures (DESIGN §9). Unit tests need none of them."""
+
+import os
+import sys
+
+os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+
+pytest_plugins = [
+    "tests.fixtures.spark",
+    "tests.fixtures.store",
+    "tests.fixtures.zk",
+]

@@ -1,0 +1,121 @@
+"""Every error the tiering service raises, rooted at :class:`TieringError`.
+
+The hierarchy says what is safe to retry (like requests' ``ConnectTimeout(ConnectionError,
+Timeout)``): only subclasses of :class:`RetryableError` are retried by the named retry
+policies; everything else is a fact about the request, the lease or the epoch that a retry
+cannot change. Errors carry the object they are about (``table``, ``lease_id``, ``epoch``)
+so an operator reading one line of log knows what to look at.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "TieringError",
+    "RetryableError",
+    "ConfigError",
+    "StoreError",
+    "StoreUnavailableError",
+    "BadRequestError",
+    "UnauthorizedError",
+    "NotFoundError",
+    "TableNotFoundError",
+    "LeaseNotFoundError",
+    "SnapshotUnavailableError",
+    "ConflictError",
+    "FencedEpochError",
+    "DataLossError",
+    "LakeCommitError",
+    "CoordinationError",
+    "LeadershipLostError",
+]
+
+
+class TieringError(Exception):
+    """Root of every error raised by this package."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        table: str | None = None,
+        lease_id: str | None = None,
+        epoch: int | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.table = table
+        self.lease_id = lease_id
+        self.epoch = epoch
+
+
+class RetryableError(TieringError):
+    """A passing condition: the same call may succeed later. Retry policies retry only these."""
+
+
+class ConfigError(TieringError):
+    """The configuration is invalid; ``problems`` lists every bad key with what was expected."""
+
+    def __init__(self, problems: list[str]) -> None:
+        super().__init__("invalid configuration:\n  " + "\n  ".join(problems))
+        self.problems = problems
+
+
+class StoreError(TieringError):
+    """The KV store answered with an error. ``code`` is the protocol's error code."""
+
+    def __init__(self, message: str, *, code: str = "", status: int = 0, **context) -> None:
+        super().__init__(message, **context)
+        self.code = code
+        self.status = status
+
+
+class StoreUnavailableError(StoreError, RetryableError):
+    """The store could not be reached, timed out, or answered 5xx/503. Retryable."""
+
+
+class BadRequestError(StoreError):
+    """400: the request is malformed; the message names the field."""
+
+
+class UnauthorizedError(StoreError):
+    """401: missing or wrong bearer token."""
+
+
+class NotFoundError(StoreError):
+    """404: the object does not exist."""
+
+
+class TableNotFoundError(NotFoundError):
+    """404 for a table name."""
+
+
+class LeaseNotFoundError(NotFoundError):
+    """404 for a lease: unknown, dropped, or expired (an expired lease must be re-acquired)."""
+
+
+class SnapshotUnavailableError(StoreError):
+    """410: the snapshot's files are gone (garbage-collected); plan from a newer snapshot."""
+
+
+class ConflictError(StoreError):
+    """409 that is not an epoch fence: the object changed under the request."""
+
+
+class FencedEpochError(ConflictError):
+    """409 ``FENCED_EPOCH``: a newer leader exists; this driver must stop, never retry."""
+
+
+class DataLossError(TieringError):
+    """The changelog was truncated past the lake offset and ``fail-on-data-loss`` is set."""
+
+
+class LakeCommitError(TieringError):
+    """A table's round could not be committed to Delta (schema mismatch, conflict, I/O)."""
+
+
+class CoordinationError(TieringError):
+    """ZooKeeper could not be reached or answered unexpectedly."""
+
+
+class LeadershipLostError(CoordinationError):
+    """This driver is no longer the leader of its job (session lost, epoch moved on)."""
