@@ -36,10 +36,35 @@ def _kv_store_serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def _load(args: argparse.Namespace, **overrides: object):
+    from tiering.conf.loader import load_config
+
+    return load_config(args.conf, os.environ, {k: v for k, v in overrides.items() if v is not None})
+
+
+def _run(args: argparse.Namespace) -> int:
+    from tiering.job import run_as_leader
+
+    config = _load(args, **{"trigger.available_now": True if args.available_now else None})
+    result = run_as_leader(config)
+    if not result.ok:
+        for table, error in sorted(result.failed_tables.items()):
+            print(f"tiering: table {table!r} was not tiered: {error}", file=sys.stderr)
+        return 1
+    print(f"tiering: job {config.job.name!r} done after {result.rounds} rounds")
+    return 0
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="tiering", description=__doc__.splitlines()[0])
     parser.add_argument("--log-level", default="INFO", help="Python log level (default INFO)")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    run = commands.add_parser("run", help="lead the job and run the tiering query (a standby waits)")
+    run.add_argument("--conf", required=True, help="TOML config file (see conf/tiering.toml)")
+    run.add_argument("--available-now", action="store_true",
+                     help="tier what is available now, then stop (for scheduled runs)")
+    run.set_defaults(func=_run)
 
     zk = commands.add_parser("zk", help="run an embedded ZooKeeper server in the foreground")
     zk.add_argument("--port", type=int, default=2181)

@@ -1,0 +1,11 @@
+"""The reference KV store (DESIGN §3): a real server process with real files, real GC and
+persistent metadata — the embedded default upstream and the test double that is not a mock.
+
+Modules: ``store`` (operations), ``catalog``/``leases`` (metadata), ``files`` (Parquet layout),
+``rows`` (request validation), ``app`` (HTTP), ``main`` (``serve``), ``process`` (run it as a
+child process, for tests and the demo).
+"""
+
+from tiering.kvstore.server.main import serve
+
+__all__ = ["serve"]

@@ -1,0 +1,85 @@
+"""A term in one process: standby waits, unreachable ZooKeeper fails clearly, and a leader cut
+off from a frozen ZooKeeper steps down on its own (watchdog), before kazoo could say LOST."""
+
+from __future__ import annotations
+
+import signal
+import socket
+import threading
+import time
+
+import pytest
+
+from tiering.coord import acquire_leadership, read_status
+from tiering.errors import ConfigError, CoordinationError, LeadershipLostError
+
+pytestmark = pytest.mark.integration
+
+SESSION_S = 2.0
+
+
+def test_standby_waits_until_the_leader_resigns(zk_hosts, unique_job):
+    leader = acquire_leadership(zk_hosts, unique_job, SESSION_S)
+    with pytest.raises(CoordinationError, match=f"job '{unique_job}' is led by someone else"):
+        acquire_leadership(zk_hosts, unique_job, SESSION_S, timeout_s=0.5)
+
+    won: list = []
+    standby = threading.Thread(target=lambda: won.append(acquire_leadership(zk_hosts, unique_job, SESSION_S)))
+    standby.start()
+    time.sleep(0.5)
+    assert won == [] and read_status(zk_hosts, unique_job)["contenders"] == 2
+    leader.resign()
+    standby.join(10)
+    assert [t.epoch for t in won] == [leader.epoch + 1]
+    with pytest.raises(LeadershipLostError):
+        leader.check()
+    won[0].check()
+    won[0].resign()
+
+
+def test_unreachable_zookeeper_is_a_clear_error():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        hosts = f"127.0.0.1:{s.getsockname()[1]}"  # nothing listens there
+    started = time.monotonic()
+    with pytest.raises(CoordinationError, match=f"cannot connect to ZooKeeper at {hosts} within 2s"):
+        acquire_leadership(hosts, "orders", SESSION_S, connect_timeout_s=2)
+    assert time.monotonic() - started < 10
+
+
+def test_bad_job_name_is_refused(zk_hosts):
+    with pytest.raises(ConfigError, match="'a/b'"):
+        acquire_leadership(zk_hosts, "a/b", SESSION_S)
+
+
+def test_frozen_zookeeper_makes_the_leader_step_down(zk_factory, unique_job):
+    server = zk_factory()
+    callbacks: list[str] = []
+    term = acquire_leadership(
+        server.hosts, unique_job, SESSION_S, on_lost=lambda: callbacks.append(threading.current_thread().name)
+    )
+    term.fenced_set(f"/tiering/jobs/{unique_job}/state", b"before")
+
+    server.kill(signal.SIGSTOP)
+    frozen_at = time.monotonic()
+    try:
+        assert term.lost.wait(6 * SESSION_S), "watchdog did not declare the term lost"
+        stepped_down_s = time.monotonic() - frozen_at
+        # A frozen server cannot tell kazoo the session expired: this is the SUSPENDED timer.
+        assert term.lost_reason.startswith("disconnected from ZooKeeper")
+        assert SESSION_S <= stepped_down_s < 3 * SESSION_S
+        assert callbacks == [f"zk-watchdog-{unique_job}"]
+        with pytest.raises(LeadershipLostError, match="lost"):
+            term.fenced_set(f"/tiering/jobs/{unique_job}/state", b"while frozen")
+        with pytest.raises(LeadershipLostError):
+            term.check()
+    finally:
+        server.kill(signal.SIGCONT)
+
+    successor = acquire_leadership(server.hosts, unique_job, SESSION_S, timeout_s=30)
+    assert successor.epoch == term.epoch + 1
+    status = read_status(server.hosts, unique_job)
+    assert status["epoch"] == successor.epoch and status["contenders"] == 1
+    term.resign()
+    successor.resign()
+    assert callbacks == [f"zk-watchdog-{unique_job}"]  # resign does not call on_lost

@@ -1,0 +1,217 @@
+"""JobLease and LeaseRenewer against the real reference store process (its own process, real GC)."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable
+
+import pytest
+
+from tiering.errors import FencedEpochError, SnapshotUnavailableError
+from tiering.kvstore.client import KvStoreClient
+from tiering.kvstore.models import SnapshotRef, TableSpec
+from tiering.lease.job_lease import JobLease, LeaseRenewer
+
+pytestmark = pytest.mark.integration
+
+LONG_MS = 120_000
+
+
+def wait_until(check: Callable[[], bool], timeout_s: float = 15.0, what: str = "condition") -> None:
+    deadline = time.monotonic() + timeout_s
+    while not check():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout_s}s waiting for {what}")
+        time.sleep(0.05)
+
+
+def make_table(client: KvStoreClient, name: str, num_buckets: int = 2) -> int:
+    info = client.create_table(
+        TableSpec(
+            name=name,
+            schema=[{"name": "id", "type": "bigint"}, {"name": "v", "type": "string"}],
+            primary_key=["id"],
+            num_buckets=num_buckets,
+        )
+    )
+    return info.table_id
+
+
+def snapshot_refs(client: KvStoreClient, table: str, first_id: int = 0) -> list[SnapshotRef]:
+    """Write rows (ids ``first_id..first_id+19``) and snapshot every bucket; the refs, by bucket."""
+    client.upsert(table, [{"id": i, "v": f"v{i}"} for i in range(first_id, first_id + 20)])
+    snaps = client.take_snapshots(table)
+    return sorted(
+        (SnapshotRef(table_id=snaps.table_id, bucket=s.bucket, snapshot_id=s.snapshot_id) for s in snaps.buckets),
+        key=lambda r: r.bucket,
+    )
+
+
+def lease_id() -> str:
+    return f"test-{uuid.uuid4().hex[:12]}"
+
+
+def test_acquire_holds_snapshots_visible_in_the_store(store_client):
+    refs = snapshot_refs(store_client, "orders_acq") + snapshot_refs(store_client, "orders_acq", 100)
+    lease = JobLease(store_client, lease_id(), epoch=3, duration_ms=LONG_MS)
+
+    assert lease.acquire(refs[:2]) == []
+    assert lease.acquire(refs[2:]) == []  # a second acquire adds holds, keeps the first ones
+
+    held = store_client.get_lease(lease.lease_id)
+    assert held.epoch == 3
+    assert sorted(held.snapshots, key=lambda r: (r.bucket, r.snapshot_id)) == sorted(
+        refs, key=lambda r: (r.bucket, r.snapshot_id)
+    )
+    assert held.expires_at_ms > time.time() * 1000 + LONG_MS / 2
+    assert lease.state() == held
+    assert lease.lease_id in {x.lease_id for x in store_client.list_leases()}
+
+
+def test_release_table_frees_only_that_tables_buckets(store_client):
+    orders = snapshot_refs(store_client, "orders_rel")
+    items = snapshot_refs(store_client, "items_rel")
+    lease = JobLease(store_client, lease_id(), epoch=1, duration_ms=LONG_MS)
+    assert lease.acquire(orders + items) == []
+
+    lease.release_table(orders[0].table_id, [0])
+    assert set(lease.state().snapshots) == {orders[1], *items}
+
+    lease.release_table(items[0].table_id, [0, 1])
+    assert lease.state().snapshots == [orders[1]]
+    lease.release_table(items[0].table_id, [])  # nothing to release is not a call
+    assert lease.state().snapshots == [orders[1]]
+
+
+def test_a_held_snapshot_survives_gc_until_released(store_factory):
+    store = store_factory(num_retained=1, gc_interval_s=0.2)
+    client = store.client()
+    held = snapshot_refs(client, "orders_gc")
+    lease = JobLease(client, lease_id(), epoch=1, duration_ms=LONG_MS)
+    assert lease.acquire(held) == []
+
+    superseded = snapshot_refs(client, "orders_gc", 100)  # never leased
+    snapshot_refs(client, "orders_gc", 200)  # the newest: retained
+
+    def gone(ref: SnapshotRef) -> bool:
+        try:
+            client.get_snapshot("orders_gc", ref.bucket, ref.snapshot_id)
+        except SnapshotUnavailableError:
+            return True
+        return False
+
+    wait_until(lambda: all(gone(r) for r in superseded), what="GC of the unleased snapshots")
+    assert not any(gone(r) for r in held)  # the leased ones are still there after GC ran
+    assert lease.acquire(superseded) == superseded  # the store checks files at acquire
+
+    lease.release_table(held[0].table_id, [0])
+    wait_until(lambda: gone(held[0]), what="GC of the released snapshot")
+    assert not gone(held[1])
+
+
+def test_renew_after_expiry_is_false_and_the_holds_are_gone(store_client):
+    refs = snapshot_refs(store_client, "orders_exp")
+    lease = JobLease(store_client, lease_id(), epoch=1, duration_ms=300)
+    assert lease.acquire(refs) == []
+    assert lease.renew() is True
+
+    time.sleep(0.5)
+    assert lease.renew() is False
+    assert lease.state() is None
+    lease.release_table(refs[0].table_id, [0])  # an expired lease holds nothing: no error
+
+    # Re-acquire is the way back; the store re-checks every snapshot.
+    long_lease = JobLease(store_client, lease.lease_id, epoch=1, duration_ms=LONG_MS)
+    assert long_lease.acquire(refs) == []
+    assert long_lease.renew() is True
+    assert set(long_lease.state().snapshots) == set(refs)
+
+
+def test_renewer_keeps_the_lease_alive_past_its_duration(store_client):
+    refs = snapshot_refs(store_client, "orders_renewer")
+    lease = JobLease(store_client, lease_id(), epoch=2, duration_ms=600)
+    assert lease.acquire(refs) == []
+
+    with LeaseRenewer(lease) as renewer:
+        assert renewer.interval_s == pytest.approx(0.2)
+        time.sleep(2.0)  # > 3 durations
+        assert lease.state() is not None
+        assert set(lease.state().snapshots) == set(refs)
+        assert renewer.renewals >= 5
+        assert not renewer.lapsed.is_set()
+        renewer.check()
+
+    time.sleep(0.8)  # stopped: nothing renews it any more
+    assert lease.state() is None
+
+
+def test_renewer_flags_a_lapsed_lease(store_client):
+    lease = JobLease(store_client, lease_id(), epoch=1, duration_ms=200)
+    assert lease.acquire([]) == []
+    renewer = LeaseRenewer(lease, interval_s=0.5).start()  # slower than the lease lives
+    try:
+        assert renewer.lapsed.wait(5)
+        renewer.check()  # lapsing is not a failure: the caller re-acquires
+    finally:
+        renewer.stop()
+
+
+def test_lower_epoch_is_fenced_everywhere(store_client):
+    refs = snapshot_refs(store_client, "orders_fence")
+    lid = lease_id()
+    current = JobLease(store_client, lid, epoch=5, duration_ms=LONG_MS)
+    assert current.acquire(refs) == []
+    zombie = JobLease(store_client, lid, epoch=4, duration_ms=LONG_MS)
+
+    calls = (zombie.renew, lambda: zombie.acquire(refs), lambda: zombie.release_table(refs[0].table_id, [0]), zombie.drop)
+    for call in calls:
+        with pytest.raises(FencedEpochError):
+            call()
+    assert set(current.state().snapshots) == set(refs)  # the zombie changed nothing
+
+    newer = JobLease(store_client, lid, epoch=6, duration_ms=LONG_MS)
+    assert newer.renew() is True
+    assert store_client.get_lease(lid).epoch == 6
+    with pytest.raises(FencedEpochError):
+        current.renew()  # the old term is now the zombie
+
+
+def test_renewer_stops_on_a_fenced_epoch_and_hands_it_to_the_caller(store_client):
+    lid = lease_id()
+    JobLease(store_client, lid, epoch=9, duration_ms=LONG_MS).acquire([])
+    renewer = LeaseRenewer(JobLease(store_client, lid, epoch=8, duration_ms=LONG_MS), interval_s=0.05).start()
+    try:
+        wait_until(lambda: renewer.failure is not None, what="the renewer to hit the fence")
+        with pytest.raises(FencedEpochError):
+            renewer.check()
+        wait_until(lambda: not renewer._thread.is_alive(), what="the renewer thread to end")
+    finally:
+        renewer.stop()
+
+
+def test_drop_ends_the_lease_and_is_idempotent(store_client):
+    refs = snapshot_refs(store_client, "orders_drop")
+    lease = JobLease(store_client, lease_id(), epoch=1, duration_ms=LONG_MS)
+    assert lease.acquire(refs) == []
+    lease.drop()
+    assert lease.state() is None
+    assert lease.lease_id not in {x.lease_id for x in store_client.list_leases()}
+    lease.drop()
+    assert lease.renew() is False
+
+
+def test_lease_and_renewer_survive_a_store_crash(kv_store):
+    client = kv_store.client()
+    refs = snapshot_refs(client, "orders_crash")
+    lease = JobLease(client, lease_id(), epoch=1, duration_ms=30_000)
+    assert lease.acquire(refs) == []
+
+    with LeaseRenewer(lease, interval_s=0.2) as renewer:
+        kv_store.kill()
+        time.sleep(0.5)
+        kv_store.restart()
+        before = renewer.renewals
+        wait_until(lambda: renewer.renewals > before + 1, what="renewals to resume after the restart")
+        renewer.check()
+    assert set(kv_store.client().get_lease(lease.lease_id).snapshots) == set(refs)

@@ -1,0 +1,40 @@
+"""JobLease / LeaseRenewer argument checks (the store-backed behaviour is in integration/lease)."""
+
+from __future__ import annotations
+
+import pytest
+
+from tiering.kvstore.client import KvStoreClient
+from tiering.lease.job_lease import JobLease, LeaseRenewer
+
+pytestmark = pytest.mark.unit
+
+CLIENT = KvStoreClient("http://127.0.0.1:9")
+
+
+@pytest.mark.parametrize(
+    ("lease_id", "epoch", "duration_ms", "message"),
+    [
+        ("", 1, 1000, "lease_id is empty"),
+        ("L", -1, 1000, "lease L: epoch must be >= 0, got -1"),
+        ("L", 1, 0, "lease L: duration_ms must be > 0, got 0"),
+    ],
+)
+def test_bad_arguments_name_the_lease_and_field(lease_id, epoch, duration_ms, message):
+    with pytest.raises(ValueError, match=message):
+        JobLease(CLIENT, lease_id, epoch, duration_ms)
+
+
+def test_renewer_ticks_at_a_third_of_the_duration_unless_told():
+    lease = JobLease(CLIENT, "L", 1, 9000)
+    assert LeaseRenewer(lease).interval_s == 3.0
+    assert LeaseRenewer(lease, interval_s=0.5).interval_s == 0.5
+    with pytest.raises(ValueError, match="lease L: renew interval must be > 0"):
+        LeaseRenewer(lease, interval_s=0)
+
+
+def test_renewer_that_never_ran_has_nothing_to_report():
+    renewer = LeaseRenewer(JobLease(CLIENT, "L", 1, 9000))
+    renewer.stop()
+    renewer.check()
+    assert (renewer.renewals, renewer.failure, renewer.lapsed.is_set()) == (0, None, False)

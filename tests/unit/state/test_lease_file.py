@@ -1,0 +1,67 @@
+"""The lease-id file: created once, atomically, reused; corrupt files fail loudly."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import re
+
+import pytest
+
+from tiering.state.lease_file import lease_file_path, load_or_create_lease_id
+
+pytestmark = pytest.mark.unit
+
+
+def test_created_once_then_reused(tmp_path):
+    ckpt = str(tmp_path / "ckpt")
+    first = load_or_create_lease_id(ckpt, "orders-tiering")
+    assert re.fullmatch(r"orders-tiering-[0-9a-f]{32}", first)
+    assert load_or_create_lease_id(ckpt, "orders-tiering") == first
+    stored = json.loads((tmp_path / "ckpt" / "tiering" / "lease.json").read_text())
+    assert stored == {"lease_id": first, "job": "orders-tiering"}
+    assert [p.name for p in (tmp_path / "ckpt" / "tiering").iterdir()] == ["lease.json"]  # no tmp left
+
+
+def test_different_checkpoints_get_different_ids(tmp_path):
+    assert load_or_create_lease_id(str(tmp_path / "a"), "j") != load_or_create_lease_id(str(tmp_path / "b"), "j")
+
+
+@pytest.mark.parametrize("prefix", ["file:", "file://", "file://localhost"])
+def test_file_uris_name_the_same_file(tmp_path, prefix):
+    plain = load_or_create_lease_id(str(tmp_path), "j")
+    assert load_or_create_lease_id(prefix + str(tmp_path), "j") == plain
+
+
+def test_remote_checkpoints_are_refused(tmp_path):
+    with pytest.raises(ValueError, match="only local paths and file: URIs"):
+        lease_file_path("s3://bucket/ckpt")
+    with pytest.raises(ValueError, match="remote host 'nn1'"):
+        lease_file_path("file://nn1/ckpt")
+
+
+@pytest.mark.parametrize("content", ["", "{not json", '{"job": "j"}', '{"lease_id": 5}', "[]"])
+def test_corrupt_file_names_the_path_and_is_not_replaced(tmp_path, content):
+    path = tmp_path / "tiering" / "lease.json"
+    path.parent.mkdir()
+    path.write_text(content)
+    with pytest.raises(ValueError, match=re.escape(str(path))):
+        load_or_create_lease_id(str(tmp_path), "j")
+    assert path.read_text() == content
+
+
+def _create(args: tuple[str, str]) -> str:
+    return load_or_create_lease_id(*args)
+
+
+def test_racing_creators_all_return_the_one_stored_id(tmp_path):
+    ckpt = str(tmp_path / "race")
+    with multiprocessing.get_context("fork").Pool(4) as pool:
+        ids = pool.map(_create, [(ckpt, f"job{i}") for i in range(16)])
+    stored = json.loads((tmp_path / "race" / "tiering" / "lease.json").read_text())["lease_id"]
+    assert set(ids) == {stored}
+
+
+def test_empty_job_name_is_refused(tmp_path):
+    with pytest.raises(ValueError, match="job name is empty"):
+        load_or_create_lease_id(str(tmp_path), "")

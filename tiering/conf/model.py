@@ -1,0 +1,299 @@
+"""The typed configuration (DESIGN §8): one frozen model per TOML section.
+
+Failure mode this prevents: a typo or a wrong type that silently falls back to a default (a
+misspelt ``fail_on_data_loss`` that leaves data loss unreported, ``interval_s = "5"`` read as
+text). Every section forbids unknown keys and validates strictly — TOML already has real types,
+so ``"10"`` is not a number; text from the environment is parsed by the loader first. The field
+descriptions generate the README reference (``tiering.conf.reference``), so they are the docs.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from collections.abc import Mapping
+from typing import Any, Literal
+from urllib.parse import urlsplit
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
+
+from tiering.conf.fields import is_secret, setting
+
+__all__ = [
+    "JobConfig",
+    "KvStoreConfig",
+    "ZooKeeperConfig",
+    "LakeConfig",
+    "TablesConfig",
+    "TriggerConfig",
+    "LeaseConfig",
+    "LimitsConfig",
+    "TieringConfig",
+    "SECTIONS",
+    "flatten_spark",
+]
+
+_NAME = re.compile(r"[A-Za-z0-9._-]+")
+_HOST_PORT = re.compile(r"(?P<host>[A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\]):(?P<port>\d{1,5})")
+_LOOPBACK = ("127.0.0.1", "localhost", "[::1]")
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+
+class JobConfig(_Section):
+    """[job] — the name scopes everything the job owns: ZooKeeper paths, lease ids, Delta app ids."""
+
+    name: str = setting(
+        "Job name; unique per deployment. Scopes the ZooKeeper election and epoch "
+        "(`/tiering/jobs/<name>`) and the Delta transaction app ids (`tiering/<name>/<table>`).",
+        label="name matching [A-Za-z0-9._-]+",
+    )
+    checkpoint: str = setting(
+        "Streaming checkpoint location (local path or any URI Spark can write). Holds the source "
+        "offsets and the lease id; restarting from it resumes the job instead of bootstrapping again.",
+        label="non-empty path or URI",
+        min_length=1,
+    )
+
+    @field_validator("name")
+    @classmethod
+    def _path_safe(cls, v: str) -> str:
+        if not _NAME.fullmatch(v):
+            raise ValueError("")
+        if v in (".", ".."):
+            raise ValueError("'.' and '..' are not valid ZooKeeper path segments")
+        return v
+
+
+class KvStoreConfig(_Section):
+    """[kvstore] — the upstream store speaking the HTTP protocol of DESIGN §3."""
+
+    url: str = setting("Base URL of the KV store, without the `/v1` prefix.", label="http(s) URL")
+    token: SecretStr = setting(
+        "Bearer token sent to the store; empty means no authentication. Never logged.",
+        SecretStr(""),
+        secret=True,
+    )
+
+    @field_validator("url")
+    @classmethod
+    def _http_url(cls, v: str) -> str:
+        parts = urlsplit(v)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError("like 'http://127.0.0.1:8420'")
+        return v.rstrip("/")
+
+
+class ZooKeeperConfig(_Section):
+    """[zookeeper] — leader election and epoch fencing (DESIGN §7)."""
+
+    hosts: str = setting(
+        "ZooKeeper connect string, comma-separated `host:port` pairs.",
+        label="host:port[,host:port...]",
+    )
+    session_timeout_s: float = setting(
+        "ZooKeeper session timeout in seconds. A leader suspended longer than this stops its "
+        "query on its own.",
+        10.0,
+        gt=0,
+    )
+    auth_user: str | None = setting(
+        "User for a ZooKeeper digest ACL on the job's znodes; set together with `auth_password`.",
+        None,
+        label="non-empty string",
+        min_length=1,
+    )
+    auth_password: SecretStr | None = setting(
+        "Password for the digest ACL; set together with `auth_user`. Never logged.",
+        None,
+        secret=True,
+    )
+    embedded: bool = setting(
+        "Start an embedded ZooKeeper server on `hosts` (one loopback `host:port`) instead of "
+        "connecting to a running ensemble; for local runs. `tiering demo` always starts its own.",
+        False,
+    )
+
+    @field_validator("hosts")
+    @classmethod
+    def _host_ports(cls, v: str) -> str:
+        pairs = [p.strip() for p in v.split(",")]
+        for pair in pairs:
+            match = _HOST_PORT.fullmatch(pair)
+            if match is None:
+                raise ValueError(f"{pair!r} is not host:port" if len(pairs) > 1 else "")
+            if not 1 <= int(match["port"]) <= 65535:
+                raise ValueError(f"port {match['port']} is out of range 1-65535")
+        return ",".join(pairs)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> ZooKeeperConfig:
+        if (self.auth_user is None) != (self.auth_password is None):
+            given = "auth_user" if self.auth_user is not None else "auth_password"
+            raise ValueError(f"auth_user and auth_password go together: expected both or neither, got only {given}")
+        if self.embedded and (
+            "," in self.hosts or _HOST_PORT.fullmatch(self.hosts)["host"] not in _LOOPBACK  # type: ignore[index]
+        ):
+            raise ValueError(
+                f"embedded = true: expected hosts to be one loopback host:port "
+                f"(127.0.0.1, localhost or [::1]), got {self.hosts!r}"
+            )
+        return self
+
+
+class LakeConfig(_Section):
+    """[lake] — where the Delta tables are written (DESIGN §6)."""
+
+    root: str = setting(
+        "Root of the lake; table `t` is written to `<root>/t`. Local path or any URI the writer supports.",
+        label="non-empty path or URI",
+        min_length=1,
+    )
+    writer: Literal["delta-rs", "delta-spark"] = setting(
+        "Delta writer: `delta-rs` (no JVM jars needed) or `delta-spark` (needs the Delta jars on "
+        "Spark's classpath). Same commit protocol.",
+        "delta-rs",
+    )
+
+
+class TablesConfig(_Section):
+    """[tables] — which store tables are tiered, by glob pattern (fnmatch, case-sensitive)."""
+
+    include: list[str] = setting(
+        "Glob patterns of table names to tier; a table is tiered when it matches one of them.",
+        ["*"],
+        label="non-empty list of glob patterns",
+        min_length=1,
+    )
+    exclude: list[str] = setting(
+        "Glob patterns of table names never to tier; wins over `include`.",
+        [],
+        label="list of glob patterns",
+    )
+
+    def selects(self, name: str) -> bool:
+        """Whether table ``name`` is tiered. Case-sensitive on every OS, like the store's names."""
+        return any(fnmatch.fnmatchcase(name, p) for p in self.include) and not any(
+            fnmatch.fnmatchcase(name, p) for p in self.exclude
+        )
+
+
+class TriggerConfig(_Section):
+    """[trigger] — when rounds run."""
+
+    available_now: bool = setting(
+        "Tier everything available at start, then stop (Spark's `availableNow`; for scheduled "
+        "runs). Otherwise run continuously.",
+        False,
+    )
+    interval_s: float = setting(
+        "Seconds between round starts when running continuously (Spark processing-time trigger).",
+        5.0,
+        gt=0,
+    )
+
+
+class LeaseConfig(_Section):
+    """[lease] — the job-scoped snapshot lease (DESIGN §1)."""
+
+    duration_s: float = setting(
+        "Lease duration in seconds. Snapshots a crashed job held become collectable this long "
+        "after its last renewal.",
+        600.0,
+        gt=0,
+    )
+    renew: bool = setting(
+        "Renew the lease in the background while the job runs; without it a round longer than "
+        "`duration_s` may lose its snapshots.",
+        True,
+    )
+
+
+class LimitsConfig(_Section):
+    """[limits] — admission control per round (DESIGN §5)."""
+
+    max_splits_per_trigger: int = setting(
+        "Most splits planned in one round; 0 means no limit.",
+        0,
+        ge=0,
+    )
+    max_bytes_per_trigger: int = setting(
+        "Most bytes (snapshot and log file sizes) planned in one round; 0 means no limit. "
+        "Bounds driver memory for changelog merges.",
+        0,
+        ge=0,
+    )
+    fail_on_data_loss: bool = setting(
+        "Fail when the changelog was truncated past the lake offset, instead of bootstrapping "
+        "the bucket again from its latest snapshot.",
+        False,
+    )
+
+
+def flatten_spark(conf: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """``[spark]`` with unquoted dotted keys parses into nested tables: join them back into Spark
+    conf keys (``spark.sql.shuffle.partitions``). Scalars become strings the way Spark writes them."""
+    flat: dict[str, Any] = {}
+    for key, value in conf.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, Mapping):
+            flat.update(flatten_spark(value, f"{name}."))
+        elif isinstance(value, bool):
+            flat[name] = "true" if value else "false"
+        elif isinstance(value, (int, float)):
+            flat[name] = str(value)
+        else:
+            flat[name] = value
+    return flat
+
+
+class TieringConfig(BaseModel):
+    """The whole configuration: file, then ``TIERING_<SECTION>_<KEY>`` environment, then CLI
+    overrides (see :func:`tiering.conf.loader.load_config`)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    job: JobConfig
+    kvstore: KvStoreConfig
+    zookeeper: ZooKeeperConfig
+    lake: LakeConfig
+    tables: TablesConfig = Field(default_factory=TablesConfig)
+    trigger: TriggerConfig = Field(default_factory=TriggerConfig)
+    lease: LeaseConfig = Field(default_factory=LeaseConfig)
+    limits: LimitsConfig = Field(default_factory=LimitsConfig)
+    spark: dict[str, str] = setting(
+        "Spark conf passed through as-is (`spark.sql.shuffle.partitions = 4`); values become "
+        "strings. Set in the file or as overrides, not from the environment (keys contain dots).",
+        {},
+        label="string, number or boolean",
+    )
+
+    @field_validator("spark", mode="before")
+    @classmethod
+    def _spark_strings(cls, v: Any) -> Any:
+        return flatten_spark(v) if isinstance(v, Mapping) else v
+
+    def redacted(self) -> dict[str, Any]:
+        """The config as plain data for logs: a set secret shows as ``***``, an empty one as ``""``."""
+        data = self.model_dump(mode="json")
+        for section, model in SECTIONS.items():
+            for key, info in model.model_fields.items():
+                if is_secret(info):
+                    secret = getattr(getattr(self, section), key)
+                    data[section][key] = None if secret is None else ("***" if secret.get_secret_value() else "")
+        return data
+
+
+SECTIONS: dict[str, type[_Section]] = {
+    "job": JobConfig,
+    "kvstore": KvStoreConfig,
+    "zookeeper": ZooKeeperConfig,
+    "lake": LakeConfig,
+    "tables": TablesConfig,
+    "trigger": TriggerConfig,
+    "lease": LeaseConfig,
+    "limits": LimitsConfig,
+}
+"""Every section with fixed keys, in file order; ``[spark]`` is the free-form map besides them."""

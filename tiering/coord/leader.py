@@ -1,0 +1,198 @@
+"""What the job uses to lead: ``acquire_leadership()`` -> a ``LeaderTerm`` (DESIGN §7).
+
+Failure mode it encapsulates: a leader that keeps acting after it stopped being one. A term
+ends (``lost`` is set, ``on_lost`` runs) when the session watchdog gives up on the session,
+and a term can always ask ``check()`` whether the epoch moved on; its ZooKeeper writes are
+fenced by the epoch so a stale term's write is refused even before it notices. When a term is
+lost its session is closed so the next contender need not wait for the server to expire it.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import threading
+import time
+from collections.abc import Callable
+
+from kazoo.client import KazooClient
+from kazoo.exceptions import KazooException, NoNodeError
+
+from tiering.coord.client import close_quietly, connect
+from tiering.coord.election import JobElection
+from tiering.coord.epoch import Epoch, read_epoch
+from tiering.coord.fencing import fenced_set
+from tiering.coord.paths import epoch_path, job_path, leader_path, owner_path, validate_job
+from tiering.coord.watchdog import SessionWatchdog
+from tiering.errors import CoordinationError, LeadershipLostError
+
+__all__ = ["LeaderTerm", "acquire_leadership", "read_status"]
+
+log = logging.getLogger(__name__)
+
+
+class LeaderTerm:
+    """One leadership term of a job: its epoch, a ``lost`` event, fenced writes, ``resign()``."""
+
+    def __init__(
+        self,
+        zk: KazooClient,
+        election: JobElection,
+        fence: Epoch,
+        *,
+        hosts: str,
+        session_timeout_s: float,
+        on_lost: Callable[[], None] | None = None,
+    ) -> None:
+        self.zk = zk
+        self.job = election.job
+        self.hosts = hosts
+        self.fence = fence
+        self._election = election
+        self._on_lost = on_lost
+        self._over = threading.Lock()
+        self._watchdog = SessionWatchdog(zk, session_timeout_s, self._watchdog_fired, name=f"zk-watchdog-{self.job}")
+        # The watchdog's own flag is the term's: it is set before on_lost runs.
+        self.lost: threading.Event = self._watchdog.lost
+
+    @property
+    def epoch(self) -> int:
+        return self.fence.value
+
+    @property
+    def lost_reason(self) -> str | None:
+        return self._watchdog.reason
+
+    def check(self) -> None:
+        """Raise LeadershipLostError unless this term still holds the lock and the epoch is ours."""
+        if self.lost.is_set():
+            raise LeadershipLostError(
+                f"leadership of job {self.job!r} (epoch {self.epoch}) lost: {self.lost_reason}", epoch=self.epoch
+            )
+        node = self._election.lock_node
+        try:
+            current = read_epoch(self.zk, self.job)
+            holds_lock = node is not None and self.zk.exists(node) is not None
+        except (CoordinationError, KazooException) as e:
+            raise LeadershipLostError(
+                f"cannot confirm leadership of job {self.job!r} (epoch {self.epoch}): {e!r}", epoch=self.epoch
+            ) from e
+        if current != self.fence:
+            raise LeadershipLostError(
+                f"job {self.job!r}: epoch at {epoch_path(self.job)} moved on to {current} from our {self.fence}",
+                epoch=self.epoch,
+            )
+        if not holds_lock:
+            raise LeadershipLostError(
+                f"job {self.job!r} (epoch {self.epoch}): our lock node {node} is gone (session expired)",
+                epoch=self.epoch,
+            )
+
+    def fenced_set(self, path: str, value: bytes) -> int:
+        """Create or overwrite ``path`` only if the epoch is still ours; return its new version."""
+        if self.lost.is_set():
+            raise LeadershipLostError(
+                f"write of {path} refused: leadership of job {self.job!r} (epoch {self.epoch}) lost: "
+                f"{self.lost_reason}",
+                epoch=self.epoch,
+            )
+        return fenced_set(self.zk, self.job, self.fence, path, value)
+
+    def resign(self) -> None:
+        """End the term: stop watching, give up the lock, close the session. Idempotent."""
+        self._watchdog.stop()
+        self.lost.set()
+        with self._over:
+            self._election.release()
+            close_quietly(self.zk)
+        log.info("resigned leadership of job %r (epoch %d)", self.job, self.epoch)
+
+    def __enter__(self) -> LeaderTerm:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.resign()
+
+    def _start(self) -> None:
+        self._watchdog.start()
+        # A session that expired between the epoch bump and the watchdog's start was reported
+        # to nobody (kazoo has reconnected with a new session since): look at the lock node.
+        self.check()
+
+    def _watchdog_fired(self, reason: str) -> None:
+        if self._on_lost is not None:
+            self._on_lost()
+        # Closing the session deletes our lock node now if the server is reachable, rather than
+        # after the server expires it: the standby takes over sooner.
+        with self._over:
+            close_quietly(self.zk)
+
+
+def acquire_leadership(
+    hosts: str,
+    job: str,
+    session_timeout_s: float,
+    *,
+    owner: dict | None = None,
+    auth: tuple[str, str] | None = None,
+    timeout_s: float | None = None,
+    on_lost: Callable[[], None] | None = None,
+    connect_timeout_s: float = 15.0,
+) -> LeaderTerm:
+    """Block until this process leads ``job`` (a standby waits here), then return its term.
+
+    The term's epoch is persisted before this returns. ``timeout_s`` bounds the whole wait
+    (None: wait for ever); connecting is bounded by ``connect_timeout_s`` either way.
+    ``on_lost`` runs once, in the watchdog's thread, when the term is lost (not on resign).
+    """
+    validate_job(job)
+    if not session_timeout_s > 0:
+        raise CoordinationError(f"zookeeper.session_timeout_s must be > 0, got {session_timeout_s!r}")
+    deadline = math.inf if timeout_s is None else time.monotonic() + timeout_s
+    zk = connect(hosts, session_timeout_s, auth=auth, timeout_s=min(connect_timeout_s, timeout_s or math.inf))
+    try:
+        election = JobElection(zk, job, owner)
+        remaining = None if timeout_s is None else max(0.0, deadline - time.monotonic())
+        fence = election.win(remaining)
+        term = LeaderTerm(zk, election, fence, hosts=hosts, session_timeout_s=session_timeout_s, on_lost=on_lost)
+        term._start()
+        return term
+    except BaseException:
+        close_quietly(zk)
+        raise
+
+
+def read_status(hosts: str, job: str, *, timeout_s: float = 10.0) -> dict:
+    """Leader and epoch of ``job`` for ``tiering status``: read-only, works without the job's auth.
+
+    ``owner`` is the record of the latest term (it outlives its leader); ``leader`` is who holds
+    the lock now (``host:pid``) or None, ``contenders`` how many processes are queued.
+    """
+    validate_job(job)
+    zk = connect(hosts, session_timeout_s=max(timeout_s, 2.0), timeout_s=timeout_s)
+    try:
+        if zk.exists(job_path(job)) is None:
+            return {"job": job, "epoch": None, "epoch_version": None, "owner": None, "leader": None, "contenders": 0}
+        current = read_epoch(zk, job)
+        try:
+            raw, _ = zk.get(owner_path(job))
+        except NoNodeError:
+            raw = None
+        try:
+            owner = None if raw is None else json.loads(raw)
+        except ValueError:
+            raise CoordinationError(f"owner znode {owner_path(job)} of job {job!r} holds no JSON: {raw[:80]!r}") from None
+        contenders = zk.Lock(leader_path(job)).contenders() if zk.exists(leader_path(job)) else []
+        return {
+            "job": job,
+            "epoch": None if current is None else current.value,
+            "epoch_version": None if current is None else current.version,
+            "owner": owner,
+            "leader": contenders[0] if contenders else None,
+            "contenders": len(contenders),
+        }
+    except KazooException as e:
+        raise CoordinationError(f"cannot read status of job {job!r} from ZooKeeper at {hosts}: {e!r}") from e
+    finally:
+        close_quietly(zk)

@@ -1,0 +1,154 @@
+"""Tables, buckets, log segments and snapshots as rows of the metadata database.
+
+Every function runs inside a caller's transaction (``Database.tx``) so a caller can combine
+them atomically, e.g. "append these segments and move the log end". A lookup of a table by
+name sees only the live table of that name; a dropped table keeps its rows (its id is never
+reused) until GC has deleted its files.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterable
+
+from tiering.kvstore.models import BucketLog, LogSegment, Snapshot, TableInfo, TableSpec
+from tiering.kvstore.server.errors import CONFLICT, ApiError, table_not_found
+
+
+def create_table(conn: sqlite3.Connection, spec: TableSpec) -> TableInfo:
+    existing = conn.execute("SELECT table_id FROM tables WHERE name = ? AND state = 'live'", (spec.name,)).fetchone()
+    if existing:
+        raise ApiError(409, CONFLICT, f"table {spec.name!r} already exists (table_id {existing['table_id']})")
+    cur = conn.execute("INSERT INTO tables (name, info) VALUES (?, '')", (spec.name,))
+    info = TableInfo(**spec.model_dump(by_alias=True), table_id=cur.lastrowid)
+    conn.execute("UPDATE tables SET info = ? WHERE table_id = ?", (info.model_dump_json(by_alias=True), info.table_id))
+    conn.executemany(
+        "INSERT INTO buckets (table_id, bucket) VALUES (?, ?)", [(info.table_id, b) for b in range(spec.num_buckets)]
+    )
+    return info
+
+
+def live_table(conn: sqlite3.Connection, name: str) -> TableInfo:
+    row = conn.execute("SELECT info FROM tables WHERE name = ? AND state = 'live'", (name,)).fetchone()
+    if row is None:
+        raise table_not_found(name)
+    return TableInfo.model_validate_json(row["info"])
+
+
+def live_tables(conn: sqlite3.Connection) -> list[TableInfo]:
+    rows = conn.execute("SELECT info FROM tables WHERE state = 'live' ORDER BY name").fetchall()
+    return [TableInfo.model_validate_json(r["info"]) for r in rows]
+
+
+def tables_to_collect(conn: sqlite3.Connection) -> list[tuple[TableInfo, bool]]:
+    """Every table GC must visit, with whether it was dropped (then nothing is retained)."""
+    rows = conn.execute("SELECT info, state FROM tables WHERE state != 'purged' ORDER BY table_id").fetchall()
+    return [(TableInfo.model_validate_json(r["info"]), r["state"] == "dropped") for r in rows]
+
+
+def set_state(conn: sqlite3.Connection, table_id: int, state: str) -> None:
+    conn.execute("UPDATE tables SET state = ? WHERE table_id = ?", (state, table_id))
+
+
+def bucket_logs(conn: sqlite3.Connection, table_id: int) -> list[BucketLog]:
+    rows = conn.execute(
+        "SELECT bucket, log_start_offset, log_end_offset FROM buckets WHERE table_id = ? ORDER BY bucket", (table_id,)
+    ).fetchall()
+    return [BucketLog(**dict(r)) for r in rows]
+
+
+def add_segments(conn: sqlite3.Connection, table_id: int, segments: Iterable[tuple[int, LogSegment]], now_ms: int) -> None:
+    """Record flushed segments and move each bucket's log end to the segment's end."""
+    for bucket, seg in segments:
+        conn.execute(
+            "INSERT OR REPLACE INTO segments VALUES (?, ?, ?, ?, ?, ?)",
+            (table_id, bucket, seg.start_offset, seg.end_offset, seg.file, now_ms),
+        )
+        conn.execute(
+            "UPDATE buckets SET log_end_offset = ? WHERE table_id = ? AND bucket = ?", (seg.end_offset, table_id, bucket)
+        )
+
+
+def segments(conn: sqlite3.Connection, table_id: int, bucket: int, from_offset: int, to_offset: int) -> list[LogSegment]:
+    """Segments overlapping ``[from_offset, to_offset)``, in offset order."""
+    rows = conn.execute(
+        "SELECT start_offset, end_offset, file FROM segments WHERE table_id = ? AND bucket = ? "
+        "AND end_offset > ? AND start_offset < ? ORDER BY start_offset",
+        (table_id, bucket, from_offset, to_offset),
+    ).fetchall()
+    return [LogSegment(**dict(r)) for r in rows]
+
+
+def segment_rows(conn: sqlite3.Connection, table_id: int, bucket: int) -> list[sqlite3.Row]:
+    return conn.execute(
+        "SELECT start_offset, end_offset, file, created_at_ms FROM segments WHERE table_id = ? AND bucket = ? "
+        "ORDER BY start_offset",
+        (table_id, bucket),
+    ).fetchall()
+
+
+def delete_segments_below(conn: sqlite3.Connection, table_id: int, bucket: int, end_offset: int) -> None:
+    """Drop segments ending at or below ``end_offset``; the log now starts there."""
+    conn.execute(
+        "DELETE FROM segments WHERE table_id = ? AND bucket = ? AND end_offset <= ?", (table_id, bucket, end_offset)
+    )
+    conn.execute(
+        "UPDATE buckets SET log_start_offset = MAX(log_start_offset, ?) WHERE table_id = ? AND bucket = ?",
+        (end_offset, table_id, bucket),
+    )
+
+
+def _snapshot(row: sqlite3.Row) -> Snapshot:
+    return Snapshot(
+        bucket=row["bucket"], snapshot_id=row["snapshot_id"], log_offset=row["log_offset"],
+        files=json.loads(row["files"]), row_count=row["row_count"], size_bytes=row["size_bytes"],
+    )
+
+
+def next_snapshot_id(conn: sqlite3.Connection, table_id: int, bucket: int) -> int:
+    row = conn.execute(
+        "SELECT last_snapshot_id FROM buckets WHERE table_id = ? AND bucket = ?", (table_id, bucket)
+    ).fetchone()
+    return row["last_snapshot_id"] + 1
+
+
+def add_snapshot(conn: sqlite3.Connection, table_id: int, snap: Snapshot, now_ms: int) -> None:
+    conn.execute(
+        "INSERT INTO snapshots VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        (table_id, snap.bucket, snap.snapshot_id, snap.log_offset, json.dumps(snap.files), snap.row_count,
+         snap.size_bytes, now_ms),
+    )
+    conn.execute(
+        "UPDATE buckets SET last_snapshot_id = ? WHERE table_id = ? AND bucket = ?", (snap.snapshot_id, table_id, snap.bucket)
+    )
+
+
+def latest_snapshots(conn: sqlite3.Connection, table_id: int) -> dict[int, Snapshot]:
+    rows = conn.execute(
+        "SELECT s.* FROM snapshots s JOIN buckets b ON s.table_id = b.table_id AND s.bucket = b.bucket "
+        "AND s.snapshot_id = b.last_snapshot_id WHERE s.table_id = ? ORDER BY s.bucket",
+        (table_id,),
+    ).fetchall()
+    return {r["bucket"]: _snapshot(r) for r in rows}
+
+
+def snapshot(conn: sqlite3.Connection, table_id: int, bucket: int, snapshot_id: int) -> Snapshot | None:
+    row = conn.execute(
+        "SELECT * FROM snapshots WHERE table_id = ? AND bucket = ? AND snapshot_id = ?", (table_id, bucket, snapshot_id)
+    ).fetchone()
+    return _snapshot(row) if row else None
+
+
+def snapshots_of_bucket(conn: sqlite3.Connection, table_id: int, bucket: int) -> list[Snapshot]:
+    """Newest first."""
+    rows = conn.execute(
+        "SELECT * FROM snapshots WHERE table_id = ? AND bucket = ? ORDER BY snapshot_id DESC", (table_id, bucket)
+    ).fetchall()
+    return [_snapshot(r) for r in rows]
+
+
+def delete_snapshot(conn: sqlite3.Connection, table_id: int, bucket: int, snapshot_id: int) -> None:
+    conn.execute(
+        "DELETE FROM snapshots WHERE table_id = ? AND bucket = ? AND snapshot_id = ?", (table_id, bucket, snapshot_id)
+    )

@@ -1,0 +1,81 @@
+"""The store's data files under ``remote.dir``: immutable Parquet log segments and snapshots.
+
+Failure mode: a reader (Spark, on another machine) seeing a half-written file. Files are
+written to a temporary name and renamed into place, and never modified afterwards; a file
+whose metadata row was never committed (crash in between) is simply overwritten by the next
+write of the same offsets. Layout (see tiering.kvstore.models for the columns)::
+
+    <remote>/<table>-<table_id>/bucket-<b>/log/<start>-<end>.parquet
+    <remote>/<table>-<table_id>/bucket-<b>/snapshots/snapshot-<id>.parquet
+
+A bucket's live state is *derived*: its latest snapshot plus the log segments after it,
+merged so the change with the highest offset per key wins and ``-D`` removes the key.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from tiering.kvstore.models import LogSegment, Snapshot, TableInfo
+from tiering.kvstore.types import arrow_type
+
+TIMESTAMP = pa.timestamp("us", tz="UTC")
+
+
+def user_schema(info: TableInfo) -> pa.Schema:
+    return pa.schema([pa.field(c.name, arrow_type(c.type)) for c in info.columns])
+
+
+def log_schema(info: TableInfo) -> pa.Schema:
+    return user_schema(info).append(pa.field("__offset", pa.int64())).append(
+        pa.field("__op", pa.string())).append(pa.field("__timestamp", TIMESTAMP))
+
+
+def snapshot_schema(info: TableInfo) -> pa.Schema:
+    return user_schema(info).append(pa.field("__offset", pa.int64())).append(pa.field("__timestamp", TIMESTAMP))
+
+
+def table_dir(remote: Path, info: TableInfo) -> Path:
+    return remote / f"{info.name}-{info.table_id}"
+
+
+def segment_path(remote: Path, info: TableInfo, bucket: int, start: int, end: int) -> Path:
+    return table_dir(remote, info) / f"bucket-{bucket:05d}" / "log" / f"{start:020d}-{end:020d}.parquet"
+
+
+def snapshot_path(remote: Path, info: TableInfo, bucket: int, snapshot_id: int) -> Path:
+    return table_dir(remote, info) / f"bucket-{bucket:05d}" / "snapshots" / f"snapshot-{snapshot_id:010d}.parquet"
+
+
+def write_atomic(data: pa.Table, path: Path) -> int:
+    """Write a Parquet file all-or-nothing; returns its size in bytes."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    pq.write_table(data, tmp, compression="zstd")
+    os.replace(tmp, path)
+    return path.stat().st_size
+
+
+def live_state(info: TableInfo, base: Snapshot | None, segments: list[LogSegment]) -> pa.Table:
+    """The bucket's rows (snapshot layout) after applying ``segments`` on top of ``base``."""
+    log = log_schema(info)
+    parts = []
+    if base is not None and base.files:
+        snap = pq.read_table(base.files, schema=snapshot_schema(info))
+        snap = snap.append_column(pa.field("__op", pa.string()), pa.repeat(pa.scalar("+I"), snap.num_rows))
+        parts.append(snap.select(log.names))
+    parts.extend(pq.read_table(s.file, schema=log) for s in segments)
+    if not parts:
+        return snapshot_schema(info).empty_table()
+    data = pa.concat_tables(parts)
+    if data.num_rows:
+        newest = data.group_by(list(info.primary_key)).aggregate([("__offset", "max")])
+        if newest.num_rows < data.num_rows:  # offsets are unique in a bucket: max offset = one row per key
+            data = data.filter(pc.is_in(data["__offset"], value_set=newest["__offset_max"]))
+        data = data.filter(pc.not_equal(data["__op"], "-D"))
+    return data.select(snapshot_schema(info).names)

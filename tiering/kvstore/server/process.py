@@ -1,0 +1,127 @@
+"""The reference store as a child process, for tests, benchmarks and the demo.
+
+Failure modes: a store that never comes up (bad flags, port taken) must fail the caller with
+the store's own log, not a 30 s hang and a bare timeout; a test that kills the store
+(``kill(SIGKILL)``) must be able to bring the *same* store back (same port, same data dir)
+to check what survived. Output goes to ``<data_dir>/store.log``.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import requests
+
+from tiering.errors import StoreUnavailableError
+from tiering.kvstore.client import KvStoreClient
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class StoreProcess:
+    """One ``tiering kv-store serve`` process; ``start`` returns it once /v1/health answers."""
+
+    def __init__(
+        self, data_dir: Path, port: int, *, num_retained: int = 2, gc_interval_s: float = 30.0,
+        snapshot_interval_s: float = 0.0, token: str | None = None, startup_timeout_s: float = 30.0,
+    ) -> None:
+        self.data_dir = Path(data_dir)
+        self.port = port
+        self.url = f"http://127.0.0.1:{port}"
+        self.token = token
+        self.startup_timeout_s = startup_timeout_s
+        self._args = [
+            sys.executable, "-m", "tiering.cli", "kv-store", "serve", "--data-dir", str(self.data_dir),
+            "--port", str(port), "--host", "127.0.0.1", "--num-retained", str(num_retained),
+            "--gc-interval", str(gc_interval_s), "--snapshot-interval", str(snapshot_interval_s),
+        ]
+        self._proc: subprocess.Popen | None = None
+
+    @classmethod
+    def start(
+        cls, data_dir: Path, port: int | None = None, num_retained: int = 2, gc_interval_s: float = 30.0,
+        snapshot_interval_s: float = 0.0, token: str | None = None,
+    ) -> "StoreProcess":
+        store = cls(
+            data_dir, port or free_port(), num_retained=num_retained, gc_interval_s=gc_interval_s,
+            snapshot_interval_s=snapshot_interval_s, token=token,
+        )
+        store.launch()
+        return store
+
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc else None
+
+    def launch(self) -> None:
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        env = dict(os.environ)
+        env["TIERING_KVSTORE_TOKEN"] = self.token or ""  # the token stays off the command line
+        with open(self.data_dir / "store.log", "ab") as out:
+            self._proc = subprocess.Popen(self._args, stdout=out, stderr=subprocess.STDOUT, env=env)
+        self._wait_healthy()
+
+    def _wait_healthy(self) -> None:
+        deadline = time.monotonic() + self.startup_timeout_s
+        while time.monotonic() < deadline:
+            if self._proc.poll() is not None:
+                raise StoreUnavailableError(
+                    f"kv-store exited with code {self._proc.returncode} while starting on port {self.port}:\n{self.log_tail()}"
+                )
+            try:
+                if requests.get(f"{self.url}/v1/health", timeout=1).ok:
+                    return
+            except requests.RequestException:
+                pass
+            time.sleep(0.05)
+        self.kill()
+        raise StoreUnavailableError(
+            f"kv-store on port {self.port} not healthy after {self.startup_timeout_s}s:\n{self.log_tail()}"
+        )
+
+    def log_tail(self, lines: int = 30) -> str:
+        path = self.data_dir / "store.log"
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:]) if path.exists() else "(no log)"
+
+    def client(self, timeout_s: float = 30.0) -> KvStoreClient:
+        return KvStoreClient(self.url, token=self.token, timeout_s=timeout_s)
+
+    def alive(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+    def kill(self, sig: int = signal.SIGKILL) -> None:
+        """Send ``sig``; for SIGKILL/SIGTERM also reap the process."""
+        if not self.alive():
+            return
+        self._proc.send_signal(sig)
+        if sig in (signal.SIGKILL, signal.SIGTERM):
+            self._proc.wait(timeout=30)
+
+    def restart(self) -> None:
+        """Kill (if running) and start again on the same port and data dir."""
+        self.kill()
+        self.launch()
+
+    def stop(self, timeout_s: float = 15.0) -> None:
+        if not self.alive():
+            return
+        self._proc.send_signal(signal.SIGCONT)  # a SIGSTOPped store could not handle SIGTERM
+        self._proc.terminate()
+        try:
+            self._proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            self._proc.kill()
+            self._proc.wait(timeout=30)
+
+    def __repr__(self) -> str:
+        return f"StoreProcess(url={self.url!r}, data_dir={str(self.data_dir)!r}, pid={self.pid})"

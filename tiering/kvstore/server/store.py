@@ -1,0 +1,430 @@
+"""The reference store's operations: what each endpoint does, independent of HTTP.
+
+Failure modes handled here: a crash between writing a file and recording it (files first,
+metadata after, so a restart sees the old consistent state); two writers interleaving offsets
+of one table (a lock per table serializes its writes and snapshots, while lease calls, which
+only touch metadata, never wait behind a large write); GC racing a snapshot build (GC never
+deletes a bucket's latest snapshot, nor log segments it does not cover, and builds only read
+those). Log segments are deleted only when tiered (end <= the table's reported lake offset)
+or older than the optional hard retention cap — and in both cases only once covered by the
+bucket's latest snapshot, because the store rebuilds its own state from snapshot + log.
+
+Deleting an absent key is a no-op: no ``-D`` record is written, so every ``-D`` in the log
+removes a key that existed. An upsert of a key absent from the bucket is ``+I``, else ``+U``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import shutil
+import threading
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from tiering.kvstore.bucketing import bucket_of
+from tiering.kvstore.models import (
+    AcquireRequest,
+    AcquireResult,
+    LakeReport,
+    Lease,
+    LogSegment,
+    ReleaseRequest,
+    RenewRequest,
+    Snapshot,
+    SnapshotRef,
+    TableInfo,
+    TableLog,
+    TableSnapshots,
+    TableSpec,
+)
+from tiering.kvstore.server import catalog, leases
+from tiering.kvstore.server.db import Database
+from tiering.kvstore.server.errors import LOG_TRUNCATED, NOT_FOUND, SNAPSHOT_GONE, ApiError, bad_request
+from tiering.kvstore.server.files import (
+    TIMESTAMP,
+    live_state,
+    log_schema,
+    segment_path,
+    snapshot_path,
+    table_dir,
+    write_atomic,
+)
+from tiering.kvstore.server.metrics import StoreMetrics
+
+log = logging.getLogger(__name__)
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+class Store:
+    def __init__(self, data_dir: Path, num_retained: int = 2, log_retention_s: float | None = None) -> None:
+        if num_retained < 1:
+            raise ValueError(f"num_retained must be >= 1 (the latest snapshot is the store's own state), got {num_retained}")
+        self.data_dir = data_dir
+        self.remote = data_dir / "remote"
+        self.num_retained = num_retained
+        self.log_retention_s = log_retention_s
+        self.db = Database(data_dir / "meta.sqlite")
+        self.metrics = StoreMetrics(leases_held=self._count_leases)
+        self._guard = threading.Lock()
+        self._table_locks: dict[int, threading.Lock] = {}
+        self._live: dict[tuple[int, int], set[Any]] = {}  # keys present per bucket; rebuilt lazily after restart
+
+    def close(self) -> None:
+        self.db.close()
+
+    # tables
+
+    def create_table(self, spec: TableSpec) -> TableInfo:
+        with self.db.tx() as conn:
+            info = catalog.create_table(conn, spec)
+        log.info("created table %s (table_id %d, %d buckets)", info.name, info.table_id, info.num_buckets)
+        return info
+
+    def list_tables(self) -> list[TableInfo]:
+        with self.db.tx() as conn:
+            return catalog.live_tables(conn)
+
+    def get_table(self, name: str) -> TableInfo:
+        with self.db.tx() as conn:
+            return catalog.live_table(conn, name)
+
+    def drop_table(self, name: str) -> TableInfo:
+        info = self.get_table(name)
+        with self._lock(info.table_id):
+            with self.db.tx() as conn:
+                info = catalog.live_table(conn, name)
+                catalog.set_state(conn, info.table_id, "dropped")
+            for key in [k for k in self._live if k[0] == info.table_id]:
+                del self._live[key]
+        log.info("dropped table %s (table_id %d)", name, info.table_id)
+        self.gc()
+        return info
+
+    def _lock(self, table_id: int) -> threading.Lock:
+        with self._guard:
+            return self._table_locks.setdefault(table_id, threading.Lock())
+
+    def _locked_table(self, name: str, table_id: int) -> TableInfo:
+        """The table again under its lock: it may have been dropped (or re-created) meanwhile."""
+        info = self.get_table(name)
+        if info.table_id != table_id:
+            raise ApiError(404, "TABLE_NOT_FOUND", f"table {name!r} was dropped while the request waited")
+        return info
+
+    # rows
+
+    def write_rows(self, name: str, op: str, data: pa.Table) -> dict[str, Any]:
+        """Append one immutable log segment per touched bucket; offsets are dense per bucket."""
+        table_id = self.get_table(name).table_id
+        with self._lock(table_id):
+            info = self._locked_table(name, table_id)
+            with self.db.tx() as conn:
+                ends = {b.bucket: b.log_end_offset for b in catalog.bucket_logs(conn, table_id)}
+            keys, groups = _keys_and_buckets(info, data)
+            now = dt.datetime.now(dt.timezone.utc)
+            written = []
+            for bucket in sorted(groups):
+                live = self._live_keys(info, bucket)
+                rows, ops, added, removed = _changes(op, groups[bucket], keys, live)
+                if not rows:
+                    continue
+                start = ends[bucket]
+                seg = LogSegment(
+                    start_offset=start, end_offset=start + len(rows),
+                    file=str(segment_path(self.remote, info, bucket, start, start + len(rows))),
+                )
+                write_atomic(_log_records(info, data.take(pa.array(rows, pa.int64())), start, ops, now), Path(seg.file))
+                written.append((bucket, seg, added, removed))
+            with self.db.tx() as conn:
+                catalog.add_segments(conn, table_id, [(b, s) for b, s, _, _ in written], _now_ms())
+            for bucket, _, added, removed in written:
+                self._live[(table_id, bucket)] |= added
+                self._live[(table_id, bucket)] -= removed
+        records = sum(s.end_offset - s.start_offset for _, s, _, _ in written)
+        self.metrics.rows_written.labels(name).inc(records)
+        return {
+            "table_id": table_id, "rows": data.num_rows, "records": records,
+            "buckets": {str(b): [s.start_offset, s.end_offset] for b, s, _, _ in written},
+        }
+
+    def _live_keys(self, info: TableInfo, bucket: int) -> set[Any]:
+        key = (info.table_id, bucket)
+        if key not in self._live:
+            state, _ = self._state(info, bucket)
+            pk = list(info.primary_key)
+            columns = [state.column(c).to_pylist() for c in pk]
+            self._live[key] = set(columns[0] if len(pk) == 1 else zip(*columns))
+        return self._live[key]
+
+    def _state(self, info: TableInfo, bucket: int) -> tuple[pa.Table, int]:
+        """The bucket's live rows and the exclusive log offset they reflect."""
+        with self.db.tx() as conn:
+            snaps = catalog.snapshots_of_bucket(conn, info.table_id, bucket)
+            base = snaps[0] if snaps else None
+            end = catalog.bucket_logs(conn, info.table_id)[bucket].log_end_offset
+            segs = catalog.segments(conn, info.table_id, bucket, base.log_offset if base else 0, end)
+        return live_state(info, base, segs), end
+
+    # snapshots
+
+    def take_snapshots(self, name: str, only_changed: bool = False) -> TableSnapshots:
+        """Snapshot every bucket now (or only those whose log moved since their last snapshot)."""
+        table_id = self.get_table(name).table_id
+        with self._lock(table_id):
+            info = self._locked_table(name, table_id)
+            with self.db.tx() as conn:
+                logs = catalog.bucket_logs(conn, table_id)
+                latest = catalog.latest_snapshots(conn, table_id)
+            for bucket_log in logs:
+                bucket = bucket_log.bucket
+                base_offset = latest[bucket].log_offset if bucket in latest else 0
+                if only_changed and bucket_log.log_end_offset == base_offset:
+                    continue
+                state, end = self._state(info, bucket)
+                with self.db.tx() as conn:
+                    snapshot_id = catalog.next_snapshot_id(conn, table_id, bucket)
+                path = snapshot_path(self.remote, info, bucket, snapshot_id)
+                size = write_atomic(state, path)
+                snap = Snapshot(
+                    bucket=bucket, snapshot_id=snapshot_id, log_offset=end, files=[str(path)],
+                    row_count=state.num_rows, size_bytes=size,
+                )
+                with self.db.tx() as conn:
+                    catalog.add_snapshot(conn, table_id, snap, _now_ms())
+                self.metrics.snapshots_taken.labels(name).inc()
+        return self.latest_snapshots(name)
+
+    def snapshot_changed_tables(self) -> None:
+        """The periodic snapshot pass: only buckets that changed since their last snapshot."""
+        for info in self.list_tables():
+            try:
+                self.take_snapshots(info.name, only_changed=True)
+            except ApiError as e:  # dropped meanwhile
+                log.info("periodic snapshot of %s skipped: %s", info.name, e.message)
+
+    def latest_snapshots(self, name: str) -> TableSnapshots:
+        with self.db.tx() as conn:
+            info = catalog.live_table(conn, name)
+            latest = catalog.latest_snapshots(conn, info.table_id)
+        return TableSnapshots(table_id=info.table_id, buckets=list(latest.values()))
+
+    def get_snapshot(self, name: str, bucket: int, snapshot_id: int) -> Snapshot:
+        with self.db.tx() as conn:
+            info = catalog.live_table(conn, name)
+            _check_bucket(info, bucket)
+            snap = catalog.snapshot(conn, info.table_id, bucket, snapshot_id)
+            last_id = catalog.next_snapshot_id(conn, info.table_id, bucket) - 1
+        where = f"snapshot {snapshot_id} of table {name!r} bucket {bucket}"
+        if snap is None and 1 <= snapshot_id <= last_id:
+            raise ApiError(410, SNAPSHOT_GONE, f"{where} was deleted by GC (not leased, not among the newest)")
+        if snap is None:
+            raise ApiError(404, NOT_FOUND, f"{where} does not exist (latest is {last_id})")
+        if not all(Path(f).exists() for f in snap.files):
+            raise ApiError(410, SNAPSHOT_GONE, f"{where}: its files are gone")
+        return snap
+
+    # log
+
+    def log_info(self, name: str) -> TableLog:
+        with self.db.tx() as conn:
+            info = catalog.live_table(conn, name)
+            return TableLog(table_id=info.table_id, buckets=catalog.bucket_logs(conn, info.table_id))
+
+    def log_segments(self, name: str, bucket: int, from_offset: int, to_offset: int) -> list[LogSegment]:
+        if from_offset < 0 or to_offset < from_offset:
+            raise bad_request(f"from/to: need 0 <= from <= to, got from={from_offset} to={to_offset}")
+        with self.db.tx() as conn:
+            info = catalog.live_table(conn, name)
+            _check_bucket(info, bucket)
+            bucket_log = catalog.bucket_logs(conn, info.table_id)[bucket]
+            if from_offset < bucket_log.log_start_offset:
+                raise ApiError(
+                    410, LOG_TRUNCATED,
+                    f"table {name!r} bucket {bucket}: log starts at {bucket_log.log_start_offset}, offsets from "
+                    f"{from_offset} were deleted; bootstrap from the latest snapshot",
+                )
+            return catalog.segments(conn, info.table_id, bucket, from_offset, min(to_offset, bucket_log.log_end_offset))
+
+    # leases
+
+    def acquire_lease(self, lease_id: str, req: AcquireRequest) -> AcquireResult:
+        with self.db.tx() as conn:
+            def available(ref: SnapshotRef) -> bool:
+                snap = catalog.snapshot(conn, ref.table_id, ref.bucket, ref.snapshot_id)
+                return snap is not None and all(Path(f).exists() for f in snap.files)
+
+            return leases.acquire(conn, lease_id, req, _now_ms(), available)
+
+    def renew_lease(self, lease_id: str, req: RenewRequest) -> Lease:
+        with self.db.tx() as conn:
+            result = leases.renew(conn, lease_id, req, _now_ms())
+        return _raise_or(result)
+
+    def release_lease(self, lease_id: str, req: ReleaseRequest) -> Lease:
+        with self.db.tx() as conn:
+            result = leases.release(conn, lease_id, req, _now_ms())
+        return _raise_or(result)
+
+    def drop_lease(self, lease_id: str, epoch: int) -> None:
+        with self.db.tx() as conn:
+            error = leases.drop(conn, lease_id, epoch, _now_ms())
+        if error is not None:
+            raise error
+
+    def get_lease(self, lease_id: str) -> Lease:
+        with self.db.tx() as conn:
+            result = leases.get(conn, lease_id, _now_ms())
+        return _raise_or(result)
+
+    def list_leases(self) -> list[Lease]:
+        with self.db.tx() as conn:
+            return leases.list_all(conn, _now_ms())
+
+    def _count_leases(self) -> float:
+        with self.db.tx() as conn:
+            return conn.execute("SELECT COUNT(*) FROM leases WHERE expires_at_ms > ?", (_now_ms(),)).fetchone()[0]
+
+    # lake
+
+    def put_lake(self, name: str, report: LakeReport) -> LakeReport:
+        with self.db.tx() as conn:
+            info = catalog.live_table(conn, name)
+            return leases.put_lake(conn, info, catalog.bucket_logs(conn, info.table_id), report)
+
+    def get_lake(self, name: str) -> LakeReport:
+        with self.db.tx() as conn:
+            info = catalog.live_table(conn, name)
+            report = leases.get_lake(conn, info.table_id)
+        if report is None:
+            raise ApiError(404, NOT_FOUND, f"table {name!r} (table_id {info.table_id}) has no lake report yet")
+        return report
+
+    # garbage collection
+
+    def gc(self) -> dict[str, int]:
+        """One GC pass; returns how many leases, snapshots, segments and tables it removed."""
+        now = _now_ms()
+        counts = {"leases": 0, "snapshots": 0, "segments": 0, "tables": 0}
+        doomed: list[str] = []
+        purged: list[Path] = []
+        with self.db.tx() as conn:
+            counts["leases"] = leases.delete_expired(conn, now)
+            held = leases.held_snapshots(conn, now)
+            for info, dropped in catalog.tables_to_collect(conn):
+                lake = {} if dropped else leases.lake_offsets(conn, info.table_id)
+                remaining = 0
+                for bucket in range(info.num_buckets):
+                    snaps = catalog.snapshots_of_bucket(conn, info.table_id, bucket)
+                    keep = 0 if dropped else self.num_retained
+                    remaining += min(keep, len(snaps))
+                    for snap in snaps[keep:]:
+                        if (info.table_id, bucket, snap.snapshot_id) in held:
+                            remaining += 1
+                            continue
+                        catalog.delete_snapshot(conn, info.table_id, bucket, snap.snapshot_id)
+                        doomed.extend(snap.files)
+                        counts["snapshots"] += 1
+                    covered = snaps[0].log_offset if snaps and not dropped else 0
+                    cut = None
+                    for seg in catalog.segment_rows(conn, info.table_id, bucket):
+                        if not (dropped or self._collectable(seg, covered, lake.get(bucket, 0), now)):
+                            break
+                        cut = seg["end_offset"]
+                        doomed.append(seg["file"])
+                        counts["segments"] += 1
+                    if cut is not None:
+                        catalog.delete_segments_below(conn, info.table_id, bucket, cut)
+                if dropped and remaining == 0:
+                    catalog.set_state(conn, info.table_id, "purged")
+                    purged.append(table_dir(self.remote, info))
+                    counts["tables"] += 1
+        for file in doomed:
+            Path(file).unlink(missing_ok=True)
+        for directory in purged:
+            shutil.rmtree(directory, ignore_errors=True)
+        for kind, n in counts.items():
+            self.metrics.gc_deleted.labels(kind).inc(n)
+        if any(counts.values()):
+            log.info("gc deleted %s", counts)
+        return counts
+
+    def _collectable(self, seg: Any, covered: int, lake_offset: int, now_ms: int) -> bool:
+        if seg["end_offset"] > covered:
+            return False
+        expired = self.log_retention_s is not None and seg["created_at_ms"] < now_ms - self.log_retention_s * 1000
+        return seg["end_offset"] <= lake_offset or expired
+
+
+def _raise_or(result: Any) -> Any:
+    if isinstance(result, ApiError):
+        raise result
+    return result
+
+
+def _check_bucket(info: TableInfo, bucket: int) -> None:
+    if not 0 <= bucket < info.num_buckets:
+        raise ApiError(404, NOT_FOUND, f"table {info.name!r} has no bucket {bucket} (0..{info.num_buckets - 1})")
+
+
+def _keys_and_buckets(info: TableInfo, data: pa.Table) -> tuple[list[Any], dict[int, list[int]]]:
+    """Each row's key identity and the row indices per bucket (bucketing.bucket_of)."""
+    pk = list(info.primary_key)
+    columns = [data.column(c).to_pylist() for c in pk]
+    groups: dict[int, list[int]] = defaultdict(list)
+    n = info.num_buckets
+    if len(pk) == 1:
+        keys, name = columns[0], pk[0]
+        for i, k in enumerate(keys):
+            groups[bucket_of({name: k}, pk, n)].append(i)
+    else:
+        keys = list(zip(*columns))
+        for i, k in enumerate(keys):
+            groups[bucket_of(dict(zip(pk, k)), pk, n)].append(i)
+    return keys, groups
+
+
+def _changes(op: str, rows: list[int], keys: list[Any], live: set[Any]) -> tuple[list[int], list[str], set, set]:
+    """Which rows become records, their ops, and the keys added/removed (applied after commit)."""
+    ops: list[str] = []
+    added: set[Any] = set()
+    removed: set[Any] = set()
+    if op == "upsert":
+        for i in rows:
+            k = keys[i]
+            if k in live or k in added:
+                ops.append("+U")
+            else:
+                added.add(k)
+                ops.append("+I")
+        return rows, ops, added, removed
+    kept = []
+    for i in rows:
+        k = keys[i]
+        if k in live and k not in removed:
+            removed.add(k)
+            kept.append(i)
+            ops.append("-D")
+    return kept, ops, added, removed
+
+
+def _log_records(info: TableInfo, rows: pa.Table, start: int, ops: list[str], now: dt.datetime) -> pa.Table:
+    schema = log_schema(info)
+    n = rows.num_rows
+    columns = [
+        rows.column(f.name) if f.name in rows.column_names else pa.nulls(n, f.type)
+        for f in schema if not f.name.startswith("__")
+    ]
+    columns += [
+        pa.array(range(start, start + n), pa.int64()),
+        pa.array(ops, pa.string()),
+        pa.repeat(pa.scalar(now, TIMESTAMP), n),
+    ]
+    return pa.Table.from_arrays(columns, schema=schema)

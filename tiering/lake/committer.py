@@ -1,0 +1,153 @@
+"""Commits one round (one micro-batch of split descriptors) to the lake, table by table.
+
+Failure modes and what happens:
+- a table fails (schema mismatch, snapshot gone, I/O): its leased buckets are released, the
+  failure is recorded, and the other tables still commit; the table is re-planned next round
+  from its lake position, which did not move;
+- this driver is no longer the leader (``FencedEpochError`` from the store, a lost ZooKeeper
+  term): the error propagates and stops the query — nothing more of this round lands;
+- the round is a replay (crash, new leader): splits are trimmed to what the lake lacks, and the
+  Delta writer skips a commit whose ``(epoch, round)`` is already there.
+Snapshots are re-acquired under the lease right before they are read: a lease that expired
+mid-round is re-established and the snapshot files re-checked, never assumed.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from tiering import failpoints
+from tiering.enumerator.descriptor import DESCRIPTOR_COLUMNS, from_descriptor
+from tiering.enumerator.positions import LakePosition
+from tiering.enumerator.replay import missing_splits
+from tiering.enumerator.splits import SnapshotSplit, Split
+from tiering.errors import FencedEpochError, LeadershipLostError, SnapshotUnavailableError, TieringError
+from tiering.kvstore.client import KvStoreClient
+from tiering.kvstore.models import LakeReport, SnapshotRef
+from tiering.lake.positions import read_position
+from tiering.lease.job_lease import JobLease
+
+log = logging.getLogger(__name__)
+
+@dataclass
+class RoundOutcome:
+    """What one round did, for logs, metrics and the availableNow exit code."""
+
+    round_id: int
+    committed: dict[str, object] = field(default_factory=dict)
+    failed: dict[str, str] = field(default_factory=dict)
+
+
+class RoundCommitter:
+    """The ``foreachBatch`` function of the tiering query."""
+
+    def __init__(
+        self,
+        writer,
+        client: KvStoreClient,
+        lease: JobLease,
+        *,
+        lake_root: str,
+        epoch: int,
+        fence: Callable[[], None] = lambda: None,
+        on_round: Callable[[RoundOutcome], None] = lambda outcome: None,
+    ) -> None:
+        self._writer = writer
+        self._client = client
+        self._lease = lease
+        self._lake_root = lake_root
+        self._epoch = epoch
+        self._fence = fence
+        self._on_round = on_round
+
+    def __call__(self, batch_df, batch_id: int) -> None:
+        rows = batch_df.select(*DESCRIPTOR_COLUMNS).collect()
+        by_table: dict[str, list[Split]] = defaultdict(list)
+        round_id = -1
+        for row in rows:
+            split, round_id = from_descriptor(row)
+            by_table[split.table].append(split)
+        outcome = RoundOutcome(round_id)
+        for table in sorted(by_table):
+            self._commit_table(table, by_table[table], round_id, outcome)
+        self._on_round(outcome)
+
+    def _commit_table(self, table: str, splits: list[Split], round_id: int, outcome: RoundOutcome) -> None:
+        started = time.monotonic()
+        table_id = splits[0].table_id
+        leased = sorted({s.bucket for s in splits if isinstance(s, SnapshotSplit)})
+        try:
+            commit = self._write(table, splits, round_id)
+        except (FencedEpochError, LeadershipLostError):
+            raise
+        except Exception as e:  # one table's failure must not stop the others
+            outcome.failed[table] = f"{type(e).__name__}: {e}"
+            log.error("round=%d table=%s FAILED epoch=%d: %s (re-planned next round)", round_id, table, self._epoch, e)
+            self._release(table_id, leased)
+            return
+        self._release(table_id, leased)
+        outcome.committed[table] = commit
+        log.info(
+            "round=%d table=%s table_id=%d epoch=%d %s in %.2fs",
+            round_id, table, table_id, self._epoch, commit, time.monotonic() - started,
+        )
+
+    def _write(self, table: str, splits: list[Split], round_id: int):
+        lake = read_position(self._lake_root, table)
+        position = lake.position if hasattr(lake, "position") else lake
+        todo = missing_splits(splits, position)
+        info = self._client.get_table(table)
+        if info.table_id != splits[0].table_id:
+            raise TieringError(f"table {table!r} was re-created (table_id {splits[0].table_id} -> {info.table_id})", table=table)
+        files = self._resolve_files(table, todo)
+        self._fence()
+        failpoints.hit("before_delta_commit")
+        commit = self._writer.write_table_round(
+            info,
+            todo,
+            files,
+            epoch=self._epoch,
+            round_id=round_id,
+            lease_id=self._lease.lease_id,
+            replace_table=position is not None and position.table_id != info.table_id,
+        )
+        failpoints.hit("after_delta_commit")
+        self._report(table, info.table_id, commit)
+        failpoints.hit("after_store_report")
+        return commit
+
+    def _resolve_files(self, table: str, splits: list[Split]) -> dict[Split, list[str]]:
+        snapshots = [s for s in splits if isinstance(s, SnapshotSplit)]
+        if snapshots:
+            refs = [SnapshotRef(table_id=s.table_id, bucket=s.bucket, snapshot_id=s.snapshot_id) for s in snapshots]
+            gone = self._lease.acquire(refs)
+            if gone:
+                raise SnapshotUnavailableError(f"table {table!r}: snapshots gone before they were read: {gone}", table=table)
+        files: dict[Split, list[str]] = {}
+        for split in splits:
+            if isinstance(split, SnapshotSplit):
+                files[split] = list(self._client.get_snapshot(table, split.bucket, split.snapshot_id).files)
+            else:
+                segments = self._client.log_segments(table, split.bucket, split.start_offset, split.end_offset)
+                files[split] = [seg.file for seg in segments]
+        return files
+
+    def _report(self, table: str, table_id: int, commit) -> None:
+        buckets = {str(b): offset for b, offset in sorted(commit.positions.items())}
+        self._client.report_lake(
+            table, LakeReport(table_id=table_id, epoch=self._epoch, lake_version=commit.delta_version, buckets=buckets)
+        )
+
+    def _release(self, table_id: int, buckets: list[int]) -> None:
+        if buckets:
+            self._lease.release_table(table_id, buckets)
+
+
+def lake_position(lake_root: str, table: str) -> LakePosition | None:
+    """The lake's position of ``table`` (None when never tiered)."""
+    lake = read_position(lake_root, table)
+    return lake.position if hasattr(lake, "position") else lake

@@ -1,0 +1,108 @@
+"""Where a table lives in the lake and how its commits are named (DESIGN §6).
+
+Failure mode this guards against: two terms (or two rounds) of a job writing the same table
+under transaction versions that do not order them. Delta keeps one version per app id and
+we skip a round whose version is already reached, so the version must only grow: across
+rounds of a term and across terms. ``txn_version`` packs ``(epoch, round)`` so a newer epoch
+outranks any round of an older one. A writer (JVM or Rust) and the position reader must agree
+on every name here, hence one module without Spark.
+"""
+
+from __future__ import annotations
+
+import os
+from urllib.parse import urlparse
+
+import pyarrow as pa
+
+from tiering.kvstore.models import TableInfo
+from tiering.kvstore.types import arrow_type
+
+__all__ = [
+    "BUCKET_COLUMN",
+    "OFFSET_COLUMN",
+    "TIMESTAMP_COLUMN",
+    "OP_COLUMN",
+    "SYSTEM_COLUMNS",
+    "METADATA_KEY",
+    "METADATA_VERSION",
+    "ROUND_BITS",
+    "table_path",
+    "app_id",
+    "txn_version",
+    "epoch_round",
+    "lake_schema",
+]
+
+BUCKET_COLUMN = "__bucket"
+OFFSET_COLUMN = "__offset"
+TIMESTAMP_COLUMN = "__timestamp"
+OP_COLUMN = "__op"  # only in the store's log files, never in the lake
+SYSTEM_COLUMNS = (BUCKET_COLUMN, OFFSET_COLUMN, TIMESTAMP_COLUMN)
+
+#: Top-level key of the commit info entry our writers add to every round commit.
+METADATA_KEY = "kvTiering"
+METADATA_VERSION = 1
+
+ROUND_BITS = 32
+_MAX_ROUND = 2**ROUND_BITS - 1
+_MAX_VERSION = 2**63 - 1  # Delta stores txn versions as a signed long
+
+
+def table_path(lake_root: str, table: str) -> str:
+    """``<lake_root>/<table>``; local paths only (the writers move files with ``os.rename``).
+
+    ``file://`` URIs are accepted and turned into paths; any other scheme is refused here,
+    early, with the root named, instead of failing mid-round.
+    """
+    parsed = urlparse(lake_root)
+    if parsed.scheme == "file":
+        root = parsed.path
+    elif parsed.scheme == "":
+        root = lake_root
+    else:
+        raise ValueError(f"lake root {lake_root!r}: only local paths or file:// URIs are supported")
+    if not table or "/" in table or table in (".", ".."):
+        raise ValueError(f"table name {table!r} cannot be a lake directory name")
+    return os.path.join(os.path.abspath(root), table)
+
+
+def app_id(job: str, table: str) -> str:
+    """The Delta app id of one job's writes to one table: ``tiering/<job>/<table>``."""
+    if not job:
+        raise ValueError("job name must not be empty: it scopes the Delta app id")
+    return f"tiering/{job}/{table}"
+
+
+def txn_version(epoch: int, round_id: int) -> int:
+    """``epoch * 2**32 + round``: grows with the round within a term and with every new term."""
+    if epoch < 0:
+        raise ValueError(f"epoch must be >= 0, got {epoch}")
+    if not 0 <= round_id <= _MAX_ROUND:
+        raise ValueError(f"round must be in [0, 2**{ROUND_BITS}), got {round_id}")
+    version = (epoch << ROUND_BITS) | round_id
+    if version > _MAX_VERSION:
+        raise ValueError(f"epoch {epoch} is too large for a Delta transaction version")
+    return version
+
+
+def epoch_round(version: int) -> tuple[int, int]:
+    """The inverse of :func:`txn_version`."""
+    if version < 0:
+        raise ValueError(f"transaction version must be >= 0, got {version}")
+    return version >> ROUND_BITS, version & _MAX_ROUND
+
+
+def lake_schema(table: TableInfo) -> pa.Schema:
+    """User columns (store types), then ``__bucket`` (partition), ``__offset``, ``__timestamp``.
+
+    Every field is nullable: Spark writes nullable Parquet columns, and a non-null Delta
+    column would make Delta readers check what the store already guarantees.
+    """
+    fields = [pa.field(c.name, arrow_type(c.type)) for c in table.columns]
+    fields += [
+        pa.field(BUCKET_COLUMN, pa.int32()),
+        pa.field(OFFSET_COLUMN, pa.int64()),
+        pa.field(TIMESTAMP_COLUMN, pa.timestamp("us", tz="UTC")),
+    ]
+    return pa.schema(fields)

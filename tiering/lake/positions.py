@@ -1,0 +1,121 @@
+"""What the lake says it holds: the offsets recorded in the tiering commits of a Delta table.
+
+Failure mode this guards against: planning a round from anything but the lake. The
+checkpoint can be behind (a crash after the commit) or ahead (a failed table) of the lake;
+the per-bucket offsets written *in the same atomic commit* as the data are the only truth
+(DESIGN §4). Every round commit carries them cumulatively for the whole table, so the newest
+tiering commit alone is enough. Commits by other tools (OPTIMIZE, VACUUM) carry none and are
+walked past.
+
+Spark-free on purpose: the streaming source's planning process calls this.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from deltalake import DeltaTable
+from deltalake.exceptions import TableNotFoundError
+
+from tiering.enumerator.positions import LakePosition
+from tiering.errors import LakeCommitError
+from tiering.lake.layout import METADATA_KEY, METADATA_VERSION, table_path
+
+__all__ = ["LakeCommitInfo", "commit_metadata", "info_from_table", "read_commit_info", "read_position"]
+
+_RECENT_COMMITS = 20  # first look at this many commits; only then walk the whole history
+
+
+@dataclass(frozen=True)
+class LakeCommitInfo:
+    """The newest tiering commit of a table: its position and who wrote it.
+
+    ``snapshots`` maps the buckets bootstrapped *in that commit* to their snapshot ids.
+    """
+
+    position: LakePosition
+    delta_version: int
+    job: str
+    epoch: int
+    round_id: int
+    lease_id: str
+    snapshots: Mapping[int, int] = field(default_factory=dict, hash=False)
+
+
+def commit_metadata(
+    *,
+    job: str,
+    position: LakePosition,
+    epoch: int,
+    round_id: int,
+    lease_id: str,
+    snapshots: Mapping[int, int],
+) -> dict[str, Any]:
+    """The custom commit info entry of a round commit (JSON; bucket keys are strings)."""
+    return {
+        METADATA_KEY: {
+            "v": METADATA_VERSION,
+            "job": job,
+            "table_id": position.table_id,
+            "epoch": epoch,
+            "round": round_id,
+            "lease_id": lease_id,
+            "buckets": {str(b): o for b, o in sorted(position.buckets.items())},
+            "snapshots": {str(b): s for b, s in sorted(snapshots.items())},
+        }
+    }
+
+
+def read_position(lake_root: str, table: str) -> LakePosition | None:
+    """The table's lake position; None when the Delta table does not exist or holds no
+    tiering commit."""
+    info = read_commit_info(lake_root, table)
+    return info.position if info is not None else None
+
+
+def read_commit_info(lake_root: str, table: str) -> LakeCommitInfo | None:
+    """The newest tiering commit of ``table``; None as in :func:`read_position`."""
+    try:
+        dt = DeltaTable(table_path(lake_root, table))
+    except TableNotFoundError:
+        return None
+    return info_from_table(dt, table)
+
+
+def info_from_table(dt: DeltaTable, table: str) -> LakeCommitInfo | None:
+    """The newest tiering commit at or below the loaded version of ``dt``."""
+    for limit in (_RECENT_COMMITS, None):
+        history = dt.history(limit)
+        for commit in history:
+            entry = commit.get(METADATA_KEY)
+            if entry is not None:
+                return _decode(entry, commit.get("version"), table)
+        if limit is not None and len(history) < limit:
+            return None
+    return None
+
+
+def _decode(entry: Any, version: Any, table: str) -> LakeCommitInfo:
+    if isinstance(entry, str):  # a writer that stored the entry as a JSON string
+        entry = json.loads(entry)
+    try:
+        if entry["v"] > METADATA_VERSION:
+            raise ValueError(f"metadata version {entry['v']} is newer than this reader ({METADATA_VERSION})")
+        position = LakePosition.from_wire(int(entry["table_id"]), {k: int(v) for k, v in entry["buckets"].items()})
+        return LakeCommitInfo(
+            position=position,
+            delta_version=int(version),
+            job=str(entry["job"]),
+            epoch=int(entry["epoch"]),
+            round_id=int(entry["round"]),
+            lease_id=str(entry["lease_id"]),
+            snapshots={int(b): int(s) for b, s in entry.get("snapshots", {}).items()},
+        )
+    except (KeyError, TypeError, ValueError) as e:
+        raise LakeCommitError(
+            f"table {table!r}: Delta commit {version} has unreadable {METADATA_KEY!r} metadata: {e!r}",
+            table=table,
+        ) from e

@@ -1,0 +1,142 @@
+"""What a round does to each bucket of one table, decided before any data moves (pure Python).
+
+Failure modes this guards against: losing changes (a log split that starts above what the
+bucket's base already holds is a gap: refused, naming the bucket and both offsets);
+re-applying changes the base already holds (trimmed: the changes read for a bucket start
+exactly at its base's offset); mixing inputs of another table or incarnation (refused);
+a log split without segment files (refused, naming the split; a snapshot of an empty bucket
+may have none). Overlapping log splits are fine.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from tiering.enumerator.positions import LakePosition
+from tiering.enumerator.splits import LogSplit, SnapshotSplit, Split
+from tiering.errors import LakeCommitError
+from tiering.kvstore.models import TableInfo
+
+__all__ = ["BucketPlan", "plan_buckets"]
+
+
+@dataclass(frozen=True)
+class BucketPlan:
+    """One bucket's new content: its base rows with the changes ``[log_from, log_to)`` applied.
+
+    ``base`` is "snapshot" (``base_files`` are snapshot files), "lake" (``base_files`` are the
+    bucket's current Delta files) or "empty" (never tiered, no snapshot). ``log_from`` is the
+    base's exclusive end, so nothing below it is re-applied; ``position`` is the bucket's
+    exclusive offset after the round.
+    """
+
+    bucket: int
+    base: str
+    base_files: tuple[str, ...]
+    log_files: tuple[str, ...]
+    log_from: int
+    log_to: int
+    snapshot_id: int | None = None
+
+    @property
+    def position(self) -> int:
+        return max(self.log_from, self.log_to)
+
+    @property
+    def has_changes(self) -> bool:
+        return self.log_to > self.log_from
+
+    @property
+    def rewrites(self) -> bool:
+        """False when the bucket's lake content would not change (all its changes are there)."""
+        return self.base == "snapshot" or self.has_changes
+
+
+def plan_buckets(
+    table: TableInfo,
+    splits: Sequence[Split],
+    files: Mapping[Split, Sequence[str]],
+    lake: LakePosition | None,
+    lake_files: Mapping[int, Sequence[str]],
+) -> list[BucketPlan]:
+    """One plan per bucket the splits touch, ordered by bucket.
+
+    ``lake`` is the table's position before the round (None: nothing of this ``table_id``
+    tiered, e.g. a replaced table); ``lake_files`` its current Delta files per bucket.
+    """
+    snapshots: dict[int, SnapshotSplit] = {}
+    logs: dict[int, list[LogSplit]] = defaultdict(list)
+    for split in splits:
+        _check_split(table, split, files)
+        if isinstance(split, SnapshotSplit):
+            if split.bucket in snapshots:
+                raise LakeCommitError(
+                    f"table {table.name!r} bucket {split.bucket}: two snapshot splits in one round "
+                    f"({snapshots[split.bucket].snapshot_id} and {split.snapshot_id})",
+                    table=table.name,
+                )
+            snapshots[split.bucket] = split
+        else:
+            logs[split.bucket].append(split)
+    plans = []
+    for bucket in sorted(set(snapshots) | set(logs)):
+        plans.append(_plan_bucket(table, bucket, snapshots.get(bucket), sorted(logs[bucket]), files, lake, lake_files))
+    return plans
+
+
+def _plan_bucket(
+    table: TableInfo,
+    bucket: int,
+    snapshot: SnapshotSplit | None,
+    logs: list[LogSplit],
+    files: Mapping[Split, Sequence[str]],
+    lake: LakePosition | None,
+    lake_files: Mapping[int, Sequence[str]],
+) -> BucketPlan:
+    if snapshot is not None:
+        base, base_files, start = "snapshot", tuple(files[snapshot]), snapshot.log_offset
+    elif lake is not None and bucket in lake.buckets:
+        base, base_files, start = "lake", tuple(lake_files.get(bucket, ())), lake.buckets[bucket]
+    else:
+        base, base_files, start = "empty", (), 0
+    reached = start
+    log_files: list[str] = []
+    for log in logs:
+        if log.start_offset > reached:
+            raise LakeCommitError(
+                f"table {table.name!r} bucket {bucket}: log split starts at offset {log.start_offset} "
+                f"but the bucket's {base} base holds only up to {reached}; the changes between would be lost",
+                table=table.name,
+            )
+        if log.end_offset > reached:
+            reached = log.end_offset
+            log_files += [f for f in files[log] if f not in log_files]
+    return BucketPlan(
+        bucket=bucket,
+        base=base,
+        base_files=base_files,
+        log_files=tuple(log_files),
+        log_from=start,
+        log_to=reached,
+        snapshot_id=snapshot.snapshot_id if snapshot is not None else None,
+    )
+
+
+def _check_split(table: TableInfo, split: Split, files: Mapping[Split, Sequence[str]]) -> None:
+    if split.table != table.name or split.table_id != table.table_id:
+        raise LakeCommitError(
+            f"split {split} does not belong to table {table.name!r} (table_id {table.table_id})",
+            table=table.name,
+        )
+    if not 0 <= split.bucket < table.num_buckets:
+        raise LakeCommitError(
+            f"split {split}: bucket {split.bucket} is outside table {table.name!r}'s {table.num_buckets} buckets",
+            table=table.name,
+        )
+    if split not in files:
+        raise LakeCommitError(f"table {table.name!r}: no files given for split {split}", table=table.name)
+    if isinstance(split, LogSplit) and not files[split]:
+        # a non-empty offset range always has a segment; none means the changes are gone
+        raise LakeCommitError(f"table {table.name!r}: log split {split} has no segment files", table=table.name)

@@ -1,0 +1,145 @@
+"""The job-scoped snapshot lease: hold snapshots against the store's GC while a round reads them.
+
+Failure modes: a lease that quietly expired (a long GC pause, a store restart past the
+expiry, a stopped renewer) no longer protects anything, and the store may delete the held
+snapshot files under a running read. So :meth:`JobLease.renew` reports expiry as ``False``
+rather than hiding it, and callers re-acquire and re-check availability instead of assuming
+the holds survived. A driver whose epoch was superseded must stop: :class:`FencedEpochError`
+always propagates, from the calls and from the renewer thread (via :meth:`LeaseRenewer.check`).
+
+The per-table holdings live in the store; the source of truth is ``GET /v1/leases/{id}``
+(:meth:`JobLease.state`), so this object keeps no copy that could drift.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+from tiering.errors import LeaseNotFoundError, RetryableError
+from tiering.kvstore.client import KvStoreClient
+from tiering.kvstore.models import BucketRef, Lease, SnapshotRef
+
+__all__ = ["JobLease", "LeaseRenewer"]
+
+log = logging.getLogger(__name__)
+
+
+class JobLease:
+    """One job's lease for one leadership term: every call carries ``epoch``."""
+
+    def __init__(self, client: KvStoreClient, lease_id: str, epoch: int, duration_ms: int) -> None:
+        if not lease_id:
+            raise ValueError("lease_id is empty")
+        if epoch < 0:
+            raise ValueError(f"lease {lease_id}: epoch must be >= 0, got {epoch}")
+        if duration_ms <= 0:
+            raise ValueError(f"lease {lease_id}: duration_ms must be > 0, got {duration_ms}")
+        self.client = client
+        self.lease_id = lease_id
+        self.epoch = epoch
+        self.duration_ms = duration_ms
+
+    def acquire(self, refs: list[SnapshotRef]) -> list[SnapshotRef]:
+        """Hold ``refs`` (creating or renewing the lease); returns the ones whose files are
+        already gone: plan those buckets from a newer snapshot."""
+        result = self.client.acquire_lease(self.lease_id, self.epoch, self.duration_ms, refs)
+        return list(result.unavailable)
+
+    def release_table(self, table_id: int, buckets: list[int]) -> None:
+        """Let the store collect the snapshots held for these buckets (the table's round is
+        committed, failed, or its readers failed over). An expired lease holds nothing, so
+        there is nothing left to release."""
+        if not buckets:
+            return
+        refs = [BucketRef(table_id=table_id, bucket=b) for b in buckets]
+        try:
+            self.client.release_lease(self.lease_id, self.epoch, refs)
+        except LeaseNotFoundError:
+            log.debug("lease %s: release of table_id %s found no lease (expired or dropped)", self.lease_id, table_id)
+
+    def renew(self) -> bool:
+        """Extend the lease; False when the store no longer knows it (its holds are gone)."""
+        try:
+            self.client.renew_lease(self.lease_id, self.epoch, self.duration_ms)
+        except LeaseNotFoundError:
+            return False
+        return True
+
+    def drop(self) -> None:
+        """End the lease on a clean stop; already gone counts as dropped."""
+        try:
+            self.client.drop_lease(self.lease_id, self.epoch)
+        except LeaseNotFoundError:
+            log.debug("lease %s: already gone when dropped", self.lease_id)
+
+    def state(self) -> Lease | None:
+        """What the store holds for this lease right now; None when unknown or expired."""
+        try:
+            return self.client.get_lease(self.lease_id)
+        except LeaseNotFoundError:
+            return None
+
+
+class LeaseRenewer:
+    """Renews a :class:`JobLease` every ``duration / 3`` on a daemon thread until stopped.
+
+    Two renewals may fail in a row before the lease lapses. A renewal that finds the lease
+    expired logs a warning and sets :attr:`lapsed`; the planner then re-acquires before it
+    trusts any hold. Store outages are retried on the next tick. Anything else (a fenced
+    epoch above all) ends the thread and is re-raised by :meth:`check` in the caller's
+    thread: the renewer never swallows it.
+    """
+
+    def __init__(self, lease: JobLease, interval_s: float | None = None) -> None:
+        self.lease = lease
+        self.interval_s = interval_s if interval_s is not None else lease.duration_ms / 3000
+        if self.interval_s <= 0:
+            raise ValueError(f"lease {lease.lease_id}: renew interval must be > 0, got {self.interval_s}")
+        self.lapsed = threading.Event()
+        self.renewals = 0
+        self.failure: Exception | None = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=f"lease-renewer-{lease.lease_id}", daemon=True)
+
+    def start(self) -> LeaseRenewer:
+        self._thread.start()
+        return self
+
+    def stop(self, timeout_s: float = 10.0) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout_s)
+
+    def check(self) -> None:
+        """Re-raise what ended the renewer (e.g. FencedEpochError); call it every round."""
+        if self.failure is not None:
+            raise self.failure
+
+    def __enter__(self) -> LeaseRenewer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval_s):
+            try:
+                renewed = self.lease.renew()
+            except RetryableError as e:
+                log.warning("lease %s: renewal failed, retrying in %.1fs: %s", self.lease.lease_id, self.interval_s, e)
+                continue
+            except Exception as e:  # handed to the caller's thread by check()
+                log.error("lease %s: renewer stopped: %r", self.lease.lease_id, e)
+                self.failure = e
+                return
+            if renewed:
+                self.renewals += 1
+            else:
+                log.warning(
+                    "lease %s: expired or unknown at renewal (epoch %s); its snapshot holds are gone "
+                    "until the next acquire",
+                    self.lease.lease_id,
+                    self.lease.epoch,
+                )
+                self.lapsed.set()

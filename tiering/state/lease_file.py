@@ -1,0 +1,87 @@
+"""The job's lease id, stored once in the streaming checkpoint (DESIGN §4).
+
+Failure mode: a query restarted from its checkpoint that made up a new lease id would leak
+the old lease's holds until it expires, and two ids for one job would each pin snapshots.
+So the id is created once, with a write that is atomic and no-clobber: the file is written
+and fsynced under a temporary name, then *linked* into place. ``os.link`` fails when the
+target exists, so of two drivers racing on a fresh checkpoint exactly one id wins and both
+return it (``os.replace`` would let the loser overwrite the winner's id after the winner had
+started using it). A file that exists but does not parse is an error, never a reason to
+make a new id.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from pathlib import Path
+from urllib.parse import urlparse
+
+__all__ = ["lease_file_path", "load_or_create_lease_id"]
+
+_DIR = "tiering"
+_FILE = "lease.json"
+
+
+def lease_file_path(checkpoint: str) -> Path:
+    """``<checkpoint>/tiering/lease.json``; the checkpoint is a local path or a ``file:`` URI."""
+    if not checkpoint:
+        raise ValueError("checkpoint location is empty")
+    parsed = urlparse(checkpoint)
+    if parsed.scheme == "file":
+        if parsed.netloc not in ("", "localhost"):
+            raise ValueError(f"checkpoint {checkpoint!r}: file URI with remote host {parsed.netloc!r}")
+        local = parsed.path
+    elif parsed.scheme and len(parsed.scheme) > 1:  # one letter is a Windows drive, not a scheme
+        raise ValueError(f"checkpoint {checkpoint!r}: only local paths and file: URIs are supported")
+    else:
+        local = checkpoint
+    return Path(local) / _DIR / _FILE
+
+
+def load_or_create_lease_id(checkpoint: str, job: str) -> str:
+    """The lease id of this checkpoint: created on first call (``<job>-<uuid4 hex>``), then
+    always the same one."""
+    if not job:
+        raise ValueError("job name is empty: the lease id is prefixed with it")
+    path = lease_file_path(checkpoint)
+    if path.exists():
+        return _read(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lease_id = f"{job}-{uuid.uuid4().hex}"
+    tmp = path.with_name(f".{_FILE}.{os.getpid()}.{uuid.uuid4().hex}.tmp")
+    try:
+        with open(tmp, "w", encoding="utf-8") as f:
+            json.dump({"lease_id": lease_id, "job": job}, f)
+            f.flush()
+            os.fsync(f.fileno())
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            return _read(path)
+        _fsync_dir(path.parent)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return lease_id
+
+
+def _read(path: Path) -> str:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise ValueError(f"lease file {path} is unreadable or not JSON ({e}); restore it or remove it "
+                         "knowingly (a new lease id leaves the old lease to expire)") from None
+    lease_id = data.get("lease_id") if isinstance(data, dict) else None
+    if not isinstance(lease_id, str) or not lease_id:
+        raise ValueError(f"lease file {path} has no 'lease_id' string: {data!r}")
+    return lease_id
+
+
+def _fsync_dir(directory: Path) -> None:
+    """Make the new directory entry durable, not only the file's bytes."""
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
