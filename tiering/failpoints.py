@@ -1,4 +1,4 @@
-"""Named crash points for failure tests: ``TIERING_FAILPOINTS=name[,name]`` SIGKILLs the process there.
+"""Named crash points for failure tests: ``KV_TIERING_FAILPOINTS=name[,name]`` SIGKILLs the process there.
 
 Failure tests must kill a real driver at an exact point of a round (after the lease is
 acquired, before or after the Delta commit), not "somewhere": timing-based kills test nothing
@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import signal
 
-ENV = "TIERING_FAILPOINTS"
+ENV = "KV_TIERING_FAILPOINTS"  # outside TIERING_*: that prefix is config (tiering.conf.loader)
 
 
 def hit(name: str) -> None:

@@ -63,8 +63,6 @@ def _bounds(info: FieldInfo) -> str:
             parts.append(f"> {meta.gt}")
         elif isinstance(meta, annotated_types.Ge):
             parts.append(f">= {meta.ge}")
-        elif isinstance(meta, annotated_types.MinLen) and meta.min_length > 0:
-            parts.append("non-empty")
     return (" " + ", ".join(parts)) if parts else ""
 
 

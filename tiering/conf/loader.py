@@ -158,7 +158,10 @@ def _apply_overrides(overrides: Mapping[str, object], layers: _Layers) -> None:
             else:
                 layers.set(section, key, value, OVERRIDE_SOURCE)
         else:
-            layers.problems.append(f"{dotted} ({OVERRIDE_SOURCE}): unknown key" + _did_you_mean(dotted, known))
+            same_section = [k for k in known if k.startswith(f"{section}.")]
+            layers.problems.append(
+                f"{dotted} ({OVERRIDE_SOURCE}): unknown key" + _did_you_mean(dotted, known, same_section or known)
+            )
 
 
 def _set_text(layers: _Layers, section: str, key: str, text: str, source: str) -> None:
@@ -216,9 +219,10 @@ def _shown(value: Any, secret: bool) -> str:
     return f"a value of type {type(value).__name__} (hidden)" if secret else repr(value)
 
 
-def _did_you_mean(name: str, candidates: Iterable[str]) -> str:
+def _did_you_mean(name: str, candidates: Iterable[str], listed: Iterable[str] | None = None) -> str:
+    """A close match if there is one, else the ``listed`` keys (default: all candidates)."""
     candidates = list(candidates)
     close = difflib.get_close_matches(name, candidates, n=1)
     if close:
         return f"; did you mean {close[0]!r}?"
-    return "; expected one of " + ", ".join(repr(c) for c in candidates)
+    return "; expected one of " + ", ".join(repr(c) for c in (candidates if listed is None else listed))

@@ -133,9 +133,8 @@ class ZooKeeperConfig(_Section):
         if (self.auth_user is None) != (self.auth_password is None):
             given = "auth_user" if self.auth_user is not None else "auth_password"
             raise ValueError(f"auth_user and auth_password go together: expected both or neither, got only {given}")
-        if self.embedded and (
-            "," in self.hosts or _HOST_PORT.fullmatch(self.hosts)["host"] not in _LOOPBACK  # type: ignore[index]
-        ):
+        single = _HOST_PORT.fullmatch(self.hosts)  # None for a list of hosts
+        if self.embedded and (single is None or single["host"] not in _LOOPBACK):
             raise ValueError(
                 f"embedded = true: expected hosts to be one loopback host:port "
                 f"(127.0.0.1, localhost or [::1]), got {self.hosts!r}"

@@ -54,7 +54,9 @@ class JobElection:
         except CancelledError as e:
             raise CoordinationError(f"wait for leadership of job {self.job!r} was cancelled") from e
         except KazooException as e:
-            raise CoordinationError(f"cannot queue for leadership of job {self.job!r} at {leader_path(self.job)}: {e!r}") from e
+            raise CoordinationError(
+                f"cannot queue for leadership of job {self.job!r} at {leader_path(self.job)}: {e!r}"
+            ) from e
         if not acquired:
             raise CoordinationError(
                 f"job {self.job!r} is led by someone else ({self.current_leader()}); "

@@ -3,8 +3,8 @@
 Failure modes it guards against: a JVM that dies at startup (port taken, bad data dir) is
 reported with the tail of its log instead of a bare timeout; a test run that crashes does not
 leave JVMs behind (the server dies with the process that started it, via PR_SET_PDEATHSIG on
-Linux); a "started" server is one that answers ``ruok`` with ``imok``, not one whose process
-merely exists.
+Linux); a "started" server is one that reports a serving mode over ``srvr``, not one whose
+process merely exists (``ruok`` answers ``imok`` before the server accepts sessions).
 
 It is no mock: tests stop, SIGKILL and SIGSTOP it to exercise session expiry and fencing.
 The server listens on loopback only, with the admin server off, and keeps its data, config and
@@ -169,7 +169,7 @@ class EmbeddedZooKeeper:
         return self._proc is not None and self._proc.poll() is None
 
     def start(self, data_dir: Path, port: int | None = None, timeout_s: float = 30.0) -> EmbeddedZooKeeper:
-        """Start the server and return once it answers ``ruok``; a free port when ``port`` is None."""
+        """Start the server and return once it accepts sessions; a free port when ``port`` is None."""
         if self.is_running():
             raise CoordinationError(f"embedded ZooKeeper is already running at {self.hosts}")
         self.data_dir = Path(data_dir).resolve()
@@ -286,15 +286,17 @@ class EmbeddedZooKeeper:
                     f"embedded ZooKeeper exited with code {self._proc.returncode} while starting at "
                     f"{self.hosts}; log {self.log_path}:\n{self.log_tail()}"
                 )
+            # ``ruok`` says imok as soon as the process runs; ``srvr`` reports a mode only once the
+            # server accepts sessions ("not currently serving requests" before that).
             try:
-                if _four_letter_word(self.port, b"ruok") == b"imok":
+                if b"Mode: " in _four_letter_word(self.port, b"srvr"):
                     log.info("embedded ZooKeeper serving at %s", self.hosts)
                     return
             except OSError:
                 pass
             time.sleep(0.1)
         raise CoordinationError(
-            f"embedded ZooKeeper did not answer ruok at {self.hosts} within {timeout_s:.0f}s; "
+            f"embedded ZooKeeper was not serving at {self.hosts} within {timeout_s:.0f}s; "
             f"log {self.log_path}:\n{self.log_tail()}"
         )
 

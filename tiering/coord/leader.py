@@ -44,6 +44,7 @@ class LeaderTerm:
         hosts: str,
         session_timeout_s: float,
         on_lost: Callable[[], None] | None = None,
+        suspended_grace_s: float | None = None,
     ) -> None:
         self.zk = zk
         self.job = election.job
@@ -52,7 +53,9 @@ class LeaderTerm:
         self._election = election
         self._on_lost = on_lost
         self._over = threading.Lock()
-        self._watchdog = SessionWatchdog(zk, session_timeout_s, self._watchdog_fired, name=f"zk-watchdog-{self.job}")
+        self._watchdog = SessionWatchdog(
+            zk, session_timeout_s, self._watchdog_fired, grace_s=suspended_grace_s, name=f"zk-watchdog-{self.job}"
+        )
         # The watchdog's own flag is the term's: it is set before on_lost runs.
         self.lost: threading.Event = self._watchdog.lost
 
@@ -139,12 +142,16 @@ def acquire_leadership(
     timeout_s: float | None = None,
     on_lost: Callable[[], None] | None = None,
     connect_timeout_s: float = 15.0,
+    suspended_grace_s: float | None = None,
 ) -> LeaderTerm:
     """Block until this process leads ``job`` (a standby waits here), then return its term.
 
     The term's epoch is persisted before this returns. ``timeout_s`` bounds the whole wait
     (None: wait for ever); connecting is bounded by ``connect_timeout_s`` either way.
     ``on_lost`` runs once, in the watchdog's thread, when the term is lost (not on resign).
+    ``suspended_grace_s`` (default: the session timeout) is how long the term survives a
+    disconnection; ``session_timeout_s / 3`` makes it step down before the server can expire its
+    session, i.e. before a standby can lead, at the price of stepping down on shorter blips.
     """
     validate_job(job)
     if not session_timeout_s > 0:
@@ -155,7 +162,15 @@ def acquire_leadership(
         election = JobElection(zk, job, owner)
         remaining = None if timeout_s is None else max(0.0, deadline - time.monotonic())
         fence = election.win(remaining)
-        term = LeaderTerm(zk, election, fence, hosts=hosts, session_timeout_s=session_timeout_s, on_lost=on_lost)
+        term = LeaderTerm(
+            zk,
+            election,
+            fence,
+            hosts=hosts,
+            session_timeout_s=session_timeout_s,
+            on_lost=on_lost,
+            suspended_grace_s=suspended_grace_s,
+        )
         term._start()
         return term
     except BaseException:
@@ -182,7 +197,9 @@ def read_status(hosts: str, job: str, *, timeout_s: float = 10.0) -> dict:
         try:
             owner = None if raw is None else json.loads(raw)
         except ValueError:
-            raise CoordinationError(f"owner znode {owner_path(job)} of job {job!r} holds no JSON: {raw[:80]!r}") from None
+            raise CoordinationError(
+                f"owner znode {owner_path(job)} of job {job!r} holds no JSON: {raw[:80]!r}"
+            ) from None
         contenders = zk.Lock(leader_path(job)).contenders() if zk.exists(leader_path(job)) else []
         return {
             "job": job,

@@ -1,79 +1,225 @@
 """HTTP client of the KV store protocol (DESIGN §3).
 
-INTERFACE CONTRACT — the store helper implements the bodies; the signatures are fixed because
-the lease, enumerator and source code are written against them concurrently.
-
 Failure modes: connection errors, timeouts and 5xx/503 raise StoreUnavailableError after the
-retry policy gives up; every 4xx maps to a typed error from tiering.errors (409 FENCED_EPOCH ->
-FencedEpochError, 404 on a lease -> LeaseNotFoundError, 410 -> SnapshotUnavailableError, ...)
-and is never retried. The client is pickled into Spark executors: the requests.Session is
-created lazily and dropped on pickling.
+retry policy (tiering.kvstore.retry.STORE_RETRY) gives up; every 4xx maps to a typed error
+from tiering.errors (409 FENCED_EPOCH -> FencedEpochError, 404 on a lease ->
+LeaseNotFoundError, 410 -> SnapshotUnavailableError, ...) and is never retried. Messages are
+the server's message plus the method and path. The client is pickled into Spark executors:
+the requests.Session is created lazily and dropped on pickling.
 """
 
 from __future__ import annotations
 
-import pyarrow as pa
+from typing import Any
 
+import pyarrow as pa
+import requests
+
+from tiering.errors import (
+    BadRequestError,
+    ConflictError,
+    FencedEpochError,
+    LeaseNotFoundError,
+    NotFoundError,
+    SnapshotUnavailableError,
+    StoreError,
+    StoreUnavailableError,
+    TableNotFoundError,
+    UnauthorizedError,
+)
+from tiering.kvstore import retry
 from tiering.kvstore.models import (
+    AcquireRequest,
     AcquireResult,
     BucketRef,
     LakeReport,
     Lease,
+    LeaseList,
     LogSegment,
+    LogSegments,
+    ReleaseRequest,
+    RenewRequest,
     Snapshot,
     SnapshotRef,
     TableInfo,
+    TableList,
     TableLog,
     TableSnapshots,
     TableSpec,
 )
 
+ARROW_STREAM = "application/vnd.apache.arrow.stream"
+
+
+def error_for(status: int, body: Any, method: str, path: str, **context: Any) -> StoreError:
+    """The typed error for an error response (``body`` is the decoded JSON, or text)."""
+    code = body.get("error", "") if isinstance(body, dict) else ""
+    server_message = body.get("message", "") if isinstance(body, dict) else str(body)[:500]
+    message = f"{server_message or f'HTTP {status}'} ({method} {path})"
+    kind: type[StoreError]
+    if status == 400:
+        kind = BadRequestError
+    elif status == 401:
+        kind = UnauthorizedError
+    elif status == 404:
+        if code == "TABLE_NOT_FOUND":
+            kind = TableNotFoundError
+        elif code == "LEASE_NOT_FOUND" or (not code and path.startswith("/v1/leases/")):
+            kind = LeaseNotFoundError
+        else:
+            kind = NotFoundError
+    elif status == 409:
+        kind = FencedEpochError if code == "FENCED_EPOCH" else ConflictError
+    elif status == 410:
+        kind = SnapshotUnavailableError
+    elif status >= 500:
+        kind = StoreUnavailableError
+    else:
+        kind = StoreError
+    return kind(message, code=code, status=status, **context)
+
 
 class KvStoreClient:
-    def __init__(self, url: str, token: str | None = None, timeout_s: float = 30.0) -> None: ...
+    def __init__(self, url: str, token: str | None = None, timeout_s: float = 30.0) -> None:
+        self.url = url.rstrip("/")
+        self.token = token
+        self.timeout_s = timeout_s
+        self._session: requests.Session | None = None
 
-    def health(self) -> bool: ...
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state["_session"] = None
+        return state
 
-    def create_table(self, spec: TableSpec) -> TableInfo: ...
+    def __repr__(self) -> str:
+        return f"KvStoreClient({self.url!r})"
 
-    def list_tables(self) -> list[TableInfo]: ...
+    @property
+    def session(self) -> requests.Session:
+        if self._session is None:
+            session = requests.Session()
+            if self.token:
+                session.headers["Authorization"] = f"Bearer {self.token}"
+            self._session = session
+        return self._session
 
-    def get_table(self, name: str) -> TableInfo: ...
+    def _send(self, method: str, path: str, context: dict[str, Any], **kwargs: Any) -> requests.Response:
+        try:
+            response = self.session.request(method, self.url + path, timeout=self.timeout_s, **kwargs)
+        except requests.RequestException as e:
+            raise StoreUnavailableError(
+                f"KV store at {self.url} unreachable: {type(e).__name__}: {e} ({method} {path})", **context
+            ) from e
+        if response.status_code >= 400:
+            try:
+                body: Any = response.json()
+            except ValueError:
+                body = response.text
+            raise error_for(response.status_code, body, method, path, **context)
+        return response
 
-    def drop_table(self, name: str) -> None: ...
+    def _call(self, method: str, path: str, *, table: str | None = None, lease_id: str | None = None,
+              epoch: int | None = None, policy: Any = None, **kwargs: Any) -> requests.Response:
+        context = {k: v for k, v in (("table", table), ("lease_id", lease_id), ("epoch", epoch)) if v is not None}
+        return (policy or retry.STORE_RETRY).copy()(self._send, method, path, context, **kwargs)
 
-    def upsert(self, table: str, rows: list[dict]) -> None: ...
+    @staticmethod
+    def _body(model: Any) -> dict[str, Any]:
+        return {"json": model.model_dump(mode="json", by_alias=True)}
 
-    def delete(self, table: str, keys: list[dict]) -> None: ...
+    def health(self) -> bool:
+        try:
+            return self._call("GET", "/v1/health", policy=retry.NO_RETRY).ok
+        except StoreError:
+            return False
 
-    def write_arrow(self, table: str, data: pa.Table | pa.RecordBatch, op: str = "upsert") -> None: ...
+    def create_table(self, spec: TableSpec) -> TableInfo:
+        return TableInfo.model_validate(self._call("POST", "/v1/tables", table=spec.name, **self._body(spec)).json())
 
-    def take_snapshots(self, table: str) -> TableSnapshots: ...
+    def list_tables(self) -> list[TableInfo]:
+        return TableList.model_validate(self._call("GET", "/v1/tables").json()).tables
 
-    def latest_snapshots(self, table: str) -> TableSnapshots: ...
+    def get_table(self, name: str) -> TableInfo:
+        return TableInfo.model_validate(self._call("GET", f"/v1/tables/{name}", table=name).json())
 
-    def get_snapshot(self, table: str, bucket: int, snapshot_id: int) -> Snapshot: ...
+    def drop_table(self, name: str) -> None:
+        self._call("DELETE", f"/v1/tables/{name}", table=name)
 
-    def log_info(self, table: str) -> TableLog: ...
+    def upsert(self, table: str, rows: list[dict]) -> None:
+        self._call("POST", f"/v1/tables/{table}/rows", table=table, json={"op": "upsert", "rows": rows})
 
-    def log_segments(self, table: str, bucket: int, from_offset: int, to_offset: int) -> list[LogSegment]: ...
+    def delete(self, table: str, keys: list[dict]) -> None:
+        self._call("POST", f"/v1/tables/{table}/rows", table=table, json={"op": "delete", "rows": keys})
+
+    def write_arrow(self, table: str, data: pa.Table | pa.RecordBatch, op: str = "upsert") -> None:
+        if op not in ("upsert", "delete"):
+            raise ValueError(f"op must be 'upsert' or 'delete', got {op!r}")
+        sink = pa.BufferOutputStream()
+        with pa.ipc.new_stream(sink, data.schema) as writer:
+            writer.write(data)
+        self._call(
+            "POST", f"/v1/tables/{table}/rows", table=table, params={"op": op},
+            data=sink.getvalue().to_pybytes(), headers={"Content-Type": ARROW_STREAM},
+        )
+
+    def take_snapshots(self, table: str) -> TableSnapshots:
+        return TableSnapshots.model_validate(self._call("POST", f"/v1/tables/{table}/snapshots", table=table).json())
+
+    def latest_snapshots(self, table: str) -> TableSnapshots:
+        return TableSnapshots.model_validate(self._call("GET", f"/v1/tables/{table}/snapshots", table=table).json())
+
+    def get_snapshot(self, table: str, bucket: int, snapshot_id: int) -> Snapshot:
+        path = f"/v1/tables/{table}/buckets/{bucket}/snapshots/{snapshot_id}"
+        return Snapshot.model_validate(self._call("GET", path, table=table).json())
+
+    def log_info(self, table: str) -> TableLog:
+        return TableLog.model_validate(self._call("GET", f"/v1/tables/{table}/log", table=table).json())
+
+    def log_segments(self, table: str, bucket: int, from_offset: int, to_offset: int) -> list[LogSegment]:
+        response = self._call(
+            "GET", f"/v1/tables/{table}/buckets/{bucket}/log", table=table,
+            params={"from": from_offset, "to": to_offset},
+        )
+        return LogSegments.model_validate(response.json()).segments
 
     def acquire_lease(
         self, lease_id: str, epoch: int, duration_ms: int, snapshots: list[SnapshotRef]
-    ) -> AcquireResult: ...
+    ) -> AcquireResult:
+        req = AcquireRequest(duration_ms=duration_ms, epoch=epoch, snapshots=snapshots)
+        response = self._call("POST", f"/v1/leases/{lease_id}/acquire", lease_id=lease_id, epoch=epoch, **self._body(req))
+        return AcquireResult.model_validate(response.json())
 
-    def renew_lease(self, lease_id: str, epoch: int, duration_ms: int) -> Lease: ...
+    def renew_lease(self, lease_id: str, epoch: int, duration_ms: int) -> Lease:
+        req = RenewRequest(duration_ms=duration_ms, epoch=epoch)
+        response = self._call("POST", f"/v1/leases/{lease_id}/renew", lease_id=lease_id, epoch=epoch, **self._body(req))
+        return Lease.model_validate(response.json())
 
-    def release_lease(self, lease_id: str, epoch: int, buckets: list[BucketRef]) -> Lease: ...
+    def release_lease(self, lease_id: str, epoch: int, buckets: list[BucketRef]) -> Lease:
+        req = ReleaseRequest(epoch=epoch, buckets=buckets)
+        response = self._call(
+            "POST", f"/v1/leases/{lease_id}/release", lease_id=lease_id, epoch=epoch, **self._body(req)
+        )
+        return Lease.model_validate(response.json())
 
-    def drop_lease(self, lease_id: str, epoch: int) -> None: ...
+    def drop_lease(self, lease_id: str, epoch: int) -> None:
+        self._call("DELETE", f"/v1/leases/{lease_id}", lease_id=lease_id, epoch=epoch, params={"epoch": epoch})
 
-    def list_leases(self) -> list[Lease]: ...
+    def list_leases(self) -> list[Lease]:
+        return LeaseList.model_validate(self._call("GET", "/v1/leases").json()).leases
 
-    def get_lease(self, lease_id: str) -> Lease: ...
+    def get_lease(self, lease_id: str) -> Lease:
+        return Lease.model_validate(self._call("GET", f"/v1/leases/{lease_id}", lease_id=lease_id).json())
 
-    def report_lake(self, table: str, report: LakeReport) -> None: ...
+    def report_lake(self, table: str, report: LakeReport) -> None:
+        self._call("PUT", f"/v1/tables/{table}/lake", table=table, epoch=report.epoch, **self._body(report))
 
-    def get_lake(self, table: str) -> LakeReport | None: ...
+    def get_lake(self, table: str) -> LakeReport | None:
+        try:
+            return LakeReport.model_validate(self._call("GET", f"/v1/tables/{table}/lake", table=table).json())
+        except TableNotFoundError:
+            raise
+        except NotFoundError:
+            return None
 
-    def metrics(self) -> str: ...
+    def metrics(self) -> str:
+        return self._call("GET", "/metrics").text

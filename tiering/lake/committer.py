@@ -22,7 +22,6 @@ from dataclasses import dataclass, field
 
 from tiering import failpoints
 from tiering.enumerator.descriptor import DESCRIPTOR_COLUMNS, from_descriptor
-from tiering.enumerator.positions import LakePosition
 from tiering.enumerator.replay import missing_splits
 from tiering.enumerator.splits import SnapshotSplit, Split
 from tiering.errors import FencedEpochError, LeadershipLostError, SnapshotUnavailableError, TieringError
@@ -97,8 +96,7 @@ class RoundCommitter:
         )
 
     def _write(self, table: str, splits: list[Split], round_id: int):
-        lake = read_position(self._lake_root, table)
-        position = lake.position if hasattr(lake, "position") else lake
+        position = read_position(self._lake_root, table)
         todo = missing_splits(splits, position)
         info = self._client.get_table(table)
         if info.table_id != splits[0].table_id:
@@ -137,6 +135,8 @@ class RoundCommitter:
         return files
 
     def _report(self, table: str, table_id: int, commit) -> None:
+        if commit.delta_version < 0:
+            return  # nothing of this table is in the lake yet
         buckets = {str(b): offset for b, offset in sorted(commit.positions.items())}
         self._client.report_lake(
             table, LakeReport(table_id=table_id, epoch=self._epoch, lake_version=commit.delta_version, buckets=buckets)
@@ -146,8 +146,3 @@ class RoundCommitter:
         if buckets:
             self._lease.release_table(table_id, buckets)
 
-
-def lake_position(lake_root: str, table: str) -> LakePosition | None:
-    """The lake's position of ``table`` (None when never tiered)."""
-    lake = read_position(lake_root, table)
-    return lake.position if hasattr(lake, "position") else lake

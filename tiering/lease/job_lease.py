@@ -85,10 +85,12 @@ class LeaseRenewer:
     """Renews a :class:`JobLease` every ``duration / 3`` on a daemon thread until stopped.
 
     Two renewals may fail in a row before the lease lapses. A renewal that finds the lease
-    expired logs a warning and sets :attr:`lapsed`; the planner then re-acquires before it
-    trusts any hold. Store outages are retried on the next tick. Anything else (a fenced
-    epoch above all) ends the thread and is re-raised by :meth:`check` in the caller's
-    thread: the renewer never swallows it.
+    expired logs a warning and sets :attr:`lapsed`; the planner re-acquires (and clears
+    it) before it trusts any hold. A store outage first blocks one renewal inside the client's retry
+    policy (~30 s, ``STORE_RETRY``), then is logged and retried on the next tick; leases
+    much shorter than that can lapse during an outage (and :attr:`lapsed` says so).
+    Anything else (a fenced epoch above all) ends the thread and is re-raised by
+    :meth:`check` in the caller's thread: the renewer never swallows it.
     """
 
     def __init__(self, lease: JobLease, interval_s: float | None = None) -> None:

@@ -2,8 +2,8 @@
 
 It contends for ``JOB``, and while it leads writes ``<pid>:<epoch>:<n>`` to the job's ``data``
 znode through its term's fenced write every 100 ms. It reports facts as JSON lines on stdout:
-``waiting``, ``leader`` (epoch), ``write_failed`` (error type), ``on_lost`` (the callback ran), ``lost`` (reason), and exits 0
-after its term is lost and one more fenced write was refused.
+``waiting``, ``leader`` (epoch), ``write_failed`` (error type), ``on_lost`` (the callback ran),
+``lost`` (reason), ``write_after_lost``, and exits 0 once its term is lost.
 """
 
 from __future__ import annotations
@@ -31,7 +31,9 @@ def data_path(job: str) -> str:
 
 def main(hosts: str, job: str, session_timeout_s: float) -> int:
     emit("waiting")
-    term = acquire_leadership(hosts, job, session_timeout_s, owner={"role": "contender"}, on_lost=lambda: emit("on_lost"))
+    term = acquire_leadership(
+        hosts, job, session_timeout_s, owner={"role": "contender"}, on_lost=lambda: emit("on_lost")
+    )
     emit("leader", epoch=term.epoch)
     n = 0
     while not term.lost.is_set():

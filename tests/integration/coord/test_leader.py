@@ -55,9 +55,13 @@ def test_bad_job_name_is_refused(zk_hosts):
 def test_frozen_zookeeper_makes_the_leader_step_down(zk_factory, unique_job):
     server = zk_factory()
     callbacks: list[str] = []
-    term = acquire_leadership(
-        server.hosts, unique_job, SESSION_S, on_lost=lambda: callbacks.append(threading.current_thread().name)
-    )
+    called = threading.Event()
+
+    def on_lost() -> None:
+        callbacks.append(threading.current_thread().name)
+        called.set()
+
+    term = acquire_leadership(server.hosts, unique_job, SESSION_S, on_lost=on_lost)
     term.fenced_set(f"/tiering/jobs/{unique_job}/state", b"before")
 
     server.kill(signal.SIGSTOP)
@@ -68,7 +72,7 @@ def test_frozen_zookeeper_makes_the_leader_step_down(zk_factory, unique_job):
         # A frozen server cannot tell kazoo the session expired: this is the SUSPENDED timer.
         assert term.lost_reason.startswith("disconnected from ZooKeeper")
         assert SESSION_S <= stepped_down_s < 3 * SESSION_S
-        assert callbacks == [f"zk-watchdog-{unique_job}"]
+        assert called.wait(5) and callbacks == [f"zk-watchdog-{unique_job}"]
         with pytest.raises(LeadershipLostError, match="lost"):
             term.fenced_set(f"/tiering/jobs/{unique_job}/state", b"while frozen")
         with pytest.raises(LeadershipLostError):

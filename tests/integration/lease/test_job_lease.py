@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import time
 import uuid
 from collections.abc import Callable
@@ -9,6 +10,7 @@ from collections.abc import Callable
 import pytest
 
 from tiering.errors import FencedEpochError, SnapshotUnavailableError
+from tiering.kvstore import retry
 from tiering.kvstore.client import KvStoreClient
 from tiering.kvstore.models import SnapshotRef, TableSpec
 from tiering.lease.job_lease import JobLease, LeaseRenewer
@@ -26,8 +28,8 @@ def wait_until(check: Callable[[], bool], timeout_s: float = 15.0, what: str = "
         time.sleep(0.05)
 
 
-def make_table(client: KvStoreClient, name: str, num_buckets: int = 2) -> int:
-    info = client.create_table(
+def make_table(client: KvStoreClient, name: str, num_buckets: int = 2) -> str:
+    client.create_table(
         TableSpec(
             name=name,
             schema=[{"name": "id", "type": "bigint"}, {"name": "v", "type": "string"}],
@@ -35,7 +37,7 @@ def make_table(client: KvStoreClient, name: str, num_buckets: int = 2) -> int:
             num_buckets=num_buckets,
         )
     )
-    return info.table_id
+    return name
 
 
 def snapshot_refs(client: KvStoreClient, table: str, first_id: int = 0) -> list[SnapshotRef]:
@@ -53,7 +55,8 @@ def lease_id() -> str:
 
 
 def test_acquire_holds_snapshots_visible_in_the_store(store_client):
-    refs = snapshot_refs(store_client, "orders_acq") + snapshot_refs(store_client, "orders_acq", 100)
+    table = make_table(store_client, "orders_acq")
+    refs = snapshot_refs(store_client, table) + snapshot_refs(store_client, table, 100)
     lease = JobLease(store_client, lease_id(), epoch=3, duration_ms=LONG_MS)
 
     assert lease.acquire(refs[:2]) == []
@@ -70,8 +73,8 @@ def test_acquire_holds_snapshots_visible_in_the_store(store_client):
 
 
 def test_release_table_frees_only_that_tables_buckets(store_client):
-    orders = snapshot_refs(store_client, "orders_rel")
-    items = snapshot_refs(store_client, "items_rel")
+    orders = snapshot_refs(store_client, make_table(store_client, "orders_rel"))
+    items = snapshot_refs(store_client, make_table(store_client, "items_rel"))
     lease = JobLease(store_client, lease_id(), epoch=1, duration_ms=LONG_MS)
     assert lease.acquire(orders + items) == []
 
@@ -87,7 +90,7 @@ def test_release_table_frees_only_that_tables_buckets(store_client):
 def test_a_held_snapshot_survives_gc_until_released(store_factory):
     store = store_factory(num_retained=1, gc_interval_s=0.2)
     client = store.client()
-    held = snapshot_refs(client, "orders_gc")
+    held = snapshot_refs(client, make_table(client, "orders_gc"))
     lease = JobLease(client, lease_id(), epoch=1, duration_ms=LONG_MS)
     assert lease.acquire(held) == []
 
@@ -111,7 +114,7 @@ def test_a_held_snapshot_survives_gc_until_released(store_factory):
 
 
 def test_renew_after_expiry_is_false_and_the_holds_are_gone(store_client):
-    refs = snapshot_refs(store_client, "orders_exp")
+    refs = snapshot_refs(store_client, make_table(store_client, "orders_exp"))
     lease = JobLease(store_client, lease_id(), epoch=1, duration_ms=300)
     assert lease.acquire(refs) == []
     assert lease.renew() is True
@@ -129,7 +132,7 @@ def test_renew_after_expiry_is_false_and_the_holds_are_gone(store_client):
 
 
 def test_renewer_keeps_the_lease_alive_past_its_duration(store_client):
-    refs = snapshot_refs(store_client, "orders_renewer")
+    refs = snapshot_refs(store_client, make_table(store_client, "orders_renewer"))
     lease = JobLease(store_client, lease_id(), epoch=2, duration_ms=600)
     assert lease.acquire(refs) == []
 
@@ -158,7 +161,7 @@ def test_renewer_flags_a_lapsed_lease(store_client):
 
 
 def test_lower_epoch_is_fenced_everywhere(store_client):
-    refs = snapshot_refs(store_client, "orders_fence")
+    refs = snapshot_refs(store_client, make_table(store_client, "orders_fence"))
     lid = lease_id()
     current = JobLease(store_client, lid, epoch=5, duration_ms=LONG_MS)
     assert current.acquire(refs) == []
@@ -191,7 +194,7 @@ def test_renewer_stops_on_a_fenced_epoch_and_hands_it_to_the_caller(store_client
 
 
 def test_drop_ends_the_lease_and_is_idempotent(store_client):
-    refs = snapshot_refs(store_client, "orders_drop")
+    refs = snapshot_refs(store_client, make_table(store_client, "orders_drop"))
     lease = JobLease(store_client, lease_id(), epoch=1, duration_ms=LONG_MS)
     assert lease.acquire(refs) == []
     lease.drop()
@@ -201,17 +204,25 @@ def test_drop_ends_the_lease_and_is_idempotent(store_client):
     assert lease.renew() is False
 
 
-def test_lease_and_renewer_survive_a_store_crash(kv_store):
+def test_lease_and_renewer_survive_a_store_crash(kv_store, caplog, monkeypatch):
+    # Fail store calls at once instead of the client's ~30 s of retries, so the renewer's
+    # own "store unavailable" path runs while the store is down.
+    monkeypatch.setattr(retry, "STORE_RETRY", retry.instant(retry.STORE_RETRY, attempts=1))
+    caplog.set_level(logging.WARNING, logger="tiering.lease.job_lease")
     client = kv_store.client()
-    refs = snapshot_refs(client, "orders_crash")
+    refs = snapshot_refs(client, make_table(client, "orders_crash"))
     lease = JobLease(client, lease_id(), epoch=1, duration_ms=30_000)
     assert lease.acquire(refs) == []
 
-    with LeaseRenewer(lease, interval_s=0.2) as renewer:
+    with LeaseRenewer(lease, interval_s=0.1) as renewer:
         kv_store.kill()
-        time.sleep(0.5)
+        wait_until(
+            lambda: any("renewal failed, retrying" in r.getMessage() for r in caplog.records),
+            what="a renewal to fail while the store is down",
+        )
         kv_store.restart()
         before = renewer.renewals
         wait_until(lambda: renewer.renewals > before + 1, what="renewals to resume after the restart")
-        renewer.check()
+        renewer.check()  # an outage is not a failure: the renewer kept going
+        assert not renewer.lapsed.is_set()
     assert set(kv_store.client().get_lease(lease.lease_id).snapshots) == set(refs)

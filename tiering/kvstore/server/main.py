@@ -8,6 +8,7 @@ stop when the server stops (SIGTERM / Ctrl-C via uvicorn).
 from __future__ import annotations
 
 import logging
+import signal
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -76,6 +77,9 @@ def serve(
                          data_dir, "on" if token else "off")
 
     threading.Thread(target=announce, name="kvstore-announce", daemon=True).start()
+    # uvicorn handles SIGTERM during run() and re-raises it afterwards; a no-op handler turns
+    # that re-raise into a normal return so the loops stop and the database closes cleanly.
+    signal.signal(signal.SIGTERM, lambda *_: None)
     try:
         server.run()
     finally:

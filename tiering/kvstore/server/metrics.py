@@ -20,6 +20,7 @@ class StoreMetrics:
             "kvstore_snapshots_taken", "Bucket snapshots taken", ["table"], registry=self.registry)
         self.gc_deleted = Counter(
             "kvstore_gc_deleted", "Objects deleted by GC", ["kind"], registry=self.registry)
+        self.gc_runs = Counter("kvstore_gc_runs", "Completed GC passes", registry=self.registry)
         self.leases_held = Gauge("kvstore_leases_held", "Unexpired leases", registry=self.registry)
         self.leases_held.set_function(leases_held)
 

@@ -156,7 +156,7 @@ def from_arrow(info: TableInfo, op: str, body: bytes) -> pa.Table:
             raise bad_request(f"column {name!r}: primary-key column is missing")
         else:
             columns[name] = pa.nulls(data.num_rows, arrow_type(types[name]))
-    result = pa.table(columns) if columns else data
+    result = pa.table(columns)
     _check_keys(info, result)
     return result
 

@@ -102,7 +102,7 @@ class Store:
             with self.db.tx() as conn:
                 info = catalog.live_table(conn, name)
                 catalog.set_state(conn, info.table_id, "dropped")
-            for key in [k for k in self._live if k[0] == info.table_id]:
+            for key in [k for k in list(self._live) if k[0] == info.table_id]:
                 del self._live[key]
         log.info("dropped table %s (table_id %d)", name, info.table_id)
         self.gc()
@@ -161,7 +161,7 @@ class Store:
             state, _ = self._state(info, bucket)
             pk = list(info.primary_key)
             columns = [state.column(c).to_pylist() for c in pk]
-            self._live[key] = set(columns[0] if len(pk) == 1 else zip(*columns))
+            self._live[key] = set(columns[0] if len(pk) == 1 else zip(*columns, strict=True))
         return self._live[key]
 
     def _state(self, info: TableInfo, bucket: int) -> tuple[pa.Table, int]:
@@ -352,6 +352,7 @@ class Store:
             shutil.rmtree(directory, ignore_errors=True)
         for kind, n in counts.items():
             self.metrics.gc_deleted.labels(kind).inc(n)
+        self.metrics.gc_runs.inc()
         if any(counts.values()):
             log.info("gc deleted %s", counts)
         return counts
@@ -385,9 +386,9 @@ def _keys_and_buckets(info: TableInfo, data: pa.Table) -> tuple[list[Any], dict[
         for i, k in enumerate(keys):
             groups[bucket_of({name: k}, pk, n)].append(i)
     else:
-        keys = list(zip(*columns))
+        keys = list(zip(*columns, strict=True))
         for i, k in enumerate(keys):
-            groups[bucket_of(dict(zip(pk, k)), pk, n)].append(i)
+            groups[bucket_of(dict(zip(pk, k, strict=True)), pk, n)].append(i)
     return keys, groups
 
 

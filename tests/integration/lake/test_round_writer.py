@@ -1,0 +1,262 @@
+"""DeltaRsRoundWriter against real Delta tables, real Spark and store-shaped Parquet files."""
+
+from __future__ import annotations
+
+import os
+from decimal import Decimal
+
+import pytest
+from deltalake import DeltaTable
+
+from tests.integration.lake.store_files import ts, write_log, write_snapshot
+from tiering.enumerator.positions import LakePosition
+from tiering.enumerator.splits import LogSplit, SnapshotSplit, sort_key
+from tiering.errors import FencedEpochError, LakeCommitError
+from tiering.kvstore.models import Column, TableInfo
+from tiering.lake.layout import app_id, table_path, txn_version
+from tiering.lake.positions import read_commit_info, read_position
+from tiering.lake.round_writer import DeltaRsRoundWriter
+
+pytestmark = pytest.mark.integration
+
+JOB = "test-job"
+ORDERS = TableInfo(
+    name="orders",
+    table_id=1,
+    schema=[
+        {"name": "id", "type": "bigint"},
+        {"name": "name", "type": "string"},
+        {"name": "price", "type": "decimal(10,2)"},
+    ],
+    primary_key=["id"],
+    num_buckets=4,
+)
+
+
+def row(i: int, name: str, price: str = "1.00") -> dict:
+    return {"id": i, "name": name, "price": Decimal(price)}
+
+
+def lake_rows(root, table: str = "orders") -> dict[int, tuple]:
+    """id -> (bucket, name, price, offset, timestamp), read with delta-rs; duplicates fail."""
+    data = DeltaTable(table_path(str(root), table)).to_pyarrow_table().to_pylist()
+    out = {r["id"]: (r["__bucket"], r["name"], r["price"], r["__offset"], r["__timestamp"]) for r in data}
+    assert len(out) == len(data), "duplicate keys in the lake"
+    return out
+
+
+def bucket_files(root, bucket: int) -> set[str]:
+    return {u for u in DeltaTable(table_path(str(root), "orders")).file_uris() if f"__bucket={bucket}/" in u}
+
+
+@pytest.fixture
+def lake(tmp_path):
+    return tmp_path / "lake"
+
+
+@pytest.fixture
+def writer(spark, lake):
+    return DeltaRsRoundWriter(spark, str(lake), JOB)
+
+
+@pytest.fixture
+def round1(tmp_path):
+    """Bucket 0: snapshot + log (updates, deletes, a delete of an absent key, and rows outside
+    the split's range in the same segment); bucket 1: snapshot only; bucket 2: log only."""
+    d = tmp_path / "store"
+    snap0 = write_snapshot(d, ORDERS, [(row(1, "a"), 2), (row(2, "b"), 5), (row(3, "c"), 9)])
+    log0 = write_log(d, ORDERS, [
+        (7, "+I", row(99, "below range")),
+        (10, "+U", row(2, "b2", "2.50")),
+        (11, "-D", {"id": 3}),
+        (12, "+I", row(4, "d")),
+        (13, "+U", row(4, "d2")),
+        (14, "-D", {"id": 5}),
+        (16, "+I", row(98, "above range")),
+    ])
+    snap1 = write_snapshot(d, ORDERS, [(row(10, "x"), 1)])
+    log2 = write_log(d, ORDERS, [(0, "+I", row(20, "p")), (1, "+I", row(21, "q")), (2, "-D", {"id": 20})])
+    files = {
+        SnapshotSplit("orders", 0, 1, snapshot_id=4, log_offset=10): [snap0],
+        LogSplit("orders", 0, 1, 10, 15): [log0],
+        SnapshotSplit("orders", 1, 1, snapshot_id=2, log_offset=3): [snap1],
+        LogSplit("orders", 2, 1, 0, 3): [log2],
+    }
+    return files
+
+
+def commit(writer, files, *, epoch=1, round_id=1, table=ORDERS, replace_table=False):
+    return writer.write_table_round(
+        table, sorted(files, key=sort_key), files, epoch=epoch, round_id=round_id, lease_id="lease-1", replace_table=replace_table
+    )
+
+
+def test_bootstrap_applies_log_changes_row_by_row(writer, lake, round1):
+    result = commit(writer, round1)
+
+    assert not result.skipped
+    assert result.delta_version == 0
+    assert result.positions == {0: 15, 1: 3, 2: 3}
+    assert result.bootstrap_buckets == (0, 1) and result.log_buckets == (0, 2)
+    assert result.rows_in == 8  # 5 changes in [10, 15) of bucket 0 + 3 of bucket 2
+    assert result.rows_out == 5
+    assert lake_rows(lake) == {
+        1: (0, "a", Decimal("1.00"), 2, ts(2)),
+        2: (0, "b2", Decimal("2.50"), 10, ts(10)),
+        4: (0, "d2", Decimal("1.00"), 13, ts(13)),
+        10: (1, "x", Decimal("1.00"), 1, ts(1)),
+        21: (2, "q", Decimal("1.00"), 1, ts(1)),
+    }
+    assert read_position(str(lake), "orders") == LakePosition(1, {0: 15, 1: 3, 2: 3})
+    info = read_commit_info(str(lake), "orders")
+    assert (info.epoch, info.round_id, info.lease_id, info.job, info.delta_version) == (1, 1, "lease-1", JOB, 0)
+    assert info.snapshots == {0: 4, 1: 2}
+    dt = DeltaTable(table_path(str(lake), "orders"))
+    assert dt.transaction_version(app_id(JOB, "orders")) == txn_version(1, 1)
+    assert dt.metadata().partition_columns == ["__bucket"]
+    assert not os.listdir(os.path.join(table_path(str(lake), "orders"), "_staging"))
+
+
+def test_second_round_merges_and_leaves_other_buckets_untouched(writer, lake, round1, tmp_path, spark):
+    commit(writer, round1)
+    untouched = {b: bucket_files(lake, b) for b in (1, 2)}
+    log = write_log(tmp_path / "store2", ORDERS, [
+        (14, "-D", {"id": 5}),  # already applied in round 1: trimmed, not re-applied
+        (15, "+U", row(1, "a2")),
+        (16, "-D", {"id": 2}),
+        (17, "+I", row(6, "f")),
+        (18, "+U", row(6, "f2")),
+    ])
+    result = commit(writer, {LogSplit("orders", 0, 1, 15, 19): [log]}, round_id=2)
+
+    assert not result.skipped and result.delta_version == 1
+    assert result.positions == {0: 19, 1: 3, 2: 3}
+    assert result.bootstrap_buckets == () and result.log_buckets == (0,)
+    assert lake_rows(lake) == {
+        1: (0, "a2", Decimal("1.00"), 15, ts(15)),
+        4: (0, "d2", Decimal("1.00"), 13, ts(13)),
+        6: (0, "f2", Decimal("1.00"), 18, ts(18)),
+        10: (1, "x", Decimal("1.00"), 1, ts(1)),
+        21: (2, "q", Decimal("1.00"), 1, ts(1)),
+    }
+    assert {b: bucket_files(lake, b) for b in (1, 2)} == untouched
+    # Spark reading the committed files directly sees the same rows as delta-rs
+    spark_ids = {r.id for r in spark.read.parquet(*DeltaTable(table_path(str(lake), "orders")).file_uris()).collect()}
+    assert spark_ids == set(lake_rows(lake))
+
+
+def test_replayed_and_stale_rounds_are_skipped(writer, lake, round1, tmp_path):
+    commit(writer, round1, epoch=2, round_id=5)
+    before = lake_rows(lake)
+
+    replay = commit(writer, round1, epoch=2, round_id=5)
+    stale = commit(writer, round1, epoch=1, round_id=9)
+
+    for result in (replay, stale):
+        assert result.skipped and result.delta_version == 0
+        assert result.positions == {0: 15, 1: 3, 2: 3}
+    dt = DeltaTable(table_path(str(lake), "orders"))
+    assert dt.version() == 0 and lake_rows(lake) == before
+    # a newer term's round 0 outranks round 5 of the older term
+    log = write_log(tmp_path / "s", ORDERS, [(3, "+U", row(10, "x2"))])
+    newer = commit(writer, {LogSplit("orders", 1, 1, 3, 4): [log]}, epoch=3, round_id=0)
+    assert not newer.skipped and newer.delta_version == 1 and lake_rows(lake)[10][1] == "x2"
+
+
+def test_replace_table_replaces_every_bucket_and_the_schema(writer, lake, round1, tmp_path):
+    commit(writer, round1)
+    recreated = ORDERS.model_copy(update={"table_id": 7, "columns": ORDERS.columns[:2]})
+    snap = write_snapshot(tmp_path / "s2", recreated, [({"id": 50, "name": "new"}, 0)])
+    files = {SnapshotSplit("orders", 3, 7, snapshot_id=1, log_offset=1): [snap]}
+
+    result = commit(writer, files, round_id=2, table=recreated, replace_table=True)
+
+    assert result.positions == {3: 1} and result.table_id == 7
+    data = DeltaTable(table_path(str(lake), "orders")).to_pyarrow_table()
+    assert data.column_names == ["id", "name", "__bucket", "__offset", "__timestamp"]
+    assert data.to_pylist() == [{"id": 50, "name": "new", "__bucket": 3, "__offset": 0, "__timestamp": ts(0)}]
+    assert read_position(str(lake), "orders") == LakePosition(7, {3: 1})
+
+
+@pytest.mark.parametrize(
+    "columns, named",
+    [
+        ([{"name": "id", "type": "bigint"}, {"name": "name", "type": "string"}, {"name": "price", "type": "double"}], "price"),
+        ([{"name": "id", "type": "bigint"}, {"name": "name", "type": "string"}], "price"),
+    ],
+    ids=["other-type", "missing-column"],
+)
+def test_schema_mismatch_commits_nothing(writer, lake, round1, tmp_path, columns, named):
+    commit(writer, round1)
+    changed = ORDERS.model_copy(update={"columns": [Column(**c) for c in columns]})
+    log = write_log(tmp_path / "s", changed, [(3, "+I", {"id": 11, "name": "y"})])
+
+    with pytest.raises(LakeCommitError, match=rf"'orders'.*{named}") as err:
+        commit(writer, {LogSplit("orders", 1, 1, 3, 4): [log]}, round_id=2, table=changed)
+
+    assert err.value.table == "orders"
+    assert DeltaTable(table_path(str(lake), "orders")).version() == 0
+
+
+def test_other_table_id_without_replace_is_refused(writer, lake, round1, tmp_path):
+    commit(writer, round1)
+    recreated = ORDERS.model_copy(update={"table_id": 2})
+    snap = write_snapshot(tmp_path / "s", recreated, [(row(1, "z"), 0)])
+
+    with pytest.raises(LakeCommitError, match="table_id 1.*replace_table"):
+        commit(writer, {SnapshotSplit("orders", 0, 2, 1, 1): [snap]}, round_id=2, table=recreated)
+    assert DeltaTable(table_path(str(lake), "orders")).version() == 0
+
+
+def test_a_gap_before_the_log_split_is_refused(writer, lake, round1, tmp_path):
+    commit(writer, round1)
+    log = write_log(tmp_path / "s", ORDERS, [(20, "+I", row(7, "g"))])
+
+    with pytest.raises(LakeCommitError, match="bucket 0: log split starts at offset 20 .* up to 15"):
+        commit(writer, {LogSplit("orders", 0, 1, 20, 21): [log]}, round_id=2)
+    assert DeltaTable(table_path(str(lake), "orders")).version() == 0
+
+
+class _RacedWriter(DeltaRsRoundWriter):
+    """Lets another writer commit between this writer's table load and its commit."""
+
+    def __init__(self, *args, race) -> None:
+        super().__init__(*args)
+        self._race = race
+
+    def _write_rows(self, *args):
+        rows_in = super()._write_rows(*args)
+        self._race()
+        return rows_in
+
+
+def test_a_stale_term_racing_a_newer_one_is_fenced(spark, lake, writer, round1, tmp_path):
+    commit(writer, round1)
+    newer_log = write_log(tmp_path / "n", ORDERS, [(15, "+U", row(1, "newer"))])
+    stale_log = write_log(tmp_path / "o", ORDERS, [(15, "+U", row(1, "stale"))])
+    newer = {LogSplit("orders", 0, 1, 15, 16): [newer_log]}
+    raced = _RacedWriter(spark, str(lake), JOB, race=lambda: commit(writer, newer, epoch=2, round_id=1))
+
+    with pytest.raises(FencedEpochError, match="newer term") as err:
+        commit(raced, {LogSplit("orders", 0, 1, 15, 16): [stale_log]}, epoch=1, round_id=2)
+
+    # delta-rs refuses it as ConcurrentDeleteRead (a rewrite removes files) before its app-id check
+    assert "concurrent transaction" in str(err.value.__cause__).lower()
+
+    dt = DeltaTable(table_path(str(lake), "orders"))
+    assert dt.version() == 1 and lake_rows(lake)[1][1] == "newer"
+    on_disk = {
+        os.path.join(dirpath, f)
+        for dirpath, _, names in os.walk(table_path(str(lake), "orders"))
+        for f in names
+        if f.endswith(".parquet") and "_staging" not in dirpath
+    }
+    referenced = set(dt.file_uris()) | set(DeltaTable(dt.table_uri, version=0).file_uris())
+    assert on_disk == referenced, "the stale writer's files were left behind"
+
+
+def test_the_factory_builds_the_delta_rs_writer(spark, lake):
+    from tiering.lake.writers import make_round_writer
+
+    assert isinstance(make_round_writer(spark, str(lake), JOB, "delta-rs"), DeltaRsRoundWriter)
+    assert spark.conf.get("spark.sql.parquet.outputTimestampType") == "TIMESTAMP_MICROS"

@@ -1,0 +1,98 @@
+"""A real `tiering run` driver SIGKILLed at exact points of a round, then restarted (issue 3).
+
+Each kill happens inside the driver process at a named failpoint (tiering.failpoints), so the
+test knows where the round stood: after the lease was acquired but before the Delta commit,
+or after the Delta commit but before Spark's commit log.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import tomli_w
+from deltalake import DeltaTable
+
+from tests.integration.pipeline.harness import TableOracle, assert_lake_equals
+from tiering.failpoints import ENV as FAILPOINTS_ENV
+from tiering.state.lease_file import load_or_create_lease_id
+
+pytestmark = pytest.mark.integration
+
+
+def write_conf(tmp_path: Path, store_url: str, zk_hosts: str, **lease) -> Path:
+    conf = {
+        "job": {"name": "crash-job", "checkpoint": str(tmp_path / "ckpt")},
+        "kvstore": {"url": store_url},
+        "zookeeper": {"hosts": zk_hosts, "session_timeout_s": 4.0},
+        "lake": {"root": str(tmp_path / "lake")},
+        "lease": {"duration_s": lease.get("duration_s", 60.0)},
+        "spark": {"spark.master": "local[2]", "spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "4"},
+    }
+    path = tmp_path / "tiering.toml"
+    path.write_bytes(tomli_w.dumps(conf).encode())
+    return path
+
+
+def tiering_run(conf: Path, failpoint: str | None = None, timeout_s: float = 240) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TIERING_")}
+    env["PYSPARK_PYTHON"] = sys.executable
+    if failpoint:
+        env[FAILPOINTS_ENV] = failpoint
+    return subprocess.run(
+        [sys.executable, "-m", "tiering.cli", "run", "--conf", str(conf), "--available-now"],
+        env=env, capture_output=True, text=True, timeout=timeout_s,
+    )
+
+
+@pytest.fixture
+def tables(kv_store):
+    client = kv_store.client()
+    orders = TableOracle(client, "orders", num_buckets=3)
+    users = TableOracle(client, "users", num_buckets=2)
+    for t in (orders, users):
+        t.upsert(range(150))
+        client.take_snapshots(t.name)
+        t.churn(60, key_space=200)
+    return orders, users
+
+
+def test_killed_before_the_delta_commit_replays_the_round_with_the_same_lease(kv_store, zk_server, tables, tmp_path):
+    client = kv_store.client()
+    conf = write_conf(tmp_path, kv_store.url, zk_server.hosts)
+
+    crashed = tiering_run(conf, failpoint="before_delta_commit")
+    assert crashed.returncode == -signal.SIGKILL, crashed.stderr[-3000:]
+    lease_id = load_or_create_lease_id(str(tmp_path / "ckpt"), "crash-job")
+    held = client.list_leases()
+    assert [l.lease_id for l in held] == [lease_id] and held[0].snapshots, "the crashed round's snapshots stay leased"
+    assert not (tmp_path / "lake" / "orders" / "_delta_log").exists(), "nothing reached the lake"
+
+    done = tiering_run(conf)
+    assert done.returncode == 0, done.stderr[-3000:]
+    for t in tables:
+        assert_lake_equals(tmp_path / "lake", t)
+    assert load_or_create_lease_id(str(tmp_path / "ckpt"), "crash-job") == lease_id
+    assert client.list_leases() == [], "released after the replay, dropped at the clean stop"
+
+
+def test_killed_after_the_delta_commit_skips_the_replayed_round(kv_store, zk_server, tables, tmp_path):
+    client = kv_store.client()
+    conf = write_conf(tmp_path, kv_store.url, zk_server.hosts)
+
+    crashed = tiering_run(conf, failpoint="after_delta_commit")
+    assert crashed.returncode == -signal.SIGKILL, crashed.stderr[-3000:]
+    committed = DeltaTable(str(tmp_path / "lake" / "orders")).version()
+
+    done = tiering_run(conf)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert DeltaTable(str(tmp_path / "lake" / "orders")).version() == committed, "the replay committed nothing again"
+    for t in tables:
+        assert_lake_equals(tmp_path / "lake", t)
+    report = client.get_lake("orders")
+    assert report is not None and report.lake_version == committed, "the missed store report is made up"
+    assert client.list_leases() == []

@@ -1,0 +1,95 @@
+"""The client's error mapping, retry policy and pickling — the parts that need no server."""
+
+from __future__ import annotations
+
+import pickle
+
+import pytest
+
+from tiering.errors import (
+    BadRequestError,
+    ConflictError,
+    FencedEpochError,
+    LeaseNotFoundError,
+    NotFoundError,
+    SnapshotUnavailableError,
+    StoreUnavailableError,
+    TableNotFoundError,
+    UnauthorizedError,
+)
+from tiering.kvstore import retry
+from tiering.kvstore.client import KvStoreClient, error_for
+from tiering.kvstore.server.process import free_port
+
+pytestmark = pytest.mark.unit
+
+
+@pytest.mark.parametrize(
+    ("status", "code", "path", "kind"),
+    [
+        (400, "BAD_REQUEST", "/v1/tables/t/rows", BadRequestError),
+        (401, "UNAUTHORIZED", "/v1/tables", UnauthorizedError),
+        (404, "TABLE_NOT_FOUND", "/v1/tables/t", TableNotFoundError),
+        (404, "LEASE_NOT_FOUND", "/v1/leases/l/renew", LeaseNotFoundError),
+        (404, "", "/v1/leases/l", LeaseNotFoundError),  # another protocol implementation without codes
+        (404, "NOT_FOUND", "/v1/tables/t/lake", NotFoundError),
+        (409, "FENCED_EPOCH", "/v1/leases/l/renew", FencedEpochError),
+        (409, "CONFLICT", "/v1/tables", ConflictError),
+        (410, "SNAPSHOT_GONE", "/v1/tables/t/buckets/0/snapshots/1", SnapshotUnavailableError),
+        (500, "INTERNAL", "/v1/tables", StoreUnavailableError),
+        (503, "UNAVAILABLE", "/v1/tables", StoreUnavailableError),
+    ],
+)
+def test_error_mapping(status, code, path, kind):
+    error = error_for(status, {"error": code, "message": "why"}, "POST", path, lease_id="l", epoch=3)
+    assert type(error) is kind
+    assert (error.status, error.code, error.lease_id, error.epoch) == (status, code, "l", 3)
+    assert str(error) == f"why (POST {path})"
+
+
+def test_fence_is_a_conflict_but_never_retryable():
+    error = error_for(409, {"error": "FENCED_EPOCH", "message": "stale"}, "PUT", "/v1/tables/t/lake")
+    assert isinstance(error, ConflictError)
+    assert not isinstance(error, StoreUnavailableError)
+
+
+def test_non_json_error_body_keeps_its_text():
+    error = error_for(502, "<html>Bad Gateway</html>", "GET", "/v1/tables")
+    assert isinstance(error, StoreUnavailableError)
+    assert str(error) == "<html>Bad Gateway</html> (GET /v1/tables)"
+
+
+def test_policy_retries_only_unavailable_and_reraises_the_error():
+    calls = []
+
+    def flaky(error):
+        calls.append(error)
+        raise error
+
+    unavailable = StoreUnavailableError("down")
+    with pytest.raises(StoreUnavailableError) as raised:
+        retry.instant(retry.STORE_RETRY, attempts=4).copy()(flaky, unavailable)
+    assert raised.value is unavailable and len(calls) == 4
+
+    calls.clear()
+    with pytest.raises(FencedEpochError):
+        retry.instant(retry.STORE_RETRY).copy()(flaky, FencedEpochError("stale", code="FENCED_EPOCH", status=409))
+    assert len(calls) == 1
+
+
+def test_unreachable_store_is_unavailable_after_retries(monkeypatch):
+    monkeypatch.setattr(retry, "STORE_RETRY", retry.instant(retry.STORE_RETRY, attempts=2))
+    client = KvStoreClient(f"http://127.0.0.1:{free_port()}", timeout_s=2)
+    with pytest.raises(StoreUnavailableError) as raised:
+        client.get_lease("job-1")
+    assert "unreachable" in str(raised.value) and "(GET /v1/leases/job-1)" in str(raised.value)
+    assert raised.value.lease_id == "job-1"
+    assert client.health() is False
+
+
+def test_pickles_without_its_session():
+    client = KvStoreClient("http://127.0.0.1:1/", token="t", timeout_s=5)
+    assert client.session.headers["Authorization"] == "Bearer t"
+    copy = pickle.loads(pickle.dumps(client))
+    assert copy._session is None and (copy.url, copy.token, copy.timeout_s) == ("http://127.0.0.1:1", "t", 5)
+    assert copy.session.headers["Authorization"] == "Bearer t"

@@ -1,0 +1,49 @@
+"""Names and transaction versions every lake writer and the position reader agree on."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pytest
+
+from tiering.kvstore.models import TableInfo
+from tiering.lake.layout import app_id, epoch_round, lake_schema, table_path, txn_version
+
+pytestmark = pytest.mark.unit
+
+
+def test_txn_version_grows_with_round_and_with_epoch_over_any_round():
+    assert txn_version(1, 1) < txn_version(1, 2) < txn_version(2, 0)
+    assert txn_version(1, 2**32 - 1) < txn_version(2, 0)
+    assert txn_version(7, 42) == 7 * 2**32 + 42
+
+
+@pytest.mark.parametrize("epoch, round_id", [(0, 0), (1, 5), (3, 2**32 - 1), (2**31 - 1, 9)])
+def test_epoch_round_inverts_txn_version(epoch, round_id):
+    assert epoch_round(txn_version(epoch, round_id)) == (epoch, round_id)
+
+
+@pytest.mark.parametrize("epoch, round_id, message", [(-1, 0, "epoch"), (0, -1, "round"), (0, 2**32, "round"), (2**31, 0, "too large")])
+def test_txn_version_refuses_what_it_cannot_order(epoch, round_id, message):
+    with pytest.raises(ValueError, match=message):
+        txn_version(epoch, round_id)
+
+
+def test_paths_and_app_id():
+    assert table_path("/data/lake", "orders") == "/data/lake/orders"
+    assert table_path("file:///data/lake", "orders") == "/data/lake/orders"
+    assert app_id("job-a", "orders") == "tiering/job-a/orders"
+    with pytest.raises(ValueError, match="s3://bucket/lake"):
+        table_path("s3://bucket/lake", "orders")
+    with pytest.raises(ValueError, match="'../x'"):
+        table_path("/data/lake", "../x")
+
+
+def test_lake_schema_puts_system_columns_after_user_columns():
+    table = TableInfo(
+        name="t", table_id=1, num_buckets=2, primary_key=["k"],
+        schema=[{"name": "k", "type": "int"}, {"name": "d", "type": "decimal(5,1)"}, {"name": "at", "type": "timestamp"}],
+    )
+    assert lake_schema(table) == pa.schema([
+        ("k", pa.int32()), ("d", pa.decimal128(5, 1)), ("at", pa.timestamp("us", tz="UTC")),
+        ("__bucket", pa.int32()), ("__offset", pa.int64()), ("__timestamp", pa.timestamp("us", tz="UTC")),
+    ])

@@ -1,0 +1,23 @@
+"""Choosing the lake writer named by ``[lake] writer`` (DESIGN §6, §8).
+
+Failure mode: a typo or an unavailable writer discovered mid-round, after leases were taken.
+The choice is checked when the job is wired, with the valid names in the error.
+"""
+
+from __future__ import annotations
+
+from tiering.errors import ConfigError
+from tiering.lake.round_writer import DeltaRsRoundWriter
+
+__all__ = ["WRITERS", "make_round_writer"]
+
+WRITERS = ("delta-rs", "delta-spark")
+
+
+def make_round_writer(spark, lake_root: str, job: str, writer: str = "delta-rs") -> DeltaRsRoundWriter:
+    """The round writer for ``writer``; :class:`ConfigError` for anything not available."""
+    if writer == "delta-rs":
+        return DeltaRsRoundWriter(spark, lake_root, job)
+    if writer == "delta-spark":
+        raise ConfigError(["lake.writer: 'delta-spark' is not implemented yet; use 'delta-rs' (no JVM jars needed)"])
+    raise ConfigError([f"lake.writer: unknown writer {writer!r}; expected one of {', '.join(WRITERS)}"])
