@@ -39,6 +39,8 @@ class RoundOutcome:
     round_id: int
     committed: dict[str, object] = field(default_factory=dict)
     failed: dict[str, str] = field(default_factory=dict)
+    #: changelog records the store holds beyond the lake, per committed table, after the round
+    lag: dict[str, int] = field(default_factory=dict)
 
 
 class RoundCommitter:
@@ -90,10 +92,16 @@ class RoundCommitter:
             return
         self._release(table_id, leased)
         outcome.committed[table] = commit
+        outcome.lag[table] = self._lag(table, commit.positions)
         log.info(
-            "round=%d table=%s table_id=%d epoch=%d %s in %.2fs",
-            round_id, table, table_id, self._epoch, commit, time.monotonic() - started,
+            "round=%d table=%s table_id=%d epoch=%d lease=%s splits=%d %s offsets=%s lag=%d in %.2fs",
+            round_id, table, table_id, self._epoch, self._lease.lease_id, len(splits), commit,
+            dict(sorted(commit.positions.items())), outcome.lag[table], time.monotonic() - started,
         )
+
+    def _lag(self, table: str, positions) -> int:
+        ends = self._client.log_info(table).buckets
+        return sum(max(0, b.log_end_offset - positions.get(b.bucket, 0)) for b in ends)
 
     def _write(self, table: str, splits: list[Split], round_id: int):
         position = read_position(self._lake_root, table)

@@ -17,7 +17,8 @@ import pytest
 import tomli_w
 from deltalake import DeltaTable
 
-from tests.integration.pipeline.harness import TableOracle, assert_lake_equals
+from tests.integration.pipeline.harness import TableOracle, assert_lake_equals, wait_until
+from tiering.errors import SnapshotUnavailableError
 from tiering.failpoints import ENV as FAILPOINTS_ENV
 from tiering.state.lease_file import load_or_create_lease_id
 
@@ -95,4 +96,36 @@ def test_killed_after_the_delta_commit_skips_the_replayed_round(kv_store, zk_ser
         assert_lake_equals(tmp_path / "lake", t)
     report = client.get_lake("orders")
     assert report is not None and report.lake_version == committed, "the missed store report is made up"
+    assert client.list_leases() == []
+
+
+def test_after_a_crash_the_lease_expires_and_the_replay_bootstraps_from_a_fresh_snapshot(
+    store_factory, zk_server, tmp_path
+):
+    store = store_factory(num_retained=1, gc_interval_s=0.2)
+    client = store.client()
+    orders = TableOracle(client, "orders", num_buckets=3)
+    orders.upsert(range(150))
+    first = {s.bucket: s.snapshot_id for s in client.take_snapshots("orders").buckets}
+    conf = write_conf(tmp_path, store.url, zk_server.hosts, duration_s=3.0)
+
+    crashed = tiering_run(conf, failpoint="before_delta_commit")
+    assert crashed.returncode == -signal.SIGKILL, crashed.stderr[-3000:]
+    assert len(client.list_leases()) == 1
+    wait_until(lambda: client.list_leases() == [], timeout_s=20, what="the crashed driver's lease to expire")
+
+    orders.churn(40, key_space=200)
+    client.take_snapshots("orders")
+
+    def collected() -> bool:
+        try:
+            client.get_snapshot("orders", 0, first[0])
+        except SnapshotUnavailableError:
+            return True
+        return False
+
+    wait_until(collected, timeout_s=20, what="GC of the crashed round's snapshot")
+    done = tiering_run(conf)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert_lake_equals(tmp_path / "lake", orders)
     assert client.list_leases() == []
