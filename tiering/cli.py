@@ -6,12 +6,17 @@ Exit codes: 0 success, 1 runtime failure, 2 bad usage or configuration, 130 inte
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import os
+import signal
 import sys
+import threading
 from pathlib import Path
 
 from tiering.errors import ConfigError, TieringError
+
+EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 
 def _zk(args: argparse.Namespace) -> int:
@@ -43,28 +48,139 @@ def _load(args: argparse.Namespace, **overrides: object):
 
 
 def _run(args: argparse.Namespace) -> int:
+    """SIGTERM/SIGINT stop the job between rounds (lease dropped, leadership given back, exit 0);
+    a second one interrupts at once (exit 130)."""
     from tiering.job import run_as_leader
 
     config = _load(args, **{"trigger.available_now": True if args.available_now else None})
-    result = run_as_leader(config)
+    stop = threading.Event()
+
+    def request_stop(signum: int, frame: object) -> None:
+        if stop.is_set():
+            raise KeyboardInterrupt
+        logging.getLogger(__name__).info("%s: stopping between rounds", signal.Signals(signum).name)
+        stop.set()
+
+    previous = {sig: signal.signal(sig, request_stop) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        result = run_as_leader(config, stop=stop)
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
     if not result.ok:
         for table, error in sorted(result.failed_tables.items()):
             print(f"tiering: table {table!r} was not tiered: {error}", file=sys.stderr)
         return 1
-    print(f"tiering: job {config.job.name!r} done after {result.rounds} rounds")
+    how = "stopped" if stop.is_set() else "done"
+    print(f"tiering: job {config.job.name!r} {how} after {result.rounds} rounds")
     return 0
 
 
+def _status(args: argparse.Namespace) -> int:
+    from tiering.status import job_status, render_status
+
+    status = job_status(_load(args))
+    if args.json:
+        print(json.dumps(status.as_dict(), indent=2, sort_keys=True))
+    else:
+        render_status(status)
+    return EXIT_OK
+
+
+def _leases_list(args: argparse.Namespace) -> int:
+    from tiering.status import job_leases, render_leases
+
+    config = _load(args)
+    leases = job_leases(config, every_job=args.all)
+    if args.json:
+        print(json.dumps([lease.model_dump(mode="json") for lease in leases], indent=2, sort_keys=True))
+    else:
+        render_leases(leases, config)
+    return EXIT_OK
+
+
+def _leases_drop(args: argparse.Namespace) -> int:
+    from tiering.status import drop_lease
+
+    lease = drop_lease(_load(args), args.lease_id, force=args.force)
+    print(f"tiering: dropped lease {lease.lease_id!r} (epoch {lease.epoch}); "
+          f"{len(lease.snapshots)} snapshots are collectable again")
+    return EXIT_OK
+
+
+def _demo(args: argparse.Namespace) -> int:
+    from tiering.demo import DemoOptions, run_demo
+
+    if args.duration <= 0 or args.tables < 1:
+        print("tiering: demo: --duration must be > 0 and --tables >= 1", file=sys.stderr)
+        return EXIT_USAGE
+    options = DemoOptions(
+        duration_s=args.duration,
+        tables=args.tables,
+        data_dir=Path(args.data_dir) if args.data_dir else None,
+        keep=args.keep,
+    )
+    return EXIT_OK if run_demo(options) else EXIT_FAILURE
+
+
+def _conf_arg(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--conf", required=True, help="TOML config file (see conf/tiering.toml)")
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="tiering", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="tiering",
+        description=__doc__.splitlines()[0],
+        epilog="Exit codes: 0 success, 1 runtime failure, 2 bad usage or configuration, 130 interrupted.",
+    )
     parser.add_argument("--log-level", default="INFO", help="Python log level (default INFO)")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     run = commands.add_parser("run", help="lead the job and run the tiering query (a standby waits)")
-    run.add_argument("--conf", required=True, help="TOML config file (see conf/tiering.toml)")
+    _conf_arg(run)
     run.add_argument("--available-now", action="store_true",
                      help="tier what is available now, then stop (for scheduled runs)")
+    run.add_argument("--metrics-port", type=int, default=None, metavar="PORT",
+                     help="serve Prometheus metrics at http://0.0.0.0:PORT/metrics (default: off)")
     run.set_defaults(func=_run)
+
+    demo = commands.add_parser(
+        "demo", help="everything embedded: ZooKeeper, store, a writer and the job; verified at the end",
+        description="Start ZooKeeper, the reference store and a writer of a few tables; tier them "
+        "continuously while showing progress; stop writing, let tiering catch up, and compare the "
+        "lake with the store row by row. Exit 0 only if they are equal.",
+    )
+    demo.add_argument("--duration", type=float, default=45.0, metavar="S",
+                      help="seconds of writing while tiering runs (default 45)")
+    demo.add_argument("--tables", type=int, default=3, metavar="N", help="tables to write and tier (default 3)")
+    demo.add_argument("--data-dir", default=None, metavar="D",
+                      help="where ZooKeeper, the store, the checkpoint and the lake live "
+                      "(default: a fresh temporary directory, removed after a successful run)")
+    demo.add_argument("--keep", action="store_true", help="keep the data directory after a successful run")
+    demo.set_defaults(func=_demo)
+
+    status = commands.add_parser("status", help="per table: store log end, lake offset, lag, leased snapshots; "
+                                 "the job's leader and epoch")
+    _conf_arg(status)
+    status.add_argument("--json", action="store_true", help="print JSON instead of tables")
+    status.set_defaults(func=_status)
+
+    leases = commands.add_parser("leases", help="the job's snapshot leases in the store")
+    lease_commands = leases.add_subparsers(dest="lease_command", required=True, metavar="COMMAND")
+    listing = lease_commands.add_parser("list", help="list leases: id, epoch, expiry, snapshots held per table")
+    _conf_arg(listing)
+    listing.add_argument("--all", action="store_true", help="every job's leases, not only this job's")
+    listing.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    listing.set_defaults(func=_leases_list)
+    drop = lease_commands.add_parser(
+        "drop", help="drop a lease so the store may collect its snapshots",
+        description="Drop a lease at its own epoch. Refused while a driver leads the job, unless --force.",
+    )
+    _conf_arg(drop)
+    drop.add_argument("lease_id", nargs="?", default=None,
+                      help="lease to drop (default: the one in the job's checkpoint)")
+    drop.add_argument("--force", action="store_true", help="drop even while a driver leads the job")
+    drop.set_defaults(func=_leases_drop)
 
     zk = commands.add_parser("zk", help="run an embedded ZooKeeper server in the foreground")
     zk.add_argument("--port", type=int, default=2181)
@@ -93,15 +209,19 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
+        if getattr(args, "metrics_port", None) is not None:
+            from tiering.observability import serve_metrics
+
+            serve_metrics(args.metrics_port)
         return args.func(args)
     except ConfigError as e:
         print(f"tiering: {e}", file=sys.stderr)
-        return 2
+        return EXIT_USAGE
     except TieringError as e:
         print(f"tiering: {e}", file=sys.stderr)
-        return 1
+        return EXIT_FAILURE
     except KeyboardInterrupt:
-        return 130
+        return EXIT_INTERRUPTED
 
 
 if __name__ == "__main__":

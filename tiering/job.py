@@ -195,19 +195,27 @@ class TieringJob:
 def run_as_leader(config: TieringConfig, *, stop: threading.Event | None = None) -> JobResult:
     """Wait to lead the job, run its query for the term, then give leadership back.
 
-    A standby waits inside ``acquire_leadership``; losing the term stops the query and raises
-    :class:`LeadershipLostError` (the caller exits non-zero: another driver now owns the job).
+    A standby waits inside ``acquire_leadership``; ``stop`` set while it waits ends the wait
+    (an empty result: it never led). Losing the term stops the query and raises
+    :class:`LeadershipLostError` (the caller exits non-zero: another driver now owns the job,
+    or ZooKeeper was out of reach longer than the session timeout and a supervisor restarts it).
     """
     import socket
 
     from tiering.coord.leader import acquire_leadership
-    from tiering.errors import LeadershipLostError
+    from tiering.errors import CoordinationError, LeadershipLostError
 
     zk = config.zookeeper
     auth = (zk.auth_user, zk.auth_password.get_secret_value()) if zk.auth_user and zk.auth_password else None
     owner = {"host": socket.gethostname(), "pid": os.getpid()}
     log.info("job=%s waiting for leadership at %s", config.job.name, zk.hosts)
-    term = acquire_leadership(zk.hosts, config.job.name, zk.session_timeout_s, owner=owner, auth=auth)
+    try:
+        term = acquire_leadership(zk.hosts, config.job.name, zk.session_timeout_s, owner=owner, auth=auth, cancel=stop)
+    except CoordinationError:
+        if stop is not None and stop.is_set():
+            log.info("job=%s stopped while waiting for leadership", config.job.name)
+            return JobResult()
+        raise
     log.info("job=%s leader with epoch=%d", config.job.name, term.epoch)
     ended = _either(stop, term.lost)
     try:

@@ -23,7 +23,6 @@ import json
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from fnmatch import fnmatchcase
 
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import (
@@ -34,6 +33,7 @@ from pyspark.sql.streaming.datasource import (
     SupportsTriggerAvailableNow,
 )
 
+from tiering.conf.model import TablesConfig
 from tiering.enumerator.descriptor import DESCRIPTOR_SCHEMA, to_descriptor
 from tiering.enumerator.planner import RoundPlan, RoundPlanner, TableInput
 from tiering.kvstore.models import BucketLog
@@ -64,14 +64,14 @@ def _int(name: str, value: str, minimum: int) -> int:
     return number
 
 
-def _patterns(name: str, value: str) -> tuple[str, ...]:
+def _patterns(name: str, value: str) -> list[str]:
     try:
         parsed = json.loads(value)
     except ValueError:
         parsed = None
     if not isinstance(parsed, list) or not all(isinstance(p, str) for p in parsed):
         raise ValueError(f"kv-tiering option {name!r}: expected a JSON list of glob patterns, got {value!r}")
-    return tuple(parsed)
+    return parsed
 
 
 @dataclass(frozen=True)
@@ -84,9 +84,8 @@ class SourceOptions:
     lake_root: str
     epoch: int
     lease_duration_ms: int
+    tables: TablesConfig
     store_token: str | None = None
-    include: tuple[str, ...] = ("*",)
-    exclude: tuple[str, ...] = ()
     max_splits: int = 0
     max_bytes: int = 0
     fail_on_data_loss: bool = False
@@ -114,16 +113,13 @@ class SourceOptions:
             lake_root=opts["lake.root"],
             epoch=_int("epoch", opts["epoch"], 0),
             lease_duration_ms=_int("lease.duration_ms", opts.get("lease.duration_ms", "600000"), 1),
-            include=_patterns("tables.include", opts.get("tables.include", '["*"]')),
-            exclude=_patterns("tables.exclude", opts.get("tables.exclude", "[]")),
+            tables=TablesConfig(
+                include=_patterns("tables.include", opts.get("tables.include", '["*"]')),
+                exclude=_patterns("tables.exclude", opts.get("tables.exclude", "[]")),
+            ),
             max_splits=_int("max_splits_per_trigger", opts.get("max_splits_per_trigger", "0"), 0),
             max_bytes=_int("max_bytes_per_trigger", opts.get("max_bytes_per_trigger", "0"), 0),
             fail_on_data_loss=_bool("fail_on_data_loss", opts.get("fail_on_data_loss", "false")),
-        )
-
-    def selects(self, table: str) -> bool:
-        return any(fnmatchcase(table, p) for p in self.include) and not any(
-            fnmatchcase(table, p) for p in self.exclude
         )
 
 
@@ -240,7 +236,7 @@ class KvTieringStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         ).to_dict()
 
     def _tables(self):
-        return [t for t in self.client.list_tables() if self.options.selects(t.name)]
+        return [t for t in self.client.list_tables() if self.options.tables.selects(t.name)]
 
     def _plan(self, round_id: int, limit: ReadLimit, planned_before: set[str]) -> RoundPlan:
         from tiering.lake.positions import read_position

@@ -143,6 +143,7 @@ def acquire_leadership(
     on_lost: Callable[[], None] | None = None,
     connect_timeout_s: float = 15.0,
     suspended_grace_s: float | None = None,
+    cancel: threading.Event | None = None,
 ) -> LeaderTerm:
     """Block until this process leads ``job`` (a standby waits here), then return its term.
 
@@ -152,6 +153,8 @@ def acquire_leadership(
     ``suspended_grace_s`` (default: the session timeout) is how long the term survives a
     disconnection; ``session_timeout_s / 3`` makes it step down before the server can expire its
     session, i.e. before a standby can lead, at the price of stepping down on shorter blips.
+    ``cancel`` set while waiting makes the wait give up with CoordinationError (a standby told
+    to stop must not hang in the queue until the leader goes away).
     """
     validate_job(job)
     if not session_timeout_s > 0:
@@ -161,7 +164,15 @@ def acquire_leadership(
     try:
         election = JobElection(zk, job, owner)
         remaining = None if timeout_s is None else max(0.0, deadline - time.monotonic())
-        fence = election.win(remaining)
+        waited = threading.Event()
+        if cancel is not None:
+            threading.Thread(
+                target=_cancel_when, args=(cancel, waited, election), name=f"zk-cancel-{job}", daemon=True
+            ).start()
+        try:
+            fence = election.win(remaining)
+        finally:
+            waited.set()
         term = LeaderTerm(
             zk,
             election,
@@ -176,6 +187,14 @@ def acquire_leadership(
     except BaseException:
         close_quietly(zk)
         raise
+
+
+def _cancel_when(cancel: threading.Event, waited: threading.Event, election: JobElection) -> None:
+    # Polls rather than waits on ``cancel``: callers may pass an event whose is_set() is derived.
+    while not waited.wait(0.2):
+        if cancel.is_set():
+            election.cancel()
+            return
 
 
 def read_status(hosts: str, job: str, *, timeout_s: float = 10.0) -> dict:

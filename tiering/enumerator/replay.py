@@ -18,13 +18,14 @@ from tiering.enumerator.splits import LogSplit, SnapshotSplit, Split, sort_key
 
 
 def missing_splits(splits: Sequence[Split], lake: LakePosition | None) -> list[Split]:
-    """The parts of ``splits`` not yet in the lake at ``lake`` (None: nothing tiered).
+    """The parts of ``splits`` not yet in the lake at ``lake`` (None: nothing tiered), in
+    stable split order.
 
     Raises ValueError when a log split starts above the lake's position: the changes between
     would be lost, so the table must be re-planned from the lake instead.
     """
     if lake is None:
-        return list(splits)
+        return sorted(splits, key=sort_key)
     needed: list[Split] = []
     for split in sorted(splits, key=sort_key):
         reached = lake.buckets.get(split.bucket) if split.table_id == lake.table_id else None

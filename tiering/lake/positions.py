@@ -24,7 +24,7 @@ from tiering.enumerator.positions import LakePosition
 from tiering.errors import LakeCommitError
 from tiering.lake.layout import METADATA_KEY, METADATA_VERSION, table_path
 
-__all__ = ["LakeCommitInfo", "commit_metadata", "info_from_table", "read_commit_info", "read_position"]
+__all__ = ["LakeCommitInfo", "commit_metadata", "info_from_table", "read_commit_info", "read_position", "tiering_entry"]
 
 _RECENT_COMMITS = 20  # first look at this many commits; only then walk the whole history
 
@@ -90,12 +90,29 @@ def info_from_table(dt: DeltaTable, table: str) -> LakeCommitInfo | None:
     for limit in (_RECENT_COMMITS, None):
         history = dt.history(limit)
         for commit in history:
-            entry = commit.get(METADATA_KEY)
+            entry = tiering_entry(commit)
             if entry is not None:
                 return _decode(entry, commit.get("version"), table)
         if limit is not None and len(history) < limit:
             return None
     return None
+
+
+def tiering_entry(commit: Mapping[str, Any]) -> Any | None:
+    """The tiering entry of one commit info, from either writer: a top-level ``kvTiering``
+    field (delta-rs custom metadata) or the ``kvTiering`` key of the JSON in ``userMetadata``
+    (delta-spark can set only that string). Other tools' userMetadata is free text: ignored."""
+    entry = commit.get(METADATA_KEY)
+    if entry is not None:
+        return entry
+    user = commit.get("userMetadata")
+    if not isinstance(user, str) or METADATA_KEY not in user:
+        return None
+    try:
+        parsed = json.loads(user)
+    except ValueError:
+        return None
+    return parsed.get(METADATA_KEY) if isinstance(parsed, dict) else None
 
 
 def _decode(entry: Any, version: Any, table: str) -> LakeCommitInfo:

@@ -7,6 +7,7 @@ The choice is checked when the job is wired, with the valid names in the error.
 from __future__ import annotations
 
 from tiering.errors import ConfigError
+from tiering.lake.delta_spark_writer import DeltaSparkRoundWriter
 from tiering.lake.round_writer import DeltaRsRoundWriter
 
 __all__ = ["WRITERS", "make_round_writer"]
@@ -14,10 +15,12 @@ __all__ = ["WRITERS", "make_round_writer"]
 WRITERS = ("delta-rs", "delta-spark")
 
 
-def make_round_writer(spark, lake_root: str, job: str, writer: str = "delta-rs") -> DeltaRsRoundWriter:
+def make_round_writer(
+    spark, lake_root: str, job: str, writer: str = "delta-rs"
+) -> DeltaRsRoundWriter | DeltaSparkRoundWriter:
     """The round writer for ``writer``; :class:`ConfigError` for anything not available."""
     if writer == "delta-rs":
         return DeltaRsRoundWriter(spark, lake_root, job)
     if writer == "delta-spark":
-        raise ConfigError(["lake.writer: 'delta-spark' is not implemented yet; use 'delta-rs' (no JVM jars needed)"])
+        return DeltaSparkRoundWriter(spark, lake_root, job)
     raise ConfigError([f"lake.writer: unknown writer {writer!r}; expected one of {', '.join(WRITERS)}"])

@@ -1,0 +1,93 @@
+"""Running a continuous tiering job in-process while a test breaks the services around it.
+
+Failure mode these helpers exist for: a chaos test that "passes" because the job quietly
+stopped making progress. :func:`wait_caught_up` requires the lake to reach the store's log end
+of every bucket (read from the Delta commits, not from the job), and :class:`Writers` pauses
+writes around a kill so the oracle never disagrees with the store about an unanswered write.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+
+from tests.integration.pipeline.harness import TableOracle, wait_until
+from tiering.kvstore.client import KvStoreClient
+from tiering.lake.committer import RoundOutcome
+from tiering.lake.positions import read_position
+
+
+class Writers:
+    """A thread churning every table until stopped; :meth:`paused` holds it between batches."""
+
+    def __init__(self, tables: list[TableOracle], key_space: int = 400, batch: int = 20, every_s: float = 0.1) -> None:
+        self.tables = tables
+        self._key_space, self._batch, self._every_s = key_space, batch, every_s
+        self._stop = threading.Event()
+        self._idle = threading.Lock()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def start(self) -> Writers:
+        self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            with self._idle:
+                for t in list(self.tables):
+                    t.churn(self._batch, key_space=self._key_space)
+            self._stop.wait(self._every_s)
+
+    def paused(self):
+        return self._idle
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(60)
+
+
+class Rounds:
+    """Collects round outcomes (the job's ``on_round``): counts and per-table failures."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.failures: list[str] = []
+        self._lock = threading.Lock()
+
+    def __call__(self, outcome: RoundOutcome) -> None:
+        with self._lock:
+            self.count += 1
+            self.failures.extend(f"round {outcome.round_id} {t}: {e}" for t, e in outcome.failed.items())
+
+    def wait_for(self, more: int, timeout_s: float = 120) -> None:
+        target = self.count + more
+        wait_until(lambda: self.count >= target, timeout_s=timeout_s, interval_s=0.1, what=f"{more} more rounds")
+
+
+def caught_up(client: KvStoreClient, lake_root: str, tables: list[TableOracle]) -> bool:
+    for t in tables:
+        ends = {b.bucket: b.log_end_offset for b in client.log_info(t.name).buckets}
+        position = read_position(lake_root, t.name)
+        have = dict(position.buckets) if position is not None else {}
+        if any(have.get(b, 0) < end for b, end in ends.items() if end > 0):
+            return False
+    return True
+
+
+def wait_caught_up(client: KvStoreClient, lake_root: str, tables: list[TableOracle], timeout_s: float = 120) -> None:
+    wait_until(lambda: caught_up(client, lake_root, tables), timeout_s=timeout_s, what="the lake to reach every log end")
+
+
+def in_thread(target: Callable[[], object]) -> tuple[threading.Thread, dict]:
+    """Run ``target`` on a daemon thread; its result or exception lands in the returned dict."""
+    box: dict = {}
+
+    def run() -> None:
+        try:
+            box["result"] = target()
+        except BaseException as e:  # handed to the test thread
+            box["error"] = e
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread, box

@@ -1,0 +1,231 @@
+"""Per-round visibility: one log line per table per round, Prometheus metrics, a query listener.
+
+Failure mode this addresses: a job that runs but does not move. A table that fails every
+round, lag that only grows, a lease that keeps pinning snapshots, a driver that stopped being
+the leader — Spark's own log shows none of it by table. Every round therefore logs one line per
+table (splits, rows, offsets, lag, epoch, lease id) under the ``tiering.progress`` logger and
+sets the same numbers as metrics labelled by job and table; a ``StreamingQueryListener`` adds
+what only Spark knows (batch duration, input rows = splits of the round).
+
+Observing never fails the job: the hook and the listener log their own errors and return, so
+a broken metrics path cannot stop tiering (the round is already committed when they run).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections import Counter as Tally
+from collections.abc import Callable
+
+from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge, start_http_server
+from pyspark.sql.streaming import StreamingQueryListener
+
+from tiering.conf.model import TieringConfig
+from tiering.errors import TieringError
+from tiering.kvstore.client import KvStoreClient
+from tiering.lake.committer import RoundOutcome
+from tiering.state.lease_file import lease_file_path
+
+__all__ = ["TieringMetrics", "RoundObserver", "ProgressListener", "attach", "serve_metrics", "checkpoint_lease_id"]
+
+log = logging.getLogger("tiering.progress")
+
+
+class TieringMetrics:
+    """The job's Prometheus metrics; one set per registry (the default one in production)."""
+
+    def __init__(self, registry: CollectorRegistry = REGISTRY) -> None:
+        by_table = ["job", "table"]
+        self.rounds = Counter("kv_tiering_rounds", "Rounds finished (committed or not).", ["job"], registry=registry)
+        self.table_rounds = Counter(
+            "kv_tiering_table_rounds", "Table rounds by outcome.", [*by_table, "outcome"], registry=registry
+        )
+        self.splits = Counter("kv_tiering_splits", "Splits applied to the lake.", by_table, registry=registry)
+        self.rows = Counter("kv_tiering_rows", "Snapshot rows and changelog records applied.", by_table, registry=registry)
+        self.lake_offset = Gauge(
+            "kv_tiering_lake_offset", "Sum over buckets of the lake's exclusive log offset.", by_table, registry=registry
+        )
+        self.lag = Gauge("kv_tiering_lag_records", "Changelog records the store holds beyond the lake.", by_table, registry=registry)
+        self.lake_version = Gauge("kv_tiering_lake_version", "Delta version of the table's last commit.", by_table, registry=registry)
+        self.leased = Gauge(
+            "kv_tiering_leased_snapshots", "Snapshots the job's lease holds after the round.", by_table, registry=registry
+        )
+        self.epoch = Gauge("kv_tiering_epoch", "Leadership epoch of this driver.", ["job"], registry=registry)
+        self.round = Gauge("kv_tiering_round", "Id of the last finished round.", ["job"], registry=registry)
+        self.batch_seconds = Gauge(
+            "kv_tiering_batch_duration_seconds", "Wall time of the last micro-batch (Spark).", ["job"], registry=registry
+        )
+        self.batch_splits = Gauge(
+            "kv_tiering_batch_input_splits", "Split descriptors in the last micro-batch (Spark).", ["job"], registry=registry
+        )
+
+
+_DEFAULT_METRICS: TieringMetrics | None = None
+
+
+def default_metrics() -> TieringMetrics:
+    """The process-wide metrics in the default registry (created once: names must be unique)."""
+    global _DEFAULT_METRICS
+    if _DEFAULT_METRICS is None:
+        _DEFAULT_METRICS = TieringMetrics()
+    return _DEFAULT_METRICS
+
+
+def serve_metrics(port: int, addr: str = "0.0.0.0") -> None:
+    """Expose the default registry at ``http://<addr>:<port>/metrics`` (a daemon thread)."""
+    try:
+        start_http_server(port, addr=addr)
+    except OSError as e:
+        raise TieringError(f"cannot serve metrics on {addr}:{port}: {e.strerror or e}") from None
+    logging.getLogger(__name__).info("Prometheus metrics at http://%s:%d/metrics", addr, port)
+
+
+def checkpoint_lease_id(checkpoint: str) -> str | None:
+    """The lease id kept in the checkpoint, or None when there is none yet. Never creates one."""
+    path = lease_file_path(checkpoint)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as e:
+        raise ValueError(f"lease file {path} is unreadable or not JSON: {e}") from None
+    lease_id = data.get("lease_id") if isinstance(data, dict) else None
+    return lease_id if isinstance(lease_id, str) and lease_id else None
+
+
+class RoundObserver:
+    """The ``on_round`` hook of :class:`tiering.job.TieringJob`: logs and records each round.
+
+    ``listeners`` are called after with the same outcome (the demo's progress display).
+    """
+
+    def __init__(
+        self,
+        config: TieringConfig,
+        epoch: int,
+        *,
+        metrics: TieringMetrics | None = None,
+        client: KvStoreClient | None = None,
+        listeners: list[Callable[[RoundOutcome], None]] | None = None,
+    ) -> None:
+        self.job = config.job.name
+        self.epoch = epoch
+        self._checkpoint = config.job.checkpoint
+        self._metrics = metrics or default_metrics()
+        self._client = client or KvStoreClient(config.kvstore.url, config.kvstore.token.get_secret_value() or None)
+        self._listeners = list(listeners or [])
+        self._metrics.epoch.labels(self.job).set(epoch)
+
+    def __call__(self, outcome: RoundOutcome) -> None:
+        try:
+            self._observe(outcome)
+        except Exception:  # noqa: BLE001 - observing must never fail a committed round
+            logging.getLogger(__name__).exception("job=%s round=%d: recording progress failed", self.job, outcome.round_id)
+        for listener in self._listeners:
+            listener(outcome)
+
+    def _observe(self, outcome: RoundOutcome) -> None:
+        m = self._metrics
+        lease_id = checkpoint_lease_id(self._checkpoint)
+        held = self._leased_by_table_id(lease_id)
+        m.rounds.labels(self.job).inc()
+        m.round.labels(self.job).set(outcome.round_id)
+        for table, commit in sorted(outcome.committed.items()):
+            splits = len(commit.bootstrap_buckets) + len(commit.log_buckets)
+            offsets = dict(sorted(commit.positions.items()))
+            lag = outcome.lag.get(table, 0)
+            leased = held.get(commit.table_id, 0)
+            m.table_rounds.labels(self.job, table, "committed").inc()
+            m.splits.labels(self.job, table).inc(splits)
+            m.rows.labels(self.job, table).inc(commit.rows_in)
+            m.lake_offset.labels(self.job, table).set(sum(offsets.values()))
+            m.lag.labels(self.job, table).set(lag)
+            m.lake_version.labels(self.job, table).set(commit.delta_version)
+            m.leased.labels(self.job, table).set(leased)
+            log.info(
+                "job=%s round=%d table=%s status=%s splits=%d rows=%d offsets=%s lag=%d delta_version=%d "
+                "epoch=%d lease=%s leased_snapshots=%d",
+                self.job, outcome.round_id, table, "skipped" if commit.skipped else "committed", splits,
+                commit.rows_in, offsets, lag, commit.delta_version, self.epoch, lease_id, leased,
+            )
+        for table, error in sorted(outcome.failed.items()):
+            m.table_rounds.labels(self.job, table, "failed").inc()
+            log.warning(
+                "job=%s round=%d table=%s status=failed epoch=%d lease=%s error=%s",
+                self.job, outcome.round_id, table, self.epoch, lease_id, error,
+            )
+
+    def _leased_by_table_id(self, lease_id: str | None) -> dict[int, int]:
+        if lease_id is None:
+            return {}
+        lease = next((lease for lease in self._client.list_leases() if lease.lease_id == lease_id), None)
+        return dict(Tally(ref.table_id for ref in lease.snapshots)) if lease is not None else {}
+
+
+class ProgressListener(StreamingQueryListener):
+    """Spark's view of each micro-batch of the tiering query, as a log line and two gauges.
+
+    Spark calls these methods on its listener bus; they must return quickly and never raise.
+    Only queries named ``kv-tiering:<job>`` are reported (the session may run others).
+    """
+
+    def __init__(self, job: str, metrics: TieringMetrics | None = None) -> None:
+        self.job = job
+        self.query_name = f"kv-tiering:{job}"
+        self._metrics = metrics or default_metrics()
+        self.batches = 0
+
+    def onQueryStarted(self, event) -> None:
+        if event.name == self.query_name:
+            log.info("job=%s query %s started (run %s)", self.job, event.id, event.runId)
+
+    def onQueryProgress(self, event) -> None:
+        progress = event.progress
+        if progress.name != self.query_name:
+            return
+        try:
+            seconds = progress.batchDuration / 1000.0
+            self.batches += 1
+            self._metrics.batch_seconds.labels(self.job).set(seconds)
+            self._metrics.batch_splits.labels(self.job).set(progress.numInputRows)
+            end = progress.sources[0].endOffset if progress.sources else None
+            log.info(
+                "job=%s batch=%d splits=%d duration=%.2fs end_offset=%s",
+                self.job, progress.batchId, progress.numInputRows, seconds, _round_of(end),
+            )
+        except Exception:  # noqa: BLE001 - a listener must not break Spark's listener bus
+            logging.getLogger(__name__).exception("job=%s: reading query progress failed", self.job)
+
+    def onQueryIdle(self, event) -> None:
+        pass
+
+    def onQueryTerminated(self, event) -> None:
+        if event.exception:
+            log.error("job=%s query %s terminated with: %s", self.job, event.id, event.exception.splitlines()[0])
+        else:
+            log.info("job=%s query %s terminated", self.job, event.id)
+
+
+def _round_of(offset: object) -> str:
+    """``epoch=E round=R`` from the source's JSON offset (see tiering/state/offset.py)."""
+    try:
+        data = json.loads(offset) if isinstance(offset, str) else offset
+        return f"epoch={data['epoch']} round={data['round']}"
+    except (TypeError, ValueError, KeyError):
+        return str(offset)
+
+
+def attach(
+    spark,
+    config: TieringConfig,
+    epoch: int,
+    *,
+    listeners: list[Callable[[RoundOutcome], None]] | None = None,
+) -> RoundObserver:
+    """Register the query listener on ``spark`` and return the per-round hook for the job.
+
+    Use: ``TieringJob(spark, config, epoch, on_round=observability.attach(spark, config, epoch))``.
+    """
+    spark.streams.addListener(ProgressListener(config.job.name))
+    return RoundObserver(config, epoch, listeners=listeners)
