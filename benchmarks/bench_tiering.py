@@ -1,18 +1,24 @@
-"""Bootstrap throughput of the lake round writer against a plain Spark copy of the same files.
+"""The tiering service against hand-written copies of the same data, measured in one run.
 
-What it guards against: a round protocol (per-bucket copy-on-write, staging + rename, stats
-from footers, fenced commit) that costs much more than the copy itself, or a driver whose
-memory grows with the snapshot. In one run, on the same snapshot files (pyarrow-written, as
-the store writes them, one file per bucket):
+What it guards against: a service whose protocol (planning, leases, per-bucket copy-on-write,
+staging + rename, fenced commits, store reports) costs much more than the copy it wraps, and a
+driver whose memory grows with the snapshot. Each mode runs in its own process (so peak RSS
+belongs to one measurement) and prints one JSON object:
 
-- baseline: ``spark.read.parquet`` -> ``write.partitionBy("__bucket").parquet`` into the
-  table directory -> one delta-rs commit of the files (no staging, no txn, no stats);
-- writer: ``DeltaRsRoundWriter.write_table_round`` with one snapshot split per bucket;
-- log round: one further round merging changes into one bucket (copy-on-write of that bucket).
+- ``snapshot --rows N``: N rows in the store (one snapshot per bucket), tiered by the WHOLE
+  service (store process + ``TieringJob`` availableNow: plan, lease, read, commit, report,
+  release) vs. a hand-written ``spark.read.parquet`` of the same snapshot files ->
+  partitioned Parquet -> one delta-rs commit. rows/s, MB/s (snapshot bytes), ratio, and peak
+  RSS of the Python driver and its JVM during the service run (peaks reset just before it);
+- ``changelog --keys K --updates U``: K keys tiered, then U upserts over them; the service's
+  merge round vs. a hand-written ``DeltaTable.merge`` of the same changes (read the log
+  segments with pyarrow, keep the latest change per key, MERGE);
+- ``leases --buckets B``: a ``JobLease`` acquire of B snapshots + release of B buckets;
+- ``planning --tables T --buckets B``: ``RoundPlanner.plan`` over T x B synthetic buckets vs.
+  encoding the resulting offset as JSON (what Spark writes to the checkpoint every round).
 
-Reports rows/s of both, their ratio, the log round's time, and peak RSS of the Python driver
-and of the driver JVM. Run: .venv/bin/python benchmarks/bench_tiering.py [--rows N] [--buckets B]
-Writes benchmarks/results/bench_tiering.json.
+Run: .venv/bin/python benchmarks/bench_tiering.py MODE [options]; `benchmarks/run_all.py` runs
+them all and writes the results.
 """
 
 from __future__ import annotations
@@ -21,8 +27,8 @@ import argparse
 import json
 import os
 import platform
-import resource
 import shutil
+import statistics
 import sys
 import tempfile
 import time
@@ -34,100 +40,46 @@ os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 import pyarrow as pa  # noqa: E402
 import pyarrow.compute as pc  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
-from deltalake import DeltaTable, Schema  # noqa: E402
-from deltalake.transaction import create_table_with_add_actions  # noqa: E402
 
-from tiering.enumerator.splits import LogSplit, SnapshotSplit  # noqa: E402
-from tiering.kvstore.models import TableInfo  # noqa: E402
-from tiering.lake import staging  # noqa: E402
-from tiering.lake.layout import lake_schema  # noqa: E402
-from tiering.lake.round_writer import DeltaRsRoundWriter  # noqa: E402
+from tiering.kvstore.models import TableSpec  # noqa: E402
 
-RESULTS = Path(__file__).resolve().parent / "results" / "bench_tiering.json"
-_CHUNK = 250_000
-
-
-def _table(buckets: int) -> TableInfo:
-    return TableInfo(
-        name="bench",
-        table_id=1,
-        num_buckets=buckets,
-        primary_key=["id"],
-        schema=[
-            {"name": "id", "type": "bigint"},
-            {"name": "name", "type": "string"},
-            {"name": "qty", "type": "int"},
-            {"name": "price", "type": "double"},
-        ],
-    )
+CHUNK = 250_000
+SCHEMA = [
+    {"name": "id", "type": "bigint"},
+    {"name": "name", "type": "string"},
+    {"name": "qty", "type": "int"},
+    {"name": "price", "type": "double"},
+]
 
 
-def _chunk(ids: pa.Array, op: str | None = None) -> pa.Table:
-    n = len(ids)
-    data = {
+def rows(ids: pa.Array, salt: int = 0) -> pa.Table:
+    return pa.table({
         "id": ids,
-        "name": pc.binary_join_element_wise("name-", pc.cast(ids, pa.string()), ""),
-        "qty": pc.cast(pc.bit_wise_and(ids, 1023), pa.int32()),
-        "price": pc.multiply(pc.cast(ids, pa.float64()), 0.01),
-        "__offset": pa.array(range(n), pa.int64()),
-    }
-    if op is not None:
-        data["__op"] = pa.array([op] * n)
-    data["__timestamp"] = pa.array([1_700_000_000_000_000] * n, pa.timestamp("us", tz="UTC"))
-    return pa.table(data)
+        "name": pc.binary_join_element_wise(f"name-{salt}-", pc.cast(ids, pa.string()), ""),
+        "qty": pc.cast(pc.bit_wise_and(pc.add(ids, salt), 1023), pa.int32()),
+        "price": pc.multiply(pc.cast(ids, pa.float64()), 0.01 + salt),
+    })
 
 
-def generate_snapshots(directory: Path, rows: int, buckets: int) -> dict[int, str]:
-    """One snapshot file per bucket; ids of bucket b are ``b, b + B, b + 2B, ...``."""
-    directory.mkdir(parents=True)
-    files = {}
-    for bucket in range(buckets):
-        count = rows // buckets + (1 if bucket < rows % buckets else 0)
-        path = directory / f"snapshot-{bucket}.parquet"
-        with pq.ParquetWriter(path, _chunk(pa.array([0], pa.int64())).schema) as out:
-            for start in range(0, count, _CHUNK):
-                ids = pa.array(range(bucket + start * buckets, bucket + min(start + _CHUNK, count) * buckets, buckets), pa.int64())
-                out.write_table(_chunk(ids))
-        files[bucket] = str(path)
-    return files
-
-
-def baseline(spark, files: dict[int, str], table: TableInfo, table_dir: Path) -> float:
-    """The same copy with no round protocol: Spark writes into the table, one commit."""
-    from pyspark.sql import functions as F
-
-    started = time.perf_counter()
-    frames = [spark.read.parquet(f).withColumn("__bucket", F.lit(b).cast("int")) for b, f in files.items()]
-    df = frames[0]
-    for other in frames[1:]:
-        df = df.unionByName(other)
-    stage = table_dir / staging.STAGING_DIR / "baseline"
-    df.write.partitionBy("__bucket").parquet(str(stage))
-    adds = staging.move_into_table(str(stage), str(table_dir))
-    create_table_with_add_actions(str(table_dir), Schema.from_arrow(lake_schema(table)), adds, partition_by=["__bucket"])
-    return time.perf_counter() - started
-
-
-def _jvm_peak_rss_mb(spark) -> float | None:
-    """Peak RSS of the driver JVM (local mode: it also runs the executors' tasks)."""
-    proc = getattr(spark.sparkContext._gateway, "proc", None)
-    if proc is None:
-        return None
-    with open(f"/proc/{proc.pid}/status") as status:
-        for line in status:
+def vm_peak_mb(pid: int) -> float | None:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
             if line.startswith("VmHWM:"):
                 return round(int(line.split()[1]) / 1024, 1)
+    except OSError:
+        return None
     return None
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rows", type=int, default=2_000_000)
-    parser.add_argument("--buckets", type=int, default=8)
-    parser.add_argument("--repeats", type=int, default=2, help="alternating runs of each; the best counts")
-    parser.add_argument("--changes", type=int, default=20_000, help="changes merged in the log round")
-    args = parser.parse_args()
+def reset_peak(pid: int) -> None:
+    """Reset VmHWM to the current RSS (Linux: ``5`` into clear_refs), so the next peak is the run's."""
+    try:
+        Path(f"/proc/{pid}/clear_refs").write_text("5")
+    except OSError:
+        pass
 
+
+def spark_session(memory: str = "2g"):
     from pyspark.sql import SparkSession
 
     spark = (
@@ -137,67 +89,249 @@ def main() -> None:
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.shuffle.partitions", "4")
         .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.driver.memory", "2g")
+        .config("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
+        .config("spark.driver.memory", memory)
         .getOrCreate()
     )
     spark.sparkContext.setLogLevel("ERROR")
-    work = Path(tempfile.mkdtemp(prefix="bench-tiering-"))
-    try:
-        table = _table(args.buckets)
-        files = generate_snapshots(work / "store", args.rows, args.buckets)
-        # JVM warm-up (a read and a write) outside the timings
-        spark.range(100_000).write.parquet(str(work / "warm-up"))
-        splits = {SnapshotSplit("bench", b, 1, snapshot_id=1, log_offset=_CHUNK * 1000): [f] for b, f in files.items()}
-        base_times, writer_times = [], []
-        for repeat in range(args.repeats):  # alternate, keep the best of each: less order bias
-            base_times.append(baseline(spark, files, table, work / f"baseline-{repeat}" / "bench"))
-            writer = DeltaRsRoundWriter(spark, str(work / f"lake-{repeat}"), "bench")
-            started = time.perf_counter()
-            commit = writer.write_table_round(table, sorted(splits), splits, epoch=1, round_id=1, lease_id="bench")
-            writer_times.append(time.perf_counter() - started)
-            assert commit.rows_out == args.rows, commit
-        base_s, writer_s = min(base_times), min(writer_times)
+    return spark
 
-        changes = min(args.changes, args.rows // args.buckets)
-        log_file = work / "store" / "log-0.parquet"
-        log = _chunk(pa.array(range(0, changes * args.buckets, args.buckets), pa.int64()), op="+U")
-        log = log.set_column(log.schema.get_field_index("__offset"), "__offset", pa.array(range(_CHUNK * 1000, _CHUNK * 1000 + changes), pa.int64()))
-        pq.write_table(log, log_file)
-        split = LogSplit("bench", 0, 1, _CHUNK * 1000, _CHUNK * 1000 + changes)
-        started = time.perf_counter()
-        merged = writer.write_table_round(table, [split], {split: [str(log_file)]}, epoch=1, round_id=2, lease_id="bench")
-        log_round_s = time.perf_counter() - started
-        assert merged.rows_in == changes and merged.rows_out == args.rows // args.buckets + (args.rows % args.buckets > 0)
 
-        result = {
-            "rows": args.rows,
-            "buckets": args.buckets,
-            "baseline_runs_s": [round(t, 3) for t in base_times],
-            "writer_runs_s": [round(t, 3) for t in writer_times],
-            "baseline_s": round(base_s, 3),
-            "baseline_rows_per_s": round(args.rows / base_s),
-            "writer_s": round(writer_s, 3),
-            "writer_rows_per_s": round(args.rows / writer_s),
-            "writer_vs_baseline_throughput": round(base_s / writer_s, 3),
-            "log_round_changes": changes,
-            "log_round_bucket_rows": merged.rows_out,
-            "log_round_s": round(log_round_s, 3),
-            "driver_python_peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
-            "driver_jvm_peak_rss_mb": _jvm_peak_rss_mb(spark),
-            "python": platform.python_version(),
-            "cpus": os.cpu_count(),
-        }
-    finally:
-        spark.stop()
-        shutil.rmtree(work, ignore_errors=True)
-    print(
-        f"baseline {result['baseline_rows_per_s']:,} rows/s | writer {result['writer_rows_per_s']:,} rows/s | "
-        f"writer/baseline throughput {result['writer_vs_baseline_throughput']} | log round of {changes:,} changes "
-        f"into {merged.rows_out:,} rows: {log_round_s:.2f}s | peak RSS python {result['driver_python_peak_rss_mb']} MB, "
-        f"JVM {result['driver_jvm_peak_rss_mb']} MB"
+def jvm_pid(spark) -> int | None:
+    proc = getattr(spark.sparkContext._gateway, "proc", None)
+    return proc.pid if proc is not None else None
+
+
+def service_config(work: Path, store_url: str, job: str):
+    from tiering.conf.loader import load_config
+
+    return load_config(None, {}, {
+        "job.name": job,
+        "job.checkpoint": str(work / f"ckpt-{job}"),
+        "kvstore.url": store_url,
+        "zookeeper.hosts": "127.0.0.1:1",  # unused: the job runs as epoch 1 without an election
+        "lake.root": str(work / "lake"),
+        "trigger.available_now": True,
+        "lease.duration_s": 600.0,
+    })
+
+
+def load_table(client, name: str, ids: range, buckets: int) -> None:
+    from tiering.kvstore.models import TableSpec
+
+    client.create_table(TableSpec.model_validate({"name": name, "schema": SCHEMA, "primary_key": ["id"], "num_buckets": buckets}))
+    for start in range(ids.start, ids.stop, CHUNK):
+        client.write_arrow(name, rows(pa.array(range(start, min(start + CHUNK, ids.stop)), pa.int64())))
+
+
+def baseline_copy(spark, snapshots, table_dir: Path) -> float:
+    """The same copy without the service: Spark reads the snapshot files, writes partitioned
+    Parquet into the table, delta-rs commits the files once."""
+    from deltalake import Schema
+    from deltalake.transaction import create_table_with_add_actions
+    from pyspark.sql import functions as F
+
+    from tiering.lake import staging
+    from tiering.lake.layout import lake_schema
+
+    started = time.perf_counter()
+    frames = [
+        spark.read.parquet(*s.files).withColumn("__bucket", F.lit(s.bucket).cast("int")) for s in snapshots.buckets if s.files
+    ]
+    df = frames[0]
+    for other in frames[1:]:
+        df = df.unionByName(other)
+    stage = table_dir / staging.STAGING_DIR / "baseline"
+    df.write.partitionBy("__bucket").parquet(str(stage))
+    adds = staging.move_into_table(str(stage), str(table_dir))
+    schema = lake_schema(_info(len(snapshots.buckets)))
+    create_table_with_add_actions(str(table_dir), Schema.from_arrow(schema), adds, partition_by=["__bucket"])
+    return time.perf_counter() - started
+
+
+def _info(buckets: int):
+    from tiering.kvstore.models import TableInfo
+
+    return TableInfo.model_validate({"name": "b", "table_id": 1, "schema": SCHEMA, "primary_key": ["id"], "num_buckets": buckets})
+
+
+def run_service(spark, config) -> tuple[float, object]:
+    from tiering.job import TieringJob
+
+    started = time.perf_counter()
+    result = TieringJob(spark, config, 1).run()
+    elapsed = time.perf_counter() - started
+    if not result.ok:
+        raise RuntimeError(f"service run failed: {result.failed_tables}")
+    return elapsed, result
+
+
+def bench_snapshot(args, work: Path, store) -> dict:
+    from deltalake import DeltaTable
+
+    client = store.client(timeout_s=600)
+    load_table(client, "snap", range(args.rows), args.buckets)
+    snapshots = client.take_snapshots("snap")
+    snapshot_bytes = sum(s.size_bytes for s in snapshots.buckets)
+    assert sum(s.row_count for s in snapshots.buckets) == args.rows
+    spark = spark_session()
+    jvm = jvm_pid(spark)
+    spark.range(100_000).write.parquet(str(work / "warm-up"))  # JVM warm-up outside the timings
+    config = service_config(work, store.url, "bench-snapshot")
+    for pid in (os.getpid(), jvm):
+        if pid:
+            reset_peak(pid)
+    service_s, result = run_service(spark, config)
+    driver_peak, jvm_peak = vm_peak_mb(os.getpid()), vm_peak_mb(jvm) if jvm else None
+    lake_rows = pc.sum(pa.table(DeltaTable(str(work / "lake" / "snap")).get_add_actions(flatten=True)).column("num_records")).as_py()
+    assert lake_rows == args.rows, (lake_rows, args.rows)
+    baseline_s = baseline_copy(spark, snapshots, work / "baseline" / "snap")
+    spark.stop()
+    mb = snapshot_bytes / 2**20
+    return {
+        "rows": args.rows, "buckets": args.buckets, "snapshot_mb": round(mb, 1), "rounds": result.rounds,
+        "service_s": round(service_s, 3), "service_rows_per_s": round(args.rows / service_s),
+        "service_mb_per_s": round(mb / service_s, 2),
+        "baseline_s": round(baseline_s, 3), "baseline_rows_per_s": round(args.rows / baseline_s),
+        "baseline_mb_per_s": round(mb / baseline_s, 2),
+        "service_vs_baseline_throughput": round(baseline_s / service_s, 3),
+        "driver_python_peak_rss_mb": driver_peak, "driver_jvm_peak_rss_mb": jvm_peak,
+    }
+
+
+def bench_changelog(args, work: Path, store) -> dict:
+    from deltalake import DeltaTable, write_deltalake
+
+    client = store.client(timeout_s=600)
+    load_table(client, "cl", range(args.keys), args.buckets)
+    snapshots = client.take_snapshots("cl")
+    spark = spark_session()
+    config = service_config(work, store.url, "bench-changelog")
+    run_service(spark, config)  # bootstrap, untimed
+    # the baseline's target: the same base rows, as a plain Delta table
+    base = pa.concat_tables([pq.read_table(f) for s in snapshots.buckets for f in s.files]).select(["id", "name", "qty", "price"])
+    write_deltalake(str(work / "merge-target"), base)
+    ends = {b.bucket: b.log_end_offset for b in client.log_info("cl").buckets}
+    rng = __import__("random").Random(7)
+    for salt in range(1, args.updates // CHUNK + 1):
+        keys = pa.array([rng.randrange(args.keys) for _ in range(CHUNK)], pa.int64())
+        # one write has unique keys per bucket segment; duplicates across writes are the point
+        client.write_arrow("cl", rows(pc.unique(keys), salt))
+    changes = sum(b.log_end_offset - ends[b.bucket] for b in client.log_info("cl").buckets)
+
+    service_s, _ = run_service(spark, config)
+
+    started = time.perf_counter()
+    files = [
+        seg.file for b in client.log_info("cl").buckets
+        for seg in client.log_segments("cl", b.bucket, ends[b.bucket], b.log_end_offset)
+    ]
+    log = pa.concat_tables([pq.read_table(f, columns=["id", "name", "qty", "price", "__offset"]) for f in files])
+    newest = log.group_by("id").aggregate([("__offset", "max")])
+    latest = log.join(newest, keys=["id", "__offset"], right_keys=["id", "__offset_max"], join_type="inner").drop(["__offset"])
+    (
+        DeltaTable(str(work / "merge-target"))
+        .merge(latest, predicate="t.id = s.id", source_alias="s", target_alias="t")
+        .when_matched_update_all().when_not_matched_insert_all().execute()
     )
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps(result, indent=2) + "\n")
+    baseline_s = time.perf_counter() - started
+    spark.stop()
+    return {
+        "keys": args.keys, "buckets": args.buckets, "changes": changes, "distinct_keys_changed": latest.num_rows,
+        "service_s": round(service_s, 3), "service_changes_per_s": round(changes / service_s),
+        "baseline_merge_s": round(baseline_s, 3), "baseline_changes_per_s": round(changes / baseline_s),
+        "service_vs_baseline_throughput": round(baseline_s / service_s, 3),
+    }
+
+
+def bench_leases(args, work: Path, store) -> dict:
+    from tiering.kvstore.models import SnapshotRef
+    from tiering.lease.job_lease import JobLease
+
+    client = store.client()
+    info = client.create_table(TableSpec.model_validate(
+        {"name": "leased", "schema": SCHEMA, "primary_key": ["id"], "num_buckets": args.buckets}))
+    client.write_arrow("leased", rows(pa.array(range(args.buckets * 4), pa.int64())))
+    snaps = client.take_snapshots("leased").buckets
+    refs = [SnapshotRef(table_id=info.table_id, bucket=s.bucket, snapshot_id=s.snapshot_id) for s in snaps]
+    lease = JobLease(client, "bench-lease", 1, 600_000)
+    acquire, release = [], []
+    for _ in range(args.repeat):
+        started = time.perf_counter()
+        assert lease.acquire(refs) == []
+        acquire.append(time.perf_counter() - started)
+        started = time.perf_counter()
+        lease.release_table(info.table_id, [s.bucket for s in snaps])
+        release.append(time.perf_counter() - started)
+    a, r = statistics.median(acquire) * 1000, statistics.median(release) * 1000
+    return {"buckets": args.buckets, "repeat": args.repeat, "acquire_p50_ms": round(a, 2),
+            "release_p50_ms": round(r, 2), "per_round_ms": round(a + r, 2)}
+
+
+def bench_planning(args, work: Path, store) -> dict:
+    from tiering.enumerator.planner import RoundPlanner, TableInput
+    from tiering.enumerator.positions import LakePosition
+    from tiering.kvstore.models import BucketLog, Snapshot, TableInfo
+    from tiering.state.offset import TieringOffset
+
+    inputs = []
+    for t in range(args.tables):
+        info = TableInfo.model_validate(
+            {"name": f"t{t:04d}", "table_id": t + 1, "schema": SCHEMA, "primary_key": ["id"], "num_buckets": args.buckets})
+        tiered = t % 2 == 0  # half the tables are tiered (log splits), half bootstrap (snapshot + log)
+        snaps = [Snapshot(bucket=b, snapshot_id=3, log_offset=500, files=[f"/s/{t}/{b}.parquet"], row_count=500,
+                          size_bytes=50_000) for b in range(args.buckets)]
+        logs = [BucketLog(bucket=b, log_start_offset=0, log_end_offset=1000 + b) for b in range(args.buckets)]
+        lake = LakePosition(t + 1, {b: 800 for b in range(args.buckets)}) if tiered else None
+        inputs.append(TableInput(info=info, snapshots=snaps, logs=logs, lake=lake))
+    planner = RoundPlanner()
+    plan_times, encode_times = [], []
+    for _ in range(args.repeat):
+        started = time.perf_counter()
+        plan = planner.plan(1, inputs)
+        plan_times.append(time.perf_counter() - started)
+        started = time.perf_counter()
+        encoded = TieringOffset.after_round(plan, lease_id="bench", epoch=1).to_json()
+        encode_times.append(time.perf_counter() - started)
+    p, e = statistics.median(plan_times) * 1000, statistics.median(encode_times) * 1000
+    return {"tables": args.tables, "buckets_per_table": args.buckets, "splits": len(plan.splits),
+            "plan_p50_ms": round(p, 1), "offset_json_p50_ms": round(e, 1), "offset_json_kb": round(len(encoded) / 1024, 1),
+            "plan_vs_offset_json": round(p / e, 2)}
+
+
+MODES = {"snapshot": bench_snapshot, "changelog": bench_changelog, "leases": bench_leases, "planning": bench_planning}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("mode", choices=sorted(MODES))
+    parser.add_argument("--rows", type=int, default=2_000_000)
+    parser.add_argument("--keys", type=int, default=100_000)
+    parser.add_argument("--updates", type=int, default=1_000_000)
+    parser.add_argument("--tables", type=int, default=1000)
+    parser.add_argument("--buckets", type=int, default=None, help="default: 8 (snapshot, changelog), 1000 (leases), 16 (planning)")
+    parser.add_argument("--repeat", type=int, default=10)
+    parser.add_argument("--out", type=Path, help="also write the JSON here")
+    args = parser.parse_args()
+    if args.buckets is None:
+        args.buckets = {"leases": 1000, "planning": 16}.get(args.mode, 8)
+
+    from tiering.kvstore.server.process import StoreProcess
+
+    work = Path(tempfile.mkdtemp(prefix=f"bench-{args.mode}-"))
+    store = StoreProcess.start(work / "store", gc_interval_s=3600) if args.mode != "planning" else None
+    try:
+        result = {"benchmark": args.mode, **MODES[args.mode](args, work, store),
+                  "python": platform.python_version(), "cpus": os.cpu_count()}
+    finally:
+        if store is not None:
+            store.stop()
+        shutil.rmtree(work, ignore_errors=True)
+    text = json.dumps(result, indent=2)
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(text + "\n")
+    print(text)
 
 
 if __name__ == "__main__":

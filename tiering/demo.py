@@ -281,8 +281,8 @@ class Progress:
         with self.lock:
             head = (f"[bold]{self.phase}[/]  {elapsed_s:5.0f}s  epoch {self.epoch or '-'}  "
                     f"round {'-' if self.last_round is None else self.last_round}  data {data_dir}")
-            table = Table("table", "rows", "inserts", "updates", "deletes", "store log end", "lake offset", "lag",
-                          "leased snapshots", "rounds", "failed")
+            table = Table("table", "rows", "+ins", "~upd", "-del", "log end", "lake", "lag", "leased", "rounds", "failed",
+                          caption="log end / lake: changelog offsets summed over buckets; leased: snapshots held")
             for name, _ in writer.tables:
                 p = self.tables.get(name, TableProgress())
                 c = writer.counts[name]
@@ -513,7 +513,7 @@ def _cleanup(writer, job, spark, store, zk, console) -> None:
 
 
 def _render_checks(checks: list[TableCheck]) -> Table:
-    table = Table("table", "store rows", "lake rows", "missing", "extra", "different", "offsets", "result",
+    table = Table("table", "store rows", "lake rows", "missing", "extra", "differ", "offsets", "result",
                   title="lake vs store, row by row")
     for c in checks:
         table.add_row(c.table, str(c.store_rows), str(c.lake_rows), str(c.missing), str(c.extra), str(c.different),

@@ -36,10 +36,11 @@ def write_conf(tmp_path: Path, job: str, store_url: str, zk_hosts: str, session_
         "zookeeper": {"hosts": zk_hosts, "session_timeout_s": session_timeout_s},
         "lake": {"root": str(tmp_path / "lake")},
         "trigger": {"available_now": False, "interval_s": 1.0},
-        "lease": {"duration_s": 60.0},
+        "lease": {"duration_s": 120.0},
         "spark": {
             "spark.master": "local[2]",
             "spark.ui.enabled": "false",
+            "spark.ui.showConsoleProgress": "false",
             "spark.sql.shuffle.partitions": "2",
             "spark.driver.memory": "512m",
         },
@@ -131,7 +132,7 @@ def lake_matches(lake_root: Path, oracle: TableOracle) -> bool:
 class Writer:
     """Keeps writing to the store (upserts and deletes) from a thread until stopped."""
 
-    def __init__(self, oracles: list[TableOracle], key_space: int = 300, pause_s: float = 0.2) -> None:
+    def __init__(self, oracles: list[TableOracle], key_space: int = 300, pause_s: float = 1.0) -> None:
         self.oracles = oracles
         self.key_space = key_space
         self.pause_s = pause_s
@@ -157,7 +158,7 @@ class Writer:
         try:
             while not self._stop.wait(self.pause_s):
                 for oracle in self.oracles:
-                    oracle.churn(8, key_space=self.key_space)
+                    oracle.churn(5, key_space=self.key_space)
                 self.batches += 1
         except BaseException as e:  # reported by stop() in the test's thread
             self.error = e

@@ -1,0 +1,103 @@
+"""A damaged or moved checkpoint, and the same job submitted twice at once (issue 6).
+
+- Spark's checkpoint loses its last ``commits/N`` (the batch is replayed) or its last
+  ``offsets/N`` (the batch is planned again, possibly differently): the lake, not the
+  checkpoint, says what is tiered, so the next run neither skips nor repeats changes.
+- The checkpoint directory is moved and the job pointed at the new path: the lease id file
+  moves with it, so the job keeps its lease id instead of leaking a new lease.
+- Two `tiering run --available-now` of one job start together (an Airflow retry racing a
+  manual run): one leads, the other waits for the term, then runs; both exit 0 and the lake
+  holds every row once.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+
+import pytest
+
+from tests.chaos.harness import Driver, assert_lakes_equal, assert_no_orphans, write_conf
+from tests.integration.pipeline.harness import TableOracle, make_config
+from tiering.job import TieringJob
+from tiering.state.lease_file import load_or_create_lease_id
+
+pytestmark = [pytest.mark.chaos, pytest.mark.integration]
+
+SEED = int(os.environ.get("CHAOS_SEED", "6061"))
+
+
+def _last(directory) -> int:
+    return max(int(n) for n in os.listdir(directory) if n.isdigit())
+
+
+@pytest.fixture
+def tables(kv_store):
+    client = kv_store.client()
+    tables = [TableOracle(client, "orders", num_buckets=3, seed=SEED), TableOracle(client, "users", num_buckets=2, seed=SEED)]
+    for t in tables:
+        t.upsert(range(200))
+        client.take_snapshots(t.name)
+        t.churn(50, key_space=300)
+    return tables
+
+
+@pytest.mark.parametrize("lost", ["commits", "offsets"])
+def test_checkpoint_missing_its_last_batch_file(spark, kv_store, tables, tmp_path, lost):
+    config = make_config(tmp_path, kv_store.url, "127.0.0.1:1")
+    assert TieringJob(spark, config, 1).run().ok
+    for t in tables:
+        t.churn(40, key_space=300)
+    assert TieringJob(spark, config, 1).run().ok
+    ckpt = tmp_path / "ckpt"
+    last = _last(ckpt / lost)
+    (ckpt / lost / str(last)).unlink()
+    for t in tables:
+        t.churn(40, key_space=300)
+
+    result = TieringJob(spark, config, 2).run()
+
+    assert result.ok, result.failed_tables
+    assert_lakes_equal(tmp_path / "lake", tables)
+    assert kv_store.client().list_leases() == []
+    assert_no_orphans(tmp_path / "lake", tables)
+
+
+def test_checkpoint_moved_to_a_new_path_keeps_its_lease_id(spark, kv_store, tables, tmp_path):
+    config = make_config(tmp_path, kv_store.url, "127.0.0.1:1")
+    assert TieringJob(spark, config, 1).run().ok
+    lease_id = load_or_create_lease_id(config.job.checkpoint, config.job.name)
+    moved = tmp_path / "elsewhere" / "ckpt"
+    moved.parent.mkdir()
+    shutil.move(config.job.checkpoint, moved)
+    for t in tables:
+        t.churn(40, key_space=300)
+    seen: list[list[str]] = []
+    client = kv_store.client()
+    config = make_config(tmp_path, kv_store.url, "127.0.0.1:1", **{"job.checkpoint": str(moved)})
+
+    result = TieringJob(spark, config, 2, on_round=lambda o: seen.append([l.lease_id for l in client.list_leases()])).run()
+
+    assert result.ok, result.failed_tables
+    assert load_or_create_lease_id(str(moved), config.job.name) == lease_id
+    assert all(ids in ([], [lease_id]) for ids in seen), f"a lease other than {lease_id} appeared: {seen}"
+    assert_lakes_equal(tmp_path / "lake", tables)
+    assert client.list_leases() == []
+
+
+def test_two_submissions_of_one_job_at_once_one_waits_both_succeed(kv_store, zk_server, tables, tmp_path):
+    conf = write_conf(
+        tmp_path / "tiering.toml", job="twice", checkpoint=tmp_path / "ckpt", lake=tmp_path / "lake",
+        store_url=kv_store.url, zk_hosts=zk_server.hosts,
+    )
+    drivers = [Driver.spawn(conf), Driver.spawn(conf)]
+    codes = [d.wait(timeout_s=400) for d in drivers]
+
+    outputs = [d.output(400) for d in drivers]
+    assert codes == [0, 0], "\n----\n".join(o[-2000:] for o in outputs)
+    epochs = sorted(int(m.group(1)) for o in outputs for m in re.finditer(r"leader with epoch=(\d+)", o))
+    assert len(epochs) == 2 and epochs[0] < epochs[1], f"two terms, one after the other: {epochs}"
+    assert_lakes_equal(tmp_path / "lake", tables)
+    assert kv_store.client().list_leases() == []
+    assert_no_orphans(tmp_path / "lake", tables)

@@ -1,0 +1,123 @@
+"""Snapshots and log segments vanish under the job: a lapsed lease, a truncated log (issue 6).
+
+- A lease far shorter than a round, never renewed, under the most aggressive GC: the store
+  may delete a snapshot while Spark reads it. The table's round must fail cleanly (its
+  buckets released, re-planned from a fresh snapshot), never commit a partial bucket.
+- The store's hard retention cap deletes log segments the lake has not reached: the job
+  re-bootstraps the buckets from their latest snapshot, or, with ``fail_on_data_loss``, the
+  run exits non-zero naming the table, the bucket and the lost offsets, and the lake is
+  left exactly as it was.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import threading
+
+import pytest
+from deltalake import DeltaTable
+
+from tests.chaos.capped_store import CappedStoreProcess
+from tests.chaos.harness import assert_lakes_equal, assert_leases_lapse, assert_no_orphans, run_driver, write_conf
+from tests.chaos.running import Rounds, Writers, in_thread, wait_caught_up
+from tests.integration.pipeline.harness import TableOracle, lake_rows, make_config, wait_until
+from tiering.job import TieringJob
+from tiering.lake.positions import read_position
+
+pytestmark = [pytest.mark.chaos, pytest.mark.integration]
+
+SEED = int(os.environ.get("CHAOS_SEED", "6061"))
+#: What a round failure may say when its snapshot went away under the read.
+GONE = ("SnapshotUnavailableError", "FileNotFound", "does not exist", "SNAPSHOT_GONE", "410")
+
+
+def test_lease_expiring_mid_read_fails_the_table_cleanly_and_the_next_round_reads_a_fresh_snapshot(
+    spark, store_factory, tmp_path
+):
+    rng = random.Random(SEED)
+    store = store_factory(num_retained=1, gc_interval_s=0.1, snapshot_interval_s=0.2)
+    client = store.client()
+    tables = [TableOracle(client, "first", num_buckets=4, seed=SEED)]
+    tables[0].upsert(range(400))
+    rounds = Rounds()
+    config = make_config(
+        tmp_path, store.url, "127.0.0.1:1",
+        **{"trigger.available_now": False, "trigger.interval_s": 0.2, "lease.duration_s": 0.05, "lease.renew": False},
+    )
+    job = TieringJob(spark, config, 1, on_round=rounds)
+    stop = threading.Event()
+    runner, box = in_thread(lambda: job.run(stop=stop))
+    writers = Writers(tables, batch=40, every_s=0.05).start()
+    try:
+        for i in range(3):  # new tables keep arriving while writes go on: more bootstraps to break
+            rounds.wait_for(2)
+            late = TableOracle(client, f"late{i}", num_buckets=rng.choice((2, 4)), seed=SEED)
+            late.upsert(range(300))
+            with writers.paused():
+                tables.append(late)
+        rounds.wait_for(3)
+    finally:
+        writers.stop()
+    wait_caught_up(client, str(tmp_path / "lake"), tables, timeout_s=180)
+    stop.set()
+    runner.join(120)
+    print(f"seed {SEED}: {rounds.count} rounds, {len(rounds.failures)} table failures: {rounds.failures[:5]}")
+    assert "error" not in box, f"the job died: {box.get('error')!r}"
+    unexplained = [f for f in rounds.failures if not any(g in f for g in GONE)]
+    assert not unexplained, f"round failures other than a vanished snapshot: {unexplained[:3]}"
+    assert_lakes_equal(tmp_path / "lake", tables)
+    assert_leases_lapse(client, duration_s=0.05)
+    assert_no_orphans(tmp_path / "lake", tables)
+
+
+@pytest.fixture
+def capped_store(tmp_path_factory):
+    store = CappedStoreProcess(tmp_path_factory.mktemp("capped"), log_retention_s=0.0, num_retained=1, gc_interval_s=0.2)
+    store.launch()
+    yield store
+    store.stop()
+
+
+def _truncate_past_the_lake(client, orders: TableOracle, lake_root: str) -> dict[int, int]:
+    """Write, snapshot, let the cap delete the segments the lake lacks; returns the lake offsets."""
+    position = read_position(lake_root, orders.name)
+    orders.churn(80, key_space=400)
+    client.take_snapshots(orders.name)
+    wait_until(
+        lambda: all(b.log_start_offset > position.buckets.get(b.bucket, 0) for b in client.log_info(orders.name).buckets),
+        timeout_s=20, what="the retention cap to delete segments past the lake offset",
+    )
+    orders.churn(30, key_space=400)  # and changes after the snapshot, still in the log
+    return dict(position.buckets)
+
+
+def test_log_truncated_past_the_lake_fails_with_data_loss_or_rebootstraps(spark, capped_store, zk_server, tmp_path):
+    client = capped_store.client()
+    orders = TableOracle(client, "orders", num_buckets=2, seed=SEED)
+    orders.upsert(range(200))
+    client.take_snapshots("orders")
+    lake = tmp_path / "lake"
+    config = make_config(tmp_path, capped_store.url, "127.0.0.1:1")
+    assert TieringJob(spark, config, 1).run().ok
+    assert_lake_equals_before = lake_rows(lake, "orders")
+    version = DeltaTable(str(lake / "orders")).version()
+    offsets = _truncate_past_the_lake(client, orders, str(lake))
+
+    conf = write_conf(
+        tmp_path / "strict.toml", job="t-job", checkpoint=tmp_path / "ckpt", lake=lake,
+        store_url=capped_store.url, zk_hosts=zk_server.hosts, limits={"fail_on_data_loss": True},
+    )
+    rc, out = run_driver(conf)
+    assert rc != 0, f"fail_on_data_loss must fail the run:\n{out[-2000:]}"
+    assert "DataLossError" in out and "table 'orders'" in out, out[-3000:]
+    bucket, lost_from = next(iter(sorted(offsets.items())))
+    assert f"bucket {bucket}: the lake is at offset {lost_from}" in out, out[-3000:]
+    assert DeltaTable(str(lake / "orders")).version() == version, "a data-loss failure commits nothing"
+    assert lake_rows(lake, "orders") == assert_lake_equals_before
+    assert_leases_lapse(client)
+
+    assert TieringJob(spark, config, 2).run().ok, "without fail_on_data_loss the buckets are bootstrapped again"
+    assert_lakes_equal(lake, [orders])
+    assert client.list_leases() == []
+    assert_no_orphans(lake, [orders])

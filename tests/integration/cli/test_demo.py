@@ -1,0 +1,74 @@
+"""`tiering demo` end to end: it verifies the lake against the store and leaves no process behind.
+
+The demo prints the pids of the ZooKeeper and store processes it starts; after it exits (done
+or interrupted) those pids must be gone.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from deltalake import DeltaTable
+
+from tiering.cli import EXIT_INTERRUPTED, EXIT_OK
+
+pytestmark = pytest.mark.integration
+
+
+def demo(*args: str) -> subprocess.Popen:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TIERING_")}
+    env["COLUMNS"] = "160"
+    return subprocess.Popen([sys.executable, "-m", "tiering.cli", "demo", *args], env=env, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+
+
+def child_pids(output: str) -> list[int]:
+    pids = [int(p) for p in re.findall(r"demo: (?:ZooKeeper|KV store) pid (\d+)", output)]
+    assert len(pids) == 2, output
+    return pids
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # a zombie (exited, not yet reaped by its parent, which is gone) counts as gone
+    return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
+
+
+def test_demo_tiers_while_writing_and_verifies_every_row(tmp_path):
+    proc = demo("--duration", "10", "--tables", "2", "--data-dir", str(tmp_path / "demo"))
+    out, _ = proc.communicate(timeout=400)
+
+    assert proc.returncode == EXIT_OK, out[-4000:]
+    assert "demo: lake == store for every table" in out
+    assert len(re.findall(r"│ (orders|customers) .*EQUAL", out)) == 2, out[-3000:]
+    for table in ("orders", "customers"):
+        assert DeltaTable(str(tmp_path / "demo" / "lake" / table)).version() >= 0
+    assert not any(alive(pid) for pid in child_pids(out))
+
+
+def test_ctrl_c_stops_the_demo_and_its_processes(tmp_path):
+    proc = demo("--duration", "120", "--tables", "1", "--data-dir", str(tmp_path / "demo"))
+    lines = []
+    for line in proc.stdout:
+        lines.append(line)
+        if "starting Spark" in line:
+            break
+    time.sleep(8)  # Spark is starting or the job is tiering: either way, interrupt it
+    proc.send_signal(signal.SIGINT)
+    rest, _ = proc.communicate(timeout=120)
+    out = "".join(lines) + rest
+
+    assert proc.returncode == EXIT_INTERRUPTED, out[-3000:]
+    assert "demo: stopped ZooKeeper, the KV store and Spark" in out
+    assert not any(alive(pid) for pid in child_pids(out))
+    assert "lake == store" not in out

@@ -1,0 +1,112 @@
+"""`tiering status` and `tiering leases list|drop` against a real store, ZooKeeper and lake.
+
+The job tiers once (in-process), then the store moves on and a crashed driver's lease is left
+behind: status must show exactly that lag and that holding, and drop must refuse while a
+leader runs and free the snapshots once none does.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+import tomli_w
+
+from tests.integration.pipeline.harness import TableOracle, make_config
+from tiering.cli import EXIT_FAILURE, EXIT_OK
+from tiering.coord.leader import acquire_leadership
+from tiering.job import run_as_leader
+from tiering.kvstore.models import SnapshotRef
+from tiering.observability import checkpoint_lease_id
+
+pytestmark = pytest.mark.integration
+
+
+def tiering(*argv: str) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TIERING_")}
+    return subprocess.run([sys.executable, "-m", "tiering.cli", *argv], env=env, capture_output=True, text=True,
+                          timeout=120)
+
+
+def test_status_and_leases_show_lag_leader_and_holdings(spark, kv_store, zk_server, unique_job, tmp_path):
+    client = kv_store.client()
+    orders = TableOracle(client, "orders", num_buckets=3)
+    users = TableOracle(client, "users", num_buckets=2)
+    for t in (orders, users):
+        t.upsert(range(60))
+        client.take_snapshots(t.name)
+    config = make_config(tmp_path, kv_store.url, zk_server.hosts, job=unique_job)
+    assert run_as_leader(config).ok
+    tiered = {t: sum(b.log_end_offset for b in client.log_info(t).buckets) for t in ("orders", "users")}
+    orders.upsert(range(100, 125))  # 25 changes the lake does not have
+    snapshots = client.take_snapshots("users").buckets
+    lease_id = checkpoint_lease_id(config.job.checkpoint)
+    client.acquire_lease(lease_id, 1, 60_000, [
+        SnapshotRef(table_id=users.info.table_id, bucket=s.bucket, snapshot_id=s.snapshot_id) for s in snapshots
+    ])  # what a driver killed mid-round leaves behind
+    conf = tmp_path / "tiering.toml"
+    conf.write_bytes(tomli_w.dumps({
+        "job": {"name": unique_job, "checkpoint": config.job.checkpoint},
+        "kvstore": {"url": kv_store.url},
+        "zookeeper": {"hosts": zk_server.hosts},
+        "lake": {"root": config.lake.root},
+    }).encode())
+
+    status = tiering("status", "--conf", str(conf), "--json")
+    assert status.returncode == EXIT_OK, status.stderr
+    report = json.loads(status.stdout)
+    assert (report["epoch"], report["leader"], report["lease_id"]) == (1, None, lease_id)
+    by_table = {t["table"]: t for t in report["tables"]}
+    assert by_table["orders"]["lake_offset"] == tiered["orders"]
+    assert by_table["orders"]["log_end"] == tiered["orders"] + 25
+    assert by_table["orders"]["lag"] == 25
+    assert (by_table["users"]["lag"], by_table["users"]["leased_snapshots"]) == (0, 2)
+    assert by_table["orders"]["leased_snapshots"] == 0
+
+    table_view = tiering("status", "--conf", str(conf))
+    assert table_view.returncode == EXIT_OK and "orders" in table_view.stdout and "leader none" in table_view.stdout
+
+    listing = tiering("leases", "list", "--conf", str(conf), "--json")
+    assert listing.returncode == EXIT_OK, listing.stderr
+    assert [(lease["lease_id"], len(lease["snapshots"])) for lease in json.loads(listing.stdout)] == [(lease_id, 2)]
+
+    term = acquire_leadership(zk_server.hosts, unique_job, 10.0)
+    try:
+        led = tiering("status", "--conf", str(conf), "--json")
+        assert (json.loads(led.stdout)["epoch"], json.loads(led.stdout)["leader"] is not None) == (2, True)
+        refused = tiering("leases", "drop", "--conf", str(conf))
+        assert refused.returncode == EXIT_FAILURE
+        assert f"job {unique_job!r} is led by" in refused.stderr and "--force" in refused.stderr
+        assert [lease.lease_id for lease in client.list_leases()] == [lease_id], "nothing dropped"
+    finally:
+        term.resign()
+
+    dropped = tiering("leases", "drop", "--conf", str(conf))
+    assert dropped.returncode == EXIT_OK, dropped.stderr
+    assert f"dropped lease '{lease_id}'" in dropped.stdout
+    assert client.list_leases() == []
+    again = tiering("leases", "drop", "--conf", str(conf))
+    assert again.returncode == EXIT_FAILURE and "does not exist" in again.stderr
+
+
+def test_unreachable_zookeeper_exits_1_naming_the_host_and_writes_nothing(kv_store, tmp_path):
+    from tiering.kvstore.server.process import free_port
+
+    hosts = f"127.0.0.1:{free_port()}"
+    conf = tmp_path / "tiering.toml"
+    conf.write_bytes(tomli_w.dumps({
+        "job": {"name": "unreachable", "checkpoint": str(tmp_path / "ckpt")},
+        "kvstore": {"url": kv_store.url},
+        "zookeeper": {"hosts": hosts, "session_timeout_s": 2.0},
+        "lake": {"root": str(tmp_path / "lake")},
+    }).encode())
+
+    run = tiering("run", "--conf", str(conf), "--available-now")
+    assert run.returncode == EXIT_FAILURE, run.stderr[-2000:]
+    assert f"cannot connect to ZooKeeper at {hosts}" in run.stderr
+    assert not (tmp_path / "ckpt").exists() and not (tmp_path / "lake").exists()
+    status = tiering("status", "--conf", str(conf))
+    assert status.returncode == EXIT_FAILURE and f"ZooKeeper at {hosts}" in status.stderr
