@@ -1,14 +1,25 @@
 #!/usr/bin/env bash
-# Runs the test suite in .venv (made by scripts/setup.sh). Extra arguments go to pytest,
-# e.g. `scripts/test.sh -m unit`. pytest's "no tests collected" (exit 5) is not a failure.
+# Runs the whole test suite: with no arguments, first the Airflow DAG test in its own venv
+# (scripts/test_airflow.sh), then the main suite in .venv (made by scripts/setup.sh). Arguments
+# go to the main pytest run and skip the Airflow part, e.g. `scripts/test.sh -m unit`.
+# pytest's "no tests collected" (exit 5) is not a failure.
 set -uo pipefail
 cd "$(dirname "$0")/.."
+airflow_rc=0
+if [ "$#" -eq 0 ]; then
+  ./scripts/test_airflow.sh -q
+  airflow_rc=$?
+fi
 export PYSPARK_PYTHON="$PWD/.venv/bin/python"
 export PYSPARK_DRIVER_PYTHON="$PWD/.venv/bin/python"
 .venv/bin/python -m pytest "$@"
 rc=$?
 if [ "$rc" -eq 5 ]; then
   echo "test: no tests were collected"
-  exit 0
+  rc=0
+fi
+if [ "$airflow_rc" -ne 0 ]; then
+  echo "test: the Airflow DAG test failed (exit $airflow_rc)"
+  exit "$airflow_rc"
 fi
 exit "$rc"

@@ -11,7 +11,7 @@ VENV=.venv-airflow
 if ! "$VENV/bin/python" -c 'import airflow, airflow.providers.apache.spark, pytest' 2>/dev/null; then
   echo "test_airflow: installing apache-airflow and apache-airflow-providers-apache-spark into $VENV"
   "$VENV/bin/python" -m pip install -q --upgrade pip
-  "$VENV/bin/python" -m pip install -q apache-airflow apache-airflow-providers-apache-spark pytest
+  "$VENV/bin/python" -m pip install -q "apache-airflow==3.3.2" "apache-airflow-providers-apache-spark==6.3.4" pytest
 fi
 export AIRFLOW_HOME="${AIRFLOW_HOME:-$PWD/$VENV/airflow-home}"
 export AIRFLOW__CORE__LOAD_EXAMPLES=False

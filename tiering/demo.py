@@ -433,11 +433,9 @@ def run_demo(options: DemoOptions, console: Console | None = None) -> bool:
             client.take_snapshots(info.name)
         console.print(f"demo: {len(infos)} tables loaded: {', '.join(i.name for i in infos)}; starting Spark")
 
-        from tiering.job import build_spark
-
         config = demo_config(data_dir, store.url, zk.hosts, options.interval_s)
-        spark = build_spark(config)
-        spark.sparkContext.setLogLevel("ERROR")
+        spark = _start_spark(config)
+        console.print(f"demo: Spark driver JVM pid {spark.sparkContext._jvm.ProcessHandle.current().pid()}")
         progress = Progress()
         job = _JobThread(spark, config, progress)
         job.start()
@@ -476,6 +474,34 @@ def run_demo(options: DemoOptions, console: Console | None = None) -> bool:
             shutil.rmtree(data_dir, ignore_errors=True)
         elif not ok:
             console.print(f"demo: data and logs kept in {data_dir}")
+
+
+def _start_spark(config: TieringConfig):
+    """Build the session in a helper thread, so pyspark installs no SIGINT handler of its own.
+
+    pyspark's handler (installed when a SparkContext starts in the main thread) calls into the
+    JVM to cancel jobs; during the context's start that call can hang, and Ctrl-C with it. Here
+    the main thread only waits, and Ctrl-C interrupts the wait; an abandoned JVM exits when
+    this process does (its stdin pipe closes).
+    """
+    from tiering.job import build_spark
+
+    result: dict = {}
+
+    def start() -> None:
+        try:
+            result["spark"] = build_spark(config)
+            result["spark"].sparkContext.setLogLevel("ERROR")
+        except BaseException as e:  # noqa: BLE001 - re-raised in the main thread
+            result["error"] = e
+
+    thread = threading.Thread(target=start, name="demo-spark-start", daemon=True)
+    thread.start()
+    while thread.is_alive():
+        thread.join(0.2)
+    if "error" in result:
+        raise result["error"]
+    return result["spark"]
 
 
 def _watch(live, progress, writer, job, client, config, infos, data_dir, started, until) -> bool:

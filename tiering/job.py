@@ -220,7 +220,18 @@ def run_as_leader(config: TieringConfig, *, stop: threading.Event | None = None)
     ended = _either(stop, term.lost)
     try:
         job = TieringJob(build_spark(config), config, term.epoch, fence=term.check)
-        result = job.run(stop=ended)
+        try:
+            result = job.run(stop=ended)
+        except Exception as e:
+            # A query failing because the term ended (fence raised, store said FENCED_EPOCH) is a
+            # leadership loss, whatever wrapper Spark put around it; anything else is re-raised.
+            reason = _lost_reason(term)
+            if reason is None:
+                raise
+            raise LeadershipLostError(
+                f"job {config.job.name!r}: leadership lost ({reason}); query stopped, lease left to the new leader",
+                epoch=term.epoch,
+            ) from e
         if term.lost.is_set():
             raise LeadershipLostError(
                 f"job {config.job.name!r}: leadership lost ({term.lost_reason}); stopped without dropping the lease",
@@ -229,6 +240,19 @@ def run_as_leader(config: TieringConfig, *, stop: threading.Event | None = None)
         return result
     finally:
         term.resign()
+
+
+def _lost_reason(term) -> str | None:
+    """Why ``term`` is over, or None while it still holds (asks ZooKeeper if need be)."""
+    from tiering.errors import LeadershipLostError
+
+    if term.lost.is_set():
+        return term.lost_reason
+    try:
+        term.check()
+    except LeadershipLostError as e:
+        return str(e)
+    return None
 
 
 def _either(a: threading.Event | None, b: threading.Event) -> threading.Event:

@@ -74,6 +74,7 @@ def default_metrics() -> TieringMetrics:
 
 def serve_metrics(port: int, addr: str = "0.0.0.0") -> None:
     """Expose the default registry at ``http://<addr>:<port>/metrics`` (a daemon thread)."""
+    default_metrics()  # registered now, so the endpoint lists them before the first round
     try:
         start_http_server(port, addr=addr)
     except OSError as e:

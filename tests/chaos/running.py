@@ -59,9 +59,16 @@ class Rounds:
             self.count += 1
             self.failures.extend(f"round {outcome.round_id} {t}: {e}" for t, e in outcome.failed.items())
 
-    def wait_for(self, more: int, timeout_s: float = 120) -> None:
+    def wait_for(self, more: int, job: dict | None = None, timeout_s: float = 120) -> None:
+        """Wait for ``more`` rounds; fail at once when the job (an :func:`in_thread` box) ended."""
         target = self.count + more
-        wait_until(lambda: self.count >= target, timeout_s=timeout_s, interval_s=0.1, what=f"{more} more rounds")
+
+        def done() -> bool:
+            if job is not None and job:
+                raise AssertionError(f"the job ended while waiting for rounds: {job}")
+            return self.count >= target
+
+        wait_until(done, timeout_s=timeout_s, interval_s=0.1, what=f"{more} more rounds")
 
 
 def caught_up(client: KvStoreClient, lake_root: str, tables: list[TableOracle]) -> bool:

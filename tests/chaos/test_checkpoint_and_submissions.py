@@ -1,8 +1,9 @@
 """A damaged or moved checkpoint, and the same job submitted twice at once (issue 6).
 
-- Spark's checkpoint loses its last ``commits/N`` (the batch is replayed) or its last
-  ``offsets/N`` (the batch is planned again, possibly differently): the lake, not the
-  checkpoint, says what is tiered, so the next run neither skips nor repeats changes.
+- Spark's checkpoint loses its last ``commits/N`` (the batch is replayed) or its last batch
+  entirely (the batch is planned again, differently): the lake, not the checkpoint, says
+  what is tiered, so the next run neither skips nor repeats changes. ``offsets/N`` lost while
+  ``commits/N`` survived is refused by Spark; the lake stays as it was.
 - The checkpoint directory is moved and the job pointed at the new path: the lease id file
   moves with it, so the job keeps its lease id instead of leaking a new lease.
 - Two `tiering run --available-now` of one job start together (an Airflow retry racing a
@@ -17,9 +18,11 @@ import re
 import shutil
 
 import pytest
+from deltalake import DeltaTable
 
-from tests.chaos.harness import Driver, assert_lakes_equal, assert_no_orphans, write_conf
+from tests.chaos.harness import Driver, assert_lakes_equal, assert_leases_lapse, assert_no_orphans, write_conf
 from tests.integration.pipeline.harness import TableOracle, make_config
+from tiering.errors import TieringError
 from tiering.job import TieringJob
 from tiering.state.lease_file import load_or_create_lease_id
 
@@ -43,18 +46,28 @@ def tables(kv_store):
     return tables
 
 
-@pytest.mark.parametrize("lost", ["commits", "offsets"])
-def test_checkpoint_missing_its_last_batch_file(spark, kv_store, tables, tmp_path, lost):
+def _lose(ckpt, log: str, batch: int) -> None:
+    (ckpt / log / str(batch)).unlink()
+    (ckpt / log / f".{batch}.crc").unlink(missing_ok=True)  # a file never written has no checksum either
+
+
+def _tier_twice(spark, config, tables) -> None:
+    assert TieringJob(spark, config, 1).run().ok
+    for t in tables:
+        t.churn(40, key_space=300)
+    assert TieringJob(spark, config, 1).run().ok
+    for t in tables:
+        t.churn(40, key_space=300)
+
+
+@pytest.mark.parametrize("lost", [("commits",), ("offsets", "commits")])
+def test_checkpoint_missing_its_last_batch_files(spark, kv_store, tables, tmp_path, lost):
     config = make_config(tmp_path, kv_store.url, "127.0.0.1:1")
-    assert TieringJob(spark, config, 1).run().ok
-    for t in tables:
-        t.churn(40, key_space=300)
-    assert TieringJob(spark, config, 1).run().ok
+    _tier_twice(spark, config, tables)
     ckpt = tmp_path / "ckpt"
-    last = _last(ckpt / lost)
-    (ckpt / lost / str(last)).unlink()
-    for t in tables:
-        t.churn(40, key_space=300)
+    last = _last(ckpt / "offsets")
+    for log in lost:
+        _lose(ckpt, log, last)
 
     result = TieringJob(spark, config, 2).run()
 
@@ -62,6 +75,42 @@ def test_checkpoint_missing_its_last_batch_file(spark, kv_store, tables, tmp_pat
     assert_lakes_equal(tmp_path / "lake", tables)
     assert kv_store.client().list_leases() == []
     assert_no_orphans(tmp_path / "lake", tables)
+
+
+def test_checkpoint_missing_an_offsets_file_its_commit_outlived_fails_cleanly(spark, kv_store, tables, tmp_path):
+    """``commits/N`` without ``offsets/N`` cannot happen in order; Spark refuses such a checkpoint
+    (a misleading "concurrent update" error). Nothing reaches the lake; removing the orphan
+    ``commits/N`` repairs it."""
+    config = make_config(tmp_path, kv_store.url, "127.0.0.1:1")
+    _tier_twice(spark, config, tables)
+    ckpt = tmp_path / "ckpt"
+    last = _last(ckpt / "offsets")
+    _lose(ckpt, "offsets", last)
+    before = {t.name: DeltaTable(str(tmp_path / "lake" / t.name)).version() for t in tables}
+
+    # Exception, not TieringError: TieringJob.run lets Spark's StreamingQueryException escape
+    # (see test_a_failed_query_surfaces_as_a_tiering_error)
+    with pytest.raises(Exception, match="CONCURRENT_STREAM_LOG_UPDATE|concurrently"):
+        TieringJob(spark, config, 2).run()
+    assert {t.name: DeltaTable(str(tmp_path / "lake" / t.name)).version() for t in tables} == before
+    assert_leases_lapse(kv_store.client())
+
+    _lose(ckpt, "commits", last)
+    assert TieringJob(spark, config, 3).run().ok
+    assert_lakes_equal(tmp_path / "lake", tables)
+    assert_no_orphans(tmp_path / "lake", tables)
+
+
+@pytest.mark.xfail(strict=True, reason="job.py: awaitTermination raises StreamingQueryException past run()")
+def test_a_failed_query_surfaces_as_a_tiering_error(spark, kv_store, tables, tmp_path):
+    """A query that dies (here: a newer epoch holds the lease) must end ``run`` with a
+    TieringError, which the CLI prints as one line and exits 1 on, not a Py4J traceback."""
+    config = make_config(tmp_path, kv_store.url, "127.0.0.1:1")
+    lease_id = load_or_create_lease_id(config.job.checkpoint, config.job.name)
+    kv_store.client().acquire_lease(lease_id, epoch=5, duration_ms=60_000, snapshots=[])
+
+    with pytest.raises(TieringError, match="FENCED_EPOCH|FencedEpochError"):
+        TieringJob(spark, config, 1).run()
 
 
 def test_checkpoint_moved_to_a_new_path_keeps_its_lease_id(spark, kv_store, tables, tmp_path):

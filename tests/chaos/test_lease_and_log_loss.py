@@ -51,12 +51,12 @@ def test_lease_expiring_mid_read_fails_the_table_cleanly_and_the_next_round_read
     writers = Writers(tables, batch=40, every_s=0.05).start()
     try:
         for i in range(3):  # new tables keep arriving while writes go on: more bootstraps to break
-            rounds.wait_for(2)
+            rounds.wait_for(2, box)
             late = TableOracle(client, f"late{i}", num_buckets=rng.choice((2, 4)), seed=SEED)
             late.upsert(range(300))
             with writers.paused():
                 tables.append(late)
-        rounds.wait_for(3)
+        rounds.wait_for(3, box)
     finally:
         writers.stop()
     wait_caught_up(client, str(tmp_path / "lake"), tables, timeout_s=180)

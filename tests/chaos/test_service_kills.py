@@ -57,7 +57,7 @@ def test_store_sigkilled_mid_round_and_restarted(spark, store_factory, tmp_path)
     writers = Writers(tables).start()
     try:
         for outage in range(2):
-            rounds.wait_for(2)
+            rounds.wait_for(2, box)
             delay, down = rng.uniform(0.0, 0.4), rng.uniform(1.0, 4.0)
             print(f"seed {SEED}: store outage {outage}: kill {delay:.2f}s into a round, down {down:.1f}s")
             with writers.paused():
@@ -65,7 +65,7 @@ def test_store_sigkilled_mid_round_and_restarted(spark, store_factory, tmp_path)
                 store.kill(signal.SIGKILL)
                 time.sleep(down)
                 store.launch()
-        rounds.wait_for(2)
+        rounds.wait_for(2, box)
     finally:
         writers.stop()
     wait_caught_up(client, str(tmp_path / "lake"), tables)

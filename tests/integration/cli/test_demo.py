@@ -29,10 +29,33 @@ def demo(*args: str) -> subprocess.Popen:
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
 
 
-def child_pids(output: str) -> list[int]:
-    pids = [int(p) for p in re.findall(r"demo: (?:ZooKeeper|KV store) pid (\d+)", output)]
-    assert len(pids) == 2, output
+def child_pids(output: str, expected: int = 3) -> list[int]:
+    """ZooKeeper's, the store's and (once started) the Spark driver JVM's."""
+    pids = [int(p) for p in re.findall(r"demo: (?:ZooKeeper|KV store|Spark driver JVM) pid (\d+)", output)]
+    assert len(pids) == expected, output
     return pids
+
+
+def mentioning(data_dir: Path) -> list[int]:
+    """Live processes whose command line names ``data_dir``: the store, ZooKeeper, the Spark JVM."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        try:
+            if proc.name.isdigit() and str(data_dir).encode() in (proc / "cmdline").read_bytes() and alive(int(proc.name)):
+                found.append(int(proc.name))
+        except OSError:
+            continue
+    return found
+
+
+def all_gone(pids: list[int], data_dir: Path, timeout_s: float = 15.0) -> bool:
+    """The Spark JVM exits once its parent's pipe closes, a moment after the demo itself."""
+    deadline = time.monotonic() + timeout_s
+    while any(alive(pid) for pid in pids) or mentioning(data_dir):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.2)
+    return True
 
 
 def alive(pid: int) -> bool:
@@ -45,7 +68,7 @@ def alive(pid: int) -> bool:
 
 
 def test_demo_tiers_while_writing_and_verifies_every_row(tmp_path):
-    proc = demo("--duration", "10", "--tables", "2", "--data-dir", str(tmp_path / "demo"))
+    proc = demo("--duration", "6", "--tables", "2", "--data-dir", str(tmp_path / "demo"))
     out, _ = proc.communicate(timeout=400)
 
     assert proc.returncode == EXIT_OK, out[-4000:]
@@ -53,7 +76,7 @@ def test_demo_tiers_while_writing_and_verifies_every_row(tmp_path):
     assert len(re.findall(r"│ (orders|customers) .*EQUAL", out)) == 2, out[-3000:]
     for table in ("orders", "customers"):
         assert DeltaTable(str(tmp_path / "demo" / "lake" / table)).version() >= 0
-    assert not any(alive(pid) for pid in child_pids(out))
+    assert all_gone(child_pids(out), tmp_path / "demo")
 
 
 def test_ctrl_c_stops_the_demo_and_its_processes(tmp_path):
@@ -61,14 +84,30 @@ def test_ctrl_c_stops_the_demo_and_its_processes(tmp_path):
     lines = []
     for line in proc.stdout:
         lines.append(line)
-        if "starting Spark" in line:
+        if "Spark driver JVM pid" in line:
             break
-    time.sleep(8)  # Spark is starting or the job is tiering: either way, interrupt it
+    time.sleep(5)  # the job is leading and tiering
     proc.send_signal(signal.SIGINT)
     rest, _ = proc.communicate(timeout=120)
     out = "".join(lines) + rest
 
     assert proc.returncode == EXIT_INTERRUPTED, out[-3000:]
     assert "demo: stopped ZooKeeper, the KV store and Spark" in out
-    assert not any(alive(pid) for pid in child_pids(out))
+    assert all_gone(child_pids(out), tmp_path / "demo")
     assert "lake == store" not in out
+
+
+def test_ctrl_c_while_spark_starts_still_cleans_up(tmp_path):
+    proc = demo("--duration", "120", "--tables", "1", "--data-dir", str(tmp_path / "demo"))
+    lines = []
+    for line in proc.stdout:
+        lines.append(line)
+        if "starting Spark" in line:
+            break
+    time.sleep(1)
+    proc.send_signal(signal.SIGINT)
+    rest, _ = proc.communicate(timeout=120)
+    out = "".join(lines) + rest
+
+    assert proc.returncode == EXIT_INTERRUPTED, out[-3000:]
+    assert all_gone(child_pids(out, expected=2), tmp_path / "demo")

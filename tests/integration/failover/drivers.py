@@ -14,7 +14,6 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -162,7 +161,3 @@ class Writer:
                 self.batches += 1
         except BaseException as e:  # reported by stop() in the test's thread
             self.error = e
-
-
-def seconds_since(start: float) -> float:
-    return round(time.monotonic() - start, 1)

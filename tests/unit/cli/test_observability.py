@@ -8,6 +8,8 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from tiering.conf.loader import load_config
+from tiering.kvstore import retry
+from tiering.kvstore.client import KvStoreClient
 from tiering.lake.committer import RoundOutcome
 from tiering.lake.round_writer import TableCommit
 from tiering.observability import RoundObserver, TieringMetrics, checkpoint_lease_id
@@ -70,9 +72,6 @@ def test_a_broken_store_does_not_fail_the_round(tmp_path, caplog, monkeypatch):
     cfg = config(tmp_path)
     load_or_create_lease_id(cfg.job.checkpoint, cfg.job.name)
     registry = CollectorRegistry()
-    from tiering.kvstore import retry
-    from tiering.kvstore.client import KvStoreClient
-
     client = KvStoreClient("http://127.0.0.1:9", timeout_s=0.5)
     seen = []
     observer = RoundObserver(cfg, epoch=1, metrics=TieringMetrics(registry), client=client, listeners=[seen.append])
