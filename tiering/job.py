@@ -132,10 +132,15 @@ class TieringJob:
 
     def run(self, stop: threading.Event | None = None, poll_s: float = 0.5) -> JobResult:
         """Run until the query ends (availableNow) or ``stop`` is set; always stops cleanly."""
+        from pyspark.errors import StreamingQueryException
+
         query = self.start()
         try:
-            while query.isActive and not (stop is not None and stop.is_set()):
-                query.awaitTermination(poll_s)
+            try:
+                while query.isActive and not (stop is not None and stop.is_set()):
+                    query.awaitTermination(poll_s)
+            except StreamingQueryException as e:  # the query failed while we waited
+                raise TieringError(f"job {self.config.job.name!r}: query failed: {e}", epoch=self.epoch) from e
             error = query.exception()
             if error is not None:
                 raise TieringError(f"job {self.config.job.name!r}: query failed: {error}", epoch=self.epoch)
@@ -219,7 +224,12 @@ def run_as_leader(config: TieringConfig, *, stop: threading.Event | None = None)
     log.info("job=%s leader with epoch=%d", config.job.name, term.epoch)
     ended = _either(stop, term.lost)
     try:
-        job = TieringJob(build_spark(config), config, term.epoch, fence=term.check)
+        from tiering import observability
+
+        spark = build_spark(config)
+        job = TieringJob(
+            spark, config, term.epoch, fence=term.check, on_round=observability.attach(spark, config, term.epoch)
+        )
         try:
             result = job.run(stop=ended)
         except Exception as e:

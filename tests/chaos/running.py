@@ -11,6 +11,9 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 
+from deltalake import DeltaTable
+from deltalake.exceptions import TableNotFoundError
+
 from tests.integration.pipeline.harness import TableOracle, wait_until
 from tiering.kvstore.client import KvStoreClient
 from tiering.lake.committer import RoundOutcome
@@ -83,6 +86,19 @@ def caught_up(client: KvStoreClient, lake_root: str, tables: list[TableOracle]) 
 
 def wait_caught_up(client: KvStoreClient, lake_root: str, tables: list[TableOracle], timeout_s: float = 120) -> None:
     wait_until(lambda: caught_up(client, lake_root, tables), timeout_s=timeout_s, what="the lake to reach every log end")
+
+
+def wait_lake_commits(lake_root: str, table: str, more: int, timeout_s: float = 180) -> None:
+    """Wait until ``table`` has ``more`` new Delta commits: rounds land while writes go on."""
+
+    def version() -> int:
+        try:
+            return DeltaTable(f"{lake_root}/{table}").version()
+        except TableNotFoundError:
+            return -1
+
+    target = version() + more
+    wait_until(lambda: version() >= target, timeout_s=timeout_s, what=f"{more} more commits of {table}")
 
 
 def in_thread(target: Callable[[], object]) -> tuple[threading.Thread, dict]:
