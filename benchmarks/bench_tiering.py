@@ -27,6 +27,7 @@ import argparse
 import json
 import os
 import platform
+import random
 import shutil
 import statistics
 import sys
@@ -212,11 +213,13 @@ def bench_changelog(args, work: Path, store) -> dict:
     base = pa.concat_tables([pq.read_table(f) for s in snapshots.buckets for f in s.files]).select(["id", "name", "qty", "price"])
     write_deltalake(str(work / "merge-target"), base)
     ends = {b.bucket: b.log_end_offset for b in client.log_info("cl").buckets}
-    rng = __import__("random").Random(7)
-    for salt in range(1, args.updates // CHUNK + 1):
-        keys = pa.array([rng.randrange(args.keys) for _ in range(CHUNK)], pa.int64())
-        # one write has unique keys per bucket segment; duplicates across writes are the point
-        client.write_arrow("cl", rows(pc.unique(keys), salt))
+    rng = random.Random(7)
+    written, salt = 0, 0
+    while written < args.updates:  # each write changes distinct keys; writes overlap each other
+        salt += 1
+        n = min(args.keys, args.updates - written, CHUNK)
+        client.write_arrow("cl", rows(pa.array(rng.sample(range(args.keys), n), pa.int64()), salt))
+        written += n
     changes = sum(b.log_end_offset - ends[b.bucket] for b in client.log_info("cl").buckets)
 
     service_s, _ = run_service(spark, config)

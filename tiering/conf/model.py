@@ -35,7 +35,6 @@ __all__ = [
 
 _NAME = re.compile(r"[A-Za-z0-9._-]+")
 _HOST_PORT = re.compile(r"(?P<host>[A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\]):(?P<port>\d{1,5})")
-_LOOPBACK = ("127.0.0.1", "localhost", "[::1]")
 
 
 class _Section(BaseModel):
@@ -110,11 +109,6 @@ class ZooKeeperConfig(_Section):
         None,
         secret=True,
     )
-    embedded: bool = setting(
-        "Start an embedded ZooKeeper server on `hosts` (one loopback `host:port`) instead of "
-        "connecting to a running ensemble; for local runs. `tiering demo` always starts its own.",
-        False,
-    )
 
     @field_validator("hosts")
     @classmethod
@@ -133,12 +127,6 @@ class ZooKeeperConfig(_Section):
         if (self.auth_user is None) != (self.auth_password is None):
             given = "auth_user" if self.auth_user is not None else "auth_password"
             raise ValueError(f"auth_user and auth_password go together: expected both or neither, got only {given}")
-        single = _HOST_PORT.fullmatch(self.hosts)  # None for a list of hosts
-        if self.embedded and (single is None or single["host"] not in _LOOPBACK):
-            raise ValueError(
-                f"embedded = true: expected hosts to be one loopback host:port "
-                f"(127.0.0.1, localhost or [::1]), got {self.hosts!r}"
-            )
         return self
 
 

@@ -26,7 +26,6 @@ def test_defaults_of_every_optional_key() -> None:
     c = config()
     assert c.kvstore.token.get_secret_value() == ""
     assert (c.zookeeper.session_timeout_s, c.zookeeper.auth_user, c.zookeeper.auth_password) == (10.0, None, None)
-    assert c.zookeeper.embedded is False
     assert c.lake.writer == "delta-rs"
     assert (c.tables.include, c.tables.exclude) == (["*"], [])
     assert (c.trigger.available_now, c.trigger.interval_s) == (False, 5.0)
@@ -38,7 +37,7 @@ def test_defaults_of_every_optional_key() -> None:
 
 def test_every_field_has_a_description() -> None:
     fields = [(s, k, f) for s, m in SECTIONS.items() for k, f in m.model_fields.items()]
-    assert len(fields) == 20
+    assert len(fields) == 19
     assert [f"{s}.{k}" for s, k, f in fields if not (f.description or "").strip()] == []
     assert TieringConfig.model_fields["spark"].description
 
@@ -90,8 +89,6 @@ def test_normalises_url_and_hosts() -> None:
         ("zookeeper", {"session_timeout_s": 0}),
         ("zookeeper", {"auth_user": "tiering"}),
         ("zookeeper", {"auth_password": "pw"}),
-        ("zookeeper", {"embedded": True, "hosts": "10.0.0.5:2181"}),
-        ("zookeeper", {"embedded": True, "hosts": "127.0.0.1:2181,127.0.0.1:2182"}),
         ("tables", {"include": []}),
         ("trigger", {"interval_s": -1}),
         ("trigger", {"available_now": "true"}),
@@ -106,9 +103,9 @@ def test_rejects_bad_values(section: str, values: dict) -> None:
     assert e.value.errors()[0]["loc"][0] == section
 
 
-def test_accepts_auth_pair_and_loopback_embedded() -> None:
-    c = config(zookeeper={"hosts": "localhost:2182", "embedded": True, "auth_user": "u", "auth_password": "p"})
-    assert (c.zookeeper.auth_user, c.zookeeper.auth_password.get_secret_value(), c.zookeeper.embedded) == ("u", "p", True)
+def test_accepts_auth_pair() -> None:
+    c = config(zookeeper={"hosts": "localhost:2182", "auth_user": "u", "auth_password": "p"})
+    assert (c.zookeeper.auth_user, c.zookeeper.auth_password.get_secret_value()) == ("u", "p")
 
 
 def test_frozen() -> None:
