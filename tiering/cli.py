@@ -37,6 +37,7 @@ def _kv_store_serve(args: argparse.Namespace) -> int:
         num_retained=args.num_retained,
         gc_interval_s=args.gc_interval,
         token=args.token or None,
+        log_retention_s=args.log_retention,
     )
     return 0
 
@@ -198,6 +199,10 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--num-retained", type=int, default=2,
                        help="newest snapshots kept per bucket (kv.snapshot.num-retained)")
     serve.add_argument("--gc-interval", type=float, default=30.0, help="seconds between GC passes")
+    serve.add_argument("--log-retention", type=float, default=None,
+                       help="hard cap in seconds: delete snapshot-covered log segments older than this even "
+                            "if not tiered yet (default: off; tiering then re-bootstraps, or fails with "
+                            "fail-on-data-loss)")
     serve.add_argument("--token", default=os.environ.get("TIERING_KVSTORE_TOKEN", ""),
                        help="require this bearer token (default: $TIERING_KVSTORE_TOKEN, none)")
     serve.set_defaults(func=_kv_store_serve)

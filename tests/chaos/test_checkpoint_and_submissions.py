@@ -88,9 +88,7 @@ def test_checkpoint_missing_an_offsets_file_its_commit_outlived_fails_cleanly(sp
     _lose(ckpt, "offsets", last)
     before = {t.name: DeltaTable(str(tmp_path / "lake" / t.name)).version() for t in tables}
 
-    # Exception, not TieringError: TieringJob.run lets Spark's StreamingQueryException escape
-    # (see test_a_failed_query_surfaces_as_a_tiering_error)
-    with pytest.raises(Exception, match="CONCURRENT_STREAM_LOG_UPDATE|concurrently"):
+    with pytest.raises(TieringError, match="CONCURRENT_STREAM_LOG_UPDATE|concurrently"):
         TieringJob(spark, config, 2).run()
     assert {t.name: DeltaTable(str(tmp_path / "lake" / t.name)).version() for t in tables} == before
     assert_leases_lapse(kv_store.client())
@@ -101,7 +99,6 @@ def test_checkpoint_missing_an_offsets_file_its_commit_outlived_fails_cleanly(sp
     assert_no_orphans(tmp_path / "lake", tables)
 
 
-@pytest.mark.xfail(strict=True, reason="job.py: awaitTermination raises StreamingQueryException past run()")
 def test_a_failed_query_surfaces_as_a_tiering_error(spark, kv_store, tables, tmp_path):
     """A query that dies (here: a newer epoch holds the lease) must end ``run`` with a
     TieringError, which the CLI prints as one line and exits 1 on, not a Py4J traceback."""

@@ -14,7 +14,7 @@ Failure modes and what happens (the same protocol as :mod:`tiering.lake.round_wr
 - the KV table's schema no longer matches the Delta table -> :class:`LakeCommitError`
   naming the columns, before any file is written;
 - a crash or a conflict after delta-spark wrote files -> orphan files in bucket directories,
-  unreferenced by the log (``VACUUM`` removes them; delta-spark does not say which they are).
+  unreferenced by the log (a full ``VACUUM`` removes them; delta-spark does not say which they are).
 
 The data path is the delta-rs writer's (:mod:`tiering.lake.bucket_rows`): every bucket the
 round touches is rewritten; here delta-spark's distributed write replaces exactly those
@@ -30,7 +30,6 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from deltalake import DeltaTable
 from pyspark.sql import DataFrame, SparkSession
 
 from tiering.enumerator.positions import LakePosition
@@ -38,8 +37,8 @@ from tiering.enumerator.splits import Split
 from tiering.errors import ConfigError, FencedEpochError, LakeCommitError
 from tiering.kvstore.models import TableInfo
 from tiering.lake.bucket_rows import bucket_rows
-from tiering.lake.layout import BUCKET_COLUMN, METADATA_KEY, app_id, epoch_round, lake_schema, table_path, txn_version
-from tiering.lake.positions import commit_metadata, info_from_table
+from tiering.lake.layout import BUCKET_COLUMN, app_id, epoch_round, lake_schema, table_path, txn_version
+from tiering.lake.positions import commit_metadata, find_round_commit, info_from_table
 from tiering.lake.round_plan import BucketPlan, plan_buckets
 from tiering.lake.round_writer import TableCommit, _check_compatible, _files_by_bucket, _load, _skipped
 
@@ -148,7 +147,7 @@ class DeltaSparkRoundWriter:
             error = e
         _check_landed(error, path, table, app, version, epoch)
         committed = _load(path)
-        ours = _our_commit(committed, self._job, version)
+        ours = find_round_commit(committed, self._job, version)
         return TableCommit(
             table=table.name,
             table_id=table.table_id,
@@ -196,22 +195,6 @@ def _check_landed(error: Exception | None, path: str, table: TableInfo, app: str
         f"({epoch_round(done) if done is not None else None}), the round's is {version}"
     )
     raise LakeCommitError(f"table {table.name!r}: {reason}", table=table.name, epoch=epoch) from error
-
-
-def _our_commit(dt: DeltaTable, job: str, version: int) -> dict[str, Any] | None:
-    """The commit info our write produced: the one whose ``userMetadata`` names this round
-    (another commit may already sit on top of it)."""
-    for commit in dt.history(50):
-        user = commit.get("userMetadata")
-        if not isinstance(user, str) or METADATA_KEY not in user:
-            continue
-        try:
-            entry = json.loads(user)[METADATA_KEY]
-        except (ValueError, KeyError, TypeError):
-            continue  # another tool's free-text userMetadata
-        if entry.get("job") == job and txn_version(entry["epoch"], entry["round"]) == version:
-            return commit
-    return None
 
 
 def _output_rows(commit: Mapping[str, Any] | None) -> int:

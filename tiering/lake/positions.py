@@ -22,9 +22,12 @@ from deltalake.exceptions import TableNotFoundError
 
 from tiering.enumerator.positions import LakePosition
 from tiering.errors import LakeCommitError
-from tiering.lake.layout import METADATA_KEY, METADATA_VERSION, table_path
+from tiering.lake.layout import METADATA_KEY, METADATA_VERSION, table_path, txn_version
 
-__all__ = ["LakeCommitInfo", "commit_metadata", "info_from_table", "read_commit_info", "read_position", "tiering_entry"]
+__all__ = [
+    "LakeCommitInfo", "commit_metadata", "find_round_commit", "info_from_table", "read_commit_info",
+    "read_position", "tiering_entry",
+]
 
 _RECENT_COMMITS = 20  # first look at this many commits; only then walk the whole history
 
@@ -95,6 +98,17 @@ def info_from_table(dt: DeltaTable, table: str) -> LakeCommitInfo | None:
                 return _decode(entry, commit.get("version"), table)
         if limit is not None and len(history) < limit:
             return None
+    return None
+
+
+def find_round_commit(dt: DeltaTable, job: str, txn: int, depth: int = 50) -> dict[str, Any] | None:
+    """The commit info of ``job``'s round whose txn version is ``txn``, among the newest
+    ``depth`` commits: writers do not return the version they committed, and another commit
+    may already sit on top of it."""
+    for commit in dt.history(depth):
+        entry = tiering_entry(commit)
+        if isinstance(entry, dict) and entry.get("job") == job and txn_version(entry["epoch"], entry["round"]) == txn:
+            return commit
     return None
 
 

@@ -13,7 +13,7 @@ Failure modes and what happens:
 - the KV table's schema no longer matches the Delta table -> :class:`LakeCommitError`
   naming the columns, before any file is written;
 - a crash between writing files and committing -> orphan files in bucket directories
-  (unreferenced; ``VACUUM`` removes them) and a staging directory (removed after a day).
+  (unreferenced; a full ``VACUUM`` removes them) and a staging directory (removed after a day).
 
 The data path is copy-on-write per bucket (Hudi-style): every bucket the round touches is
 rewritten entirely by Spark executors (see :mod:`tiering.lake.bucket_rows`), then one commit
@@ -41,8 +41,8 @@ from tiering.errors import FencedEpochError, LakeCommitError
 from tiering.kvstore.models import TableInfo
 from tiering.lake import staging
 from tiering.lake.bucket_rows import bucket_rows
-from tiering.lake.layout import BUCKET_COLUMN, METADATA_KEY, app_id, epoch_round, lake_schema, table_path, txn_version
-from tiering.lake.positions import LakeCommitInfo, commit_metadata, info_from_table
+from tiering.lake.layout import BUCKET_COLUMN, app_id, epoch_round, lake_schema, table_path, txn_version
+from tiering.lake.positions import LakeCommitInfo, commit_metadata, find_round_commit, info_from_table
 from tiering.lake.round_plan import BucketPlan, plan_buckets
 
 __all__ = ["TableCommit", "DeltaRsRoundWriter"]
@@ -157,7 +157,7 @@ class DeltaRsRoundWriter:
         return TableCommit(
             table=table.name,
             table_id=table.table_id,
-            delta_version=_version_of(committed, self._job, version),
+            delta_version=_delta_version(committed, self._job, version),
             positions=positions,
             skipped=False,
             bootstrap_buckets=tuple(p.bucket for p in plans if p.base == "snapshot"),
@@ -246,14 +246,9 @@ def _fail_commit(
     raise LakeCommitError(f"table {table.name!r}: Delta commit failed: {error}", table=table.name, epoch=epoch) from error
 
 
-def _version_of(dt: DeltaTable, job: str, version: int) -> int:
-    """The Delta version holding our commit: delta-rs does not return it, and another commit
-    may already sit on top of it."""
-    for commit in dt.history(50):
-        entry = commit.get(METADATA_KEY)
-        if entry is not None and entry["job"] == job and txn_version(entry["epoch"], entry["round"]) == version:
-            return int(commit["version"])
-    return dt.version()
+def _delta_version(dt: DeltaTable, job: str, txn: int) -> int:
+    commit = find_round_commit(dt, job, txn)
+    return int(commit["version"]) if commit is not None else dt.version()
 
 
 def _num_records(stats: str) -> int:

@@ -3,8 +3,9 @@
 Failure modes: a crash between Spark's write and the Delta commit. Spark writes into
 ``<table>/_staging/<uuid>/`` (Delta readers and VACUUM ignore ``_``-prefixed directories); its
 files are then renamed into ``<table>/__bucket=<b>/`` (same filesystem: a rename, no copy).
-Until the commit lands they are unreferenced: a crash leaves them as orphans that
-``VACUUM`` deletes after the retention period, and a failed commit deletes them at once.
+Until the commit lands they are unreferenced: a crash leaves them as orphans that a
+*full* ``VACUUM`` (delta-rs ``vacuum(full=True)``) deletes after the retention period — a
+plain one only removes files the log once referenced — and a failed commit deletes them at once.
 Staging directories a crashed writer left behind are removed after ``STALE_STAGING_S``.
 Spark names its files with a per-job UUID, so renamed files never collide.
 """

@@ -34,6 +34,7 @@ class StoreProcess:
     def __init__(
         self, data_dir: Path, port: int, *, num_retained: int = 2, gc_interval_s: float = 30.0,
         snapshot_interval_s: float = 0.0, token: str | None = None, startup_timeout_s: float = 30.0,
+        log_retention_s: float | None = None,
     ) -> None:
         self.data_dir = Path(data_dir)
         self.port = port
@@ -45,16 +46,18 @@ class StoreProcess:
             "--port", str(port), "--host", "127.0.0.1", "--num-retained", str(num_retained),
             "--gc-interval", str(gc_interval_s), "--snapshot-interval", str(snapshot_interval_s),
         ]
+        if log_retention_s is not None:
+            self._args += ["--log-retention", str(log_retention_s)]
         self._proc: subprocess.Popen | None = None
 
     @classmethod
     def start(
         cls, data_dir: Path, port: int | None = None, num_retained: int = 2, gc_interval_s: float = 30.0,
-        snapshot_interval_s: float = 0.0, token: str | None = None,
+        snapshot_interval_s: float = 0.0, token: str | None = None, log_retention_s: float | None = None,
     ) -> "StoreProcess":
         store = cls(
             data_dir, port or free_port(), num_retained=num_retained, gc_interval_s=gc_interval_s,
-            snapshot_interval_s=snapshot_interval_s, token=token,
+            snapshot_interval_s=snapshot_interval_s, token=token, log_retention_s=log_retention_s,
         )
         store.launch()
         return store
