@@ -28,6 +28,8 @@ import requests
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks.rss import peak_rss_mb  # noqa: E402
+
 from tiering.kvstore.models import BucketRef, SnapshotRef, TableSpec  # noqa: E402
 from tiering.kvstore.server.process import StoreProcess  # noqa: E402
 
@@ -45,13 +47,6 @@ def _percentiles(samples_s: list[float]) -> dict[str, float]:
     return {"p50_ms": round(statistics.median(ms), 3), "p99_ms": round(ms[min(len(ms) - 1, int(len(ms) * 0.99))], 3)}
 
 
-def _peak_rss_mb(pid: int) -> float | None:
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                return round(int(line.split()[1]) / 1024, 1)
-    except OSError:
-        return None
     return None
 
 
@@ -129,7 +124,7 @@ def main() -> None:
         try:
             ingest = bench_ingest(store, args.rows, workdir)
             leases = bench_leases(store, args.repeat)
-            peak_rss = _peak_rss_mb(store.pid)
+            peak_rss = peak_rss_mb(store.pid)
         finally:
             store.stop()
     report = {

@@ -36,6 +36,8 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.rss import peak_rss_mb  # noqa: E402
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
 import pyarrow as pa  # noqa: E402
@@ -62,13 +64,6 @@ def rows(ids: pa.Array, salt: int = 0) -> pa.Table:
     })
 
 
-def vm_peak_mb(pid: int) -> float | None:
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                return round(int(line.split()[1]) / 1024, 1)
-    except OSError:
-        return None
     return None
 
 
@@ -183,7 +178,7 @@ def bench_snapshot(args, work: Path, store) -> dict:
         if pid:
             reset_peak(pid)
     service_s, result = run_service(spark, config)
-    driver_peak, jvm_peak = vm_peak_mb(os.getpid()), vm_peak_mb(jvm) if jvm else None
+    driver_peak, jvm_peak = peak_rss_mb(os.getpid()), peak_rss_mb(jvm) if jvm else None
     lake_rows = pc.sum(pa.table(DeltaTable(str(work / "lake" / "snap")).get_add_actions(flatten=True)).column("num_records")).as_py()
     assert lake_rows == args.rows, (lake_rows, args.rows)
     baseline_s = baseline_copy(spark, snapshots, work / "baseline" / "snap")

@@ -32,15 +32,12 @@ from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 
-from tiering.enumerator.positions import LakePosition
-from tiering.enumerator.splits import Split
-from tiering.errors import ConfigError, FencedEpochError, LakeCommitError
+from tiering.errors import ConfigError
 from tiering.kvstore.models import TableInfo
 from tiering.lake.bucket_rows import bucket_rows
-from tiering.lake.layout import BUCKET_COLUMN, app_id, epoch_round, lake_schema, table_path, txn_version
-from tiering.lake.positions import commit_metadata, find_round_commit, info_from_table
-from tiering.lake.round_plan import BucketPlan, plan_buckets
-from tiering.lake.round_writer import TableCommit, _check_compatible, _files_by_bucket, _load, _skipped
+from tiering.lake.layout import BUCKET_COLUMN, lake_schema
+from tiering.lake.round_plan import BucketPlan
+from tiering.lake.round_protocol import PreparedRound, RoundWriter, TableCommit, ensure_landed
 
 __all__ = ["DELTA_CLASS", "DeltaSparkRoundWriter", "check_delta_jars"]
 
@@ -72,90 +69,38 @@ def check_delta_jars(spark: SparkSession) -> None:
     raise ConfigError([_MISSING_JARS.format(cls=DELTA_CLASS, why=why, spark=spark.version)])
 
 
-class DeltaSparkRoundWriter:
+class DeltaSparkRoundWriter(RoundWriter):
     """Writes rounds with Spark and commits them with delta-spark's own transaction."""
 
     def __init__(self, spark: SparkSession, lake_root: str, job: str) -> None:
-        table_path(lake_root, "probe")  # refuse an unsupported root now, not mid-round
-        app_id(job, "probe")
         check_delta_jars(spark)
-        self._spark = spark
-        self._lake_root = lake_root
-        self._job = job
-        # INT64 micros: the timestamp encoding every Delta reader (delta-rs too) understands.
-        spark.conf.set("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
+        super().__init__(spark, lake_root, job)
 
-    def write_table_round(
-        self,
-        table: TableInfo,
-        splits: Sequence[Split],
-        files: Mapping[Split, Sequence[str]],
-        *,
-        epoch: int,
-        round_id: int,
-        lease_id: str,
-        replace_table: bool = False,
-    ) -> TableCommit:
-        """Commit ``splits`` of ``table`` as round ``round_id`` of term ``epoch``, at most once.
-
-        The contract of :meth:`tiering.lake.round_writer.DeltaRsRoundWriter.write_table_round`.
-        """
-        path = table_path(self._lake_root, table.name)
-        app, version = app_id(self._job, table.name), txn_version(epoch, round_id)
-        dt = _load(path)
-        info = info_from_table(dt, table.name) if dt is not None else None
-        done = dt.transaction_version(app) if dt is not None else None
-        if done is not None and done >= version:
-            log.info("table=%s round %s already in the lake (at %s): skipped", table.name, (epoch, round_id), epoch_round(done))
-            return _skipped(table, dt, info)
-        if dt is not None and not replace_table:
-            _check_compatible(dt, table, info)
-        lake = info.position if info is not None and not replace_table else None
-        lake_files = _files_by_bucket(dt, path) if dt is not None and not replace_table else {}
-        plans = [p for p in plan_buckets(table, splits, files, lake, lake_files) if p.rewrites]
-        if not plans:
-            return _skipped(table, dt, info)
-        positions = dict(lake.buckets) if lake is not None else {}
-        positions.update({p.bucket: p.position for p in plans})
-        metadata = commit_metadata(
-            job=self._job,
-            position=LakePosition(table.table_id, positions),
-            epoch=epoch,
-            round_id=round_id,
-            lease_id=lease_id,
-            snapshots={p.bucket: p.snapshot_id for p in plans if p.snapshot_id is not None},
-        )
-        rows, rows_in = self._rows(table, plans)
+    def _commit(self, prepared: PreparedRound) -> TableCommit:
+        rows, rows_in = self._rows(prepared.table, prepared.plans)
         writer = (
             rows.write.format("delta")
             .partitionBy(BUCKET_COLUMN)
-            .option("txnAppId", app)
-            .option("txnVersion", str(version))
-            .option("userMetadata", json.dumps(metadata, sort_keys=True))
+            .option("txnAppId", prepared.app)
+            .option("txnVersion", str(prepared.version))
+            .option("userMetadata", json.dumps(dict(prepared.metadata), sort_keys=True))
         )
-        if dt is None:
+        if prepared.dt is None:
             writer = writer.mode("errorifexists")
-        elif replace_table:
+        elif prepared.replace_table:
             writer = writer.mode("overwrite").option("overwriteSchema", "true")
         else:
-            buckets = ", ".join(str(p.bucket) for p in plans)
+            buckets = ", ".join(str(p.bucket) for p in prepared.plans)
             writer = writer.mode("overwrite").option("replaceWhere", f"`{BUCKET_COLUMN}` IN ({buckets})")
         error: Exception | None = None
         try:
-            self._save(writer, path)
+            self._save(writer, prepared.path)
         except Exception as e:
             error = e
-        _check_landed(error, path, table, app, version, epoch)
-        committed = _load(path)
-        ours = find_round_commit(committed, self._job, version)
-        return TableCommit(
-            table=table.name,
-            table_id=table.table_id,
+        ensure_landed(prepared, error)
+        committed, ours = self._committed_version(prepared)
+        return prepared.result(
             delta_version=int(ours["version"]) if ours is not None else committed.version(),
-            positions=positions,
-            skipped=False,
-            bootstrap_buckets=tuple(p.bucket for p in plans if p.base == "snapshot"),
-            log_buckets=tuple(p.bucket for p in plans if p.has_changes),
             rows_in=rows_in,
             rows_out=_output_rows(ours),
         )
@@ -174,27 +119,6 @@ class DeltaSparkRoundWriter:
     def _save(self, writer: Any, path: str) -> None:
         """The delta-spark write and commit (a seam: tests run a racing commit before it)."""
         writer.save(path)
-
-
-def _check_landed(error: Exception | None, path: str, table: TableInfo, app: str, version: int, epoch: int) -> None:
-    """Did our commit land? delta-spark skips a write silently when the app id's version is
-    already at or above ours, and may have raised after writing its log entry."""
-    after = _load(path)
-    done = after.transaction_version(app) if after is not None else None
-    if done == version:
-        return
-    if done is not None and epoch_round(done)[0] > epoch:
-        raise FencedEpochError(
-            f"table {table.name!r}: a newer term committed {epoch_round(done)} while epoch {epoch} was committing",
-            code="FENCED_EPOCH",
-            table=table.name,
-            epoch=epoch,
-        ) from error
-    reason = f"Delta commit failed: {error}" if error is not None else (
-        f"Delta skipped the write: the lake's txn version for {app!r} is {done} "
-        f"({epoch_round(done) if done is not None else None}), the round's is {version}"
-    )
-    raise LakeCommitError(f"table {table.name!r}: {reason}", table=table.name, epoch=epoch) from error
 
 
 def _output_rows(commit: Mapping[str, Any] | None) -> int:

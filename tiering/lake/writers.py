@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from tiering.errors import ConfigError
 from tiering.lake.delta_spark_writer import DeltaSparkRoundWriter
+from tiering.lake.round_protocol import RoundWriter
 from tiering.lake.round_writer import DeltaRsRoundWriter
 
 __all__ = ["WRITERS", "make_round_writer"]
@@ -17,7 +18,7 @@ WRITERS = ("delta-rs", "delta-spark")
 
 def make_round_writer(
     spark, lake_root: str, job: str, writer: str = "delta-rs"
-) -> DeltaRsRoundWriter | DeltaSparkRoundWriter:
+) -> RoundWriter:
     """The round writer for ``writer``; :class:`ConfigError` for anything not available."""
     if writer == "delta-rs":
         return DeltaRsRoundWriter(spark, lake_root, job)

@@ -1,0 +1,229 @@
+"""The round commit protocol both lake writers follow (DESIGN §6): one commit per table per
+round, at most once, fenced by epoch. Each writer supplies only how the data is committed.
+
+Failure modes handled here, for every writer:
+- a replayed round (crash after the commit, a new leader re-running the checkpoint's batch):
+  the table's Delta txn version for ``tiering/<job>/<table>`` already reaches
+  ``(epoch, round)`` -> nothing is written, ``skipped=True`` (delta-rs does not skip on its
+  own, so the version is checked first);
+- the KV table's schema no longer matches the Delta table -> :class:`LakeCommitError` naming
+  the columns, before any file is written;
+- a commit that raised may still have landed; when it did not, a newer epoch's commit means
+  :class:`FencedEpochError` (this driver must stop), anything else :class:`LakeCommitError`.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+from deltalake import DeltaTable, Schema
+from deltalake.exceptions import TableNotFoundError
+from pyspark.sql import SparkSession
+
+from tiering.enumerator.positions import LakePosition
+from tiering.enumerator.splits import Split
+from tiering.errors import FencedEpochError, LakeCommitError
+from tiering.kvstore.models import TableInfo
+from tiering.lake.layout import BUCKET_COLUMN, app_id, epoch_round, lake_schema, table_path, txn_version
+from tiering.lake.positions import LakeCommitInfo, commit_metadata, find_round_commit, info_from_table
+from tiering.lake.round_plan import BucketPlan, plan_buckets
+
+__all__ = ["PreparedRound", "RoundWriter", "TableCommit"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class TableCommit:
+    """What a table's round did. ``positions`` are the table's exclusive offsets per bucket
+    after the round (all buckets, not only this round's). ``skipped``: nothing was committed
+    because the lake already had this round (or a newer one), or the round changed nothing."""
+
+    table: str
+    table_id: int
+    delta_version: int
+    positions: Mapping[int, int] = field(hash=False)
+    skipped: bool
+    bootstrap_buckets: tuple[int, ...] = ()
+    log_buckets: tuple[int, ...] = ()
+    rows_in: int = 0
+    rows_out: int = 0
+
+    def __str__(self) -> str:
+        if self.skipped:
+            return f"skipped (lake at Delta version {self.delta_version})"
+        return (
+            f"Delta version {self.delta_version}: bootstrap buckets {list(self.bootstrap_buckets)}, "
+            f"log buckets {list(self.log_buckets)}, {self.rows_in} changes in, {self.rows_out} rows out"
+        )
+
+
+@dataclass(frozen=True)
+class PreparedRound:
+    """A round checked against the lake and planned per bucket, ready to be committed."""
+
+    table: TableInfo
+    path: str
+    app: str
+    version: int
+    epoch: int
+    dt: DeltaTable | None
+    replace_table: bool
+    plans: tuple[BucketPlan, ...]
+    positions: Mapping[int, int] = field(hash=False)
+    metadata: Mapping[str, Any] = field(hash=False)
+
+    def result(self, delta_version: int, rows_in: int, rows_out: int) -> TableCommit:
+        return TableCommit(
+            table=self.table.name,
+            table_id=self.table.table_id,
+            delta_version=delta_version,
+            positions=dict(self.positions),
+            skipped=False,
+            bootstrap_buckets=tuple(p.bucket for p in self.plans if p.base == "snapshot"),
+            log_buckets=tuple(p.bucket for p in self.plans if p.has_changes),
+            rows_in=rows_in,
+            rows_out=rows_out,
+        )
+
+
+class RoundWriter:
+    """The protocol; subclasses implement :meth:`_commit` (write the data, make one commit)."""
+
+    def __init__(self, spark: SparkSession, lake_root: str, job: str) -> None:
+        table_path(lake_root, "probe")  # refuse an unsupported root now, not mid-round
+        app_id(job, "probe")
+        self._spark = spark
+        self._lake_root = lake_root
+        self._job = job
+        # Delta's timestamp is Parquet INT64 micros; Spark's default (INT96) is not readable.
+        spark.conf.set("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
+
+    def write_table_round(
+        self,
+        table: TableInfo,
+        splits: Sequence[Split],
+        files: Mapping[Split, Sequence[str]],
+        *,
+        epoch: int,
+        round_id: int,
+        lease_id: str,
+        replace_table: bool = False,
+    ) -> TableCommit:
+        """Commit ``splits`` of ``table`` as round ``round_id`` of term ``epoch``, at most once.
+
+        ``files`` maps every split to its Parquet files. ``replace_table``: the table was
+        re-created upstream (new ``table_id``); every existing file and the schema are replaced.
+        """
+        path = table_path(self._lake_root, table.name)
+        app, version = app_id(self._job, table.name), txn_version(epoch, round_id)
+        dt = load_table(path)
+        info = info_from_table(dt, table.name) if dt is not None else None
+        done = dt.transaction_version(app) if dt is not None else None
+        if done is not None and done >= version:
+            log.info("table=%s round %s already in the lake (at %s): skipped", table.name, (epoch, round_id), epoch_round(done))
+            return _skipped(table, dt, info)
+        if dt is not None and not replace_table:
+            _check_compatible(dt, table, info)
+        lake = info.position if info is not None and not replace_table else None
+        lake_files = _files_by_bucket(dt, path) if dt is not None and not replace_table else {}
+        plans = tuple(p for p in plan_buckets(table, splits, files, lake, lake_files) if p.rewrites)
+        if not plans:
+            return _skipped(table, dt, info)
+        positions = dict(lake.buckets) if lake is not None else {}
+        positions.update({p.bucket: p.position for p in plans})
+        metadata = commit_metadata(
+            job=self._job,
+            position=LakePosition(table.table_id, positions),
+            epoch=epoch,
+            round_id=round_id,
+            lease_id=lease_id,
+            snapshots={p.bucket: p.snapshot_id for p in plans if p.snapshot_id is not None},
+        )
+        prepared = PreparedRound(table, path, app, version, epoch, dt, replace_table, plans, positions, metadata)
+        return self._commit(prepared)
+
+    def _commit(self, prepared: PreparedRound) -> TableCommit:
+        raise NotImplementedError
+
+    def _committed_version(self, prepared: PreparedRound) -> tuple[DeltaTable, dict[str, Any] | None]:
+        """The table after our commit and our commit's info (another may sit on top of it)."""
+        committed = load_table(prepared.path)
+        return committed, find_round_commit(committed, self._job, prepared.version)
+
+
+def ensure_landed(prepared: PreparedRound, error: Exception | None, cleanup: Callable[[], None] = lambda: None) -> None:
+    """Did our commit land? A commit may raise after its log entry was written, and delta-spark
+    skips a write silently when the app id's version is already at or above ours. If it did
+    not land, ``cleanup`` runs and the error says who won."""
+    after = load_table(prepared.path)
+    done = after.transaction_version(prepared.app) if after is not None else None
+    if done == prepared.version:
+        return
+    cleanup()
+    name, epoch = prepared.table.name, prepared.epoch
+    if done is not None and epoch_round(done)[0] > epoch:
+        raise FencedEpochError(
+            f"table {name!r}: a newer term committed {epoch_round(done)} while epoch {epoch} was committing",
+            code="FENCED_EPOCH",
+            table=name,
+            epoch=epoch,
+        ) from error
+    reason = f"Delta commit failed: {error}" if error is not None else (
+        f"Delta skipped the write: the lake's txn version for {prepared.app!r} is {done} "
+        f"({epoch_round(done) if done is not None else None}), the round's is {prepared.version}"
+    )
+    raise LakeCommitError(f"table {name!r}: {reason}", table=name, epoch=epoch) from error
+
+
+def load_table(path: str) -> DeltaTable | None:
+    try:
+        return DeltaTable(path)
+    except TableNotFoundError:
+        return None
+
+
+def _skipped(table: TableInfo, dt: DeltaTable | None, info: LakeCommitInfo | None) -> TableCommit:
+    return TableCommit(
+        table=table.name,
+        table_id=info.position.table_id if info is not None else table.table_id,
+        delta_version=dt.version() if dt is not None else -1,
+        positions=dict(info.position.buckets) if info is not None else {},
+        skipped=True,
+    )
+
+
+def _check_compatible(dt: DeltaTable, table: TableInfo, info: LakeCommitInfo | None) -> None:
+    """The Delta table must hold this incarnation and have exactly the lake schema."""
+    if info is not None and info.position.table_id != table.table_id:
+        raise LakeCommitError(
+            f"table {table.name!r}: the lake holds table_id {info.position.table_id}, the round is for "
+            f"{table.table_id}; a re-created table needs replace_table=True",
+            table=table.name,
+        )
+    have = {f.name: f.type for f in dt.schema().fields}
+    want = {f.name: f.type for f in Schema.from_arrow(lake_schema(table)).fields}
+    problems = [f"{n} missing in Delta" for n in want if n not in have]
+    problems += [f"{n} not in the KV table" for n in have if n not in want]
+    problems += [f"{n} is {have[n]} in Delta but {want[n]} in the KV table" for n in want if n in have and have[n] != want[n]]
+    partitioning = list(dt.metadata().partition_columns)
+    if partitioning != [BUCKET_COLUMN]:
+        problems.append(f"partitioned by {partitioning}, expected [{BUCKET_COLUMN!r}]")
+    if problems:
+        raise LakeCommitError(
+            f"table {table.name!r}: Delta schema at {dt.table_uri} is incompatible with the KV table: "
+            + "; ".join(problems),
+            table=table.name,
+        )
+
+
+def _files_by_bucket(dt: DeltaTable, path: str) -> dict[int, list[str]]:
+    actions = pa.table(dt.get_add_actions(flatten=True))
+    out: dict[int, list[str]] = {}
+    for rel, bucket in zip(actions.column("path").to_pylist(), actions.column(f"partition.{BUCKET_COLUMN}").to_pylist()):
+        out.setdefault(int(bucket), []).append(rel if rel.startswith("/") or "://" in rel else f"{path}/{rel}")
+    return out
