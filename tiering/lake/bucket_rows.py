@@ -32,11 +32,8 @@ def output_columns(table: TableInfo) -> list[str]:
     return [c.name for c in table.columns] + [OFFSET_COLUMN, TIMESTAMP_COLUMN, BUCKET_COLUMN]
 
 
-def bucket_rows(spark: SparkSession, table: TableInfo, plans: Sequence[BucketPlan]) -> tuple[DataFrame | None, DataFrame | None]:
-    """``(rows, changes)``: the buckets' new rows and the changes read (for counting).
-
-    ``rows`` is None when every planned bucket ends up empty without reading anything.
-    """
+def bucket_rows(spark: SparkSession, table: TableInfo, plans: Sequence[BucketPlan]) -> DataFrame | None:
+    """The buckets' new rows; None when every planned bucket ends up empty without reading anything."""
     row_ddl = _ddl(table, with_op=False)
     bases = [_read(spark, p.base_files, row_ddl, p.bucket) for p in plans if p.base_files]
     changes_parts = [
@@ -50,15 +47,15 @@ def bucket_rows(spark: SparkSession, table: TableInfo, plans: Sequence[BucketPla
     changes = _union(changes_parts)
     columns = output_columns(table)
     if changes is None:
-        return (base.select(*columns) if base is not None else None), None
+        return base.select(*columns) if base is not None else None
     keys = [BUCKET_COLUMN, *table.primary_key]
     newest_first = Window.partitionBy(*keys).orderBy(F.col(OFFSET_COLUMN).desc())
     latest = changes.withColumn("__rank", F.row_number().over(newest_first)).where("__rank = 1").drop("__rank")
     upserts = latest.where(F.col(OP_COLUMN) != _DELETE).select(*columns)
     if base is None:
-        return upserts, changes
+        return upserts
     kept = base.join(latest.select(*keys), on=keys, how="left_anti")
-    return kept.select(*columns).unionByName(upserts), changes
+    return kept.select(*columns).unionByName(upserts)
 
 
 def _read(spark: SparkSession, files: Sequence[str], ddl: str, bucket: int) -> DataFrame:

@@ -77,7 +77,7 @@ class DeltaSparkRoundWriter(RoundWriter):
         super().__init__(spark, lake_root, job)
 
     def _commit(self, prepared: PreparedRound) -> TableCommit:
-        rows, rows_in = self._rows(prepared.table, prepared.plans)
+        rows = self._rows(prepared.table, prepared.plans)
         writer = (
             rows.write.format("delta")
             .partitionBy(BUCKET_COLUMN)
@@ -101,20 +101,19 @@ class DeltaSparkRoundWriter(RoundWriter):
         committed, ours = self._committed_version(prepared)
         return prepared.result(
             delta_version=int(ours["version"]) if ours is not None else committed.version(),
-            rows_in=rows_in,
             rows_out=_output_rows(ours),
         )
 
-    def _rows(self, table: TableInfo, plans: Sequence[BucketPlan]) -> tuple[DataFrame, int]:
-        """The buckets' new rows in the lake's column order, and the number of changes read.
+    def _rows(self, table: TableInfo, plans: Sequence[BucketPlan]) -> DataFrame:
+        """The buckets' new rows in the lake's column order.
 
         Buckets that end up empty still get a (zero-row) write: it removes their old files.
         """
-        rows, changes = bucket_rows(self._spark, table, plans)
+        rows = bucket_rows(self._spark, table, plans)
         columns = lake_schema(table).names
         if rows is None:
             rows = self._spark.createDataFrame(lake_schema(table).empty_table())
-        return rows.select(*columns), (changes.count() if changes is not None else 0)
+        return rows.select(*columns)
 
     def _save(self, writer: Any, path: str) -> None:
         """The delta-spark write and commit (a seam: tests run a racing commit before it)."""

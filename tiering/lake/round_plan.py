@@ -49,6 +49,11 @@ class BucketPlan:
         return self.log_to > self.log_from
 
     @property
+    def num_changes(self) -> int:
+        """Changes the bucket's range holds: offsets are dense, one change each."""
+        return max(0, self.log_to - self.log_from)
+
+    @property
     def rewrites(self) -> bool:
         """False when the bucket's lake content would not change (all its changes are there)."""
         return self.base == "snapshot" or self.has_changes

@@ -77,7 +77,7 @@ class PreparedRound:
     positions: Mapping[int, int] = field(hash=False)
     metadata: Mapping[str, Any] = field(hash=False)
 
-    def result(self, delta_version: int, rows_in: int, rows_out: int) -> TableCommit:
+    def result(self, delta_version: int, rows_out: int) -> TableCommit:
         return TableCommit(
             table=self.table.name,
             table_id=self.table.table_id,
@@ -86,7 +86,7 @@ class PreparedRound:
             skipped=False,
             bootstrap_buckets=tuple(p.bucket for p in self.plans if p.base == "snapshot"),
             log_buckets=tuple(p.bucket for p in self.plans if p.has_changes),
-            rows_in=rows_in,
+            rows_in=sum(p.num_changes for p in self.plans),
             rows_out=rows_out,
         )
 

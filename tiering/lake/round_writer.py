@@ -45,7 +45,7 @@ class DeltaRsRoundWriter(RoundWriter):
         staging.clean_stale(path)
         stage = staging.new_staging_dir(path)
         try:
-            rows_in = self._write_rows(table, prepared.plans, stage)
+            self._write_rows(table, prepared.plans, stage)
             adds = staging.move_into_table(stage, path)
         finally:
             shutil.rmtree(stage, ignore_errors=True)
@@ -70,20 +70,17 @@ class DeltaRsRoundWriter(RoundWriter):
         committed, ours = self._committed_version(prepared)
         return prepared.result(
             delta_version=int(ours["version"]) if ours is not None else committed.version(),
-            rows_in=rows_in,
             rows_out=sum(_num_records(a.stats) for a in adds),
         )
 
-    def _write_rows(self, table: TableInfo, plans: Sequence[BucketPlan], stage: str) -> int:
-        """Spark writes the buckets' rows into ``stage``; returns the number of changes read."""
-        rows, changes = bucket_rows(self._spark, table, plans)
-        rows_in = changes.count() if changes is not None else 0
+    def _write_rows(self, table: TableInfo, plans: Sequence[BucketPlan], stage: str) -> None:
+        """Spark writes the buckets' rows into ``stage`` (one job: nothing else reads the inputs)."""
+        rows = bucket_rows(self._spark, table, plans)
         if rows is not None:
             try:
                 rows.write.mode("error").partitionBy(BUCKET_COLUMN).parquet(stage)
             except Exception as e:
                 raise LakeCommitError(f"table {table.name!r}: writing the round's files failed: {e}", table=table.name) from e
-        return rows_in
 
 
 def _num_records(stats: str) -> int:
