@@ -42,6 +42,9 @@ VERIFY_EVERY = int(os.environ.get("CHAOS_VERIFY_EVERY", "4"))
 FAILPOINTS = ("before_delta_commit", "after_delta_commit", "after_store_report")
 #: The first trials cover every kind once; later ones draw at random.
 KINDS = (*FAILPOINTS, "time_in_round", "time_early")
+#: A trial (a driver's JVM start, its rounds, the kill) takes ~30 s on 2 cores, a clean run as
+#: long: the budget grows with the trial count instead of the suite's flat 600 s.
+TIME_BUDGET_S = 180 + 60 * TRIALS
 
 
 def _kill_at_random_time(driver: Driver, rng: random.Random, kind: str) -> str:
@@ -62,6 +65,7 @@ def _kill_at_random_time(driver: Driver, rng: random.Random, kind: str) -> str:
     return f"{where} ({'had already exited' if finished else 'killed'})"
 
 
+@pytest.mark.timeout(TIME_BUDGET_S)
 def test_driver_sigkilled_at_random_points_never_loses_or_duplicates_rows(store_factory, zk_server, tmp_path):
     print(f"\nchaos driver kills: CHAOS_SEED={SEED} CHAOS_TRIALS={TRIALS}")
     rng = random.Random(SEED)
