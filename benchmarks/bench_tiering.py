@@ -12,7 +12,8 @@ belongs to one measurement) and prints one JSON object:
   RSS of the Python driver and its JVM during the service run (peaks reset just before it);
 - ``changelog --keys K --updates U``: K keys tiered, then U upserts over them; the service's
   merge round vs. a hand-written ``DeltaTable.merge`` of the same changes (read the log
-  segments with pyarrow, keep the latest change per key, MERGE);
+  segments with pyarrow, keep the latest change per key, MERGE); ``--merge-max-changes 0``
+  makes the service rewrite the buckets with Spark instead of its driver MERGE;
 - ``leases --buckets B``: a ``JobLease`` acquire of B snapshots + release of B buckets;
 - ``planning --tables T --buckets B``: ``RoundPlanner.plan`` over T x B synthetic buckets vs.
   encoding the resulting offset as JSON (what Spark writes to the checkpoint every round).
@@ -45,6 +46,7 @@ import pyarrow.compute as pc  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
 
 from tiering.kvstore.models import TableSpec  # noqa: E402
+from tiering.lake.round_writer import DEFAULT_MERGE_MAX_CHANGES  # noqa: E402
 
 CHUNK = 250_000
 SCHEMA = [
@@ -98,10 +100,11 @@ def jvm_pid(spark) -> int | None:
     return proc.pid if proc is not None else None
 
 
-def service_config(work: Path, store_url: str, job: str):
+def service_config(work: Path, store_url: str, job: str, **lake: object):
     from tiering.conf.loader import load_config
 
     return load_config(None, {}, {
+        **{f"lake.{key}": value for key, value in lake.items()},
         "job.name": job,
         "job.checkpoint": str(work / f"ckpt-{job}"),
         "kvstore.url": store_url,
@@ -202,7 +205,7 @@ def bench_changelog(args, work: Path, store) -> dict:
     load_table(client, "cl", range(args.keys), args.buckets)
     snapshots = client.take_snapshots("cl")
     spark = spark_session()
-    config = service_config(work, store.url, "bench-changelog")
+    config = service_config(work, store.url, "bench-changelog", merge_max_changes=args.merge_max_changes)
     run_service(spark, config)  # bootstrap, untimed
     # the baseline's target: the same base rows, as a plain Delta table
     base = pa.concat_tables([pq.read_table(f) for s in snapshots.buckets for f in s.files]).select(["id", "name", "qty", "price"])
@@ -235,7 +238,7 @@ def bench_changelog(args, work: Path, store) -> dict:
     baseline_s = time.perf_counter() - started
     spark.stop()
     return {
-        "keys": args.keys, "buckets": args.buckets, "changes": changes, "distinct_keys_changed": latest.num_rows,
+        "keys": args.keys, "buckets": args.buckets, "merge_max_changes": args.merge_max_changes, "changes": changes, "distinct_keys_changed": latest.num_rows,
         "service_s": round(service_s, 3), "service_changes_per_s": round(changes / service_s),
         "baseline_merge_s": round(baseline_s, 3), "baseline_changes_per_s": round(changes / baseline_s),
         "service_vs_baseline_throughput": round(baseline_s / service_s, 3),
@@ -309,6 +312,10 @@ def main() -> None:
     parser.add_argument("--tables", type=int, default=1000)
     parser.add_argument("--buckets", type=int, default=None, help="default: 8 (snapshot, changelog), 1000 (leases), 16 (planning)")
     parser.add_argument("--repeat", type=int, default=10)
+    parser.add_argument(
+        "--merge-max-changes", type=int, default=DEFAULT_MERGE_MAX_CHANGES,
+        help="changelog: the writer's lake.merge_max_changes (0: Spark rewrites the buckets, as before the driver MERGE)",
+    )
     parser.add_argument("--out", type=Path, help="also write the JSON here")
     args = parser.parse_args()
     if args.buckets is None:

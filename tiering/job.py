@@ -96,12 +96,15 @@ class TieringJob:
         from tiering.lake.writers import make_round_writer
 
         self.spark.dataSource.register(KvTieringDataSource)
-        writer = make_round_writer(self.spark, self.config.lake.root, self.config.job.name, self.config.lake.writer)
+        lake = self.config.lake
+        writer = make_round_writer(
+            self.spark, lake.root, self.config.job.name, lake.writer, merge_max_changes=lake.merge_max_changes
+        )
         committer = RoundCommitter(
             writer,
             self.client,
             self.lease,
-            lake_root=self.config.lake.root,
+            lake_root=lake.root,
             epoch=self.epoch,
             fence=self._check,
             on_round=self._round_done,

@@ -143,6 +143,13 @@ class LakeConfig(_Section):
         "Spark's classpath). Same commit protocol.",
         "delta-rs",
     )
+    merge_max_changes: int = setting(
+        "delta-rs writer: a round of a table with no bootstrap bucket and at most this many "
+        "changes is merged by the driver (delta-rs MERGE, no Spark job); bigger rounds rewrite "
+        "their buckets with Spark. Bounds driver memory; 0 means always Spark.",
+        1_000_000,
+        ge=0,
+    )
 
 
 class TablesConfig(_Section):

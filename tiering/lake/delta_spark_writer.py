@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
@@ -37,7 +37,7 @@ from tiering.kvstore.models import TableInfo
 from tiering.lake.bucket_rows import bucket_rows
 from tiering.lake.layout import BUCKET_COLUMN, lake_schema
 from tiering.lake.round_plan import BucketPlan
-from tiering.lake.round_protocol import PreparedRound, RoundWriter, TableCommit, ensure_landed
+from tiering.lake.round_protocol import PreparedRound, RoundWriter, TableCommit, ensure_landed, output_rows
 
 __all__ = ["DELTA_CLASS", "DeltaSparkRoundWriter", "check_delta_jars"]
 
@@ -98,11 +98,7 @@ class DeltaSparkRoundWriter(RoundWriter):
         except Exception as e:
             error = e
         ensure_landed(prepared, error)
-        committed, ours = self._committed_version(prepared)
-        return prepared.result(
-            delta_version=int(ours["version"]) if ours is not None else committed.version(),
-            rows_out=_output_rows(ours),
-        )
+        return self._landed(prepared, rows_out=lambda commit: output_rows(commit, "numOutputRows"))
 
     def _rows(self, table: TableInfo, plans: Sequence[BucketPlan]) -> DataFrame:
         """The buckets' new rows in the lake's column order.
@@ -118,8 +114,3 @@ class DeltaSparkRoundWriter(RoundWriter):
     def _save(self, writer: Any, path: str) -> None:
         """The delta-spark write and commit (a seam: tests run a racing commit before it)."""
         writer.save(path)
-
-
-def _output_rows(commit: Mapping[str, Any] | None) -> int:
-    metrics = commit.get("operationMetrics", {}) if commit is not None else {}
-    return int(metrics.get("numOutputRows", 0))

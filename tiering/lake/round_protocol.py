@@ -32,7 +32,7 @@ from tiering.lake.layout import BUCKET_COLUMN, app_id, epoch_round, lake_schema,
 from tiering.lake.positions import LakeCommitInfo, commit_metadata, find_round_commit, info_from_table
 from tiering.lake.round_plan import BucketPlan, plan_buckets
 
-__all__ = ["PreparedRound", "RoundWriter", "TableCommit"]
+__all__ = ["PreparedRound", "RoundWriter", "TableCommit", "ensure_landed", "output_rows"]
 
 log = logging.getLogger(__name__)
 
@@ -150,10 +150,15 @@ class RoundWriter:
     def _commit(self, prepared: PreparedRound) -> TableCommit:
         raise NotImplementedError
 
-    def _committed_version(self, prepared: PreparedRound) -> tuple[DeltaTable, dict[str, Any] | None]:
-        """The table after our commit and our commit's info (another may sit on top of it)."""
+    def _landed(self, prepared: PreparedRound, rows_out: Callable[[Mapping[str, Any] | None], int]) -> TableCommit:
+        """The result of our landed commit, found in the history (writers do not return its
+        version, and another commit may sit on top of it); ``rows_out`` reads its commit info."""
         committed = load_table(prepared.path)
-        return committed, find_round_commit(committed, self._job, prepared.version)
+        ours = find_round_commit(committed, self._job, prepared.version)
+        return prepared.result(
+            delta_version=int(ours["version"]) if ours is not None else committed.version(),
+            rows_out=rows_out(ours),
+        )
 
 
 def ensure_landed(prepared: PreparedRound, error: Exception | None, cleanup: Callable[[], None] = lambda: None) -> None:
@@ -227,3 +232,9 @@ def _files_by_bucket(dt: DeltaTable, path: str) -> dict[int, list[str]]:
     for rel, bucket in zip(actions.column("path").to_pylist(), actions.column(f"partition.{BUCKET_COLUMN}").to_pylist()):
         out.setdefault(int(bucket), []).append(rel if rel.startswith("/") or "://" in rel else f"{path}/{rel}")
     return out
+
+
+def output_rows(commit: Mapping[str, Any] | None, metric: str) -> int:
+    """Rows the commit wrote, from its ``operationMetrics`` (each writer names the metric)."""
+    metrics = commit.get("operationMetrics", {}) if commit is not None else {}
+    return int(metrics.get(metric, 0))

@@ -6,12 +6,19 @@ this is the delta-rs commit. Failure modes of its own:
   (``ConcurrentTransaction`` for the same app id, or ``ConcurrentDeleteRead`` since every
   rewrite removes files); the loser's moved files are deleted and nothing of it lands;
 - a crash between writing files and committing -> orphan files in bucket directories
-  (unreferenced; a full ``VACUUM`` removes them) and a staging directory (removed after a day).
+  (unreferenced; a full ``VACUUM`` removes them) and a staging directory (removed after a day);
+  a lost race leaves them too on the MERGE path (delta-rs writes into the table, then commits),
+  while the rewrite path deletes its moved files at once.
 
-The data path is copy-on-write per bucket (Hudi-style): every bucket the round touches is
-rewritten entirely by Spark executors (see :mod:`tiering.lake.bucket_rows`), then one commit
-removes exactly those buckets' old files and adds the new ones. Partitioning by ``__bucket``
-keeps that a metadata operation on the other buckets.
+Two data paths, one commit each:
+- copy-on-write per bucket (Hudi-style): every bucket the round touches is rewritten entirely
+  by Spark executors (see :mod:`tiering.lake.bucket_rows`), then one commit removes exactly
+  those buckets' old files and adds the new ones. Partitioning by ``__bucket`` keeps that a
+  metadata operation on the other buckets. Used for bootstraps and big rounds: the rows stay
+  in Spark;
+- a changelog-only round of at most ``merge_max_changes`` changes is a delta-rs MERGE run by
+  the driver (see :mod:`tiering.lake.log_merge`): no Spark job, and only the files holding a
+  changed key are rewritten. Its driver memory is bounded by that count.
 """
 
 from __future__ import annotations
@@ -22,6 +29,7 @@ import shutil
 from collections.abc import Sequence
 
 from deltalake import Schema
+from pyspark.sql import SparkSession
 from deltalake.transaction import CommitProperties, Transaction, create_table_with_add_actions
 
 from tiering.errors import LakeCommitError
@@ -29,18 +37,49 @@ from tiering.kvstore.models import TableInfo
 from tiering.lake import staging
 from tiering.lake.bucket_rows import bucket_rows
 from tiering.lake.layout import BUCKET_COLUMN, lake_schema
+from tiering.lake.log_merge import latest_changes, merge_changes
 from tiering.lake.round_plan import BucketPlan
-from tiering.lake.round_protocol import PreparedRound, RoundWriter, TableCommit, ensure_landed
+from tiering.lake.round_protocol import PreparedRound, RoundWriter, TableCommit, ensure_landed, output_rows
 
-__all__ = ["TableCommit", "DeltaRsRoundWriter"]
+__all__ = ["DEFAULT_MERGE_MAX_CHANGES", "TableCommit", "DeltaRsRoundWriter"]
 
 log = logging.getLogger(__name__)
 
+DEFAULT_MERGE_MAX_CHANGES = 1_000_000
+
 
 class DeltaRsRoundWriter(RoundWriter):
-    """Writes rounds with Spark (data) and delta-rs (the commit)."""
+    """Writes rounds with Spark or a driver-side MERGE (data) and delta-rs (the commit)."""
+
+    def __init__(
+        self, spark: SparkSession, lake_root: str, job: str, *, merge_max_changes: int = DEFAULT_MERGE_MAX_CHANGES
+    ) -> None:
+        super().__init__(spark, lake_root, job)
+        self._merge_max_changes = merge_max_changes
 
     def _commit(self, prepared: PreparedRound) -> TableCommit:
+        if self._merges(prepared):
+            return self._merge(prepared)
+        return self._rewrite(prepared)
+
+    def _merges(self, prepared: PreparedRound) -> bool:
+        changes = sum(p.num_changes for p in prepared.plans)
+        return (
+            prepared.dt is not None
+            and not prepared.replace_table
+            and all(p.base == "lake" for p in prepared.plans)
+            and 0 < changes <= self._merge_max_changes
+        )
+
+    def _merge(self, prepared: PreparedRound) -> TableCommit:
+        changes = latest_changes(prepared.table, prepared.plans)
+        try:
+            merge_changes(prepared.dt, prepared.table, changes, _commit_properties(prepared))
+        except Exception as e:
+            ensure_landed(prepared, e)
+        return self._landed(prepared, rows_out=lambda commit: output_rows(commit, "num_output_rows"))
+
+    def _rewrite(self, prepared: PreparedRound) -> TableCommit:
         table, path, dt = prepared.table, prepared.path, prepared.dt
         staging.clean_stale(path)
         stage = staging.new_staging_dir(path)
@@ -49,10 +88,7 @@ class DeltaRsRoundWriter(RoundWriter):
             adds = staging.move_into_table(stage, path)
         finally:
             shutil.rmtree(stage, ignore_errors=True)
-        properties = CommitProperties(
-            custom_metadata=dict(prepared.metadata),
-            app_transactions=[Transaction(prepared.app, prepared.version)],
-        )
+        properties = _commit_properties(prepared)
         schema = Schema.from_arrow(lake_schema(table))
         try:
             if dt is None:
@@ -67,11 +103,7 @@ class DeltaRsRoundWriter(RoundWriter):
                 )
         except Exception as e:
             ensure_landed(prepared, e, cleanup=lambda: staging.remove_files(path, adds))
-        committed, ours = self._committed_version(prepared)
-        return prepared.result(
-            delta_version=int(ours["version"]) if ours is not None else committed.version(),
-            rows_out=sum(_num_records(a.stats) for a in adds),
-        )
+        return self._landed(prepared, rows_out=lambda _: sum(_num_records(a.stats) for a in adds))
 
     def _write_rows(self, table: TableInfo, plans: Sequence[BucketPlan], stage: str) -> None:
         """Spark writes the buckets' rows into ``stage`` (one job: nothing else reads the inputs)."""
@@ -81,6 +113,14 @@ class DeltaRsRoundWriter(RoundWriter):
                 rows.write.mode("error").partitionBy(BUCKET_COLUMN).parquet(stage)
             except Exception as e:
                 raise LakeCommitError(f"table {table.name!r}: writing the round's files failed: {e}", table=table.name) from e
+
+
+def _commit_properties(prepared: PreparedRound) -> CommitProperties:
+    """Round metadata and the ``(app, version)`` txn that makes the commit idempotent and fenced."""
+    return CommitProperties(
+        custom_metadata=dict(prepared.metadata),
+        app_transactions=[Transaction(prepared.app, prepared.version)],
+    )
 
 
 def _num_records(stats: str) -> int:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from tiering.errors import ConfigError
 from tiering.lake.delta_spark_writer import DeltaSparkRoundWriter
 from tiering.lake.round_protocol import RoundWriter
-from tiering.lake.round_writer import DeltaRsRoundWriter
+from tiering.lake.round_writer import DEFAULT_MERGE_MAX_CHANGES, DeltaRsRoundWriter
 
 __all__ = ["WRITERS", "make_round_writer"]
 
@@ -17,11 +17,11 @@ WRITERS = ("delta-rs", "delta-spark")
 
 
 def make_round_writer(
-    spark, lake_root: str, job: str, writer: str = "delta-rs"
+    spark, lake_root: str, job: str, writer: str = "delta-rs", *, merge_max_changes: int = DEFAULT_MERGE_MAX_CHANGES
 ) -> RoundWriter:
     """The round writer for ``writer``; :class:`ConfigError` for anything not available."""
     if writer == "delta-rs":
-        return DeltaRsRoundWriter(spark, lake_root, job)
+        return DeltaRsRoundWriter(spark, lake_root, job, merge_max_changes=merge_max_changes)
     if writer == "delta-spark":
         return DeltaSparkRoundWriter(spark, lake_root, job)
     raise ConfigError([f"lake.writer: unknown writer {writer!r}; expected one of {', '.join(WRITERS)}"])

@@ -15,7 +15,7 @@ from tiering.errors import FencedEpochError, LakeCommitError
 from tiering.kvstore.models import Column, TableInfo
 from tiering.lake.layout import app_id, table_path, txn_version
 from tiering.lake.positions import read_commit_info, read_position
-from tiering.lake.round_writer import DeltaRsRoundWriter
+from tiering.lake.round_writer import DEFAULT_MERGE_MAX_CHANGES, DeltaRsRoundWriter
 
 pytestmark = pytest.mark.integration
 
@@ -54,9 +54,16 @@ def lake(tmp_path):
     return tmp_path / "lake"
 
 
+@pytest.fixture(params=[0, DEFAULT_MERGE_MAX_CHANGES], ids=["spark", "merge"])
+def merge_max_changes(request) -> int:
+    """Every test runs both data paths: Spark rewriting the touched buckets, and the driver's
+    MERGE (taken by changelog-only rounds of at most ``merge_max_changes`` changes)."""
+    return request.param
+
+
 @pytest.fixture
-def writer(spark, lake):
-    return DeltaRsRoundWriter(spark, str(lake), JOB)
+def writer(spark, lake, merge_max_changes):
+    return DeltaRsRoundWriter(spark, str(lake), JOB, merge_max_changes=merge_max_changes)
 
 
 @pytest.fixture
@@ -145,6 +152,54 @@ def test_second_round_merges_and_leaves_other_buckets_untouched(writer, lake, ro
     assert spark_ids == set(lake_rows(lake))
 
 
+@pytest.mark.parametrize("limit, operation", [(4, "MERGE"), (3, "WRITE")])
+def test_changelog_rounds_up_to_merge_max_changes_are_merged_by_the_driver(spark, lake, round1, tmp_path, limit, operation):
+    writer = DeltaRsRoundWriter(spark, str(lake), JOB, merge_max_changes=limit)
+    commit(writer, round1)  # bootstrap buckets: always Spark
+    assert DeltaTable(table_path(str(lake), "orders")).history(1)[0]["operation"] == "CREATE TABLE"
+    log = write_log(tmp_path / "s", ORDERS, [(15, "+U", row(1, "a2")), (16, "-D", {"id": 2}), (17, "+I", row(6, "f")), (18, "+U", row(6, "f2"))])
+
+    result = commit(writer, {LogSplit("orders", 0, 1, 15, 19): [log]}, round_id=2)
+
+    assert DeltaTable(table_path(str(lake), "orders")).history(1)[0]["operation"] == operation
+    assert result.rows_in == 4 and result.rows_out == 3  # bucket 0 ends with ids 1, 4, 6
+    assert {i: r[1] for i, r in lake_rows(lake).items() if r[0] == 0} == {1: "a2", 4: "d2", 6: "f2"}
+
+
+EVENTS = TableInfo(
+    name="events",
+    table_id=7,
+    schema=[
+        {"name": "Region", "type": "string"},
+        {"name": "Id", "type": "bigint"},
+        {"name": "Payload Text", "type": "string"},
+    ],
+    primary_key=["Region", "Id"],
+    num_buckets=2,
+)
+
+
+def test_a_composite_mixed_case_key_merges_by_every_key_column(writer, lake, tmp_path):
+    def event(region: str, i: int, text: str | None = None) -> dict:
+        return {"Region": region, "Id": i, "Payload Text": text}
+
+    snap = write_snapshot(tmp_path / "s", EVENTS, [(event("eu", 1, "a"), 0), (event("us", 1, "b"), 1)])
+    commit(writer, {SnapshotSplit("events", 0, 7, snapshot_id=1, log_offset=2): [snap]}, table=EVENTS)
+    log = write_log(tmp_path / "l", EVENTS, [
+        (2, "+U", event("eu", 1, "a2")),
+        (3, "+I", event("eu", 2, "c")),
+        (4, "-D", event("us", 1)),
+        (5, "+I", event("us", 1, "b2")),  # re-inserted after its delete: the newest change wins
+    ])
+
+    commit(writer, {LogSplit("events", 0, 7, 2, 6): [log]}, table=EVENTS, round_id=2)
+
+    rows = DeltaTable(table_path(str(lake), "events")).to_pyarrow_table().to_pylist()
+    assert sorted((r["Region"], r["Id"], r["Payload Text"], r["__offset"]) for r in rows) == [
+        ("eu", 1, "a2", 2), ("eu", 2, "c", 3), ("us", 1, "b2", 5),
+    ]
+
+
 def test_replayed_and_stale_rounds_are_skipped(writer, lake, round1, tmp_path):
     commit(writer, round1, epoch=2, round_id=5)
     before = lake_rows(lake)
@@ -220,22 +275,23 @@ def test_a_gap_before_the_log_split_is_refused(writer, lake, round1, tmp_path):
 class _RacedWriter(DeltaRsRoundWriter):
     """Lets another writer commit between this writer's table load and its commit."""
 
-    def __init__(self, *args, race) -> None:
-        super().__init__(*args)
+    def __init__(self, *args, race, merge_max_changes: int) -> None:
+        super().__init__(*args, merge_max_changes=merge_max_changes)
         self._race = race
 
-    def _write_rows(self, *args):
-        rows_in = super()._write_rows(*args)
+    def _commit(self, prepared):
         self._race()
-        return rows_in
+        return super()._commit(prepared)
 
 
-def test_a_stale_term_racing_a_newer_one_is_fenced(spark, lake, writer, round1, tmp_path):
+def test_a_stale_term_racing_a_newer_one_is_fenced(spark, lake, writer, merge_max_changes, round1, tmp_path):
     commit(writer, round1)
     newer_log = write_log(tmp_path / "n", ORDERS, [(15, "+U", row(1, "newer"))])
     stale_log = write_log(tmp_path / "o", ORDERS, [(15, "+U", row(1, "stale"))])
     newer = {LogSplit("orders", 0, 1, 15, 16): [newer_log]}
-    raced = _RacedWriter(spark, str(lake), JOB, race=lambda: commit(writer, newer, epoch=2, round_id=1))
+    raced = _RacedWriter(
+        spark, str(lake), JOB, race=lambda: commit(writer, newer, epoch=2, round_id=1), merge_max_changes=merge_max_changes
+    )
 
     with pytest.raises(FencedEpochError, match="newer term") as err:
         commit(raced, {LogSplit("orders", 0, 1, 15, 16): [stale_log]}, epoch=1, round_id=2)
@@ -252,7 +308,11 @@ def test_a_stale_term_racing_a_newer_one_is_fenced(spark, lake, writer, round1, 
         if f.endswith(".parquet") and "_staging" not in dirpath
     }
     referenced = set(dt.file_uris()) | set(DeltaTable(dt.table_uri, version=0).file_uris())
-    assert on_disk == referenced, "the stale writer's files were left behind"
+    if merge_max_changes == 0:
+        assert on_disk == referenced, "the stale writer's files were left behind"
+    else:  # delta-rs's MERGE writes into the table before committing: only a full VACUUM removes them
+        vacuumable = dt.vacuum(retention_hours=0, enforce_retention_duration=False, dry_run=True, full=True)
+        assert on_disk - referenced and on_disk - referenced <= {os.path.join(table_path(str(lake), "orders"), f) for f in vacuumable}
 
 
 def test_the_factory_builds_the_delta_rs_writer(spark, lake):
