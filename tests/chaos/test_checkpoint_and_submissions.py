@@ -6,6 +6,8 @@
   ``commits/N`` survived is refused by Spark; the lake stays as it was.
 - The checkpoint directory is moved and the job pointed at the new path: the lease id file
   moves with it, so the job keeps its lease id instead of leaking a new lease.
+- A new, empty checkpoint under a new term: rounds are planned from the lake's positions, so
+  the job continues where the lake is (nothing re-applied, nothing skipped) under a new lease id.
 - Two `tiering run --available-now` of one job start together (an Airflow retry racing a
   manual run): one leads, the other waits for the term, then runs; both exit 0 and the lake
   holds every row once.
@@ -130,6 +132,29 @@ def test_checkpoint_moved_to_a_new_path_keeps_its_lease_id(spark, kv_store, tabl
     assert all(ids in ([], [lease_id]) for ids in seen), f"a lease other than {lease_id} appeared: {seen}"
     assert_lakes_equal(tmp_path / "lake", tables)
     assert client.list_leases() == []
+
+
+def test_an_empty_checkpoint_continues_from_the_lake_under_a_new_lease(spark, kv_store, tables, tmp_path):
+    config = make_config(tmp_path, kv_store.url, "127.0.0.1:1")
+    assert TieringJob(spark, config, 1).run().ok
+    old_lease = load_or_create_lease_id(config.job.checkpoint, config.job.name)
+    versions = {t.name: DeltaTable(str(tmp_path / "lake" / t.name)).version() for t in tables}
+    for t in tables:
+        t.churn(40, key_space=300)
+    fresh = tmp_path / "fresh-ckpt"
+    config = make_config(tmp_path, kv_store.url, "127.0.0.1:1", **{"job.checkpoint": str(fresh)})
+
+    result = TieringJob(spark, config, 2).run()
+
+    assert result.ok, result.failed_tables
+    assert load_or_create_lease_id(str(fresh), config.job.name) != old_lease
+    assert_lakes_equal(tmp_path / "lake", tables)
+    for t in tables:  # changelog rounds on top of the lake, no second bootstrap of the table
+        history = DeltaTable(str(tmp_path / "lake" / t.name)).history()
+        operations = [h["operation"] for h in history if h["version"] > versions[t.name]]
+        assert operations and set(operations) == {"MERGE"}, operations
+    assert kv_store.client().list_leases() == []
+    assert_no_orphans(tmp_path / "lake", tables)
 
 
 def test_two_submissions_of_one_job_at_once_one_waits_both_succeed(kv_store, zk_server, tables, tmp_path):
