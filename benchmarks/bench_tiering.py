@@ -45,8 +45,8 @@ import pyarrow as pa  # noqa: E402
 import pyarrow.compute as pc  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
 
+from tiering.conf.model import DEFAULT_MERGE_MAX_CHANGES  # noqa: E402
 from tiering.kvstore.models import TableSpec  # noqa: E402
-from tiering.lake.round_writer import DEFAULT_MERGE_MAX_CHANGES  # noqa: E402
 
 CHUNK = 250_000
 SCHEMA = [

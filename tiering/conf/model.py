@@ -30,8 +30,12 @@ __all__ = [
     "LimitsConfig",
     "TieringConfig",
     "SECTIONS",
+    "DEFAULT_MERGE_MAX_CHANGES",
     "flatten_spark",
 ]
+
+#: ``lake.merge_max_changes`` when not configured (also the writers' default outside a config).
+DEFAULT_MERGE_MAX_CHANGES = 1_000_000
 
 _NAME = re.compile(r"[A-Za-z0-9._-]+")
 _HOST_PORT = re.compile(r"(?P<host>[A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\]):(?P<port>\d{1,5})")
@@ -147,7 +151,7 @@ class LakeConfig(_Section):
         "delta-rs writer: a round of a table with no bootstrap bucket and at most this many "
         "changes is merged by the driver (delta-rs MERGE, no Spark job); bigger rounds rewrite "
         "their buckets with Spark. Bounds driver memory; 0 means always Spark.",
-        1_000_000,
+        DEFAULT_MERGE_MAX_CHANGES,
         ge=0,
     )
 

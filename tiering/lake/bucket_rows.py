@@ -18,14 +18,12 @@ from functools import reduce
 from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
+from tiering.kvstore.changelog import DELETE
 from tiering.kvstore.models import TableInfo
 from tiering.lake.layout import BUCKET_COLUMN, OFFSET_COLUMN, OP_COLUMN, TIMESTAMP_COLUMN
 from tiering.lake.round_plan import BucketPlan
 
 __all__ = ["bucket_rows", "output_columns"]
-
-_DELETE = "-D"
-
 
 def output_columns(table: TableInfo) -> list[str]:
     """Column order of the rows written (``__bucket`` last: it becomes the directory)."""
@@ -51,7 +49,7 @@ def bucket_rows(spark: SparkSession, table: TableInfo, plans: Sequence[BucketPla
     keys = [BUCKET_COLUMN, *table.primary_key]
     newest_first = Window.partitionBy(*keys).orderBy(F.col(OFFSET_COLUMN).desc())
     latest = changes.withColumn("__rank", F.row_number().over(newest_first)).where("__rank = 1").drop("__rank")
-    upserts = latest.where(F.col(OP_COLUMN) != _DELETE).select(*columns)
+    upserts = latest.where(F.col(OP_COLUMN) != DELETE).select(*columns)
     if base is None:
         return upserts
     kept = base.join(latest.select(*keys), on=keys, how="left_anti")

@@ -17,46 +17,37 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.dataset as ds
 from deltalake import DeltaTable
 from deltalake.transaction import CommitProperties
 
+from tiering.kvstore.changelog import DELETE, newest_per_key
 from tiering.kvstore.models import TableInfo
 from tiering.lake.layout import BUCKET_COLUMN, OFFSET_COLUMN, OP_COLUMN, TIMESTAMP_COLUMN, lake_schema
 from tiering.lake.round_plan import BucketPlan
 
 __all__ = ["latest_changes", "merge_changes"]
 
-_DELETE = "-D"
 _SOURCE, _TARGET = "s", "t"
 
 
 def latest_changes(table: TableInfo, plans: Sequence[BucketPlan]) -> pa.Table:
-    """The newest change per key of each planned bucket: the lake's columns plus ``__op``."""
+    """The newest change per key of each planned bucket: the lake's columns plus ``__op``.
+
+    ``plans``: at least one, each with changes (the writer merges nothing else)."""
     lake = lake_schema(table)
     log_schema = pa.schema([f for f in lake if f.name != BUCKET_COLUMN] + [pa.field(OP_COLUMN, pa.string())])
     offsets = ds.field(OFFSET_COLUMN)
     parts = []
     for plan in plans:
-        if not plan.has_changes:
-            continue
         changes = ds.dataset(list(plan.log_files), schema=log_schema, format="parquet").to_table(
             filter=(offsets >= plan.log_from) & (offsets < plan.log_to)
         )
-        newest = _newest_per_key(changes, table.primary_key)
+        newest = newest_per_key(changes, table.primary_key)
         parts.append(newest.append_column(
             pa.field(BUCKET_COLUMN, pa.int32()), pa.array([plan.bucket] * newest.num_rows, pa.int32())
         ))
-    if not parts:
-        return log_schema.append(pa.field(BUCKET_COLUMN, pa.int32())).empty_table()
     return pa.concat_tables(parts)
-
-
-def _newest_per_key(changes: pa.Table, keys: Sequence[str]) -> pa.Table:
-    """Offsets are unique within a bucket: keep the rows holding their key's highest offset."""
-    newest = changes.group_by(list(keys), use_threads=False).aggregate([(OFFSET_COLUMN, "max")])
-    return changes.filter(pc.is_in(changes[OFFSET_COLUMN], value_set=newest[f"{OFFSET_COLUMN}_max"]))
 
 
 def merge_changes(
@@ -69,8 +60,8 @@ def merge_changes(
     """
     keys = [BUCKET_COLUMN, *table.primary_key]
     written = [c.name for c in table.columns] + [OFFSET_COLUMN, TIMESTAMP_COLUMN]
-    is_delete = f"{_SOURCE}.{_quote(OP_COLUMN)} = '{_DELETE}'"
-    is_upsert = f"{_SOURCE}.{_quote(OP_COLUMN)} <> '{_DELETE}'"
+    is_delete = f"{_SOURCE}.{_quote(OP_COLUMN)} = '{DELETE}'"
+    is_upsert = f"{_SOURCE}.{_quote(OP_COLUMN)} <> '{DELETE}'"
     return (
         dt.merge(
             changes,

@@ -29,9 +29,10 @@ import shutil
 from collections.abc import Sequence
 
 from deltalake import Schema
-from pyspark.sql import SparkSession
 from deltalake.transaction import CommitProperties, Transaction, create_table_with_add_actions
+from pyspark.sql import SparkSession
 
+from tiering.conf.model import DEFAULT_MERGE_MAX_CHANGES
 from tiering.errors import LakeCommitError
 from tiering.kvstore.models import TableInfo
 from tiering.lake import staging
@@ -41,11 +42,11 @@ from tiering.lake.log_merge import latest_changes, merge_changes
 from tiering.lake.round_plan import BucketPlan
 from tiering.lake.round_protocol import PreparedRound, RoundWriter, TableCommit, ensure_landed, output_rows
 
-__all__ = ["DEFAULT_MERGE_MAX_CHANGES", "TableCommit", "DeltaRsRoundWriter"]
+__all__ = ["TableCommit", "DeltaRsRoundWriter"]
 
 log = logging.getLogger(__name__)
 
-DEFAULT_MERGE_MAX_CHANGES = 1_000_000
+_MERGE_ROWS = "num_output_rows"  # delta-rs MERGE metric: rows in the files it wrote
 
 
 class DeltaRsRoundWriter(RoundWriter):
@@ -63,21 +64,22 @@ class DeltaRsRoundWriter(RoundWriter):
         return self._rewrite(prepared)
 
     def _merges(self, prepared: PreparedRound) -> bool:
-        changes = sum(p.num_changes for p in prepared.plans)
+        """Only buckets already in the lake (so the table exists and is not being replaced),
+        each planned because it has changes, and few enough of them for the driver."""
         return (
-            prepared.dt is not None
-            and not prepared.replace_table
-            and all(p.base == "lake" for p in prepared.plans)
-            and 0 < changes <= self._merge_max_changes
+            all(p.base == "lake" for p in prepared.plans)
+            and sum(p.num_changes for p in prepared.plans) <= self._merge_max_changes
         )
 
     def _merge(self, prepared: PreparedRound) -> TableCommit:
         changes = latest_changes(prepared.table, prepared.plans)
         try:
-            merge_changes(prepared.dt, prepared.table, changes, _commit_properties(prepared))
+            metrics = merge_changes(prepared.dt, prepared.table, changes, _commit_properties(prepared))
         except Exception as e:
             ensure_landed(prepared, e)
-        return self._landed(prepared, rows_out=lambda commit: output_rows(commit, "num_output_rows"))
+            return self._landed(prepared, rows_out=lambda commit: output_rows(commit, _MERGE_ROWS))
+        # the MERGE moved prepared.dt to the version it committed: no reload, no history scan
+        return prepared.result(delta_version=prepared.dt.version(), rows_out=int(metrics[_MERGE_ROWS]))
 
     def _rewrite(self, prepared: PreparedRound) -> TableCommit:
         table, path, dt = prepared.table, prepared.path, prepared.dt

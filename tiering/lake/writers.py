@@ -6,10 +6,11 @@ The choice is checked when the job is wired, with the valid names in the error.
 
 from __future__ import annotations
 
+from tiering.conf.model import DEFAULT_MERGE_MAX_CHANGES
 from tiering.errors import ConfigError
 from tiering.lake.delta_spark_writer import DeltaSparkRoundWriter
 from tiering.lake.round_protocol import RoundWriter
-from tiering.lake.round_writer import DEFAULT_MERGE_MAX_CHANGES, DeltaRsRoundWriter
+from tiering.lake.round_writer import DeltaRsRoundWriter
 
 __all__ = ["WRITERS", "make_round_writer"]
 

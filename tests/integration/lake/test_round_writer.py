@@ -9,13 +9,14 @@ import pytest
 from deltalake import DeltaTable
 
 from tests.integration.lake.store_files import ts, write_log, write_snapshot
+from tiering.conf.model import DEFAULT_MERGE_MAX_CHANGES
 from tiering.enumerator.positions import LakePosition
 from tiering.enumerator.splits import LogSplit, SnapshotSplit, sort_key
 from tiering.errors import FencedEpochError, LakeCommitError
 from tiering.kvstore.models import Column, TableInfo
 from tiering.lake.layout import app_id, table_path, txn_version
 from tiering.lake.positions import read_commit_info, read_position
-from tiering.lake.round_writer import DEFAULT_MERGE_MAX_CHANGES, DeltaRsRoundWriter
+from tiering.lake.round_writer import DeltaRsRoundWriter
 
 pytestmark = pytest.mark.integration
 

@@ -21,6 +21,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from tiering.kvstore.changelog import DELETE, newest_per_key
 from tiering.kvstore.models import LogSegment, Snapshot, TableInfo
 from tiering.kvstore.types import arrow_type
 
@@ -72,10 +73,6 @@ def live_state(info: TableInfo, base: Snapshot | None, segments: list[LogSegment
     parts.extend(pq.read_table(s.file, schema=log) for s in segments)
     if not parts:
         return snapshot_schema(info).empty_table()
-    data = pa.concat_tables(parts)
-    if data.num_rows:
-        newest = data.group_by(list(info.primary_key)).aggregate([("__offset", "max")])
-        if newest.num_rows < data.num_rows:  # offsets are unique in a bucket: max offset = one row per key
-            data = data.filter(pc.is_in(data["__offset"], value_set=newest["__offset_max"]))
-        data = data.filter(pc.not_equal(data["__op"], "-D"))
+    data = newest_per_key(pa.concat_tables(parts), info.primary_key)
+    data = data.filter(pc.not_equal(data["__op"], DELETE))
     return data.select(snapshot_schema(info).names)
