@@ -131,7 +131,7 @@ def baseline_copy(spark, snapshots, table_dir: Path) -> float:
     from pyspark.sql import functions as F
 
     from tiering.lake import staging
-    from tiering.lake.layout import lake_schema
+    from tiering.lakestate.layout import lake_schema
 
     started = time.perf_counter()
     frames = [
@@ -156,9 +156,10 @@ def _info(buckets: int):
 
 def run_service(spark, config) -> tuple[float, object]:
     from tiering.job import TieringJob
+    from tiering.context import TermContext
 
     started = time.perf_counter()
-    result = TieringJob(spark, config, 1).run()
+    result = TieringJob(spark, TermContext.begin(config, 1)).run()
     elapsed = time.perf_counter() - started
     if not result.ok:
         raise RuntimeError(f"service run failed: {result.failed_tables}")
@@ -273,6 +274,7 @@ def bench_planning(args, work: Path, store) -> dict:
     from tiering.enumerator.planner import RoundPlanner, TableInput
     from tiering.enumerator.positions import LakePosition
     from tiering.kvstore.models import BucketLog, Snapshot, TableInfo
+    from tiering.source import checkpoint
     from tiering.state.offset import TieringOffset
 
     inputs = []
@@ -292,7 +294,7 @@ def bench_planning(args, work: Path, store) -> dict:
         plan = planner.plan(1, inputs)
         plan_times.append(time.perf_counter() - started)
         started = time.perf_counter()
-        encoded = TieringOffset.after_round(plan, lease_id="bench", epoch=1).to_json()
+        encoded = checkpoint(TieringOffset.initial("bench", 1), plan, lease_id="bench", epoch=1).to_json()
         encode_times.append(time.perf_counter() - started)
     p, e = statistics.median(plan_times) * 1000, statistics.median(encode_times) * 1000
     return {"tables": args.tables, "buckets_per_table": args.buckets, "splits": len(plan.splits),

@@ -222,11 +222,15 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as e:
         print(f"tiering: {e}", file=sys.stderr)
         return EXIT_USAGE
-    except TieringError as e:
+    except (TieringError, OSError) as e:  # OSError names its file
         print(f"tiering: {e}", file=sys.stderr)
         return EXIT_FAILURE
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
+    except Exception as e:  # noqa: BLE001 - an operator gets one line; the traceback goes to the log
+        logging.getLogger(__name__).debug("unexpected error", exc_info=True)
+        print(f"tiering: unexpected {type(e).__name__}: {e} (--log-level DEBUG logs the traceback)", file=sys.stderr)
+        return EXIT_FAILURE
 
 
 if __name__ == "__main__":

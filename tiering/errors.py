@@ -22,11 +22,14 @@ __all__ = [
     "LeaseNotFoundError",
     "SnapshotUnavailableError",
     "ConflictError",
+    "NotLeaderError",
     "FencedEpochError",
     "DataLossError",
     "LakeCommitError",
+    "LakeStorageError",
     "CoordinationError",
     "LeadershipLostError",
+    "CheckpointError",
 ]
 
 
@@ -101,8 +104,24 @@ class ConflictError(StoreError):
     """409 that is not an epoch fence: the object changed under the request."""
 
 
-class FencedEpochError(ConflictError):
-    """409 ``FENCED_EPOCH``: a newer leader exists; this driver must stop, never retry."""
+class NotLeaderError(TieringError):
+    """This driver's leadership term is over: stop acting, never retry.
+
+    The root of every way a stale term finds out, wherever the write lands (DESIGN §7): the
+    store's fenced reply, ZooKeeper's epoch check, a newer term's Delta commit, a lost
+    session. Whoever catches it stops the query and leaves the lease to the new leader.
+    """
+
+
+class FencedEpochError(NotLeaderError):
+    """A write refused because a newer epoch exists: the store's 409 ``FENCED_EPOCH``, the
+    epoch check of a ZooKeeper transaction, or a newer term's transaction in a Delta table.
+    ``status`` is the HTTP status when the store said it (else 0)."""
+
+    def __init__(self, message: str, *, code: str = "FENCED_EPOCH", status: int = 0, **context) -> None:
+        super().__init__(message, **context)
+        self.code = code
+        self.status = status
 
 
 class DataLossError(TieringError):
@@ -113,9 +132,19 @@ class LakeCommitError(TieringError):
     """A table's round could not be committed to Delta (schema mismatch, conflict, I/O)."""
 
 
+class LakeStorageError(TieringError):
+    """The lake's root cannot be used: unreachable, no such bucket, access denied, a file where
+    the directory should be, or a store without conditional puts. Names the root and the reason."""
+
+
 class CoordinationError(TieringError):
     """ZooKeeper could not be reached or answered unexpectedly."""
 
 
-class LeadershipLostError(CoordinationError):
+class LeadershipLostError(NotLeaderError, CoordinationError):
     """This driver is no longer the leader of its job (session lost, epoch moved on)."""
+
+
+class CheckpointError(TieringError):
+    """The checkpoint's own files (``<checkpoint>/tiering/``) cannot be used as they are; the
+    message names the file. Never repaired silently: a new lease id would leak the old one."""

@@ -1,33 +1,36 @@
-"""Wires one tiering query for one leadership term: readStream -> foreachBatch -> lake.
+"""The leader loop and one term's query: lead -> term context -> readStream -> foreachBatch -> lake.
 
 Failure modes:
 - the driver dies (SIGKILL): nothing here runs; the next term restarts from the checkpoint,
   reuses the lease id kept there, replays the planned round and trims it to what the lake
   lacks; the lease it held lapses after ``lease.duration_s`` if nobody takes over;
-- a newer leader exists: the store answers ``FENCED_EPOCH`` or the term's ``fence`` raises;
-  the query stops with that error and the job exits non-zero without committing anything;
+- a newer leader exists: a write is refused where it lands (the store's ``FENCED_EPOCH``, the
+  ZooKeeper epoch check, a newer Delta commit) or the watchdog ends the term; the query stops
+  and the job raises :class:`LeadershipLostError` without committing anything more;
 - a table keeps failing: its buckets are released every round; an availableNow run gives up on
   it after a few rounds and the job reports it (non-zero exit) instead of looping;
 - a clean stop: the query is stopped between rounds, then the lease is dropped (Spark does not
-  call the source's ``stop()`` on every path, so the driver does it).
+  call the source's ``stop()`` on every path, so the driver does it; see
+  :mod:`tiering.lease.release`).
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import os
+import socket
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from tiering.conf.model import TieringConfig
-from tiering.errors import TieringError
-from tiering.kvstore.client import KvStoreClient
+from tiering.context import TermContext
+from tiering.errors import CoordinationError, LeadershipLostError, NotLeaderError, TieringError
 from tiering.lake.committer import RoundCommitter, RoundOutcome
+from tiering.lakestate.lake import Lake
 from tiering.lease.job_lease import JobLease, LeaseRenewer
-from tiering.source import KvTieringDataSource
-from tiering.state.lease_file import load_or_create_lease_id
+from tiering.lease.release import LeaseReleases
+from tiering.source import CONTEXT_OPTION, KvTieringDataSource
 
 log = logging.getLogger(__name__)
 
@@ -36,6 +39,8 @@ REQUIRED_SPARK_CONF = {
     "spark.sql.session.timeZone": "UTC",
     "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
 }
+
+RoundListener = Callable[[RoundOutcome], None]
 
 
 def build_spark(config: TieringConfig):
@@ -63,28 +68,23 @@ class JobResult:
 
 
 class TieringJob:
-    """One leadership term's query. ``fence`` raises when this driver is no longer the leader."""
+    """One leadership term's query. ``fence`` raises :class:`NotLeaderError` once this driver
+    no longer leads; ``lease`` defaults to the context's."""
 
     def __init__(
         self,
         spark,
-        config: TieringConfig,
-        epoch: int,
+        context: TermContext,
         *,
+        lease: JobLease | None = None,
         fence: Callable[[], None] = lambda: None,
-        on_round: Callable[[RoundOutcome], None] = lambda outcome: None,
+        on_round: RoundListener = lambda outcome: None,
     ) -> None:
         self.spark = spark
-        self.config = config
-        self.epoch = epoch
-        self.client = KvStoreClient(config.kvstore.url, config.kvstore.token.get_secret_value() or None)
-        self.lease = JobLease(
-            self.client,
-            load_or_create_lease_id(config.job.checkpoint, config.job.name),
-            epoch,
-            int(config.lease.duration_s * 1000),
-        )
+        self.context = context
+        self.lease = lease or context.job_lease(context.store_client())
         self.result = JobResult()
+        self._releases = LeaseReleases(self.lease)
         self._fence = fence
         self._on_round = on_round
         self._renewer: LeaseRenewer | None = None
@@ -95,79 +95,74 @@ class TieringJob:
         """Start the streaming query (and the lease renewer); returns Spark's StreamingQuery."""
         from tiering.lake.writers import make_round_writer
 
+        config = self.context.config
         self.spark.dataSource.register(KvTieringDataSource)
-        lake = self.config.lake
-        writer = make_round_writer(
-            self.spark, lake.root, self.config.job.name, lake.writer, merge_max_changes=lake.merge_max_changes
-        )
         committer = RoundCommitter(
-            writer,
-            self.client,
-            self.lease,
-            lake_root=lake.root,
-            epoch=self.epoch,
+            make_round_writer(self.spark, config.lake, self.context.job),
+            self.context,
+            self.lease.client,
+            self._releases,
             fence=self._check,
             on_round=self._round_done,
         )
-        stream = (
-            self.spark.readStream.format(KvTieringDataSource.name()).options(**self._source_options()).load()
-        )
+        stream = self.spark.readStream.format(KvTieringDataSource.name()).option(CONTEXT_OPTION, self.context.to_option()).load()
         trigger = (
             {"availableNow": True}
-            if self.config.trigger.available_now
-            else {"processingTime": f"{self.config.trigger.interval_s} seconds"}
+            if config.trigger.available_now
+            else {"processingTime": f"{config.trigger.interval_s} seconds"}
         )
-        if self.config.lease.renew:
+        if config.lease.renew:
             self._renewer = LeaseRenewer(self.lease).start()
         self._query = (
-            stream.writeStream.queryName(f"kv-tiering:{self.config.job.name}")
+            stream.writeStream.queryName(f"kv-tiering:{self.context.job}")
             .foreachBatch(committer)
-            .option("checkpointLocation", self.config.job.checkpoint)
+            .option("checkpointLocation", config.job.checkpoint)
             .trigger(**trigger)
             .start()
         )
         log.info(
-            "job=%s epoch=%d lease=%s query started (%s)",
-            self.config.job.name, self.epoch, self.lease.lease_id,
-            "availableNow" if self.config.trigger.available_now else f"every {self.config.trigger.interval_s}s",
+            "job=%s epoch=%d lease=%s query started (%s)", self.context.job, self.context.epoch, self.lease.lease_id,
+            "availableNow" if config.trigger.available_now else f"every {config.trigger.interval_s}s",
         )
         return self._query
 
-    def run(self, stop: threading.Event | None = None, poll_s: float = 0.5) -> JobResult:
-        """Run until the query ends (availableNow) or ``stop`` is set; always stops cleanly."""
+    def run(
+        self, stop: threading.Event | None = None, *, lost: threading.Event | None = None, poll_s: float = 0.5
+    ) -> JobResult:
+        """Run until the query ends (availableNow), ``stop`` is set (a clean stop) or ``lost`` is
+        (the term ended); always stops the query. Spark's ``awaitTermination`` blocks in the JVM,
+        so the events are looked at between waits of ``poll_s``."""
         from pyspark.errors import StreamingQueryException
 
+        until = [event for event in (stop, lost) if event is not None]
         query = self.start()
         try:
             try:
-                while query.isActive and not (stop is not None and stop.is_set()):
+                while query.isActive and not any(event.is_set() for event in until):
                     query.awaitTermination(poll_s)
             except StreamingQueryException as e:  # the query failed while we waited
-                raise TieringError(f"job {self.config.job.name!r}: query failed: {e}", epoch=self.epoch) from e
+                raise TieringError(f"job {self.context.job!r}: query failed: {e}", epoch=self.context.epoch) from e
             error = query.exception()
             if error is not None:
-                raise TieringError(f"job {self.config.job.name!r}: query failed: {error}", epoch=self.epoch)
+                raise TieringError(f"job {self.context.job!r}: query failed: {error}", epoch=self.context.epoch)
         finally:
             self.stop()
         return self.result
 
     def stop(self) -> None:
-        """Stop the query between rounds and stop renewing; drop the lease if still the leader.
-
-        A driver that lost its term must not drop the lease: the new leader uses the same lease
-        id (it lives in the shared checkpoint), and the store would refuse the stale epoch anyway.
-        """
+        """Stop the query between rounds and stop renewing; drop the lease if still the leader."""
         if self._query is not None and self._query.isActive:
             self._query.stop()
         if self._renewer is not None:
             self._renewer.stop()
+        job, epoch, lease_id = self.context.job, self.context.epoch, self.lease.lease_id
         try:
             self._check()
-            self.lease.drop()
+            self._releases.stopped()
         except TieringError as e:
-            log.warning("job=%s epoch=%d stopped without dropping lease %s: %s", self.config.job.name, self.epoch, self.lease.lease_id, e)
+            log.warning("job=%s epoch=%d stopped without dropping lease %s: %s", job, epoch, lease_id, e)
             return
-        log.info("job=%s epoch=%d stopped; lease %s dropped", self.config.job.name, self.epoch, self.lease.lease_id)
+        log.info("job=%s epoch=%d stopped; lease %s dropped", job, epoch, lease_id)
 
     def _check(self) -> None:
         self._fence()
@@ -182,37 +177,26 @@ class TieringJob:
             self.result.failed_tables.update(outcome.failed)
         self._on_round(outcome)
 
-    def _source_options(self) -> dict[str, str]:
-        c = self.config
-        return {
-            "kvstore.url": c.kvstore.url,
-            "kvstore.token": c.kvstore.token.get_secret_value(),
-            "job": c.job.name,
-            "checkpoint": c.job.checkpoint,
-            "lake.root": c.lake.root,
-            "epoch": str(self.epoch),
-            "lease.duration_ms": str(int(c.lease.duration_s * 1000)),
-            "tables.include": json.dumps(list(c.tables.include)),
-            "tables.exclude": json.dumps(list(c.tables.exclude)),
-            "max_splits_per_trigger": str(c.limits.max_splits_per_trigger),
-            "max_bytes_per_trigger": str(c.limits.max_bytes_per_trigger),
-            "fail_on_data_loss": str(c.limits.fail_on_data_loss).lower(),
-        }
 
-
-def run_as_leader(config: TieringConfig, *, stop: threading.Event | None = None) -> JobResult:
+def run_as_leader(
+    config: TieringConfig,
+    *,
+    stop: threading.Event | None = None,
+    listeners: Sequence[RoundListener] = (),
+) -> JobResult:
     """Wait to lead the job, run its query for the term, then give leadership back.
 
     A standby waits inside ``acquire_leadership``; ``stop`` set while it waits ends the wait
     (an empty result: it never led). Losing the term stops the query and raises
     :class:`LeadershipLostError` (the caller exits non-zero: another driver now owns the job,
     or ZooKeeper was out of reach longer than the session timeout and a supervisor restarts it).
+    ``listeners`` get every round's outcome after the job's own observer (the demo's view).
+    A lake root that cannot be used is refused before anything else (nothing is written).
     """
-    import socket
-
+    from tiering import observability
     from tiering.coord.leader import acquire_leadership
-    from tiering.errors import CoordinationError, LeadershipLostError
 
+    Lake.of(config.lake).store.check()  # a bad lake root fails here, before the job leads or writes
     zk = config.zookeeper
     auth = (zk.auth_user, zk.auth_password.get_secret_value()) if zk.auth_user and zk.auth_password else None
     owner = {"host": socket.gethostname(), "pid": os.getpid()}
@@ -225,20 +209,18 @@ def run_as_leader(config: TieringConfig, *, stop: threading.Event | None = None)
             return JobResult()
         raise
     log.info("job=%s leader with epoch=%d", config.job.name, term.epoch)
-    ended = _either(stop, term.lost)
     try:
-        from tiering import observability
-
+        context = TermContext.begin(config, term.epoch)
         spark = build_spark(config)
-        job = TieringJob(
-            spark, config, term.epoch, fence=term.check, on_round=observability.attach(spark, config, term.epoch)
-        )
+        lease = context.job_lease(context.store_client())
+        observer = observability.attach(spark, context, lease, listeners=listeners)
+        job = TieringJob(spark, context, lease=lease, fence=term.check, on_round=observer)
         try:
-            result = job.run(stop=ended)
+            result = job.run(stop, lost=term.lost)
         except Exception as e:
-            # A query failing because the term ended (fence raised, store said FENCED_EPOCH) is a
-            # leadership loss, whatever wrapper Spark put around it; anything else is re-raised.
-            reason = _lost_reason(term)
+            # A query failing because the term ended (a fence raised, the store said
+            # FENCED_EPOCH) is a leadership loss, whatever wrapper Spark put around it.
+            reason = _lost_reason(term, e)
             if reason is None:
                 raise
             raise LeadershipLostError(
@@ -255,10 +237,10 @@ def run_as_leader(config: TieringConfig, *, stop: threading.Event | None = None)
         term.resign()
 
 
-def _lost_reason(term) -> str | None:
+def _lost_reason(term, error: Exception) -> str | None:
     """Why ``term`` is over, or None while it still holds (asks ZooKeeper if need be)."""
-    from tiering.errors import LeadershipLostError
-
+    if isinstance(error, NotLeaderError):
+        return str(error)
     if term.lost.is_set():
         return term.lost_reason
     try:
@@ -266,15 +248,3 @@ def _lost_reason(term) -> str | None:
     except LeadershipLostError as e:
         return str(e)
     return None
-
-
-def _either(a: threading.Event | None, b: threading.Event) -> threading.Event:
-    """An event set as soon as either is set (polled by TieringJob.run)."""
-    if a is None:
-        return b
-
-    class _Either(threading.Event):
-        def is_set(self) -> bool:
-            return a.is_set() or b.is_set()
-
-    return _Either()

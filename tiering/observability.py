@@ -16,18 +16,17 @@ from __future__ import annotations
 import json
 import logging
 from collections import Counter as Tally
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge, start_http_server
 from pyspark.sql.streaming import StreamingQueryListener
 
-from tiering.conf.model import TieringConfig
+from tiering.context import TermContext
 from tiering.errors import TieringError
-from tiering.kvstore.client import KvStoreClient
 from tiering.lake.committer import RoundOutcome
-from tiering.state.lease_file import lease_file_path
+from tiering.lease.job_lease import JobLease
 
-__all__ = ["TieringMetrics", "RoundObserver", "ProgressListener", "attach", "serve_metrics", "checkpoint_lease_id"]
+__all__ = ["TieringMetrics", "RoundObserver", "ProgressListener", "attach", "serve_metrics"]
 
 log = logging.getLogger("tiering.progress")
 
@@ -82,19 +81,6 @@ def serve_metrics(port: int, addr: str = "0.0.0.0") -> None:
     logging.getLogger(__name__).info("Prometheus metrics at http://%s:%d/metrics", addr, port)
 
 
-def checkpoint_lease_id(checkpoint: str) -> str | None:
-    """The lease id kept in the checkpoint, or None when there is none yet. Never creates one."""
-    path = lease_file_path(checkpoint)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return None
-    except (OSError, ValueError) as e:
-        raise ValueError(f"lease file {path} is unreadable or not JSON: {e}") from None
-    lease_id = data.get("lease_id") if isinstance(data, dict) else None
-    return lease_id if isinstance(lease_id, str) and lease_id else None
-
-
 class RoundObserver:
     """The ``on_round`` hook of :class:`tiering.job.TieringJob`: logs and records each round.
 
@@ -103,20 +89,18 @@ class RoundObserver:
 
     def __init__(
         self,
-        config: TieringConfig,
-        epoch: int,
+        context: TermContext,
+        lease: JobLease,
         *,
         metrics: TieringMetrics | None = None,
-        client: KvStoreClient | None = None,
-        listeners: list[Callable[[RoundOutcome], None]] | None = None,
+        listeners: Sequence[Callable[[RoundOutcome], None]] = (),
     ) -> None:
-        self.job = config.job.name
-        self.epoch = epoch
-        self._checkpoint = config.job.checkpoint
+        self.job = context.job
+        self.epoch = context.epoch
+        self._lease = lease
         self._metrics = metrics or default_metrics()
-        self._client = client or KvStoreClient(config.kvstore.url, config.kvstore.token.get_secret_value() or None)
-        self._listeners = list(listeners or [])
-        self._metrics.epoch.labels(self.job).set(epoch)
+        self._listeners = list(listeners)
+        self._metrics.epoch.labels(self.job).set(self.epoch)
 
     def __call__(self, outcome: RoundOutcome) -> None:
         try:
@@ -128,8 +112,9 @@ class RoundObserver:
 
     def _observe(self, outcome: RoundOutcome) -> None:
         m = self._metrics
-        lease_id = checkpoint_lease_id(self._checkpoint)
-        held = self._leased_by_table_id(lease_id)
+        lease_id = self._lease.lease_id
+        state = self._lease.state()
+        held = Tally(ref.table_id for ref in state.snapshots) if state is not None else Tally()
         m.rounds.labels(self.job).inc()
         m.round.labels(self.job).set(outcome.round_id)
         for table, commit in sorted(outcome.committed.items()):
@@ -156,12 +141,6 @@ class RoundObserver:
                 "job=%s round=%d table=%s status=failed epoch=%d lease=%s error=%s",
                 self.job, outcome.round_id, table, self.epoch, lease_id, error,
             )
-
-    def _leased_by_table_id(self, lease_id: str | None) -> dict[int, int]:
-        if lease_id is None:
-            return {}
-        lease = next((lease for lease in self._client.list_leases() if lease.lease_id == lease_id), None)
-        return dict(Tally(ref.table_id for ref in lease.snapshots)) if lease is not None else {}
 
 
 class ProgressListener(StreamingQueryListener):
@@ -219,14 +198,11 @@ def _round_of(offset: object) -> str:
 
 def attach(
     spark,
-    config: TieringConfig,
-    epoch: int,
+    context: TermContext,
+    lease: JobLease,
     *,
-    listeners: list[Callable[[RoundOutcome], None]] | None = None,
+    listeners: Sequence[Callable[[RoundOutcome], None]] = (),
 ) -> RoundObserver:
-    """Register the query listener on ``spark`` and return the per-round hook for the job.
-
-    Use: ``TieringJob(spark, config, epoch, on_round=observability.attach(spark, config, epoch))``.
-    """
-    spark.streams.addListener(ProgressListener(config.job.name))
-    return RoundObserver(config, epoch, listeners=listeners)
+    """Register the query listener on ``spark`` and return the per-round hook for the job."""
+    spark.streams.addListener(ProgressListener(context.job))
+    return RoundObserver(context, lease, listeners=listeners)

@@ -14,14 +14,14 @@ Failure modes it is built around (DESIGN §4):
 
 The source emits split descriptors (:mod:`tiering.enumerator.descriptor`), not table rows.
 The planning reader lives in one long-lived Python process per query run; executors get a
-pickled copy, so clients are created lazily and never pickled.
+pickled copy, so clients are created lazily and never pickled. Its only option is the term
+context the leader loop built (config, epoch, lease id): nothing is parsed or defaulted here.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
@@ -33,10 +33,13 @@ from pyspark.sql.streaming.datasource import (
     SupportsTriggerAvailableNow,
 )
 
-from tiering.conf.model import TablesConfig
+from tiering.context import TermContext
 from tiering.enumerator.descriptor import DESCRIPTOR_SCHEMA, to_descriptor
 from tiering.enumerator.planner import RoundPlan, RoundPlanner, TableInput
+from tiering.enumerator.positions import LakePosition
+from tiering.errors import ConfigError, FencedEpochError
 from tiering.kvstore.models import BucketLog
+from tiering.state.offset import TableOffset, TieringOffset
 
 log = logging.getLogger(__name__)
 
@@ -44,83 +47,17 @@ log = logging.getLogger(__name__)
 #: (its writes keep failing) before it gives up on that table, so the run can end.
 AVAILABLE_NOW_MAX_ATTEMPTS = 3
 
-
-def _bool(name: str, value: str) -> bool:
-    lowered = value.strip().lower()
-    if lowered in ("true", "1", "yes"):
-        return True
-    if lowered in ("false", "0", "no"):
-        return False
-    raise ValueError(f"kv-tiering option {name!r}: expected true or false, got {value!r}")
+#: The source's one option: the term context as JSON (:meth:`TermContext.to_option`). It
+#: carries the store token, so its key matches Spark's default ``spark.redaction.regex``:
+#: plans and query errors print its value as ``*********(redacted)``.
+CONTEXT_OPTION = "term_context_secret"
 
 
-def _int(name: str, value: str, minimum: int) -> int:
-    try:
-        number = int(value)
-    except ValueError:
-        raise ValueError(f"kv-tiering option {name!r}: expected an integer, got {value!r}") from None
-    if number < minimum:
-        raise ValueError(f"kv-tiering option {name!r}: expected an integer >= {minimum}, got {number}")
-    return number
-
-
-def _patterns(name: str, value: str) -> list[str]:
-    try:
-        parsed = json.loads(value)
-    except ValueError:
-        parsed = None
-    if not isinstance(parsed, list) or not all(isinstance(p, str) for p in parsed):
-        raise ValueError(f"kv-tiering option {name!r}: expected a JSON list of glob patterns, got {value!r}")
-    return parsed
-
-
-@dataclass(frozen=True)
-class SourceOptions:
-    """The source's options, validated once on the driver (a typo fails the query at start)."""
-
-    store_url: str
-    job: str
-    checkpoint: str
-    lake_root: str
-    epoch: int
-    lease_duration_ms: int
-    tables: TablesConfig
-    store_token: str | None = None
-    max_splits: int = 0
-    max_bytes: int = 0
-    fail_on_data_loss: bool = False
-
-    REQUIRED = ("kvstore.url", "job", "checkpoint", "lake.root", "epoch")
-    OPTIONAL = (
-        "kvstore.token", "lease.duration_ms", "tables.include", "tables.exclude",
-        "max_splits_per_trigger", "max_bytes_per_trigger", "fail_on_data_loss",
-    )
-
-    @classmethod
-    def parse(cls, options: Mapping[str, str]) -> SourceOptions:
-        opts = {k.lower(): v for k, v in options.items() if k.lower() != "path"}
-        unknown = sorted(set(opts) - set(cls.REQUIRED) - set(cls.OPTIONAL))
-        if unknown:
-            raise ValueError(f"kv-tiering: unknown options {unknown}; expected some of {cls.REQUIRED + cls.OPTIONAL}")
-        missing = [k for k in cls.REQUIRED if not opts.get(k)]
-        if missing:
-            raise ValueError(f"kv-tiering: required options missing: {missing}")
-        return cls(
-            store_url=opts["kvstore.url"],
-            store_token=opts.get("kvstore.token") or None,
-            job=opts["job"],
-            checkpoint=opts["checkpoint"],
-            lake_root=opts["lake.root"],
-            epoch=_int("epoch", opts["epoch"], 0),
-            lease_duration_ms=_int("lease.duration_ms", opts.get("lease.duration_ms", "600000"), 1),
-            tables=TablesConfig(
-                include=_patterns("tables.include", opts.get("tables.include", '["*"]')),
-                exclude=_patterns("tables.exclude", opts.get("tables.exclude", "[]")),
-            ),
-            max_splits=_int("max_splits_per_trigger", opts.get("max_splits_per_trigger", "0"), 0),
-            max_bytes=_int("max_bytes_per_trigger", opts.get("max_bytes_per_trigger", "0"), 0),
-            fail_on_data_loss=_bool("fail_on_data_loss", opts.get("fail_on_data_loss", "false")),
-        )
+def checkpoint(previous: TieringOffset, plan: RoundPlan, *, lease_id: str, epoch: int) -> TieringOffset:
+    """The offset Spark checkpoints for ``plan``: the round's splits and every table's positions
+    after it (tables the round leaves alone keep theirs)."""
+    tables = {t.table: TableOffset(t.table_id, dict(t.positions)) for t in plan.tables}
+    return previous.next_round(plan.round, plan.splits, tables, lease_id=lease_id, epoch=epoch)
 
 
 @dataclass(frozen=True)
@@ -133,12 +70,9 @@ class RoundPartition(InputPartition):
 class KvTieringDataSource(DataSource):
     """Streaming source ``kv-tiering``: plans tiering rounds over the tables of a KV store.
 
-    Options (strings): ``kvstore.url`` and ``kvstore.token``; ``job`` (name); ``checkpoint``
-    (the query's checkpoint location: the lease id is kept in ``<checkpoint>/tiering/``);
-    ``lake.root``; ``epoch`` (this leader term's epoch, carried by every lease call);
-    ``lease.duration_ms``; ``tables.include`` / ``tables.exclude`` (JSON lists of globs);
-    ``max_splits_per_trigger`` / ``max_bytes_per_trigger`` (0 = no limit);
-    ``fail_on_data_loss``. Each row is one split (see :mod:`tiering.enumerator.descriptor`).
+    One option, :data:`CONTEXT_OPTION`: the term context (``TermContext.to_option()``) — the
+    validated config, this term's epoch (carried by every lease call) and the job's lease id.
+    Each row is one split (see :mod:`tiering.enumerator.descriptor`).
     """
 
     @classmethod
@@ -149,61 +83,55 @@ class KvTieringDataSource(DataSource):
         return DESCRIPTOR_SCHEMA
 
     def streamReader(self, schema) -> KvTieringStreamReader:
-        return KvTieringStreamReader(SourceOptions.parse(self.options))
+        options = {k.lower(): v for k, v in self.options.items() if k.lower() != "path"}
+        unknown = sorted(set(options) - {CONTEXT_OPTION})
+        if unknown or CONTEXT_OPTION not in options:
+            raise ConfigError([f"kv-tiering source: expected exactly the option {CONTEXT_OPTION!r} "
+                               f"(TermContext.to_option()), got {sorted(options)}"])
+        return KvTieringStreamReader(TermContext.from_option(options[CONTEXT_OPTION]))
 
 
 class KvTieringStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
-    def __init__(self, options: SourceOptions) -> None:
-        self.options = options
+    def __init__(self, context: TermContext) -> None:
+        self.context = context
         self._client = None
         self._lease = None
-        self._lease_id: str | None = None
         self._targets: dict[str, dict[int, int]] | None = None
         self._stalled: dict[str, tuple[tuple, int]] = {}
 
     def __getstate__(self) -> dict:
-        # Executors only need the options; clients and planning state stay on the driver.
-        return {"options": self.options}
+        # Executors only need the context; clients and planning state stay on the driver.
+        return {"context": self.context}
 
     def __setstate__(self, state: dict) -> None:
-        self.__init__(state["options"])
+        self.__init__(state["context"])
 
     # -- planning side (one long-lived process per query run) --------------------------------
 
     @property
     def client(self):
         if self._client is None:
-            from tiering.kvstore.client import KvStoreClient
-
-            self._client = KvStoreClient(self.options.store_url, self.options.store_token)
+            self._client = self.context.store_client()
         return self._client
 
     @property
-    def lease_id(self) -> str:
-        if self._lease_id is None:
-            from tiering.state.lease_file import load_or_create_lease_id
-
-            self._lease_id = load_or_create_lease_id(self.options.checkpoint, self.options.job)
-        return self._lease_id
-
-    @property
     def lease(self):
+        """The term's lease as seen from this process. The driver has its own handle of the same
+        lease (renewer, releases, drop): this one must exist because Spark runs the planning
+        reader in a Python process of its own, which shares no object with the driver."""
         if self._lease is None:
-            from tiering.lease.job_lease import JobLease
-
-            self._lease = JobLease(self.client, self.lease_id, self.options.epoch, self.options.lease_duration_ms)
+            self._lease = self.context.job_lease(self.client)
         return self._lease
 
     def initialOffset(self) -> dict:
-        from tiering.state.offset import TieringOffset
-
-        return TieringOffset.initial(self.lease_id, 0).to_dict()
+        return TieringOffset.initial(self.context.lease_id, self.context.epoch).to_dict()
 
     def getDefaultReadLimit(self) -> ReadLimit:
-        if self.options.max_splits:
-            return ReadMaxFiles(self.options.max_splits)
-        if self.options.max_bytes:
-            return ReadMaxBytes(self.options.max_bytes)
+        limits = self.context.config.limits
+        if limits.max_splits_per_trigger:
+            return ReadMaxFiles(limits.max_splits_per_trigger)
+        if limits.max_bytes_per_trigger:
+            return ReadMaxBytes(limits.max_bytes_per_trigger)
         return ReadAllAvailable()
 
     def prepareForTriggerAvailableNow(self) -> None:
@@ -215,9 +143,8 @@ class KvTieringStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         log.info("availableNow: tiering %d tables up to their current log ends", len(self._targets))
 
     def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
-        from tiering.state.offset import TieringOffset
-
         previous = TieringOffset.from_dict(start)
+        self._check_term(previous)
         plan = self._plan(previous.round + 1, limit, {s.table for s in previous.splits})
         if plan.splits:
             unavailable = self.lease.acquire(plan.snapshot_refs())
@@ -228,25 +155,33 @@ class KvTieringStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
             return start
         for skipped in plan.skipped:
             log.info("round=%d table=%s bucket=%d skipped: %s", plan.round, skipped.table, skipped.bucket, skipped.reason)
-        offset = TieringOffset.after_round(plan, lease_id=self.lease_id, epoch=self.options.epoch)
-        merged = dict(previous.tables)
-        merged.update(offset.tables)
-        return TieringOffset(
-            lease_id=offset.lease_id, epoch=offset.epoch, round=offset.round, tables=merged, splits=offset.splits
-        ).to_dict()
+        return checkpoint(previous, plan, lease_id=self.context.lease_id, epoch=self.context.epoch).to_dict()
+
+    def _check_term(self, previous: TieringOffset) -> None:
+        """The checkpoint's last offset says which term planned it and under which lease: a newer
+        epoch there means this process plans for a term that is over; another lease id means the
+        checkpoint's lease file was replaced, and that lease's holds lapse on their own."""
+        if previous.epoch > self.context.epoch:
+            raise FencedEpochError(
+                f"job {self.context.job!r}: the checkpoint's last round was planned by epoch {previous.epoch}, "
+                f"this term is epoch {self.context.epoch}; a newer leader exists",
+                epoch=self.context.epoch,
+            )
+        if previous.lease_id not in (None, self.context.lease_id):
+            log.warning("job=%s: the checkpoint's offsets name lease %s, this term uses %s; the old lease "
+                        "lapses after lease.duration_s", self.context.job, previous.lease_id, self.context.lease_id)
 
     def _tables(self):
-        return [t for t in self.client.list_tables() if self.options.tables.selects(t.name)]
+        return [t for t in self.client.list_tables() if self.context.config.tables.selects(t.name)]
 
     def _plan(self, round_id: int, limit: ReadLimit, planned_before: set[str]) -> RoundPlan:
-        from tiering.lake.positions import read_position
-
+        lake = self.context.lake
         inputs = []
         for info in self._tables():
             if self._targets is not None and info.name not in self._targets:
                 continue
-            lake = read_position(self.options.lake_root, info.name)
-            position = getattr(lake, "position", lake)
+            loaded = lake.load(info.name)
+            position = loaded.position() if loaded is not None else None
             if self._gave_up(info.name, position, info.name in planned_before):
                 continue
             logs = self.client.log_info(info.name)
@@ -261,10 +196,11 @@ class KvTieringStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
                 )
             )
         unlimited = isinstance(limit, ReadAllAvailable)
+        limits = self.context.config.limits
         planner = RoundPlanner(
-            max_splits=0 if unlimited else self.options.max_splits,
-            max_bytes=0 if unlimited else self.options.max_bytes,
-            fail_on_data_loss=self.options.fail_on_data_loss,
+            max_splits=0 if unlimited else limits.max_splits_per_trigger,
+            max_bytes=0 if unlimited else limits.max_bytes_per_trigger,
+            fail_on_data_loss=limits.fail_on_data_loss,
         )
         return planner.plan(round_id, inputs)
 
@@ -277,7 +213,7 @@ class KvTieringStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
             for b in logs
         ]
 
-    def _gave_up(self, table: str, position, planned_before: bool) -> bool:
+    def _gave_up(self, table: str, position: LakePosition | None, planned_before: bool) -> bool:
         """In an availableNow run, stop re-planning a table whose lake position never moves."""
         if self._targets is None:
             return False
@@ -296,8 +232,6 @@ class KvTieringStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         return False
 
     def partitions(self, start: dict, end: dict) -> list[RoundPartition]:
-        from tiering.state.offset import TieringOffset
-
         offset = TieringOffset.from_dict(end)
         by_table: dict[str, list[tuple]] = {}
         for split in offset.splits:
@@ -305,7 +239,8 @@ class KvTieringStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         return [RoundPartition(tuple(rows)) for _, rows in sorted(by_table.items())]
 
     def commit(self, end: dict) -> None:
-        """Nothing to do: leases are released per table by the round committer."""
+        """Nothing to do: it runs one batch late and not for a run's last batch, so it cannot be
+        where leases are released (see :mod:`tiering.lease.release`)."""
 
     # -- executor side ------------------------------------------------------------------------
 

@@ -15,14 +15,22 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 
 from tiering.conf.model import TieringConfig
+from tiering.context import store_client
 from tiering.coord.leader import read_status
+from tiering.enumerator.positions import LakePosition
 from tiering.errors import LeaseNotFoundError, TieringError
 from tiering.kvstore.client import KvStoreClient
-from tiering.kvstore.models import Lease
-from tiering.lake.positions import read_commit_info
-from tiering.observability import checkpoint_lease_id
+from tiering.kvstore.models import Lease, TableInfo
+from tiering.lakestate.lake import Lake
+from tiering.state.lease_file import read_lease_id
 
-__all__ = ["TableStatus", "JobStatus", "job_status", "job_leases", "drop_lease", "client_for", "render_status", "render_leases"]
+__all__ = [
+    "TableStatus", "JobStatus", "job_status", "table_statuses", "held_snapshots", "job_leases", "drop_lease",
+    "render_status", "render_leases",
+]
+
+#: Store calls of ``status`` and ``leases`` give up sooner than the job's: an operator waits.
+STATUS_TIMEOUT_S = 10.0
 
 
 @dataclass(frozen=True)
@@ -58,23 +66,13 @@ class JobStatus:
         return asdict(self)
 
 
-def client_for(config: TieringConfig) -> KvStoreClient:
-    return KvStoreClient(config.kvstore.url, config.kvstore.token.get_secret_value() or None, timeout_s=10.0)
-
-
 def job_status(config: TieringConfig) -> JobStatus:
     """Leader and epoch from ZooKeeper, per selected table: store log end, lake offset, lag, leases."""
     zk = read_status(config.zookeeper.hosts, config.job.name)
-    client = client_for(config)
-    lease_id = checkpoint_lease_id(config.job.checkpoint)
-    held = Counter(
-        ref.table_id for lease in client.list_leases() if lease.lease_id == lease_id for ref in lease.snapshots
-    )
-    tables = [
-        _table_status(client, config.lake.root, info.name, info.table_id, held[info.table_id])
-        for info in sorted(client.list_tables(), key=lambda t: t.name)
-        if config.tables.selects(info.name)
-    ]
+    client = store_client(config.kvstore, timeout_s=STATUS_TIMEOUT_S)
+    lease_id = read_lease_id(config.job.checkpoint)
+    infos = [info for info in client.list_tables() if config.tables.selects(info.name)]
+    tables = table_statuses(client, Lake.of(config.lake), infos, held_snapshots(client, lease_id))
     return JobStatus(
         job=config.job.name,
         epoch=zk["epoch"],
@@ -86,20 +84,36 @@ def job_status(config: TieringConfig) -> JobStatus:
     )
 
 
-def _table_status(client: KvStoreClient, lake_root: str, table: str, table_id: int, leased: int) -> TableStatus:
-    logs = client.log_info(table).buckets
-    info = read_commit_info(lake_root, table)
-    current = info if info is not None and info.position.table_id == table_id else None
-    reached = current.position.buckets if current is not None else {}
+def held_snapshots(client: KvStoreClient, lease_id: str | None) -> Counter[int]:
+    """Snapshots the lease holds now, per ``table_id`` (none when there is no such lease)."""
+    if lease_id is None:
+        return Counter()
+    try:
+        lease = client.get_lease(lease_id)
+    except LeaseNotFoundError:
+        return Counter()
+    return Counter(ref.table_id for ref in lease.snapshots)
+
+
+def table_statuses(client: KvStoreClient, lake: Lake, infos: list[TableInfo], held: Counter[int]) -> list[TableStatus]:
+    """Each table's store log end against the lake's own commit metadata, by name."""
+    return [_table_status(client, lake, info, held[info.table_id]) for info in sorted(infos, key=lambda t: t.name)]
+
+
+def _table_status(client: KvStoreClient, lake: Lake, info: TableInfo, leased: int) -> TableStatus:
+    logs = client.log_info(info.name).buckets
+    loaded = lake.load(info.name)
+    position = loaded.position(info.table_id) if loaded is not None else None
+    commit = loaded.info if position is not None else None
     return TableStatus(
-        table=table,
-        table_id=table_id,
+        table=info.name,
+        table_id=info.table_id,
         buckets=len(logs),
         log_end=sum(b.log_end_offset for b in logs),
-        lake_offset=None if current is None else sum(reached.values()),
-        lag=sum(max(0, b.log_end_offset - reached.get(b.bucket, 0)) for b in logs),
-        lake_version=None if current is None else current.delta_version,
-        lake_epoch=None if current is None else current.epoch,
+        lake_offset=None if position is None else sum(position.buckets.values()),
+        lag=(position or LakePosition(info.table_id)).lag(logs),
+        lake_version=None if commit is None else commit.delta_version,
+        lake_epoch=None if commit is None else commit.epoch,
         leased_snapshots=leased,
     )
 
@@ -107,7 +121,7 @@ def _table_status(client: KvStoreClient, lake_root: str, table: str, table_id: i
 def job_leases(config: TieringConfig, *, every_job: bool = False) -> list[Lease]:
     """The store's leases of this job (ids start with ``<job>-``), or all of them."""
     prefix = f"{config.job.name}-"
-    leases = client_for(config).list_leases()
+    leases = store_client(config.kvstore, timeout_s=STATUS_TIMEOUT_S).list_leases()
     return sorted(
         (lease for lease in leases if every_job or lease.lease_id.startswith(prefix)), key=lambda lease: lease.lease_id
     )
@@ -119,7 +133,7 @@ def drop_lease(config: TieringConfig, lease_id: str | None = None, *, force: boo
     Refused while a driver leads the job, unless ``force``: that driver reads the snapshots the
     lease holds. Returns the lease as it was just before the drop.
     """
-    lease_id = lease_id or checkpoint_lease_id(config.job.checkpoint)
+    lease_id = lease_id or read_lease_id(config.job.checkpoint)
     if lease_id is None:
         raise TieringError(
             f"job {config.job.name!r}: no lease id in checkpoint {config.job.checkpoint!r}; name the lease to drop"
@@ -132,7 +146,7 @@ def drop_lease(config: TieringConfig, lease_id: str | None = None, *, force: boo
                 f"to drop lease {lease_id!r} under it",
                 lease_id=lease_id,
             )
-    client = client_for(config)
+    client = store_client(config.kvstore, timeout_s=STATUS_TIMEOUT_S)
     try:
         lease = client.get_lease(lease_id)
         client.drop_lease(lease_id, lease.epoch)
@@ -172,7 +186,7 @@ def render_leases(leases: list[Lease], config: TieringConfig, console=None) -> N
     from rich.table import Table
 
     console = console or Console()
-    mine = checkpoint_lease_id(config.job.checkpoint)
+    mine = read_lease_id(config.job.checkpoint)
     table = Table("lease", "epoch", "expires in", "snapshots (by table_id)")
     for lease in leases:
         held = Counter(ref.table_id for ref in lease.snapshots)

@@ -17,7 +17,8 @@ from deltalake.exceptions import TableNotFoundError
 from tests.integration.pipeline.harness import TableOracle, wait_until
 from tiering.kvstore.client import KvStoreClient
 from tiering.lake.committer import RoundOutcome
-from tiering.lake.positions import read_position
+from tiering.enumerator.positions import LakePosition
+from tiering.lakestate.lake import Lake
 
 
 class Writers:
@@ -76,10 +77,8 @@ class Rounds:
 
 def caught_up(client: KvStoreClient, lake_root: str, tables: list[TableOracle]) -> bool:
     for t in tables:
-        ends = {b.bucket: b.log_end_offset for b in client.log_info(t.name).buckets}
-        position = read_position(lake_root, t.name)
-        have = dict(position.buckets) if position is not None else {}
-        if any(have.get(b, 0) < end for b, end in ends.items() if end > 0):
+        position = Lake.at(str(lake_root)).position(t.name, t.info.table_id)
+        if (position or LakePosition(t.info.table_id)).lag(client.log_info(t.name).buckets) > 0:
             return False
     return True
 

@@ -26,6 +26,7 @@ from tests.chaos.harness import Driver, assert_lakes_equal, assert_leases_lapse,
 from tests.integration.pipeline.harness import TableOracle, make_config
 from tiering.errors import TieringError
 from tiering.job import TieringJob
+from tiering.context import TermContext
 from tiering.state.lease_file import load_or_create_lease_id
 
 pytestmark = [pytest.mark.chaos, pytest.mark.integration]
@@ -54,10 +55,10 @@ def _lose(ckpt, log: str, batch: int) -> None:
 
 
 def _tier_twice(spark, config, tables) -> None:
-    assert TieringJob(spark, config, 1).run().ok
+    assert TieringJob(spark, TermContext.begin(config, 1)).run().ok
     for t in tables:
         t.churn(40, key_space=300)
-    assert TieringJob(spark, config, 1).run().ok
+    assert TieringJob(spark, TermContext.begin(config, 1)).run().ok
     for t in tables:
         t.churn(40, key_space=300)
 
@@ -71,7 +72,7 @@ def test_checkpoint_missing_its_last_batch_files(spark, kv_store, tables, tmp_pa
     for log in lost:
         _lose(ckpt, log, last)
 
-    result = TieringJob(spark, config, 2).run()
+    result = TieringJob(spark, TermContext.begin(config, 2)).run()
 
     assert result.ok, result.failed_tables
     assert_lakes_equal(tmp_path / "lake", tables)
@@ -91,12 +92,12 @@ def test_checkpoint_missing_an_offsets_file_its_commit_outlived_fails_cleanly(sp
     before = {t.name: DeltaTable(str(tmp_path / "lake" / t.name)).version() for t in tables}
 
     with pytest.raises(TieringError, match="CONCURRENT_STREAM_LOG_UPDATE|concurrently"):
-        TieringJob(spark, config, 2).run()
+        TieringJob(spark, TermContext.begin(config, 2)).run()
     assert {t.name: DeltaTable(str(tmp_path / "lake" / t.name)).version() for t in tables} == before
     assert_leases_lapse(kv_store.client())
 
     _lose(ckpt, "commits", last)
-    assert TieringJob(spark, config, 3).run().ok
+    assert TieringJob(spark, TermContext.begin(config, 3)).run().ok
     assert_lakes_equal(tmp_path / "lake", tables)
     assert_no_orphans(tmp_path / "lake", tables)
 
@@ -109,12 +110,12 @@ def test_a_failed_query_surfaces_as_a_tiering_error(spark, kv_store, tables, tmp
     kv_store.client().acquire_lease(lease_id, epoch=5, duration_ms=60_000, snapshots=[])
 
     with pytest.raises(TieringError, match="FENCED_EPOCH|FencedEpochError"):
-        TieringJob(spark, config, 1).run()
+        TieringJob(spark, TermContext.begin(config, 1)).run()
 
 
 def test_checkpoint_moved_to_a_new_path_keeps_its_lease_id(spark, kv_store, tables, tmp_path):
     config = make_config(tmp_path, kv_store.url, "127.0.0.1:1")
-    assert TieringJob(spark, config, 1).run().ok
+    assert TieringJob(spark, TermContext.begin(config, 1)).run().ok
     lease_id = load_or_create_lease_id(config.job.checkpoint, config.job.name)
     moved = tmp_path / "elsewhere" / "ckpt"
     moved.parent.mkdir()
@@ -125,7 +126,7 @@ def test_checkpoint_moved_to_a_new_path_keeps_its_lease_id(spark, kv_store, tabl
     client = kv_store.client()
     config = make_config(tmp_path, kv_store.url, "127.0.0.1:1", **{"job.checkpoint": str(moved)})
 
-    result = TieringJob(spark, config, 2, on_round=lambda o: seen.append([l.lease_id for l in client.list_leases()])).run()
+    result = TieringJob(spark, TermContext.begin(config, 2), on_round=lambda o: seen.append([l.lease_id for l in client.list_leases()])).run()
 
     assert result.ok, result.failed_tables
     assert load_or_create_lease_id(str(moved), config.job.name) == lease_id
@@ -136,7 +137,7 @@ def test_checkpoint_moved_to_a_new_path_keeps_its_lease_id(spark, kv_store, tabl
 
 def test_an_empty_checkpoint_continues_from_the_lake_under_a_new_lease(spark, kv_store, tables, tmp_path):
     config = make_config(tmp_path, kv_store.url, "127.0.0.1:1")
-    assert TieringJob(spark, config, 1).run().ok
+    assert TieringJob(spark, TermContext.begin(config, 1)).run().ok
     old_lease = load_or_create_lease_id(config.job.checkpoint, config.job.name)
     versions = {t.name: DeltaTable(str(tmp_path / "lake" / t.name)).version() for t in tables}
     for t in tables:
@@ -144,7 +145,7 @@ def test_an_empty_checkpoint_continues_from_the_lake_under_a_new_lease(spark, kv
     fresh = tmp_path / "fresh-ckpt"
     config = make_config(tmp_path, kv_store.url, "127.0.0.1:1", **{"job.checkpoint": str(fresh)})
 
-    result = TieringJob(spark, config, 2).run()
+    result = TieringJob(spark, TermContext.begin(config, 2)).run()
 
     assert result.ok, result.failed_tables
     assert load_or_create_lease_id(str(fresh), config.job.name) != old_lease

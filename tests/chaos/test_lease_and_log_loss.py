@@ -22,7 +22,8 @@ from tests.chaos.harness import assert_lakes_equal, assert_leases_lapse, assert_
 from tests.chaos.running import Rounds, Writers, in_thread, wait_caught_up
 from tests.integration.pipeline.harness import TableOracle, lake_rows, make_config, wait_until
 from tiering.job import TieringJob
-from tiering.lake.positions import read_position
+from tiering.context import TermContext
+from tiering.lakestate.lake import Lake
 
 pytestmark = [pytest.mark.chaos, pytest.mark.integration]
 
@@ -44,7 +45,7 @@ def test_lease_expiring_mid_read_fails_the_table_cleanly_and_the_next_round_read
         tmp_path, store.url, "127.0.0.1:1",
         **{"trigger.available_now": False, "trigger.interval_s": 0.2, "lease.duration_s": 0.05, "lease.renew": False},
     )
-    job = TieringJob(spark, config, 1, on_round=rounds)
+    job = TieringJob(spark, TermContext.begin(config, 1), on_round=rounds)
     stop = threading.Event()
     runner, box = in_thread(lambda: job.run(stop=stop))
     writers = Writers(tables, batch=40, every_s=0.05).start()
@@ -77,7 +78,7 @@ def capped_store(store_factory):
 
 def _truncate_past_the_lake(client, orders: TableOracle, lake_root: str) -> dict[int, int]:
     """Write, snapshot, let the cap delete the segments the lake lacks; returns the lake offsets."""
-    position = read_position(lake_root, orders.name)
+    position = Lake.at(str(lake_root)).position(orders.name, orders.info.table_id)
     orders.churn(80, key_space=400)
     client.take_snapshots(orders.name)
     wait_until(
@@ -95,7 +96,7 @@ def test_log_truncated_past_the_lake_fails_with_data_loss_or_rebootstraps(spark,
     client.take_snapshots("orders")
     lake = tmp_path / "lake"
     config = make_config(tmp_path, capped_store.url, "127.0.0.1:1")
-    assert TieringJob(spark, config, 1).run().ok
+    assert TieringJob(spark, TermContext.begin(config, 1)).run().ok
     assert_lake_equals_before = lake_rows(lake, "orders")
     version = DeltaTable(str(lake / "orders")).version()
     offsets = _truncate_past_the_lake(client, orders, str(lake))
@@ -113,7 +114,7 @@ def test_log_truncated_past_the_lake_fails_with_data_loss_or_rebootstraps(spark,
     assert lake_rows(lake, "orders") == assert_lake_equals_before
     assert_leases_lapse(client)
 
-    assert TieringJob(spark, config, 2).run().ok, "without fail_on_data_loss the buckets are bootstrapped again"
+    assert TieringJob(spark, TermContext.begin(config, 2)).run().ok, "without fail_on_data_loss the buckets are bootstrapped again"
     assert_lakes_equal(lake, [orders])
     assert client.list_leases() == []
     assert_no_orphans(lake, [orders])

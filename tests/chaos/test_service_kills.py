@@ -23,6 +23,7 @@ from tests.chaos.running import Rounds, Writers, in_thread, wait_caught_up, wait
 from tests.integration.pipeline.harness import TableOracle, make_config
 from tiering.errors import LeadershipLostError
 from tiering.job import TieringJob, run_as_leader
+from tiering.context import TermContext
 
 pytestmark = [pytest.mark.chaos, pytest.mark.integration]
 
@@ -51,7 +52,7 @@ def test_store_sigkilled_mid_round_and_restarted(spark, store_factory, tmp_path)
     client = store.client()
     tables = _tables(client)
     rounds = Rounds()
-    job = TieringJob(spark, _continuous(tmp_path, store, "127.0.0.1:1"), 1, on_round=rounds)
+    job = TieringJob(spark, TermContext.begin(_continuous(tmp_path, store, "127.0.0.1:1"), 1), on_round=rounds)
     stop = threading.Event()
     runner, box = in_thread(lambda: job.run(stop=stop))
     writers = Writers(tables).start()

@@ -1,4 +1,5 @@
-"""The Spark source's pure parts: option validation, partitions from offsets, availableNow caps."""
+"""The Spark source's pure parts: the term context option, partitions from offsets, availableNow caps,
+the epoch fence on the checkpoint's offsets."""
 
 from __future__ import annotations
 
@@ -7,41 +8,53 @@ import pickle
 
 import pytest
 
+from tiering.conf.loader import load_config
+from tiering.context import TermContext
 from tiering.enumerator.positions import BucketPosition
 from tiering.enumerator.splits import LogSplit, SnapshotSplit
+from tiering.errors import ConfigError, FencedEpochError
 from tiering.kvstore.models import BucketLog
-from tiering.source import KvTieringStreamReader, SourceOptions
+from tiering.source import CONTEXT_OPTION, KvTieringDataSource, KvTieringStreamReader
 from tiering.state.offset import TableOffset, TieringOffset
 
 pytestmark = pytest.mark.unit
 
-BASE = {"kvstore.url": "http://127.0.0.1:1", "job": "j", "checkpoint": "/tmp/c", "lake.root": "/tmp/l", "epoch": "3"}
+CONFIG = load_config(None, {}, {
+    "job.name": "j", "job.checkpoint": "/tmp/c", "kvstore.url": "http://127.0.0.1:1", "kvstore.token": "s3cret",
+    "zookeeper.hosts": "127.0.0.1:1", "lake.root": "/tmp/l", "limits.max_splits_per_trigger": 7,
+})
+CONTEXT = TermContext(config=CONFIG, epoch=3, lease_id="j-lease")
 
 
-def test_options_parse_with_defaults():
-    o = SourceOptions.parse(BASE)
-    assert (o.epoch, o.max_splits, o.max_bytes, o.fail_on_data_loss) == (3, 0, 0, False)
-    assert o.tables.selects("orders")
+def reader() -> KvTieringStreamReader:
+    return KvTieringDataSource({CONTEXT_OPTION: CONTEXT.to_option()}).streamReader(None)
+
+
+def test_the_one_option_rebuilds_the_term_context_secrets_included():
+    r = reader()
+    assert r.context == CONTEXT
+    assert r.context.config.kvstore.token.get_secret_value() == "s3cret"
+    assert r.getDefaultReadLimit().max_files == 7
+    assert r.initialOffset() == {"v": 1, "lease_id": "j-lease", "epoch": 3, "round": 0, "tables": {}, "splits": []}
 
 
 @pytest.mark.parametrize(
-    ("key", "value", "message"),
+    ("options", "message"),
     [
-        ("epoch", "-1", "option 'epoch': expected an integer >= 0, got -1"),
-        ("max_splits_per_trigger", "many", "option 'max_splits_per_trigger': expected an integer"),
-        ("fail_on_data_loss", "perhaps", "option 'fail_on_data_loss': expected true or false"),
-        ("tables.include", "orders", "option 'tables.include': expected a JSON list of glob patterns"),
-        ("max_split_per_trigger", "1", "unknown options ['max_split_per_trigger']"),
+        ({}, "expected exactly the option 'term_context_secret'"),
+        ({CONTEXT_OPTION: CONTEXT.to_option(), "epoch": "3"}, r"got \['epoch', 'term_context_secret'\]"),
+        ({CONTEXT_OPTION: '{"epoch": 3}'}, "not a term context"),
     ],
 )
-def test_bad_options_name_the_option(key, value, message):
-    with pytest.raises(ValueError, match=message.replace("[", r"\[").replace("]", r"\]")):
-        SourceOptions.parse({**BASE, key: value})
+def test_anything_but_the_context_option_is_refused(options, message):
+    with pytest.raises(ConfigError, match=message):
+        KvTieringDataSource(options).streamReader(None)
 
 
-def test_missing_required_options_are_listed():
-    with pytest.raises(ValueError, match=r"required options missing: \['kvstore.url', 'epoch'\]"):
-        SourceOptions.parse({k: v for k, v in BASE.items() if k not in ("kvstore.url", "epoch")})
+def test_an_offset_planned_by_a_newer_epoch_fences_this_planner():
+    newer = TieringOffset("j-lease", 4, 9).to_dict()
+    with pytest.raises(FencedEpochError, match="planned by epoch 4, this term is epoch 3"):
+        reader().latestOffset(newer, None)
 
 
 def test_partitions_depend_only_on_the_end_offset_one_per_table():
@@ -51,24 +64,24 @@ def test_partitions_depend_only_on_the_end_offset_one_per_table():
         LogSplit("a", 1, 1, 0, 7),
     )
     end = TieringOffset("lease-1", 3, 9, {"a": TableOffset(1, {1: BucketPosition(7, None)})}, splits).to_dict()
-    reader = KvTieringStreamReader(SourceOptions.parse(BASE))
-    parts = reader.partitions({"anything": 1}, json.loads(json.dumps(end)))
+    r = reader()
+    parts = r.partitions({"anything": 1}, json.loads(json.dumps(end)))
     assert [p.rows for p in parts] == [
         (("a", 1, 1, "log", None, 0, 7, 9),),
         (("b", 2, 0, "snapshot", 5, None, 10, 9), ("b", 2, 0, "log", None, 10, 20, 9)),
     ]
-    assert list(reader.read(parts[1])) == list(parts[1].rows)
+    assert list(r.read(parts[1])) == list(parts[1].rows)
 
 
 def test_the_reader_pickles_without_its_clients():
-    reader = KvTieringStreamReader(SourceOptions.parse(BASE))
-    reader._targets = {"a": {0: 1}}
-    copy = pickle.loads(pickle.dumps(reader))
-    assert copy.options == reader.options and copy._client is None and copy._targets is None
+    r = reader()
+    r._targets = {"a": {0: 1}}
+    copy = pickle.loads(pickle.dumps(r))
+    assert copy.context == r.context and copy._client is None and copy._targets is None
 
 
 def test_available_now_caps_log_ends_at_the_targets():
-    reader = KvTieringStreamReader(SourceOptions.parse(BASE))
-    reader._targets = {"a": {0: 50, 1: 5}}
+    r = reader()
+    r._targets = {"a": {0: 50, 1: 5}}
     logs = [BucketLog(bucket=0, log_start_offset=0, log_end_offset=80), BucketLog(bucket=1, log_start_offset=10, log_end_offset=30)]
-    assert [(b.log_start_offset, b.log_end_offset) for b in reader._capped("a", logs)] == [(0, 50), (10, 10)]
+    assert [(b.log_start_offset, b.log_end_offset) for b in r._capped("a", logs)] == [(0, 50), (10, 10)]

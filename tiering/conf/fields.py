@@ -8,14 +8,26 @@ from __future__ import annotations
 
 import types
 import typing
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import annotated_types
-from pydantic import Field, SecretStr
+from pydantic import Field, PlainSerializer, SecretStr, SerializationInfo
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
-__all__ = ["setting", "type_label", "base_type", "is_secret", "is_optional"]
+__all__ = ["setting", "type_label", "base_type", "is_secret", "is_optional", "Secret", "WITH_SECRETS"]
+
+#: Serialization context that writes secrets in clear: only for handing a config to another
+#: process of the same job (the Spark source's planning process), never for logs or output.
+WITH_SECRETS = {"secrets": True}
+
+
+def _dump_secret(value: SecretStr, info: SerializationInfo) -> str:
+    return value.get_secret_value() if (info.context or {}).get("secrets") else str(value)
+
+
+#: A secret config value: masked in JSON unless dumped with :data:`WITH_SECRETS`.
+Secret = Annotated[SecretStr, PlainSerializer(_dump_secret, when_used="json")]
 
 
 def setting(
@@ -53,6 +65,8 @@ def base_type(info: FieldInfo) -> Any:
     annotation = info.annotation
     if isinstance(annotation, types.UnionType) or typing.get_origin(annotation) is typing.Union:
         (annotation,) = [a for a in typing.get_args(annotation) if a is not type(None)]
+    if typing.get_origin(annotation) is Annotated:
+        annotation = typing.get_args(annotation)[0]
     return annotation
 
 

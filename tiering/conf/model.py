@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 
-from tiering.conf.fields import is_secret, setting
+from tiering.conf.fields import Secret, is_secret, setting
 
 __all__ = [
     "JobConfig",
@@ -54,11 +54,22 @@ class JobConfig(_Section):
         label="name matching [A-Za-z0-9._-]+",
     )
     checkpoint: str = setting(
-        "Streaming checkpoint location (local path or any URI Spark can write). Holds the source "
-        "offsets and the lease id; restarting from it resumes the job instead of bootstrapping again.",
-        label="non-empty path or URI",
+        "Streaming checkpoint location: a local path or `file:` URI of the driver (the lease-id "
+        "file is created there with an atomic no-clobber link). Holds the source offsets and the "
+        "lease id; restarting from it resumes the job instead of bootstrapping again.",
+        label="non-empty local path or file: URI",
         min_length=1,
     )
+
+    @field_validator("checkpoint")
+    @classmethod
+    def _local(cls, v: str) -> str:
+        parsed = urlsplit(v)
+        if parsed.scheme == "file" and parsed.netloc not in ("", "localhost"):
+            raise ValueError(f"file URI with remote host {parsed.netloc!r}")
+        if len(parsed.scheme) > 1 and parsed.scheme != "file":
+            raise ValueError(f"scheme {parsed.scheme!r} is not supported; use a local path or a file: URI")
+        return v
 
     @field_validator("name")
     @classmethod
@@ -74,7 +85,7 @@ class KvStoreConfig(_Section):
     """[kvstore] — the upstream store speaking the HTTP protocol of DESIGN §3."""
 
     url: str = setting("Base URL of the KV store, without the `/v1` prefix.", label="http(s) URL")
-    token: SecretStr = setting(
+    token: Secret = setting(
         "Bearer token sent to the store; empty means no authentication. Never logged.",
         SecretStr(""),
         secret=True,
@@ -108,7 +119,7 @@ class ZooKeeperConfig(_Section):
         label="non-empty string",
         min_length=1,
     )
-    auth_password: SecretStr | None = setting(
+    auth_password: Secret | None = setting(
         "Password for the digest ACL; set together with `auth_user`. Never logged.",
         None,
         secret=True,
@@ -138,9 +149,19 @@ class LakeConfig(_Section):
     """[lake] — where the Delta tables are written (DESIGN §6)."""
 
     root: str = setting(
-        "Root of the lake; table `t` is written to `<root>/t`. Local path or any URI the writer supports.",
-        label="non-empty path or URI",
+        "Root of the lake; table `t` is written to `<root>/t`: a local path, a `file://` URI or "
+        "`s3://bucket/prefix` (any S3-compatible store that honours conditional puts).",
+        label="local path, file:// or s3:// URI",
         min_length=1,
+    )
+    storage: dict[str, Secret] = setting(
+        "Object store settings for an `s3://` root, passed to delta-rs (and the executors' "
+        "pyarrow) as storage options: `AWS_ENDPOINT_URL`, `AWS_REGION`, `AWS_ALLOW_HTTP`, "
+        "`AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`. The same `AWS_*` "
+        "environment variables are read too; a key set here wins. Values are never logged or shown.",
+        {},
+        label="table of storage options",
+        secret=True,
     )
     writer: Literal["delta-rs", "delta-spark"] = setting(
         "Delta writer: `delta-rs` (no JVM jars needed) or `delta-spark` (needs the Delta jars on "
@@ -154,6 +175,13 @@ class LakeConfig(_Section):
         DEFAULT_MERGE_MAX_CHANGES,
         ge=0,
     )
+
+
+    @field_validator("storage", mode="before")
+    @classmethod
+    def _storage_strings(cls, v: Any) -> Any:
+        """TOML booleans and numbers (``AWS_ALLOW_HTTP = true``) become the strings delta-rs reads."""
+        return flatten_spark(v) if isinstance(v, Mapping) else v
 
 
 class TablesConfig(_Section):
@@ -279,9 +307,16 @@ class TieringConfig(BaseModel):
         for section, model in SECTIONS.items():
             for key, info in model.model_fields.items():
                 if is_secret(info):
-                    secret = getattr(getattr(self, section), key)
-                    data[section][key] = None if secret is None else ("***" if secret.get_secret_value() else "")
+                    data[section][key] = _redact(getattr(getattr(self, section), key))
         return data
+
+
+def _redact(secret: SecretStr | Mapping[str, SecretStr] | None) -> Any:
+    if secret is None:
+        return None
+    if isinstance(secret, Mapping):
+        return {k: _redact(v) for k, v in secret.items()}
+    return "***" if secret.get_secret_value() else ""
 
 
 SECTIONS: dict[str, type[_Section]] = {

@@ -14,18 +14,17 @@ log in one directory so ``restart()`` finds the same znodes (the epoch survives 
 from __future__ import annotations
 
 import atexit
-import ctypes
 import logging
 import os
 import shutil
 import signal
 import socket
 import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
 
+from tiering.children import die_with_parent
 from tiering.errors import CoordinationError
 
 __all__ = ["EmbeddedZooKeeper", "run_foreground", "zookeeper_classpath", "find_java"]
@@ -58,7 +57,6 @@ appender.file.layout.pattern = %d{ISO8601} %-5p [%t] %c{1}: %m%n
 rootLogger.level = {level}
 rootLogger.appenderRef.out.ref = out
 """
-_PR_SET_PDEATHSIG = 1
 
 
 def find_java() -> str:
@@ -105,13 +103,6 @@ def _four_letter_word(port: int, word: bytes, timeout_s: float = 1.0) -> bytes:
         while chunk := s.recv(4096):
             chunks.append(chunk)
         return b"".join(chunks)
-
-
-def _die_with_parent() -> None:
-    # Runs in the child between fork and exec: the JVM gets SIGKILL when its parent dies, so a
-    # crashed test run leaves no server holding ports and memory.
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
 
 
 class EmbeddedZooKeeper:
@@ -273,7 +264,7 @@ class EmbeddedZooKeeper:
             stdout=self._log_file,
             stderr=subprocess.STDOUT,
             cwd=self.data_dir,
-            preexec_fn=_die_with_parent if sys.platform == "linux" else None,
+            preexec_fn=die_with_parent(),
         )
         log.info("embedded ZooKeeper pid %d starting at %s (data %s)", self._proc.pid, self.hosts, self.data_dir)
 

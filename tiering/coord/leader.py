@@ -41,14 +41,12 @@ class LeaderTerm:
         election: JobElection,
         fence: Epoch,
         *,
-        hosts: str,
         session_timeout_s: float,
         on_lost: Callable[[], None] | None = None,
         suspended_grace_s: float | None = None,
     ) -> None:
         self.zk = zk
         self.job = election.job
-        self.hosts = hosts
         self.fence = fence
         self._election = election
         self._on_lost = on_lost
@@ -177,7 +175,6 @@ def acquire_leadership(
             zk,
             election,
             fence,
-            hosts=hosts,
             session_timeout_s=session_timeout_s,
             on_lost=on_lost,
             suspended_grace_s=suspended_grace_s,
@@ -190,9 +187,9 @@ def acquire_leadership(
 
 
 def _cancel_when(cancel: threading.Event, waited: threading.Event, election: JobElection) -> None:
-    # Polls rather than waits on ``cancel``: callers may pass an event whose is_set() is derived.
-    while not waited.wait(0.2):
-        if cancel.is_set():
+    # Waits on ``cancel`` in slices so the thread also ends once the wait for leadership is over.
+    while not waited.is_set():
+        if cancel.wait(0.2):
             election.cancel()
             return
 

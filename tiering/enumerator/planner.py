@@ -310,7 +310,7 @@ class RoundPlanner:
         positions = {b: BucketPosition(p, None) for b, p in lake.items()}
         for w in admitted:
             positions[w.bucket] = w.position
-        recreated = table.lake is not None and table.lake.table_id != table.info.table_id
+        recreated = table.lake is not None and not table.lake.belongs_to(table.info.table_id)
         return TablePlan(
             table=table.info.name,
             table_id=table.info.table_id,
@@ -322,7 +322,7 @@ class RoundPlanner:
 
 def _same_incarnation(info: TableInfo, lake: LakePosition | None) -> Mapping[int, int]:
     """The lake's offsets if they belong to this table id; another id's offsets mean nothing."""
-    if lake is None or lake.table_id != info.table_id:
+    if lake is None or not lake.belongs_to(info.table_id):
         return {}
     return {b: p for b, p in lake.buckets.items() if b < info.num_buckets}
 

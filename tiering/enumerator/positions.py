@@ -8,9 +8,11 @@ instead of continuing the old id's offsets. The lake writer's commit metadata yi
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import NamedTuple
+
+from tiering.kvstore.models import BucketLog
 
 
 class BucketPosition(NamedTuple):
@@ -43,6 +45,15 @@ class LakePosition:
                 )
         # A private copy: the caller's dict must not change a frozen value behind its back.
         object.__setattr__(self, "buckets", dict(self.buckets))
+
+    def belongs_to(self, table_id: int) -> bool:
+        """Whether these offsets were reached for ``table_id`` (not an earlier incarnation)."""
+        return self.table_id == table_id
+
+    def lag(self, logs: Iterable[BucketLog]) -> int:
+        """Changelog records the store holds beyond this position, summed over ``logs``' buckets
+        (a bucket never tiered lags by its whole log)."""
+        return sum(max(0, b.log_end_offset - self.buckets.get(b.bucket, 0)) for b in logs)
 
     @classmethod
     def from_wire(cls, table_id: int, buckets: Mapping[str, int]) -> LakePosition:

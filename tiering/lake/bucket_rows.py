@@ -20,7 +20,7 @@ from pyspark.sql import functions as F
 
 from tiering.kvstore.changelog import DELETE
 from tiering.kvstore.models import TableInfo
-from tiering.lake.layout import BUCKET_COLUMN, OFFSET_COLUMN, OP_COLUMN, TIMESTAMP_COLUMN
+from tiering.lakestate.layout import BUCKET_COLUMN, OFFSET_COLUMN, OP_COLUMN, TIMESTAMP_COLUMN
 from tiering.lake.round_plan import BucketPlan
 
 __all__ = ["bucket_rows", "output_columns"]

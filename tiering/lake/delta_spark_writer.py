@@ -20,7 +20,7 @@ The data path is the delta-rs writer's (:mod:`tiering.lake.bucket_rows`): every 
 round touches is rewritten; here delta-spark's distributed write replaces exactly those
 buckets with ``replaceWhere`` on the ``__bucket`` partition column. The commit's positions
 travel in ``userMetadata`` (delta-spark's only free commit info field) as the JSON of
-:func:`tiering.lake.positions.commit_metadata`. Reading the lake stays Spark-free (delta-rs).
+:func:`tiering.lakestate.commits.commit_metadata`. Reading the lake stays Spark-free (delta-rs).
 """
 
 from __future__ import annotations
@@ -28,16 +28,16 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Sequence
-from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 
 from tiering.errors import ConfigError
 from tiering.kvstore.models import TableInfo
 from tiering.lake.bucket_rows import bucket_rows
-from tiering.lake.layout import BUCKET_COLUMN, lake_schema
+from tiering.lakestate.layout import BUCKET_COLUMN, lake_schema
 from tiering.lake.round_plan import BucketPlan
-from tiering.lake.round_protocol import PreparedRound, RoundWriter, TableCommit, ensure_landed, output_rows
+from tiering.lake.round_protocol import PreparedRound, RoundWriter, TableCommit, output_rows
+from tiering.lakestate.lake import Lake
 
 __all__ = ["DELTA_CLASS", "DeltaSparkRoundWriter", "check_delta_jars"]
 
@@ -72,9 +72,9 @@ def check_delta_jars(spark: SparkSession) -> None:
 class DeltaSparkRoundWriter(RoundWriter):
     """Writes rounds with Spark and commits them with delta-spark's own transaction."""
 
-    def __init__(self, spark: SparkSession, lake_root: str, job: str) -> None:
+    def __init__(self, spark: SparkSession, lake: Lake, job: str) -> None:
         check_delta_jars(spark)
-        super().__init__(spark, lake_root, job)
+        super().__init__(spark, lake, job)
 
     def _commit(self, prepared: PreparedRound) -> TableCommit:
         rows = self._rows(prepared.table, prepared.plans)
@@ -94,10 +94,10 @@ class DeltaSparkRoundWriter(RoundWriter):
             writer = writer.mode("overwrite").option("replaceWhere", f"`{BUCKET_COLUMN}` IN ({buckets})")
         error: Exception | None = None
         try:
-            self._save(writer, prepared.path)
+            writer.save(prepared.path)
         except Exception as e:
             error = e
-        ensure_landed(prepared, error)
+        self._ensure_landed(prepared, error)
         return self._landed(prepared, rows_out=lambda commit: output_rows(commit, "numOutputRows"))
 
     def _rows(self, table: TableInfo, plans: Sequence[BucketPlan]) -> DataFrame:
@@ -111,6 +111,3 @@ class DeltaSparkRoundWriter(RoundWriter):
             rows = self._spark.createDataFrame(lake_schema(table).empty_table())
         return rows.select(*columns)
 
-    def _save(self, writer: Any, path: str) -> None:
-        """The delta-spark write and commit (a seam: tests run a racing commit before it)."""
-        writer.save(path)

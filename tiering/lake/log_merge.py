@@ -23,7 +23,7 @@ from deltalake.transaction import CommitProperties
 
 from tiering.kvstore.changelog import DELETE, newest_per_key
 from tiering.kvstore.models import TableInfo
-from tiering.lake.layout import BUCKET_COLUMN, OFFSET_COLUMN, OP_COLUMN, TIMESTAMP_COLUMN, lake_schema
+from tiering.lakestate.layout import BUCKET_COLUMN, OFFSET_COLUMN, OP_COLUMN, TIMESTAMP_COLUMN, lake_schema
 from tiering.lake.round_plan import BucketPlan
 
 __all__ = ["latest_changes", "merge_changes"]

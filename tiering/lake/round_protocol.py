@@ -19,20 +19,19 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import pyarrow as pa
 from deltalake import DeltaTable, Schema
-from deltalake.exceptions import TableNotFoundError
 from pyspark.sql import SparkSession
 
 from tiering.enumerator.positions import LakePosition
 from tiering.enumerator.splits import Split
 from tiering.errors import FencedEpochError, LakeCommitError
 from tiering.kvstore.models import TableInfo
-from tiering.lake.layout import BUCKET_COLUMN, app_id, epoch_round, lake_schema, table_path, txn_version
-from tiering.lake.positions import LakeCommitInfo, commit_metadata, find_round_commit, info_from_table
 from tiering.lake.round_plan import BucketPlan, plan_buckets
+from tiering.lakestate.commits import LakeCommitInfo, commit_metadata, find_round_commit
+from tiering.lakestate.lake import Lake, LakeTable, open_table
+from tiering.lakestate.layout import BUCKET_COLUMN, app_id, epoch_round, lake_schema, txn_version
 
-__all__ = ["PreparedRound", "RoundWriter", "TableCommit", "ensure_landed", "output_rows"]
+__all__ = ["PreparedRound", "RoundWriter", "TableCommit", "output_rows"]
 
 log = logging.getLogger(__name__)
 
@@ -94,11 +93,10 @@ class PreparedRound:
 class RoundWriter:
     """The protocol; subclasses implement :meth:`_commit` (write the data, make one commit)."""
 
-    def __init__(self, spark: SparkSession, lake_root: str, job: str) -> None:
-        table_path(lake_root, "probe")  # refuse an unsupported root now, not mid-round
+    def __init__(self, spark: SparkSession, lake: Lake, job: str) -> None:
         app_id(job, "probe")
         self._spark = spark
-        self._lake_root = lake_root
+        self._lake = lake
         self._job = job
         # Delta's timestamp is Parquet INT64 micros; Spark's default (INT96) is not readable.
         spark.conf.set("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
@@ -108,6 +106,7 @@ class RoundWriter:
         table: TableInfo,
         splits: Sequence[Split],
         files: Mapping[Split, Sequence[str]],
+        current: LakeTable | None,
         *,
         epoch: int,
         round_id: int,
@@ -116,21 +115,22 @@ class RoundWriter:
     ) -> TableCommit:
         """Commit ``splits`` of ``table`` as round ``round_id`` of term ``epoch``, at most once.
 
-        ``files`` maps every split to its Parquet files. ``replace_table``: the table was
-        re-created upstream (new ``table_id``); every existing file and the schema are replaced.
+        ``files`` maps every split to its Parquet files; ``current`` is the Delta table as the
+        round found it (None: none yet), read once by the caller. ``replace_table``: the table
+        was re-created upstream (new ``table_id``); every existing file and the schema are replaced.
         """
-        path = table_path(self._lake_root, table.name)
+        path = self._lake.path(table.name)
         app, version = app_id(self._job, table.name), txn_version(epoch, round_id)
-        dt = load_table(path)
-        info = info_from_table(dt, table.name) if dt is not None else None
-        done = dt.transaction_version(app) if dt is not None else None
+        dt = current.dt if current is not None else None
+        info = current.info if current is not None else None
+        done = current.transaction_version(app) if current is not None else None
         if done is not None and done >= version:
             log.info("table=%s round %s already in the lake (at %s): skipped", table.name, (epoch, round_id), epoch_round(done))
             return _skipped(table, dt, info)
         if dt is not None and not replace_table:
             _check_compatible(dt, table, info)
         lake = info.position if info is not None and not replace_table else None
-        lake_files = _files_by_bucket(dt, path) if dt is not None and not replace_table else {}
+        lake_files = current.files_by_bucket() if current is not None and not replace_table else {}
         plans = tuple(p for p in plan_buckets(table, splits, files, lake, lake_files) if p.rewrites)
         if not plans:
             return _skipped(table, dt, info)
@@ -153,43 +153,37 @@ class RoundWriter:
     def _landed(self, prepared: PreparedRound, rows_out: Callable[[Mapping[str, Any] | None], int]) -> TableCommit:
         """The result of our landed commit, found in the history (writers do not return its
         version, and another commit may sit on top of it); ``rows_out`` reads its commit info."""
-        committed = load_table(prepared.path)
+        committed = open_table(prepared.path, self._lake.store.delta_options())
         ours = find_round_commit(committed, self._job, prepared.version)
         return prepared.result(
             delta_version=int(ours["version"]) if ours is not None else committed.version(),
             rows_out=rows_out(ours),
         )
 
-
-def ensure_landed(prepared: PreparedRound, error: Exception | None, cleanup: Callable[[], None] = lambda: None) -> None:
-    """Did our commit land? A commit may raise after its log entry was written, and delta-spark
-    skips a write silently when the app id's version is already at or above ours. If it did
-    not land, ``cleanup`` runs and the error says who won."""
-    after = load_table(prepared.path)
-    done = after.transaction_version(prepared.app) if after is not None else None
-    if done == prepared.version:
-        return
-    cleanup()
-    name, epoch = prepared.table.name, prepared.epoch
-    if done is not None and epoch_round(done)[0] > epoch:
-        raise FencedEpochError(
-            f"table {name!r}: a newer term committed {epoch_round(done)} while epoch {epoch} was committing",
-            code="FENCED_EPOCH",
-            table=name,
-            epoch=epoch,
-        ) from error
-    reason = f"Delta commit failed: {error}" if error is not None else (
-        f"Delta skipped the write: the lake's txn version for {prepared.app!r} is {done} "
-        f"({epoch_round(done) if done is not None else None}), the round's is {prepared.version}"
-    )
-    raise LakeCommitError(f"table {name!r}: {reason}", table=name, epoch=epoch) from error
-
-
-def load_table(path: str) -> DeltaTable | None:
-    try:
-        return DeltaTable(path)
-    except TableNotFoundError:
-        return None
+    def _ensure_landed(
+        self, prepared: PreparedRound, error: Exception | None, cleanup: Callable[[], None] = lambda: None
+    ) -> None:
+        """Did our commit land? A commit may raise after its log entry was written, and delta-spark
+        skips a write silently when the app id's version is already at or above ours. If it did
+        not land, ``cleanup`` runs and the error says who won."""
+        after = open_table(prepared.path, self._lake.store.delta_options())
+        done = after.transaction_version(prepared.app) if after is not None else None
+        if done == prepared.version:
+            return
+        cleanup()
+        name, epoch = prepared.table.name, prepared.epoch
+        if done is not None and epoch_round(done)[0] > epoch:
+            raise FencedEpochError(
+                f"table {name!r}: a newer term committed {epoch_round(done)} while epoch {epoch} was committing",
+                code="FENCED_EPOCH",
+                table=name,
+                epoch=epoch,
+            ) from error
+        reason = f"Delta commit failed: {error}" if error is not None else (
+            f"Delta skipped the write: the lake's txn version for {prepared.app!r} is {done} "
+            f"({epoch_round(done) if done is not None else None}), the round's is {prepared.version}"
+        )
+        raise LakeCommitError(f"table {name!r}: {reason}", table=name, epoch=epoch) from error
 
 
 def _skipped(table: TableInfo, dt: DeltaTable | None, info: LakeCommitInfo | None) -> TableCommit:
@@ -224,14 +218,6 @@ def _check_compatible(dt: DeltaTable, table: TableInfo, info: LakeCommitInfo | N
             + "; ".join(problems),
             table=table.name,
         )
-
-
-def _files_by_bucket(dt: DeltaTable, path: str) -> dict[int, list[str]]:
-    actions = pa.table(dt.get_add_actions(flatten=True))
-    out: dict[int, list[str]] = {}
-    for rel, bucket in zip(actions.column("path").to_pylist(), actions.column(f"partition.{BUCKET_COLUMN}").to_pylist()):
-        out.setdefault(int(bucket), []).append(rel if rel.startswith("/") or "://" in rel else f"{path}/{rel}")
-    return out
 
 
 def output_rows(commit: Mapping[str, Any] | None, metric: str) -> int:

@@ -37,10 +37,11 @@ from tiering.errors import LakeCommitError
 from tiering.kvstore.models import TableInfo
 from tiering.lake import staging
 from tiering.lake.bucket_rows import bucket_rows
-from tiering.lake.layout import BUCKET_COLUMN, lake_schema
+from tiering.lakestate.layout import BUCKET_COLUMN, lake_schema
 from tiering.lake.log_merge import latest_changes, merge_changes
 from tiering.lake.round_plan import BucketPlan
-from tiering.lake.round_protocol import PreparedRound, RoundWriter, TableCommit, ensure_landed, output_rows
+from tiering.lake.round_protocol import PreparedRound, RoundWriter, TableCommit, output_rows
+from tiering.lakestate.lake import Lake
 
 __all__ = ["TableCommit", "DeltaRsRoundWriter"]
 
@@ -53,9 +54,9 @@ class DeltaRsRoundWriter(RoundWriter):
     """Writes rounds with Spark or a driver-side MERGE (data) and delta-rs (the commit)."""
 
     def __init__(
-        self, spark: SparkSession, lake_root: str, job: str, *, merge_max_changes: int = DEFAULT_MERGE_MAX_CHANGES
+        self, spark: SparkSession, lake: Lake, job: str, *, merge_max_changes: int = DEFAULT_MERGE_MAX_CHANGES
     ) -> None:
-        super().__init__(spark, lake_root, job)
+        super().__init__(spark, lake, job)
         self._merge_max_changes = merge_max_changes
 
     def _commit(self, prepared: PreparedRound) -> TableCommit:
@@ -76,7 +77,7 @@ class DeltaRsRoundWriter(RoundWriter):
         try:
             metrics = merge_changes(prepared.dt, prepared.table, changes, _commit_properties(prepared))
         except Exception as e:
-            ensure_landed(prepared, e)
+            self._ensure_landed(prepared, e)
             return self._landed(prepared, rows_out=lambda commit: output_rows(commit, _MERGE_ROWS))
         # the MERGE moved prepared.dt to the version it committed: no reload, no history scan
         return prepared.result(delta_version=prepared.dt.version(), rows_out=int(metrics[_MERGE_ROWS]))
@@ -104,7 +105,7 @@ class DeltaRsRoundWriter(RoundWriter):
                     commit_properties=properties,
                 )
         except Exception as e:
-            ensure_landed(prepared, e, cleanup=lambda: staging.remove_files(path, adds))
+            self._ensure_landed(prepared, e, cleanup=lambda: staging.remove_files(path, adds))
         return self._landed(prepared, rows_out=lambda _: sum(_num_records(a.stats) for a in adds))
 
     def _write_rows(self, table: TableInfo, plans: Sequence[BucketPlan], stage: str) -> None:

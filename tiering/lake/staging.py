@@ -23,7 +23,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from deltalake.transaction import AddAction
 
-from tiering.lake.layout import BUCKET_COLUMN
+from tiering.lakestate.layout import BUCKET_COLUMN
 
 __all__ = ["STAGING_DIR", "STALE_STAGING_S", "new_staging_dir", "move_into_table", "remove_files", "clean_stale"]
 

@@ -47,9 +47,8 @@ class JobLease:
         return list(result.unavailable)
 
     def release_table(self, table_id: int, buckets: list[int]) -> None:
-        """Let the store collect the snapshots held for these buckets (the table's round is
-        committed, failed, or its readers failed over). An expired lease holds nothing, so
-        there is nothing left to release."""
+        """Let the store collect the snapshots held for these buckets (when, and why then:
+        :mod:`tiering.lease.release`). An expired lease holds nothing: nothing left to release."""
         if not buckets:
             return
         refs = [BucketRef(table_id=table_id, bucket=b) for b in buckets]
@@ -85,10 +84,11 @@ class LeaseRenewer:
     """Renews a :class:`JobLease` every ``duration / 3`` on a daemon thread until stopped.
 
     Two renewals may fail in a row before the lease lapses. A renewal that finds the lease
-    expired logs a warning and sets :attr:`lapsed`; the planner re-acquires (and clears
-    it) before it trusts any hold. A store outage first blocks one renewal inside the client's retry
-    policy (~30 s, ``STORE_RETRY``), then is logged and retried on the next tick; leases
-    much shorter than that can lapse during an outage (and :attr:`lapsed` says so).
+    expired logs a warning; nothing trusts a hold without re-acquiring it (the committer
+    re-acquires every snapshot right before reading it), so a lapse costs a re-acquire, not
+    data. A store outage first blocks one renewal inside the client's retry policy (~30 s,
+    ``STORE_RETRY``), then is logged and retried on the next tick; leases much shorter than
+    that can lapse during an outage.
     Anything else (a fenced epoch above all) ends the thread and is re-raised by
     :meth:`check` in the caller's thread: the renewer never swallows it.
     """
@@ -98,7 +98,6 @@ class LeaseRenewer:
         self.interval_s = interval_s if interval_s is not None else lease.duration_ms / 3000
         if self.interval_s <= 0:
             raise ValueError(f"lease {lease.lease_id}: renew interval must be > 0, got {self.interval_s}")
-        self.lapsed = threading.Event()
         self.renewals = 0
         self.failure: Exception | None = None
         self._stop = threading.Event()
@@ -144,4 +143,3 @@ class LeaseRenewer:
                     self.lease.lease_id,
                     self.lease.epoch,
                 )
-                self.lapsed.set()

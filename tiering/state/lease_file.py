@@ -7,7 +7,7 @@ and fsynced under a temporary name, then *linked* into place. ``os.link`` fails 
 target exists, so of two drivers racing on a fresh checkpoint exactly one id wins and both
 return it (``os.replace`` would let the loser overwrite the winner's id after the winner had
 started using it). A file that exists but does not parse is an error, never a reason to
-make a new id.
+make a new id: it is a :class:`CheckpointError` naming the file.
 """
 
 from __future__ import annotations
@@ -18,7 +18,9 @@ import uuid
 from pathlib import Path
 from urllib.parse import urlparse
 
-__all__ = ["lease_file_path", "load_or_create_lease_id"]
+from tiering.errors import CheckpointError
+
+__all__ = ["lease_file_path", "load_or_create_lease_id", "read_lease_id"]
 
 _DIR = "tiering"
 _FILE = "lease.json"
@@ -27,17 +29,24 @@ _FILE = "lease.json"
 def lease_file_path(checkpoint: str) -> Path:
     """``<checkpoint>/tiering/lease.json``; the checkpoint is a local path or a ``file:`` URI."""
     if not checkpoint:
-        raise ValueError("checkpoint location is empty")
+        raise CheckpointError("checkpoint location is empty")
     parsed = urlparse(checkpoint)
     if parsed.scheme == "file":
         if parsed.netloc not in ("", "localhost"):
-            raise ValueError(f"checkpoint {checkpoint!r}: file URI with remote host {parsed.netloc!r}")
+            raise CheckpointError(f"checkpoint {checkpoint!r}: file URI with remote host {parsed.netloc!r}")
         local = parsed.path
     elif parsed.scheme and len(parsed.scheme) > 1:  # one letter is a Windows drive, not a scheme
-        raise ValueError(f"checkpoint {checkpoint!r}: only local paths and file: URIs are supported")
+        raise CheckpointError(f"checkpoint {checkpoint!r}: only local paths and file: URIs are supported")
     else:
         local = checkpoint
     return Path(local) / _DIR / _FILE
+
+
+def read_lease_id(checkpoint: str) -> str | None:
+    """The lease id kept in ``checkpoint``, or None when there is none yet; never creates one
+    (for readers such as ``tiering status``)."""
+    path = lease_file_path(checkpoint)
+    return _read(path) if path.exists() else None
 
 
 def load_or_create_lease_id(checkpoint: str, job: str) -> str:
@@ -70,11 +79,11 @@ def _read(path: Path) -> str:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as e:
-        raise ValueError(f"lease file {path} is unreadable or not JSON ({e}); restore it or remove it "
-                         "knowingly (a new lease id leaves the old lease to expire)") from None
+        raise CheckpointError(f"lease file {path} is unreadable or not JSON ({e}); restore it or remove it "
+                              "knowingly (a new lease id leaves the old lease to expire)") from None
     lease_id = data.get("lease_id") if isinstance(data, dict) else None
     if not isinstance(lease_id, str) or not lease_id:
-        raise ValueError(f"lease file {path} has no 'lease_id' string: {data!r}")
+        raise CheckpointError(f"lease file {path} has no 'lease_id' string: {data!r}")
     return lease_id
 
 

@@ -25,7 +25,6 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from tiering.enumerator.planner import RoundPlan
 from tiering.enumerator.positions import BucketPosition
 from tiering.enumerator.splits import LogSplit, SnapshotSplit, Split, sort_key
 
@@ -58,11 +57,13 @@ class TieringOffset:
         """Round 0: nothing tiered yet, nothing planned."""
         return cls(lease_id=lease_id, epoch=epoch, round=0)
 
-    @classmethod
-    def after_round(cls, plan: RoundPlan, *, lease_id: str, epoch: int) -> TieringOffset:
-        """The offset that checkpoints ``plan``: its positions and its splits."""
-        tables = {t.table: TableOffset(t.table_id, dict(t.positions)) for t in plan.tables}
-        return cls(lease_id=lease_id, epoch=epoch, round=plan.round, tables=tables, splits=plan.splits)
+    def next_round(
+        self, round_id: int, splits: tuple[Split, ...], tables: Mapping[str, TableOffset], *, lease_id: str, epoch: int
+    ) -> TieringOffset:
+        """The offset that checkpoints a planned round: its splits, and this offset's tables
+        with the round's ``tables`` (positions after the round) on top."""
+        merged = {**self.tables, **tables}
+        return TieringOffset(lease_id=lease_id, epoch=epoch, round=round_id, tables=merged, splits=splits)
 
     def to_dict(self) -> dict:
         if self.lease_id is None:

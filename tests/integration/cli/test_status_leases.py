@@ -20,7 +20,7 @@ from tiering.cli import EXIT_FAILURE, EXIT_OK
 from tiering.coord.leader import acquire_leadership
 from tiering.job import run_as_leader
 from tiering.kvstore.models import SnapshotRef
-from tiering.observability import checkpoint_lease_id
+from tiering.state.lease_file import read_lease_id
 
 pytestmark = pytest.mark.integration
 
@@ -43,7 +43,7 @@ def test_status_and_leases_show_lag_leader_and_holdings(spark, kv_store, zk_serv
     tiered = {t: sum(b.log_end_offset for b in client.log_info(t).buckets) for t in ("orders", "users")}
     orders.upsert(range(100, 125))  # 25 changes the lake does not have
     snapshots = client.take_snapshots("users").buckets
-    lease_id = checkpoint_lease_id(config.job.checkpoint)
+    lease_id = read_lease_id(config.job.checkpoint)
     client.acquire_lease(lease_id, 1, 60_000, [
         SnapshotRef(table_id=users.info.table_id, bucket=s.bucket, snapshot_id=s.snapshot_id) for s in snapshots
     ])  # what a driver killed mid-round leaves behind
@@ -68,6 +68,7 @@ def test_status_and_leases_show_lag_leader_and_holdings(spark, kv_store, zk_serv
 
     table_view = tiering("status", "--conf", str(conf))
     assert table_view.returncode == EXIT_OK and "orders" in table_view.stdout and "leader none" in table_view.stdout
+    assert_status_runs_without_pyspark(conf)
 
     listing = tiering("leases", "list", "--conf", str(conf), "--json")
     assert listing.returncode == EXIT_OK, listing.stderr
@@ -90,6 +91,21 @@ def test_status_and_leases_show_lag_leader_and_holdings(spark, kv_store, zk_serv
     assert client.list_leases() == []
     again = tiering("leases", "drop", "--conf", str(conf))
     assert again.returncode == EXIT_FAILURE and "does not exist" in again.stderr
+
+
+def assert_status_runs_without_pyspark(conf) -> None:
+    """`tiering status` is for operators' machines and monitoring scripts: no JVM, no pyspark."""
+    probe = (
+        "import sys\n"
+        "from tiering.cli import main\n"
+        "try:\n    main(['status', '--help'])\nexcept SystemExit:\n    pass\n"
+        "print('after help:', 'pyspark' in sys.modules)\n"
+        f"code = main(['status', '--conf', {str(conf)!r}, '--json'])\n"
+        "print('after status:', code, 'pyspark' in sys.modules)\n"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TIERING_")}
+    out = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, timeout=120).stdout
+    assert "after help: False" in out and "after status: 0 False" in out, out[-2000:]
 
 
 def test_unreachable_zookeeper_exits_1_naming_the_host_and_writes_nothing(kv_store, tmp_path):

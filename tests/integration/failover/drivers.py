@@ -22,7 +22,7 @@ from deltalake import DeltaTable
 from deltalake.exceptions import TableNotFoundError
 
 from tests.integration.pipeline.harness import TableOracle, assert_lake_equals
-from tiering.lake.layout import METADATA_KEY
+from tiering.lakestate.layout import METADATA_KEY
 
 REPO = Path(__file__).resolve().parents[3]
 

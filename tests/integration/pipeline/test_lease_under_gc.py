@@ -16,6 +16,7 @@ import pytest
 
 from tests.integration.pipeline.harness import TableOracle, assert_lake_equals, make_config, wait_until
 from tiering.job import TieringJob
+from tiering.context import TermContext
 from tiering.lake.committer import RoundOutcome
 
 pytestmark = pytest.mark.integration
@@ -47,7 +48,7 @@ def tier_under_gc(spark, store, tmp_path, **lease) -> tuple[list[str], list[Tabl
 
     writer = threading.Thread(target=write, daemon=True)
     stop = threading.Event()
-    job = TieringJob(spark, config, 1, on_round=on_round)
+    job = TieringJob(spark, TermContext.begin(config, 1), on_round=on_round)
     runner = threading.Thread(target=job.run, kwargs={"stop": stop}, daemon=True)
     writer.start()
     runner.start()

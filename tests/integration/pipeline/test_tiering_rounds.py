@@ -10,13 +10,14 @@ from deltalake import DeltaTable, write_deltalake
 
 from tests.integration.pipeline.harness import TableOracle, assert_lake_equals, lake_rows, make_config, wait_until
 from tiering.job import TieringJob
+from tiering.context import TermContext
 from tiering.state.lease_file import load_or_create_lease_id
 
 pytestmark = pytest.mark.integration
 
 
 def run_available_now(spark, config, epoch: int = 1):
-    return TieringJob(spark, config, epoch).run()
+    return TieringJob(spark, TermContext.begin(config, epoch)).run()
 
 
 def test_three_tables_interleaved_with_snapshots_match_store_row_by_row(spark, kv_store, tmp_path):
@@ -76,12 +77,12 @@ def test_restarted_query_reuses_the_lease_id_from_its_checkpoint(spark, kv_store
     lease_id = load_or_create_lease_id(config.job.checkpoint, config.job.name)
 
     seen_leases: list[list[str]] = []
-    job = TieringJob(spark, config, 1, on_round=lambda o: seen_leases.append([l.lease_id for l in client.list_leases()]))
+    job = TieringJob(spark, TermContext.begin(config, 1), on_round=lambda o: seen_leases.append([l.lease_id for l in client.list_leases()]))
     job.run()
     orders.upsert(range(50, 80))
     client.take_snapshots("orders")
     orders.upsert(range(80, 90))
-    job2 = TieringJob(spark, config, 2, on_round=lambda o: seen_leases.append([l.lease_id for l in client.list_leases()]))
+    job2 = TieringJob(spark, TermContext.begin(config, 2), on_round=lambda o: seen_leases.append([l.lease_id for l in client.list_leases()]))
     assert job2.lease.lease_id == lease_id
     job2.run()
 
@@ -97,7 +98,7 @@ def test_continuous_run_picks_up_new_writes_until_lag_is_zero(spark, kv_store, t
     client.take_snapshots("orders")
     config = make_config(tmp_path, kv_store.url, "127.0.0.1:1", **{"trigger.available_now": False})
     stop = threading.Event()
-    job = TieringJob(spark, config, 1)
+    job = TieringJob(spark, TermContext.begin(config, 1))
     runner = threading.Thread(target=job.run, kwargs={"stop": stop}, daemon=True)
     runner.start()
     try:

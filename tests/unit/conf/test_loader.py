@@ -66,11 +66,11 @@ def test_precedence_file_then_env_then_overrides(tmp_path: Path) -> None:
 def test_env_only_without_a_file() -> None:
     env = {
         "TIERING_JOB_NAME": "j1",
-        "TIERING_JOB_CHECKPOINT": "s3a://b/ckpt",
+        "TIERING_JOB_CHECKPOINT": "file:///data/ckpt",
         "TIERING_KVSTORE_URL": "http://store:8420",
         "TIERING_KVSTORE_TOKEN": "tok",
         "TIERING_ZOOKEEPER_HOSTS": "zk1:2181,zk2:2181",
-        "TIERING_LAKE_ROOT": "s3a://b/lake",
+        "TIERING_LAKE_ROOT": "/data/lake",
         "TIERING_TABLES_INCLUDE": "orders, users,",
         "TIERING_TABLES_EXCLUDE": "",
         "TIERING_LIMITS_MAX_BYTES_PER_TRIGGER": "1048576",

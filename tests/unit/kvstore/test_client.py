@@ -12,6 +12,8 @@ from tiering.errors import (
     FencedEpochError,
     LeaseNotFoundError,
     NotFoundError,
+    NotLeaderError,
+    RetryableError,
     SnapshotUnavailableError,
     StoreUnavailableError,
     TableNotFoundError,
@@ -47,10 +49,10 @@ def test_error_mapping(status, code, path, kind):
     assert str(error) == f"why (POST {path})"
 
 
-def test_fence_is_a_conflict_but_never_retryable():
+def test_fence_means_the_term_is_over_and_is_never_retryable():
     error = error_for(409, {"error": "FENCED_EPOCH", "message": "stale"}, "PUT", "/v1/tables/t/lake")
-    assert isinstance(error, ConflictError)
-    assert not isinstance(error, StoreUnavailableError)
+    assert isinstance(error, NotLeaderError) and not isinstance(error, ConflictError)
+    assert not isinstance(error, RetryableError)
 
 
 def test_non_json_error_body_keeps_its_text():

@@ -8,7 +8,8 @@ import re
 
 import pytest
 
-from tiering.state.lease_file import lease_file_path, load_or_create_lease_id
+from tiering.errors import CheckpointError
+from tiering.state.lease_file import lease_file_path, load_or_create_lease_id, read_lease_id
 
 pytestmark = pytest.mark.unit
 
@@ -34,9 +35,9 @@ def test_file_uris_name_the_same_file(tmp_path, prefix):
 
 
 def test_remote_checkpoints_are_refused(tmp_path):
-    with pytest.raises(ValueError, match="only local paths and file: URIs"):
+    with pytest.raises(CheckpointError, match="only local paths and file: URIs"):
         lease_file_path("s3://bucket/ckpt")
-    with pytest.raises(ValueError, match="remote host 'nn1'"):
+    with pytest.raises(CheckpointError, match="remote host 'nn1'"):
         lease_file_path("file://nn1/ckpt")
 
 
@@ -45,9 +46,18 @@ def test_corrupt_file_names_the_path_and_is_not_replaced(tmp_path, content):
     path = tmp_path / "tiering" / "lease.json"
     path.parent.mkdir()
     path.write_text(content)
-    with pytest.raises(ValueError, match=re.escape(str(path))):
+    with pytest.raises(CheckpointError, match=re.escape(str(path))):
         load_or_create_lease_id(str(tmp_path), "j")
+    with pytest.raises(CheckpointError, match=re.escape(str(path))):
+        read_lease_id(str(tmp_path))
     assert path.read_text() == content
+
+
+def test_reading_never_creates(tmp_path):
+    assert read_lease_id(str(tmp_path)) is None
+    assert not (tmp_path / "tiering").exists()
+    created = load_or_create_lease_id(str(tmp_path), "j")
+    assert read_lease_id(str(tmp_path)) == created
 
 
 def _create(args: tuple[str, str]) -> str:

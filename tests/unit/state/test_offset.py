@@ -79,9 +79,11 @@ def test_after_round_checkpoints_the_plan():
         BucketLog(bucket=1, log_start_offset=30, log_end_offset=50),
     ]
     plan = RoundPlanner().plan(8, [TableInput(info, [snap], logs, LakePosition(3, {0: 20}))])
-    o = TieringOffset.after_round(plan, lease_id="L", epoch=2)
-    assert o.round == 8
-    assert o.tables == {"orders": TableOffset(3, {0: (60, None), 1: (50, 5)})}
+    previous = TieringOffset("L", 1, 7, {"users": TableOffset(4, {0: BucketPosition(9, None)})})
+    tables = {t.table: TableOffset(t.table_id, dict(t.positions)) for t in plan.tables}
+    o = previous.next_round(plan.round, plan.splits, tables, lease_id="L", epoch=2)
+    assert (o.round, o.epoch) == (8, 2)
+    assert o.tables == {"orders": TableOffset(3, {0: (60, None), 1: (50, 5)}), "users": previous.tables["users"]}
     assert o.splits == plan.splits
     assert TieringOffset.from_json(o.to_json()) == o
 

@@ -6,7 +6,7 @@ import pyarrow as pa
 import pytest
 
 from tiering.kvstore.models import TableInfo
-from tiering.lake.layout import app_id, epoch_round, lake_schema, table_path, txn_version
+from tiering.lakestate.layout import app_id, epoch_round, lake_schema, txn_version
 
 pytestmark = pytest.mark.unit
 
@@ -28,14 +28,8 @@ def test_txn_version_refuses_what_it_cannot_order(epoch, round_id, message):
         txn_version(epoch, round_id)
 
 
-def test_paths_and_app_id():
-    assert table_path("/data/lake", "orders") == "/data/lake/orders"
-    assert table_path("file:///data/lake", "orders") == "/data/lake/orders"
+def test_app_id():
     assert app_id("job-a", "orders") == "tiering/job-a/orders"
-    with pytest.raises(ValueError, match="s3://bucket/lake"):
-        table_path("s3://bucket/lake", "orders")
-    with pytest.raises(ValueError, match="'../x'"):
-        table_path("/data/lake", "../x")
 
 
 def test_lake_schema_puts_system_columns_after_user_columns():

@@ -1,13 +1,11 @@
-"""What the lake says it holds: the offsets recorded in the tiering commits of a Delta table.
+"""The tiering entry of a Delta commit: the offsets a round reached, and who wrote it.
 
 Failure mode this guards against: planning a round from anything but the lake. The
 checkpoint can be behind (a crash after the commit) or ahead (a failed table) of the lake;
 the per-bucket offsets written *in the same atomic commit* as the data are the only truth
 (DESIGN §4). Every round commit carries them cumulatively for the whole table, so the newest
 tiering commit alone is enough. Commits by other tools (OPTIMIZE, VACUUM) carry none and are
-walked past.
-
-Spark-free on purpose: the streaming source's planning process calls this.
+walked past. Both writers encode the entry here and every reader decodes it here.
 """
 
 from __future__ import annotations
@@ -18,16 +16,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from deltalake import DeltaTable
-from deltalake.exceptions import TableNotFoundError
 
 from tiering.enumerator.positions import LakePosition
 from tiering.errors import LakeCommitError
-from tiering.lake.layout import METADATA_KEY, METADATA_VERSION, table_path, txn_version
+from tiering.lakestate.layout import METADATA_KEY, METADATA_VERSION, txn_version
 
-__all__ = [
-    "LakeCommitInfo", "commit_metadata", "find_round_commit", "info_from_table", "read_commit_info",
-    "read_position", "tiering_entry",
-]
+__all__ = ["LakeCommitInfo", "commit_metadata", "find_round_commit", "newest_commit", "tiering_entry"]
 
 _RECENT_COMMITS = 20  # first look at this many commits; only then walk the whole history
 
@@ -72,24 +66,9 @@ def commit_metadata(
     }
 
 
-def read_position(lake_root: str, table: str) -> LakePosition | None:
-    """The table's lake position; None when the Delta table does not exist or holds no
-    tiering commit."""
-    info = read_commit_info(lake_root, table)
-    return info.position if info is not None else None
-
-
-def read_commit_info(lake_root: str, table: str) -> LakeCommitInfo | None:
-    """The newest tiering commit of ``table``; None as in :func:`read_position`."""
-    try:
-        dt = DeltaTable(table_path(lake_root, table))
-    except TableNotFoundError:
-        return None
-    return info_from_table(dt, table)
-
-
-def info_from_table(dt: DeltaTable, table: str) -> LakeCommitInfo | None:
-    """The newest tiering commit at or below the loaded version of ``dt``."""
+def newest_commit(dt: DeltaTable, table: str) -> LakeCommitInfo | None:
+    """The newest tiering commit at or below the loaded version of ``dt``; None when the table
+    holds none."""
     for limit in (_RECENT_COMMITS, None):
         history = dt.history(limit)
         for commit in history:

@@ -10,9 +10,6 @@ on every name here, hence one module without Spark.
 
 from __future__ import annotations
 
-import os
-from urllib.parse import urlparse
-
 import pyarrow as pa
 
 from tiering.kvstore.models import TableInfo
@@ -27,7 +24,6 @@ __all__ = [
     "METADATA_KEY",
     "METADATA_VERSION",
     "ROUND_BITS",
-    "table_path",
     "app_id",
     "txn_version",
     "epoch_round",
@@ -47,24 +43,6 @@ METADATA_VERSION = 1
 ROUND_BITS = 32
 _MAX_ROUND = 2**ROUND_BITS - 1
 _MAX_VERSION = 2**63 - 1  # Delta stores txn versions as a signed long
-
-
-def table_path(lake_root: str, table: str) -> str:
-    """``<lake_root>/<table>``; local paths only (the writers move files with ``os.rename``).
-
-    ``file://`` URIs are accepted and turned into paths; any other scheme is refused here,
-    early, with the root named, instead of failing mid-round.
-    """
-    parsed = urlparse(lake_root)
-    if parsed.scheme == "file":
-        root = parsed.path
-    elif parsed.scheme == "":
-        root = lake_root
-    else:
-        raise ValueError(f"lake root {lake_root!r}: only local paths or file:// URIs are supported")
-    if not table or "/" in table or table in (".", ".."):
-        raise ValueError(f"table name {table!r} cannot be a lake directory name")
-    return os.path.join(os.path.abspath(root), table)
 
 
 def app_id(job: str, table: str) -> str:

@@ -1,13 +1,12 @@
-"""Trimming replayed rounds to what the lake lacks; descriptor rows round-trip."""
+"""Trimming replayed rounds to what the lake lacks."""
 
 from __future__ import annotations
 
 import pytest
 
-from tiering.enumerator.descriptor import from_descriptor, to_descriptor
 from tiering.enumerator.positions import LakePosition
-from tiering.enumerator.replay import missing_splits
 from tiering.enumerator.splits import LogSplit, SnapshotSplit
+from tiering.lakestate.replay import missing_splits
 
 pytestmark = pytest.mark.unit
 
@@ -49,8 +48,3 @@ def test_a_log_split_above_the_lake_is_a_gap_and_refused():
     lake = LakePosition(7, {1: 10})
     with pytest.raises(ValueError, match=r"bucket 1: round starts at offset 40 but the lake holds only up to 10"):
         missing_splits([LOG_B1], lake)
-
-
-@pytest.mark.parametrize("split", [SNAP, AFTER_SNAP])
-def test_descriptor_round_trip(split):
-    assert from_descriptor(to_descriptor(split, 42)) == (split, 42)

@@ -1,0 +1,43 @@
+"""The writer factory builds what ``lake.writer`` names, or refuses before any round starts."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.integration.lake.test_round_writers import JOB, missing_delta_jars
+from tiering.conf.model import LakeConfig
+from tiering.errors import ConfigError
+from tiering.lake.delta_spark_writer import DeltaSparkRoundWriter
+from tiering.lake.round_writer import DeltaRsRoundWriter
+from tiering.lake.writers import WRITERS, make_round_writer
+from tiering.lakestate.lake import Lake
+
+pytestmark = pytest.mark.integration
+
+
+def test_an_unknown_writer_is_a_config_error():
+    with pytest.raises(ConfigError, match="unknown writer 'hudi'") as err:
+        make_round_writer(None, LakeConfig.model_construct(root="/tmp/lake", writer="hudi"), JOB)
+    assert err.value.problems[0].startswith("lake.writer")
+
+
+def test_the_factory_builds_the_delta_rs_writer(spark, tmp_path):
+    config = LakeConfig(root=str(tmp_path / "lake"), merge_max_changes=7)
+    writer = make_round_writer(spark, config, JOB)
+    assert isinstance(writer, DeltaRsRoundWriter) and writer._merge_max_changes == 7
+    assert spark.conf.get("spark.sql.parquet.outputTimestampType") == "TIMESTAMP_MICROS"
+
+
+def test_without_the_jars_delta_spark_refuses_to_start(spark, tmp_path):
+    if missing_delta_jars(spark) is None:
+        pytest.skip("the Delta jars are on the classpath")
+    lake = tmp_path / "lake"
+    assert "delta-spark" in WRITERS
+    with pytest.raises(ConfigError) as err:
+        DeltaSparkRoundWriter(spark, Lake.at(str(lake)), JOB)
+    (problem,) = err.value.problems
+    assert problem.startswith("lake.writer: 'delta-spark' needs the Delta Lake jars")
+    assert "io.delta.tables.DeltaTable" in problem
+    assert "io.delta:delta-spark_2.13:" in problem and f"Spark {spark.version}" in problem
+    assert 'lake.writer = "delta-rs"' in problem
+    assert not lake.exists()

@@ -1,0 +1,93 @@
+"""The per-round hook: one log line per table with the numbers an operator needs, and metrics.
+
+The lease holdings come from the real store (``JobLease.state()``), so the store runs."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+from prometheus_client import CollectorRegistry
+
+from tiering.conf.loader import load_config
+from tiering.context import TermContext
+from tiering.kvstore import retry
+from tiering.kvstore.client import KvStoreClient
+from tiering.kvstore.models import SnapshotRef, TableSpec
+from tiering.lake.committer import RoundOutcome
+from tiering.lake.round_protocol import TableCommit
+from tiering.observability import RoundObserver, TieringMetrics
+
+pytestmark = pytest.mark.integration
+
+
+def context(tmp_path, store_url: str = "http://127.0.0.1:9") -> TermContext:
+    config = load_config(None, {}, {
+        "job.name": "obs-job",
+        "job.checkpoint": str(tmp_path / "ckpt"),
+        "kvstore.url": store_url,
+        "zookeeper.hosts": "127.0.0.1:9",
+        "lake.root": str(tmp_path / "lake"),
+    })
+    return TermContext(config=config, epoch=5, lease_id="obs-job-lease")
+
+
+def outcome(table_id: int = 3) -> RoundOutcome:
+    orders = TableCommit(
+        table="orders", table_id=table_id, delta_version=7, positions={0: 120, 1: 80}, skipped=False,
+        bootstrap_buckets=(1,), log_buckets=(0, 1), rows_in=250, rows_out=900,
+    )
+    return RoundOutcome(round_id=42, epoch=5, committed={"orders": orders},
+                        failed={"users": "LakeCommitError: disk full"}, lag={"orders": 15})
+
+
+def sample(registry: CollectorRegistry, name: str, **labels) -> float | None:
+    return registry.get_sample_value(name, labels)
+
+
+def test_a_round_logs_one_line_per_table_and_sets_the_metrics(tmp_path, caplog, store_client):
+    info = store_client.create_table(TableSpec.model_validate(
+        {"name": "orders", "schema": [{"name": "id", "type": "bigint"}], "primary_key": ["id"], "num_buckets": 2}))
+    store_client.upsert("orders", [{"id": i} for i in range(10)])
+    snapshots = store_client.take_snapshots("orders").buckets
+    ctx = context(tmp_path, store_client.url)
+    lease = ctx.job_lease(store_client)
+    lease.acquire([SnapshotRef(table_id=info.table_id, bucket=s.bucket, snapshot_id=s.snapshot_id) for s in snapshots])
+    registry = CollectorRegistry()
+    seen = []
+    observer = RoundObserver(ctx, lease, metrics=TieringMetrics(registry), listeners=[seen.append])
+
+    with caplog.at_level(logging.INFO, logger="tiering.progress"):
+        observer(outcome(info.table_id))
+
+    lines = [r.getMessage() for r in caplog.records if r.name == "tiering.progress"]
+    assert lines == [
+        "job=obs-job round=42 table=orders status=committed splits=3 rows=250 offsets={0: 120, 1: 80} lag=15 "
+        "delta_version=7 epoch=5 lease=obs-job-lease leased_snapshots=2",
+        "job=obs-job round=42 table=users status=failed epoch=5 lease=obs-job-lease error=LakeCommitError: disk full",
+    ]
+    assert sample(registry, "kv_tiering_lake_offset", job="obs-job", table="orders") == 200
+    assert sample(registry, "kv_tiering_lag_records", job="obs-job", table="orders") == 15
+    assert sample(registry, "kv_tiering_rows_total", job="obs-job", table="orders") == 250
+    assert sample(registry, "kv_tiering_splits_total", job="obs-job", table="orders") == 3
+    assert sample(registry, "kv_tiering_lake_version", job="obs-job", table="orders") == 7
+    assert sample(registry, "kv_tiering_leased_snapshots", job="obs-job", table="orders") == 2
+    assert sample(registry, "kv_tiering_table_rounds_total", job="obs-job", table="users", outcome="failed") == 1
+    assert sample(registry, "kv_tiering_epoch", job="obs-job") == 5
+    assert sample(registry, "kv_tiering_round", job="obs-job") == 42
+    assert sample(registry, "kv_tiering_rounds_total", job="obs-job") == 1
+    assert [o.round_id for o in seen] == [42]
+
+
+def test_a_broken_store_does_not_fail_the_round(tmp_path, caplog, monkeypatch):
+    """The hook asks the store (unreachable here) for the lease's holdings; it logs and goes on."""
+    ctx = context(tmp_path)
+    lease = ctx.job_lease(KvStoreClient("http://127.0.0.1:9", timeout_s=0.5))
+    seen = []
+    observer = RoundObserver(ctx, lease, metrics=TieringMetrics(CollectorRegistry()), listeners=[seen.append])
+    monkeypatch.setattr(retry, "STORE_RETRY", retry.instant(retry.STORE_RETRY))
+    with caplog.at_level(logging.INFO):
+        observer(outcome())
+
+    assert [o.round_id for o in seen] == [42], "listeners still run"
+    assert any("recording progress failed" in r.getMessage() for r in caplog.records)

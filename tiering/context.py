@@ -1,0 +1,70 @@
+"""What one leadership term runs with: the validated config, the epoch and the lease id.
+
+Failure mode this guards against: parts of one driver disagreeing about the term they act
+for. Built once by the leader loop after ZooKeeper granted the epoch and the lease id was read
+from (or created in) the checkpoint; every part of the term takes its values from here,
+including the Spark source's planning process, which receives it as one JSON option and
+rebuilds it with the same pydantic models (no second parser, no second set of defaults).
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from tiering.conf.fields import WITH_SECRETS
+from tiering.conf.model import KvStoreConfig, TieringConfig
+from tiering.errors import ConfigError
+from tiering.kvstore.client import KvStoreClient
+from tiering.lakestate.lake import Lake
+from tiering.lease.job_lease import JobLease
+from tiering.state.lease_file import load_or_create_lease_id
+
+__all__ = ["TermContext", "store_client"]
+
+
+def store_client(kvstore: KvStoreConfig, timeout_s: float = 30.0) -> KvStoreClient:
+    """The store client of a config (the token, when set, goes with every call)."""
+    return KvStoreClient(kvstore.url, kvstore.token.get_secret_value() or None, timeout_s=timeout_s)
+
+
+class TermContext(BaseModel):
+    """One leadership term of one job; immutable for the term's life."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+
+    config: TieringConfig
+    epoch: int = Field(ge=0)
+    lease_id: str = Field(min_length=1)
+
+    @classmethod
+    def begin(cls, config: TieringConfig, epoch: int) -> TermContext:
+        """The context of a term just won: the lease id comes from the checkpoint (created there
+        on the job's first run, reused by every later term)."""
+        return cls(config=config, epoch=epoch, lease_id=load_or_create_lease_id(config.job.checkpoint, config.job.name))
+
+    def to_option(self) -> str:
+        """The context as the source's one option (secrets in clear: the option stays in this
+        job's processes, and its key is redacted by Spark, see ``tiering.source``)."""
+        return self.model_dump_json(context=WITH_SECRETS)
+
+    @classmethod
+    def from_option(cls, text: str) -> TermContext:
+        try:
+            return cls.model_validate_json(text)
+        except ValidationError as e:
+            raise ConfigError([f"kv-tiering source option: not a term context: {e}"]) from None
+
+    @property
+    def job(self) -> str:
+        return self.config.job.name
+
+    @property
+    def lake(self) -> Lake:
+        return Lake.of(self.config.lake)
+
+    def store_client(self) -> KvStoreClient:
+        return store_client(self.config.kvstore)
+
+    def job_lease(self, client: KvStoreClient) -> JobLease:
+        """The term's lease handle: every call carries this term's epoch."""
+        return JobLease(client, self.lease_id, self.epoch, int(self.config.lease.duration_s * 1000))

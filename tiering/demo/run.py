@@ -1,0 +1,208 @@
+"""`tiering demo`: the whole service on one machine, then proof that the lake equals the store.
+
+Failure modes it is built to expose rather than hide: a row lost, duplicated or stale in the
+lake (the final check compares every row of every table with the store's own state at the same
+offsets, and the exit code says so), a job that falls behind, a lease that keeps pinning
+snapshots (both on the live view). The job runs through the same leader loop as `tiering run`.
+
+Phases: start ZooKeeper and the store -> create tables, load them, snapshot -> start Spark
+and lead the job -> write inserts, updates and deletes while tiering runs -> stop writing,
+wait until the lake reaches every bucket's log end -> stop the job -> compare row by row.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import signal
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from rich.console import Console
+from rich.live import Live
+from rich.table import Table
+
+from tiering.conf.loader import load_config
+from tiering.conf.model import TieringConfig
+from tiering.context import store_client
+from tiering.demo.live import Progress
+from tiering.demo.scenario import Writer, demo_tables
+from tiering.demo.services import SPARK_LOG4J, DemoServices, log_to_file
+from tiering.kvstore.models import TableInfo
+from tiering.lakestate.lake import Lake
+from tiering.state.lease_file import read_lease_id
+from tiering.verify import TableCheck, check_table
+
+__all__ = ["DemoOptions", "run_demo", "demo_config", "JOB"]
+
+log = logging.getLogger(__name__)
+
+JOB = "kv-tiering-demo"
+
+
+@dataclass(frozen=True)
+class DemoOptions:
+    duration_s: float = 45.0
+    tables: int = 3
+    data_dir: Path | None = None
+    keep: bool = False
+    interval_s: float = 2.0
+    initial_rows: int = 500
+    catch_up_timeout_s: float = 120.0
+
+
+def demo_config(data_dir: Path, store_url: str, zk_hosts: str, interval_s: float) -> TieringConfig:
+    log4j = data_dir / "log4j2.properties"
+    log4j.write_text(SPARK_LOG4J.format(path=data_dir / "spark.log"))
+    return load_config(None, {}, {
+        "job.name": JOB,
+        "job.checkpoint": str(data_dir / "checkpoint"),
+        "kvstore.url": store_url,
+        "zookeeper.hosts": zk_hosts,
+        "lake.root": str(data_dir / "lake"),
+        "trigger.interval_s": interval_s,
+        "lease.duration_s": 60.0,
+        "spark.spark.master": "local[2]",
+        "spark.spark.ui.enabled": "false",
+        "spark.spark.ui.showConsoleProgress": "false",
+        "spark.spark.sql.shuffle.partitions": "4",
+        "spark.spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile={log4j}",
+    })
+
+
+class _JobThread(threading.Thread):
+    """``run_as_leader`` until ``stop_event`` is set; the error, if any, is kept for the demo."""
+
+    def __init__(self, config: TieringConfig, progress: Progress) -> None:
+        super().__init__(name="demo-tiering", daemon=True)
+        self.config = config
+        self.progress = progress
+        self.stop_event = threading.Event()
+        self.error: BaseException | None = None
+
+    def run(self) -> None:
+        from tiering.job import run_as_leader
+
+        try:
+            run_as_leader(self.config, stop=self.stop_event, listeners=[self.progress.on_round])
+        except BaseException as e:  # noqa: BLE001 - reported by the demo, which then fails
+            self.error = e
+            log.exception("demo tiering job failed")
+
+    def stop(self) -> None:
+        if self.is_alive():
+            self.stop_event.set()
+            self.join(timeout=60)
+
+
+def run_demo(options: DemoOptions, console: Console | None = None) -> bool:
+    """Run the demo; True when every table of the lake equals the store. Cleans up on every path."""
+    console = console or Console()
+    created = options.data_dir is None
+    data_dir = Path(tempfile.mkdtemp(prefix="kv-tiering-demo-")) if created else Path(options.data_dir).resolve()
+    data_dir.mkdir(parents=True, exist_ok=True)
+    log_to_file(data_dir / "demo.log")
+    previous_term = signal.signal(signal.SIGTERM, _interrupt)
+    services = DemoServices(data_dir, console)
+    writer: Writer | None = None
+    job: _JobThread | None = None
+    ok = False
+    try:
+        console.print(f"demo: data in {data_dir} (logs: demo.log, spark.log)")
+        services.start_zk_and_store()
+        client = services.store.client()
+        tables = demo_tables(options.tables)
+        infos = [client.create_table(kind.spec(name[len(kind.name):])) for name, kind in tables]
+        writer = Writer(client, tables)
+        writer.load(options.initial_rows)
+        for info in infos:
+            client.take_snapshots(info.name)
+        console.print(f"demo: {len(infos)} tables loaded: {', '.join(i.name for i in infos)}; starting Spark")
+
+        config = demo_config(data_dir, services.store.url, services.zk.hosts, options.interval_s)
+        services.start_spark(config)
+        progress = Progress()
+        job = _JobThread(config, progress)
+        job.start()
+        watch = _Watch(progress, writer, job, config, infos, data_dir)
+        with Live(progress.render(writer, 0, data_dir), console=console, refresh_per_second=2, transient=False) as live:
+            progress.phase = "tiering while writing"
+            writer.start()
+            watch.until(live, lambda up: watch.elapsed_s >= options.duration_s)
+            writer.stop()
+            progress.phase = "writes stopped; catching up"
+            deadline = time.monotonic() + options.catch_up_timeout_s
+            caught_up = watch.until(live, lambda up: up or time.monotonic() >= deadline)
+            progress.phase = "caught up" if caught_up else "did not catch up"
+            live.update(progress.render(writer, watch.elapsed_s, data_dir))
+        job.stop()
+        if writer.error is not None or job.error is not None:
+            console.print(f"demo: FAILED: {writer.error or job.error}")
+            return False
+        if not caught_up:
+            console.print(f"demo: FAILED: the lake did not reach the store's log end within {options.catch_up_timeout_s:.0f}s")
+        checks = [check_table(client, Lake.of(config.lake), info) for info in infos]
+        console.print(_render_checks(checks))
+        ok = caught_up and all(c.equal for c in checks)
+        console.print("demo: lake == store for every table" if ok else "demo: FAILED: the lake differs from the store")
+        return ok
+    finally:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not abandon the cleanup
+        try:
+            if writer is not None:
+                writer.stop()
+            if job is not None:
+                job.stop()
+            services.stop()
+        finally:
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+            signal.signal(signal.SIGTERM, previous_term)
+        if ok and created and not options.keep:
+            shutil.rmtree(data_dir, ignore_errors=True)
+        elif not ok:
+            console.print(f"demo: data and logs kept in {data_dir}")
+
+
+class _Watch:
+    """Refreshes the live view once a second until a condition holds or something failed."""
+
+    def __init__(self, progress: Progress, writer: Writer, job: _JobThread, config: TieringConfig,
+                 infos: list[TableInfo], data_dir: Path) -> None:
+        self.progress, self.writer, self.job, self.config = progress, writer, job, config
+        self.infos, self.data_dir = infos, data_dir
+        self.client = store_client(config.kvstore)
+        self.lake = Lake.of(config.lake)
+        self.started = time.monotonic()
+
+    @property
+    def elapsed_s(self) -> float:
+        return time.monotonic() - self.started
+
+    def until(self, live: Live, done: Callable[[bool], bool]) -> bool:
+        """Poll until ``done(caught_up)``; returns whether the lake had caught up at the end."""
+        while True:
+            if self.writer.error is not None or self.job.error is not None:
+                return False
+            lease_id = read_lease_id(self.config.job.checkpoint)
+            caught_up = self.progress.poll(self.client, self.lake, self.infos, lease_id)
+            live.update(self.progress.render(self.writer, self.elapsed_s, self.data_dir))
+            if done(caught_up):
+                return caught_up
+            time.sleep(1.0)
+
+
+def _render_checks(checks: list[TableCheck]) -> Table:
+    table = Table("table", "store rows", "lake rows", "missing", "extra", "differ", "offsets", "result",
+                  title="lake vs store, row by row")
+    for c in checks:
+        table.add_row(c.table, str(c.store_rows), str(c.lake_rows), str(c.missing), str(c.extra), str(c.different),
+                      "equal" if c.offsets_match else "DIFFER", "[green]EQUAL[/]" if c.equal else "[red]DIFFERENT[/]")
+    return table
+
+
+def _interrupt(signum, frame) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")

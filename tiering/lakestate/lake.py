@@ -1,0 +1,113 @@
+"""The lake as the source, the writers, ``status`` and the demo read it: tables and positions.
+
+Failure modes this guards against: a position read for the wrong incarnation of a table (a
+re-created table has a new ``table_id``; the old one's offsets must never be continued), and
+a round that reads a table's state several times and sees it change in between (one
+:class:`LakeTable` is loaded per table per round and handed to whoever needs it).
+
+Spark-free on purpose: the source's planning process and ``tiering status`` read the lake
+without a JVM (delta-rs).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import pyarrow as pa
+import pyarrow.dataset as ds
+from deltalake import DeltaTable
+from deltalake.exceptions import TableNotFoundError
+
+from tiering.conf.model import LakeConfig
+from tiering.enumerator.positions import LakePosition
+from tiering.lakestate.commits import LakeCommitInfo, newest_commit
+from tiering.lakestate.layout import BUCKET_COLUMN
+from tiering.storage.object_store import ObjectStore
+
+__all__ = ["Lake", "LakeTable", "open_table"]
+
+
+def open_table(uri: str, storage_options: Mapping[str, str] | None = None) -> DeltaTable | None:
+    """The Delta table at ``uri`` as it is now; None when none exists there yet."""
+    try:
+        return DeltaTable(uri, storage_options=dict(storage_options) if storage_options else None)
+    except TableNotFoundError:
+        return None
+
+
+@dataclass(frozen=True)
+class LakeTable:
+    """One Delta table loaded at one version, with its newest tiering commit (None if none)."""
+
+    name: str
+    path: str
+    dt: DeltaTable
+    info: LakeCommitInfo | None
+    store: ObjectStore
+
+    @property
+    def version(self) -> int:
+        return self.dt.version()
+
+    def position(self, table_id: int | None = None) -> LakePosition | None:
+        """The offsets the lake reached; with ``table_id``, only if reached for that id."""
+        if self.info is None or (table_id is not None and not self.info.position.belongs_to(table_id)):
+            return None
+        return self.info.position
+
+    def transaction_version(self, app: str) -> int | None:
+        return self.dt.transaction_version(app)
+
+    def files_by_bucket(self) -> dict[int, list[str]]:
+        """The table's current data files (absolute), per ``__bucket``."""
+        actions = pa.table(self.dt.get_add_actions(flatten=True))
+        out: dict[int, list[str]] = {}
+        paths = actions.column("path").to_pylist()
+        buckets = actions.column(f"partition.{BUCKET_COLUMN}").to_pylist()
+        for rel, bucket in zip(paths, buckets):
+            out.setdefault(int(bucket), []).append(rel if rel.startswith("/") or "://" in rel else f"{self.path}/{rel}")
+        return out
+
+    def to_arrow(self) -> pa.Table:
+        """Every row of the loaded version, read through this store's pyarrow filesystem (reading
+        S3 through delta-rs's own reader makes the process abort at exit, delta-rs#2184)."""
+        return self.dt.to_pyarrow_dataset(
+            filesystem=pa.fs.SubTreeFileSystem(self.store.path(self.path), self.store.filesystem)
+        ).to_table() if self.store.is_s3 else self.dt.to_pyarrow_table()
+
+
+@dataclass(frozen=True)
+class Lake:
+    """The lake in ``store``: table ``t`` is the Delta table at ``<root>/t``."""
+
+    store: ObjectStore
+
+    @classmethod
+    def of(cls, config: LakeConfig) -> Lake:
+        """The configured lake; an unusable root is a :class:`ConfigError` on ``lake.root`` here,
+        when the job is wired, not mid-round."""
+        return cls.at(config.root, {k: v.get_secret_value() for k, v in config.storage.items()})
+
+    @classmethod
+    def at(cls, root: str, storage: Mapping[str, str] | None = None) -> Lake:
+        return cls(ObjectStore.of(root, storage))
+
+    @property
+    def root(self) -> str:
+        return self.store.root
+
+    def path(self, table: str) -> str:
+        return self.store.uri(table)
+
+    def load(self, table: str) -> LakeTable | None:
+        """The table as it is now; None when no Delta table exists there yet."""
+        path = self.path(table)
+        dt = open_table(path, self.store.delta_options())
+        return LakeTable(table, path, dt, newest_commit(dt, table), self.store) if dt is not None else None
+
+    def position(self, table: str, table_id: int) -> LakePosition | None:
+        """Where the lake is for ``table`` as incarnation ``table_id``; None when nothing of that
+        id was tiered (never tiered, or the table was re-created since)."""
+        loaded = self.load(table)
+        return loaded.position(table_id) if loaded is not None else None

@@ -1,0 +1,194 @@
+"""Where the lake's files live and how every process reaches them: a local directory or S3.
+
+Failure modes this guards against:
+- a root only the driver can reach: data files are written by executors, so every process
+  opens the same root with the same options (plain values, picklable into Spark tasks);
+- an unsafe S3 commit: delta-rs commits a Delta version with a conditional put
+  (``If-None-Match: *``), which is what makes two racing drivers safe. The unsafe-rename mode
+  and a disabled conditional put are refused as configuration errors, and :meth:`check` proves
+  at start-up that the server honours the condition (two commits of one version: one must fail);
+- a bad root discovered mid-round after leases were taken: :meth:`check` runs before the job
+  leads, names the root and the reason (no such bucket, unreachable, access denied, a file
+  where the root should be), and writes nothing outside a probe directory it removes.
+
+S3 settings come from ``[lake.storage]`` (delta-rs storage option names such as
+``AWS_ENDPOINT_URL``, ``AWS_REGION``, ``AWS_ALLOW_HTTP``, ``AWS_ACCESS_KEY_ID``,
+``AWS_SECRET_ACCESS_KEY``), over the same ``AWS_*`` variables from the environment.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+from urllib.parse import urlsplit
+
+import pyarrow.fs as pafs
+from deltalake.exceptions import DeltaError
+
+from tiering.errors import ConfigError, LakeStorageError
+
+__all__ = ["ObjectStore", "S3_ENV_KEYS"]
+
+#: The environment variables read for an S3 root (the config's ``[lake.storage]`` wins).
+S3_ENV_KEYS = (
+    "AWS_ENDPOINT_URL", "AWS_REGION", "AWS_DEFAULT_REGION", "AWS_ALLOW_HTTP", "AWS_ACCESS_KEY_ID",
+    "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN",
+)
+_UNSAFE = {"aws_s3_allow_unsafe_rename": "true", "aws_conditional_put": "disabled", "conditional_put": "disabled"}
+_SCHEMES = ("", "file", "s3")
+
+
+@dataclass(frozen=True)
+class ObjectStore:
+    """A lake root and the options to reach it; equal values open the same files anywhere."""
+
+    root: str
+    options: Mapping[str, str] = field(default_factory=dict, hash=False)
+
+    @classmethod
+    def of(cls, root: str, storage: Mapping[str, str] | None = None, env: Mapping[str, str] | None = None) -> ObjectStore:
+        """The store of a configured root: local roots become absolute paths; an S3 root takes
+        ``storage`` over the ``AWS_*`` variables of ``env`` (default: this process's)."""
+        parts = urlsplit(root)
+        if parts.scheme not in _SCHEMES or (len(parts.scheme) == 1):
+            raise ConfigError([f"lake.root: {root!r}: scheme {parts.scheme!r} is not supported; use a local path, "
+                               "a file:// URI or s3://bucket/prefix"])
+        if parts.scheme == "s3":
+            if not parts.netloc:
+                raise ConfigError([f"lake.root: {root!r}: no bucket; expected s3://bucket/prefix"])
+            env = os.environ if env is None else env
+            options = {k: env[k] for k in S3_ENV_KEYS if env.get(k)}
+            options.update(storage or {})
+            _refuse_unsafe(options)
+            options.setdefault("aws_conditional_put", "etag")
+            return cls(f"s3://{parts.netloc}/{parts.path.strip('/')}".rstrip("/"), options)
+        if parts.scheme == "file" and parts.netloc not in ("", "localhost"):
+            raise ConfigError([f"lake.root: {root!r}: file URI with remote host {parts.netloc!r}"])
+        if storage:
+            raise ConfigError([f"lake.storage: only used with an s3:// lake.root, the root is {root!r}"])
+        local = parts.path if parts.scheme == "file" else root
+        return cls(os.path.abspath(local))
+
+    @property
+    def is_s3(self) -> bool:
+        return self.root.startswith("s3://")
+
+    def uri(self, name: str) -> str:
+        """``<root>/<name>`` for one path segment ``name``."""
+        if not name or "/" in name or name in (".", ".."):
+            raise ValueError(f"{name!r} cannot be a directory name under the lake root")
+        return f"{self.root}/{name}"
+
+    def delta_options(self) -> dict[str, str] | None:
+        """delta-rs ``storage_options`` (None for a local root)."""
+        return dict(self.options) if self.is_s3 else None
+
+    @cached_property
+    def filesystem(self) -> pafs.FileSystem:
+        """The pyarrow filesystem of this root (created once per process; never pickled)."""
+        if not self.is_s3:
+            return pafs.LocalFileSystem()
+        return pafs.S3FileSystem(**_pyarrow_s3_options(self.options))
+
+    def path(self, uri: str) -> str:
+        """The filesystem path of a URI under this store (``bucket/key`` on S3)."""
+        return uri.removeprefix("s3://") if self.is_s3 else uri.removeprefix("file://")
+
+    def __getstate__(self) -> dict:
+        return {"root": self.root, "options": dict(self.options)}
+
+    def __setstate__(self, state: dict) -> None:
+        object.__setattr__(self, "root", state["root"])
+        object.__setattr__(self, "options", state["options"])
+
+    def check(self) -> None:
+        """:class:`LakeStorageError` unless the root is usable now (see the module docstring)."""
+        try:
+            info = self.filesystem.get_file_info(self.path(self.root))
+        except OSError as e:
+            raise LakeStorageError(f"lake root {self.root!r}: {_reason(e)}") from None
+        if info.type == pafs.FileType.File:
+            raise LakeStorageError(f"lake root {self.root!r} is a file, not a directory")
+        if self.is_s3:
+            self._check_bucket()
+            self._check_conditional_put()
+
+    def _check_bucket(self) -> None:
+        bucket = self.path(self.root).split("/", 1)[0]
+        try:
+            info = self.filesystem.get_file_info(bucket)
+        except OSError as e:
+            raise LakeStorageError(f"lake root {self.root!r}: {_reason(e)}") from None
+        if info.type != pafs.FileType.Directory:
+            raise LakeStorageError(f"lake root {self.root!r}: bucket {bucket!r} does not exist")
+
+    def _check_conditional_put(self) -> None:
+        """Two commits of the same Delta version in a probe table: the store must refuse one."""
+        from tiering.storage.commit_probe import probe_conditional_put
+
+        probe = self.uri(f"_tiering_probe_{uuid.uuid4().hex}")
+        try:
+            honoured = probe_conditional_put(probe, self.delta_options())
+        except (OSError, DeltaError) as e:
+            raise LakeStorageError(f"lake root {self.root!r}: {_reason(e)}") from None
+        finally:
+            self._remove(probe)
+        if not honoured:
+            raise LakeStorageError(
+                f"lake root {self.root!r}: the object store ignores conditional puts (If-None-Match), so two "
+                "drivers could overwrite each other's Delta commits; use a store that honours them"
+            )
+
+    def _remove(self, uri: str) -> None:
+        try:
+            self.filesystem.delete_dir(self.path(uri))
+        except (FileNotFoundError, OSError):
+            pass  # never created, or the store went away: a leftover probe harms nobody
+
+
+def _refuse_unsafe(options: Mapping[str, str]) -> None:
+    for key, value in options.items():
+        if _UNSAFE.get(key.lower()) == str(value).strip().lower():
+            raise ConfigError([f"lake.storage.{key}: {value!r} makes Delta commits on S3 unsafe (two drivers could "
+                               "both commit one version); commits use S3 conditional puts instead, leave it unset"])
+
+
+def _option(options: Mapping[str, str], *names: str) -> str | None:
+    lowered = {k.lower(): v for k, v in options.items()}
+    return next((lowered[n] for n in names if lowered.get(n)), None)
+
+
+def _pyarrow_s3_options(options: Mapping[str, str]) -> dict:
+    """delta-rs option names to ``pyarrow.fs.S3FileSystem`` arguments."""
+    kwargs: dict = {"allow_bucket_creation": False, "connect_timeout": 5.0, "request_timeout": 30.0}
+    endpoint = _option(options, "aws_endpoint_url", "aws_endpoint", "endpoint_url", "endpoint")
+    if endpoint:
+        parts = urlsplit(endpoint if "://" in endpoint else f"https://{endpoint}")
+        kwargs["endpoint_override"] = parts.netloc
+        kwargs["scheme"] = parts.scheme
+    region = _option(options, "aws_region", "region", "aws_default_region")
+    if region:
+        kwargs["region"] = region
+    key, secret = _option(options, "aws_access_key_id", "access_key_id"), _option(options, "aws_secret_access_key", "secret_access_key")
+    if key and secret:
+        kwargs.update(access_key=key, secret_key=secret, session_token=_option(options, "aws_session_token", "session_token"))
+    return kwargs
+
+
+def _reason(error: Exception) -> str:
+    """The useful part of an S3/pyarrow error: access denied, no such bucket, unreachable."""
+    text = " ".join(str(error).split())
+    for marker, reason in (
+        ("NETWORK_CONNECTION", "unreachable"),
+        ("Could not connect", "unreachable"),
+        ("NO_SUCH_BUCKET", "bucket does not exist"),
+        ("ACCESS_DENIED", "access denied (check the credentials)"),
+        ("INVALID_ACCESS_KEY_ID", "access denied (unknown access key)"),
+        ("SIGNATURE_DOES_NOT_MATCH", "access denied (wrong secret key)"),
+    ):
+        if marker in text:
+            return f"{reason}: {text[:300]}"
+    return text[:300]
