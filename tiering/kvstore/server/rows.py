@@ -28,10 +28,11 @@ from tiering.kvstore.server.errors import bad_request
 from tiering.kvstore.types import arrow_type
 
 _INT_BITS = {"tinyint": 8, "smallint": 16, "int": 32, "bigint": 64}
+_UTC_US = pa.timestamp("us", tz="UTC")
 _RANGE = {  # is timestamp -> (lowest, highest) allowed value
     False: (pa.scalar(dt.date(1, 1, 1), pa.date32()), pa.scalar(dt.date(9999, 12, 31), pa.date32())),
-    True: (pa.scalar(dt.datetime(1, 1, 1, tzinfo=dt.timezone.utc), pa.timestamp("us", tz="UTC")),
-           pa.scalar(dt.datetime(9999, 12, 31, 23, 59, 59, 999999, tzinfo=dt.timezone.utc), pa.timestamp("us", tz="UTC"))),
+    True: (pa.scalar(dt.datetime(1, 1, 1, tzinfo=dt.timezone.utc), _UTC_US),
+           pa.scalar(dt.datetime(9999, 12, 31, 23, 59, 59, 999999, tzinfo=dt.timezone.utc), _UTC_US)),
 }
 _JSON_NAMES = {bool: "boolean", int: "integer", float: "number", str: "string", list: "array", dict: "object"}
 

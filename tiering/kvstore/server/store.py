@@ -28,11 +28,10 @@ from typing import Any
 import pyarrow as pa
 
 from tiering.kvstore.bucketing import bucket_of
-from tiering.kvstore.names import duplicate_names
 from tiering.kvstore.models import (
     AcquireRequest,
-    AddColumnRequest,
     AcquireResult,
+    AddColumnRequest,
     LakeReport,
     Lease,
     LogSegment,
@@ -46,6 +45,7 @@ from tiering.kvstore.models import (
     TableSpec,
     WriteResult,
 )
+from tiering.kvstore.names import duplicate_names
 from tiering.kvstore.server import catalog, leases
 from tiering.kvstore.server.db import Database
 from tiering.kvstore.server.errors import LOG_TRUNCATED, NOT_FOUND, SNAPSHOT_GONE, ApiError, bad_request
@@ -123,10 +123,10 @@ class Store:
             if duplicate_names([*names, column.name]):
                 raise bad_request(f"name: table {name!r} already has a column {column.name!r} (columns: {names}; "
                                   "Spark compares names case-insensitively)")
-            grown = TableInfo.model_validate({
-                **info.model_dump(by_alias=True),
-                "schema": [*info.model_dump(by_alias=True)["schema"], {"name": column.name, "type": column.type}],
-            })
+            described = info.model_dump(by_alias=True)
+            grown = TableInfo.model_validate(
+                {**described, "schema": [*described["schema"], {"name": column.name, "type": column.type}]}
+            )
             with self.db.tx() as conn:
                 catalog.replace_info(conn, grown)
         log.info("table %s (table_id %d): added column %s %s", name, table_id, column.name, column.type)
