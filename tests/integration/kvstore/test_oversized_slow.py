@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import json
 import socket
+import subprocess
+import sys
 import threading
 import time
 
@@ -117,3 +119,14 @@ def test_a_refused_million_rows_are_never_read(store_factory):
     assert response.status_code == 413 and response.json()["error"] == "PAYLOAD_TOO_LARGE"
     assert memory_mb(store.pid, "VmHWM") - peak_before < len(body) / 2**20 / 2  # not buffered
     assert store.alive() and store.client().log_info("orders").buckets[0].log_end_offset == 0
+
+
+def test_the_entry_point_refuses_a_useless_limit(tmp_path):
+    """``python -m tiering.kvstore.server`` (what StoreProcess runs): bad flags exit 2, named."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "tiering.kvstore.server", "--data-dir", str(tmp_path), "--port", "0",
+         "--max-body-bytes", "0", "--num-retained", "0"],
+        capture_output=True, text=True, timeout=60,
+    )
+    assert proc.returncode == 2, proc.stderr
+    assert "--max-body-bytes: must be >= 1, got 0" in proc.stderr and "--num-retained: must be >= 1" in proc.stderr
