@@ -63,7 +63,7 @@ class BearerAuth:
         await self.app(scope, receive, send)
 
 
-def too_large(limit: int, what: str) -> ApiError:
+def _too_large(limit: int, what: str) -> ApiError:
     return ApiError(413, PAYLOAD_TOO_LARGE, f"body: {what} is over the store's limit of {limit} bytes (--max-body-bytes)")
 
 
@@ -80,7 +80,7 @@ class BodyLimit:
             return
         declared = _header(scope, b"content-length")
         if declared is not None and declared.isdigit() and int(declared) > self.max_body_bytes:
-            error = too_large(self.max_body_bytes, f"Content-Length {int(declared)}")
+            error = _too_large(self.max_body_bytes, f"Content-Length {int(declared)}")
             await _refuse(send, error.status, error.code, error.message)
             return
         received = 0
@@ -90,7 +90,7 @@ class BodyLimit:
             message = await receive()
             received += len(message.get("body", b""))
             if received > self.max_body_bytes:
-                raise too_large(self.max_body_bytes, f"at least {received} bytes")
+                raise _too_large(self.max_body_bytes, f"at least {received} bytes")
             return message
 
         await self.app(scope, counted, send)
