@@ -6,8 +6,9 @@ shows the ratios next to the raw numbers (plus the machine's load, which skews a
 
 Run: .venv/bin/python benchmarks/run_all.py [--quick]
 Full: 2M-row snapshot (and 200k for the memory comparison), 1M updates over 100k keys,
-1,000-bucket leases, 1,000 x 16 planning, failover with 5 trials. --quick: a tenth of the
-sizes, fewer repeats (minutes instead of tens of minutes).
+1,000-bucket leases, 1,000 x 16 planning, failover with 5 trials, the store under load for
+2 x 120 s. --quick: a tenth of the sizes, fewer repeats, 2 x 20 s of load (minutes instead of
+tens of minutes).
 """
 
 from __future__ import annotations
@@ -65,6 +66,8 @@ def main() -> None:
     _run([str(HERE / "bench_store.py"), "--rows", str(rows // 2), "--repeat", "10" if q else "50"],
          RESULTS / "bench_store.json")
     r["store"] = json.loads((RESULTS / "bench_store.json").read_text())
+    r["store_load"] = _run([str(HERE / "bench_store_load.py"), "--duration", "20" if q else "120"],
+                           RESULTS / "bench_store_load.json")["scenarios"]
     meta = {"quick": q, "cpus": os.cpu_count(), "python": platform.python_version(),
             "load_avg_1m_before": round(load_before, 2), "load_avg_1m_after": round(os.getloadavg()[0], 2),
             "wall_s": round(time.monotonic() - started, 1)}
@@ -115,9 +118,31 @@ def summary(r: dict, meta: dict) -> str:
         f"| Store ingest, {r['store']['ingest']['rows']:,} rows (HTTP Arrow write vs. pyarrow Parquet write) | "
         f"{r['store']['ingest']['store_rows_per_s']:,} rows/s | {r['store']['ingest']['baseline_rows_per_s']:,} rows/s | "
         f"{r['store']['ingest']['ratio_store_to_baseline']}x time |",
+        *_store_load_rows(r["store_load"]),
         "",
     ]
     return "\n".join(lines)
+
+
+def _store_load_rows(scenarios: dict) -> list[str]:
+    """The store under load: latency of writes and lease calls next to the same calls unloaded."""
+    rows = []
+    for name, sc in scenarios.items():
+        figures = [(label, sc["endpoints"].get(endpoint)) for label, endpoint in (
+            ("JSON write", "POST /v1/tables/{}/rows"), ("Arrow write", "POST /v1/tables/{}/rows (arrow)"),
+            ("acquire", "POST /v1/leases/{}/acquire"))]
+        loaded = "; ".join(f"{label} p50 {f['p50_ms']} / p99 {f['p99_ms']} ms" for label, f in figures if f)
+        unloaded = "; ".join(f"{label} p50 {f['unloaded_p50_ms']} ms" for label, f in figures if f)
+        ratios = " / ".join(f"{f['ratio_p50_loaded_to_unloaded']}x" for _, f in figures if f)
+        killed = f", SIGKILL half-way (healthy again after {sc['sigkill_to_healthy_s']} s)" if name == "sigkill" else ""
+        rows.append(
+            f"| Store under load{killed}: 8 writers, snapshots, GC every 0.2 s, 2 lease loops, {sc['duration_s']:.0f} s; "
+            f"{sc['requests']:,} requests, {sc['server_errors_5xx']} 5xx, {sc['acknowledged_rows']:,} rows acknowledged, "
+            f"{sc['verified_keys']:,} keys verified, {sc['leased_snapshots_checked']} leased snapshots checked, "
+            f"{sc['violation_count']} violations, store RSS max {sc['store_rss_mb']['max']} MB | {loaded} | "
+            f"unloaded, same run: {unloaded} | {ratios} p50 |"
+        )
+    return rows
 
 
 def _ratio(a: float | None, b: float | None) -> str:

@@ -11,6 +11,7 @@ the requests.Session is created lazily and dropped on pickling.
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import quote
 
 import pyarrow as pa
 import requests
@@ -51,13 +52,19 @@ from tiering.kvstore.models import (
 ARROW_STREAM = "application/vnd.apache.arrow.stream"
 
 
+def segment(value: str) -> str:
+    """``value`` as one URL path segment: names may hold ``/``, ``?``, ``#``, ``%``, spaces, and a
+    bare ``.`` or ``..`` would be folded away by URL normalization, so dots are encoded too."""
+    return quote(value, safe="").replace(".", "%2E")
+
+
 def error_for(status: int, body: Any, method: str, path: str, **context: Any) -> StoreError:
     """The typed error for an error response (``body`` is the decoded JSON, or text)."""
     code = body.get("error", "") if isinstance(body, dict) else ""
     server_message = body.get("message", "") if isinstance(body, dict) else str(body)[:500]
     message = f"{server_message or f'HTTP {status}'} ({method} {path})"
     kind: type[StoreError]
-    if status == 400:
+    if status in (400, 413):  # 413: the body is over the store's limit; resending it cannot help
         kind = BadRequestError
     elif status == 401:
         kind = UnauthorizedError
@@ -140,16 +147,23 @@ class KvStoreClient:
         return TableList.model_validate(self._call("GET", "/v1/tables").json()).tables
 
     def get_table(self, name: str) -> TableInfo:
-        return TableInfo.model_validate(self._call("GET", f"/v1/tables/{name}", table=name).json())
+        return TableInfo.model_validate(self._call("GET", f"/v1/tables/{segment(name)}", table=name).json())
 
     def drop_table(self, name: str) -> None:
-        self._call("DELETE", f"/v1/tables/{name}", table=name)
+        self._call("DELETE", f"/v1/tables/{segment(name)}", table=name)
+
+    def add_column(self, table: str, name: str, type: str) -> TableInfo:
+        """Append a nullable column (schema evolution); returns the grown table."""
+        response = self._call(
+            "POST", f"/v1/tables/{segment(table)}/columns", table=table, json={"name": name, "type": type}
+        )
+        return TableInfo.model_validate(response.json())
 
     def upsert(self, table: str, rows: list[dict]) -> None:
-        self._call("POST", f"/v1/tables/{table}/rows", table=table, json={"op": "upsert", "rows": rows})
+        self._call("POST", f"/v1/tables/{segment(table)}/rows", table=table, json={"op": "upsert", "rows": rows})
 
     def delete(self, table: str, keys: list[dict]) -> None:
-        self._call("POST", f"/v1/tables/{table}/rows", table=table, json={"op": "delete", "rows": keys})
+        self._call("POST", f"/v1/tables/{segment(table)}/rows", table=table, json={"op": "delete", "rows": keys})
 
     def write_arrow(self, table: str, data: pa.Table | pa.RecordBatch, op: str = "upsert") -> None:
         if op not in ("upsert", "delete"):
@@ -158,26 +172,28 @@ class KvStoreClient:
         with pa.ipc.new_stream(sink, data.schema) as writer:
             writer.write(data)
         self._call(
-            "POST", f"/v1/tables/{table}/rows", table=table, params={"op": op},
+            "POST", f"/v1/tables/{segment(table)}/rows", table=table, params={"op": op},
             data=sink.getvalue().to_pybytes(), headers={"Content-Type": ARROW_STREAM},
         )
 
     def take_snapshots(self, table: str) -> TableSnapshots:
-        return TableSnapshots.model_validate(self._call("POST", f"/v1/tables/{table}/snapshots", table=table).json())
+        response = self._call("POST", f"/v1/tables/{segment(table)}/snapshots", table=table)
+        return TableSnapshots.model_validate(response.json())
 
     def latest_snapshots(self, table: str) -> TableSnapshots:
-        return TableSnapshots.model_validate(self._call("GET", f"/v1/tables/{table}/snapshots", table=table).json())
+        response = self._call("GET", f"/v1/tables/{segment(table)}/snapshots", table=table)
+        return TableSnapshots.model_validate(response.json())
 
     def get_snapshot(self, table: str, bucket: int, snapshot_id: int) -> Snapshot:
-        path = f"/v1/tables/{table}/buckets/{bucket}/snapshots/{snapshot_id}"
+        path = f"/v1/tables/{segment(table)}/buckets/{bucket}/snapshots/{snapshot_id}"
         return Snapshot.model_validate(self._call("GET", path, table=table).json())
 
     def log_info(self, table: str) -> TableLog:
-        return TableLog.model_validate(self._call("GET", f"/v1/tables/{table}/log", table=table).json())
+        return TableLog.model_validate(self._call("GET", f"/v1/tables/{segment(table)}/log", table=table).json())
 
     def log_segments(self, table: str, bucket: int, from_offset: int, to_offset: int) -> list[LogSegment]:
         response = self._call(
-            "GET", f"/v1/tables/{table}/buckets/{bucket}/log", table=table,
+            "GET", f"/v1/tables/{segment(table)}/buckets/{bucket}/log", table=table,
             params={"from": from_offset, "to": to_offset},
         )
         return LogSegments.model_validate(response.json()).segments
@@ -186,36 +202,42 @@ class KvStoreClient:
         self, lease_id: str, epoch: int, duration_ms: int, snapshots: list[SnapshotRef]
     ) -> AcquireResult:
         req = AcquireRequest(duration_ms=duration_ms, epoch=epoch, snapshots=snapshots)
-        response = self._call("POST", f"/v1/leases/{lease_id}/acquire", lease_id=lease_id, epoch=epoch, **self._body(req))
+        response = self._call(
+            "POST", f"/v1/leases/{segment(lease_id)}/acquire", lease_id=lease_id, epoch=epoch, **self._body(req)
+        )
         return AcquireResult.model_validate(response.json())
 
     def renew_lease(self, lease_id: str, epoch: int, duration_ms: int) -> Lease:
         req = RenewRequest(duration_ms=duration_ms, epoch=epoch)
-        response = self._call("POST", f"/v1/leases/{lease_id}/renew", lease_id=lease_id, epoch=epoch, **self._body(req))
+        response = self._call(
+            "POST", f"/v1/leases/{segment(lease_id)}/renew", lease_id=lease_id, epoch=epoch, **self._body(req)
+        )
         return Lease.model_validate(response.json())
 
     def release_lease(self, lease_id: str, epoch: int, buckets: list[BucketRef]) -> Lease:
         req = ReleaseRequest(epoch=epoch, buckets=buckets)
         response = self._call(
-            "POST", f"/v1/leases/{lease_id}/release", lease_id=lease_id, epoch=epoch, **self._body(req)
+            "POST", f"/v1/leases/{segment(lease_id)}/release", lease_id=lease_id, epoch=epoch, **self._body(req)
         )
         return Lease.model_validate(response.json())
 
     def drop_lease(self, lease_id: str, epoch: int) -> None:
-        self._call("DELETE", f"/v1/leases/{lease_id}", lease_id=lease_id, epoch=epoch, params={"epoch": epoch})
+        self._call(
+            "DELETE", f"/v1/leases/{segment(lease_id)}", lease_id=lease_id, epoch=epoch, params={"epoch": epoch}
+        )
 
     def list_leases(self) -> list[Lease]:
         return LeaseList.model_validate(self._call("GET", "/v1/leases").json()).leases
 
     def get_lease(self, lease_id: str) -> Lease:
-        return Lease.model_validate(self._call("GET", f"/v1/leases/{lease_id}", lease_id=lease_id).json())
+        return Lease.model_validate(self._call("GET", f"/v1/leases/{segment(lease_id)}", lease_id=lease_id).json())
 
     def report_lake(self, table: str, report: LakeReport) -> None:
-        self._call("PUT", f"/v1/tables/{table}/lake", table=table, epoch=report.epoch, **self._body(report))
+        self._call("PUT", f"/v1/tables/{segment(table)}/lake", table=table, epoch=report.epoch, **self._body(report))
 
     def get_lake(self, table: str) -> LakeReport | None:
         try:
-            return LakeReport.model_validate(self._call("GET", f"/v1/tables/{table}/lake", table=table).json())
+            return LakeReport.model_validate(self._call("GET", f"/v1/tables/{segment(table)}/lake", table=table).json())
         except TableNotFoundError:
             raise
         except NotFoundError:

@@ -13,12 +13,38 @@ File layout the store writes (the lake writer reads these with Spark):
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from typing import Annotated
 
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, WithJsonSchema, field_validator, model_validator
+
+from tiering.kvstore.names import MAX_NAME_BYTES, check_column_name, check_table_name, duplicate_names
 from tiering.kvstore.types import normalize_type
 
 SYSTEM_COLUMNS = ("__offset", "__op", "__timestamp")
 OPS = ("+I", "+U", "-D")
+
+#: Every integer of the protocol is stored as a SQLite INTEGER / Arrow int64: larger values
+#: are refused as bad input instead of overflowing deep inside the store.
+INT64_MAX = 2**63 - 1
+#: Ids, offsets, epochs and versions: 0 .. 2^63-1.
+Count = Annotated[int, Field(ge=0, le=INT64_MAX)]
+#: A lease's expiry (now + duration) must stay an int64.
+LeaseDuration = Annotated[int, Field(gt=0, le=2**62)]
+#: Names are checked by tiering.kvstore.names (whose messages say what is wrong); the JSON
+#: schemas below are what JSON Schema can say of that rule (it cannot count UTF-8 bytes).
+TableName = Annotated[str, AfterValidator(check_table_name), WithJsonSchema({
+    "type": "string", "minLength": 1, "maxLength": MAX_NAME_BYTES, "pattern": r"^[^/\\\x00-\x1f\x7f]+$",
+    "not": {"enum": [".", ".."]},
+    "description": "one path segment: no '/' or '\\', no control characters or surrounding whitespace, "
+                   "not '.' or '..', at most 255 bytes in UTF-8",
+})]
+ColumnName = Annotated[str, AfterValidator(check_column_name), WithJsonSchema({
+    "type": "string", "minLength": 1, "maxLength": MAX_NAME_BYTES, "pattern": r"^[^\x00-\x1f\x7f]+$",
+    "not": {"pattern": "^__"},
+    "description": "no control characters, not starting with '__' (system columns), at most 255 bytes in UTF-8",
+})]
+#: A bucket number as a JSON object key.
+BucketKey = Annotated[str, Field(pattern=r"^[0-9]{1,10}$")]
 
 
 class _Model(BaseModel):
@@ -26,26 +52,33 @@ class _Model(BaseModel):
 
 
 class Column(_Model):
-    name: str = Field(min_length=1)
-    type: str
+    name: ColumnName
+    type: str = Field(examples=["bigint", "string", "decimal(10,2)", "timestamp"])
 
     @field_validator("type")
     @classmethod
     def _known_type(cls, v: str) -> str:
         return normalize_type(v)
 
-    @field_validator("name")
+
+class AddColumnRequest(Column):
+    """Schema evolution: a column appended to a table. Only nullable columns can be added
+    (rows written before have no value for it), so ``nullable`` may only say so."""
+
+    nullable: bool = True
+
+    @field_validator("nullable")
     @classmethod
-    def _not_system(cls, v: str) -> str:
-        if v.startswith("__"):
-            raise ValueError(f"column name {v!r} is reserved: names starting with '__' are system columns")
+    def _only_nullable(cls, v: bool) -> bool:
+        if not v:
+            raise ValueError("only nullable columns can be added: rows written before the add read as null")
         return v
 
 
 class TableSpec(_Model):
     """What a client sends to create a table."""
 
-    name: str = Field(min_length=1, max_length=200, pattern=r"^[A-Za-z_][A-Za-z0-9_\-]*$")
+    name: TableName
     columns: list[Column] = Field(alias="schema", min_length=1)
     primary_key: list[str] = Field(min_length=1)
     num_buckets: int = Field(ge=1, le=4096)
@@ -53,11 +86,14 @@ class TableSpec(_Model):
     @model_validator(mode="after")
     def _key_in_schema(self) -> "TableSpec":
         names = [c.name for c in self.columns]
-        if len(set(names)) != len(names):
-            raise ValueError(f"schema has duplicate column names: {names}")
+        duplicates = duplicate_names(names)
+        if duplicates:
+            raise ValueError(f"schema has duplicate column names (Spark compares them case-insensitively): {duplicates}")
         missing = [k for k in self.primary_key if k not in names]
         if missing:
             raise ValueError(f"primary_key columns {missing} are not in schema {names}")
+        if len(set(self.primary_key)) != len(self.primary_key):
+            raise ValueError(f"primary_key names a column twice: {self.primary_key}")
         return self
 
 
@@ -108,29 +144,29 @@ class RowsRequest(_Model):
 
 
 class SnapshotRef(_Model):
-    table_id: int
-    bucket: int
-    snapshot_id: int
+    table_id: Count
+    bucket: Count
+    snapshot_id: Count
 
 
 class BucketRef(_Model):
-    table_id: int
-    bucket: int
+    table_id: Count
+    bucket: Count
 
 
 class AcquireRequest(_Model):
-    duration_ms: int = Field(gt=0)
-    epoch: int = Field(ge=0)
+    duration_ms: LeaseDuration
+    epoch: Count
     snapshots: list[SnapshotRef]
 
 
 class RenewRequest(_Model):
-    duration_ms: int = Field(gt=0)
-    epoch: int = Field(ge=0)
+    duration_ms: LeaseDuration
+    epoch: Count
 
 
 class ReleaseRequest(_Model):
-    epoch: int = Field(ge=0)
+    epoch: Count
     buckets: list[BucketRef]
 
 
@@ -150,10 +186,10 @@ class LeaseList(_Model):
 
 
 class LakeReport(_Model):
-    table_id: int
-    epoch: int = Field(ge=0)
-    lake_version: int = Field(ge=0)
-    buckets: dict[str, int]
+    table_id: Count
+    epoch: Count
+    lake_version: Count
+    buckets: dict[BucketKey, Count] = Field(json_schema_extra={"additionalProperties": False})
 
 
 class TableList(_Model):
@@ -163,3 +199,26 @@ class TableList(_Model):
 class ErrorBody(_Model):
     error: str
     message: str
+
+
+class WriteResult(_Model):
+    """What one write appended: per touched bucket the ``[start, end)`` offsets of its segment.
+    ``records`` can be below ``rows``: deleting an absent key writes nothing."""
+
+    table_id: int
+    rows: int
+    records: int
+    buckets: dict[str, Annotated[list[int], Field(min_length=2, max_length=2)]]
+
+
+class TableDropped(_Model):
+    dropped: str
+    table_id: int
+
+
+class LeaseDropped(_Model):
+    dropped: str
+
+
+class Health(_Model):
+    status: str

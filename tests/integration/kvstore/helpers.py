@@ -1,10 +1,11 @@
-"""Shared helpers of the store's integration tests: table specs and waiting for GC passes."""
+"""Shared helpers of the store's integration tests: table specs, waiting for GC passes, memory."""
 
 from __future__ import annotations
 
 import re
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import TypeVar
 
 from tiering.kvstore.client import KvStoreClient
@@ -40,3 +41,11 @@ def wait_gc_passes(client: KvStoreClient, passes: int = 2) -> None:
     """Wait until ``passes`` complete GC passes started after this call (the first may be mid-way)."""
     start = gc_runs(client)
     wait_until(lambda: gc_runs(client) >= start + passes + 1, f"{passes} GC passes")
+
+
+def memory_mb(pid: int, field: str = "VmRSS") -> float:
+    """``VmRSS`` (now) or ``VmHWM`` (peak) of a process in MB, from /proc (Linux)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(f"{field}:"):
+            return int(line.split()[1]) / 1024
+    raise AssertionError(f"no {field} in /proc/{pid}/status")

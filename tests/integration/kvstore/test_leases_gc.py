@@ -26,12 +26,18 @@ def _gone(client, table: str, bucket: int, snapshot_id: int) -> bool:
         return True
 
 
-def _three_snapshots(client) -> tuple[int, list]:
+def _three_snapshots(client, hold_first_as: str | None = None) -> tuple[int, list]:
+    """Snapshots 1, 2, 3 of bucket 0; ``hold_first_as`` leases snapshot 1 while it is still the
+    newest (with GC running every 0.2 s, a later acquire could come after its deletion)."""
     info = client.create_table(orders_spec())
     snaps = []
     for i in range(3):
         client.upsert("orders", [{"id": i, "amount": float(i)}])
         snaps.append(client.take_snapshots("orders").buckets[0])
+        if i == 0 and hold_first_as:
+            ref = SnapshotRef(table_id=info.table_id, bucket=0, snapshot_id=1)
+            held = client.acquire_lease(hold_first_as, epoch=1, duration_ms=60_000, snapshots=[ref])
+            assert held.unavailable == [] and held.snapshots == [ref]
     assert [s.snapshot_id for s in snaps] == [1, 2, 3]
     return info.table_id, snaps
 
@@ -39,10 +45,7 @@ def _three_snapshots(client) -> tuple[int, list]:
 def test_gc_keeps_leased_snapshot_until_release(store_factory):
     store = store_factory(num_retained=1, gc_interval_s=0.2)
     client = store.client()
-    table_id, snaps = _three_snapshots(client)
-    held = client.acquire_lease("job-a", epoch=1, duration_ms=60_000,
-                                snapshots=[SnapshotRef(table_id=table_id, bucket=0, snapshot_id=1)])
-    assert held.unavailable == [] and [s.snapshot_id for s in held.snapshots] == [1]
+    table_id, snaps = _three_snapshots(client, hold_first_as="job-a")
 
     wait_until(lambda: _gone(client, "orders", 0, 2), "unleased snapshot 2 to be collected")
     assert not Path(snaps[1].files[0]).exists()

@@ -2,8 +2,9 @@
 persistent metadata — the embedded default upstream and the test double that is not a mock.
 
 Modules: ``store`` (operations), ``catalog``/``leases`` (metadata), ``files`` (Parquet layout),
-``rows`` (request validation), ``app`` (HTTP), ``main`` (``serve``), ``process`` (run it as a
-child process, for tests and the demo).
+``rows`` (request validation), ``app`` (HTTP), ``guards`` (bearer token, body limit),
+``openapi`` (the served document), ``main`` (``serve`` and its flags; ``python -m
+tiering.kvstore.server`` runs it), ``process`` (run it as a child process, for tests and the demo).
 """
 
 from tiering.kvstore.server.main import serve

@@ -1,59 +1,75 @@
-"""The HTTP face of the reference store (DESIGN §3): routes, auth and the error envelope.
+"""The HTTP face of the reference store (DESIGN §3): routes, the error envelope, the document.
 
 Failure mode: a client that cannot tell *why* a call failed retries what it should not (a
 fenced epoch) or gives up on what it should retry. Every failure therefore leaves as
-``{"error": CODE, "message": ...}`` with the protocol's status (400/401/404/409/410/503), a
+``{"error": CODE, "message": ...}`` with the protocol's status (400/401/404/409/410/413/503), a
 bad body names the offending field, and an unexpected exception is a logged 500, never a
 hang. Handlers parse bodies themselves (so messages name fields the protocol's way) and run
-the store's blocking work in the thread pool.
+that parsing, like the store's blocking work, in the thread pool: a large body decoded on the
+event loop would stall every other client meanwhile. What each route reads and answers is
+declared for ``/openapi.json`` (openapi.py); the token and the body limit are guards.py's.
 """
 
 from __future__ import annotations
 
 import logging
-import secrets
 import sqlite3
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
-from fastapi import FastAPI, Query, Request
+from fastapi import FastAPI, Path, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST
 from pydantic import BaseModel, ValidationError
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Route
 
 from tiering.kvstore.models import (
+    INT64_MAX,
     AcquireRequest,
+    AcquireResult,
+    AddColumnRequest,
+    Health,
     LakeReport,
+    Lease,
+    LeaseDropped,
     LeaseList,
     LogSegments,
     ReleaseRequest,
     RenewRequest,
     RowsRequest,
+    Snapshot,
+    TableDropped,
+    TableInfo,
     TableList,
+    TableLog,
+    TableSnapshots,
     TableSpec,
+    WriteResult,
 )
 from tiering.kvstore.server import rows
 from tiering.kvstore.server.errors import (
     BAD_REQUEST,
     INTERNAL,
+    METHOD_NOT_ALLOWED,
     NOT_FOUND,
-    UNAUTHORIZED,
     UNAVAILABLE,
     ApiError,
     bad_request,
 )
+from tiering.kvstore.server.guards import BearerAuth, BodyLimit
+from tiering.kvstore.server.openapi import ARROW_STREAM, document, errors, json_body
 from tiering.kvstore.server.store import Store
 
 log = logging.getLogger(__name__)
-ARROW_STREAM = "application/vnd.apache.arrow.stream"
 M = TypeVar("M", bound=BaseModel)
 
 
-def _error(status: int, code: str, message: str) -> JSONResponse:
-    return JSONResponse({"error": code, "message": message}, status_code=status)
+
+def _error(status: int, code: str, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
+    return JSONResponse({"error": code, "message": message}, status_code=status, headers=headers)
 
 
 def _loc(loc: tuple[Any, ...]) -> str:
@@ -72,26 +88,35 @@ def describe(error: ValidationError) -> str:
     return "; ".join(parts)
 
 
-async def _body(request: Request, model: type[M]) -> M:
-    raw = await request.body()
+def _parse(model: type[M], raw: bytes) -> M:
+    """Strictly: on the wire an integer is a JSON integer, never ``true``, ``"7"`` or ``7.5``."""
     try:
-        return model.model_validate_json(raw or b"null")
+        return model.model_validate_json(raw or b"null", strict=True)
     except ValidationError as e:
         raise bad_request(describe(e)) from None
 
 
-def _json(model: BaseModel | dict[str, Any]) -> JSONResponse:
-    content = model.model_dump(mode="json", by_alias=True) if isinstance(model, BaseModel) else model
-    return JSONResponse(content)
+async def _body(request: Request, model: type[M]) -> M:
+    return await _run(_parse, model, await request.body())
+
+
+def _json(model: BaseModel) -> JSONResponse:
+    return JSONResponse(model.model_dump(mode="json", by_alias=True))
 
 
 async def _run(fn: Callable[..., Any], *args: Any) -> Any:
     return await run_in_threadpool(fn, *args)
 
 
-def create_app(store: Store, token: str | None = None) -> FastAPI:
-    app = FastAPI(title="kv-tiering reference KV store", docs_url=None, redoc_url=None, openapi_url=None)
+def _allowed_methods(app: FastAPI, path: str) -> str:
+    methods: set[str] = set()
+    for route in app.routes:
+        if isinstance(route, Route) and route.methods and route.path_regex.match(path):
+            methods |= route.methods
+    return ", ".join(sorted(methods))
 
+
+def _install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(ApiError)
     async def _api_error(_: Request, e: ApiError) -> JSONResponse:
         return _error(e.status, e.code, e.message)
@@ -103,8 +128,10 @@ def create_app(store: Store, token: str | None = None) -> FastAPI:
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, e: StarletteHTTPException) -> JSONResponse:
-        code = NOT_FOUND if e.status_code == 404 else BAD_REQUEST
-        return _error(e.status_code, code, f"{request.method} {request.url.path}: {e.detail}")
+        code = {404: NOT_FOUND, 405: METHOD_NOT_ALLOWED}.get(e.status_code, BAD_REQUEST)
+        # Starlette's Allow names the methods of the first route matching the path only.
+        headers = {"Allow": _allowed_methods(app, request.url.path)} if e.status_code == 405 else e.headers
+        return _error(e.status_code, code, f"{request.method} {request.url.path}: {e.detail}", headers)
 
     @app.exception_handler(sqlite3.OperationalError)
     @app.exception_handler(OSError)
@@ -117,42 +144,56 @@ def create_app(store: Store, token: str | None = None) -> FastAPI:
         log.exception("%s %s failed", request.method, request.url.path)
         return _error(500, INTERNAL, f"{request.method} {request.url.path}: {type(e).__name__}: {e}")
 
+
+def create_app(store: Store, token: str | None, max_body_bytes: int) -> FastAPI:
+    app = FastAPI(title="kv-tiering reference KV store", version="1", docs_url=None, redoc_url=None)
+    _install_error_handlers(app)
+    # The last added guard runs first: unauthenticated requests never get their body counted.
+    app.add_middleware(BodyLimit, max_body_bytes=max_body_bytes)
     if token:
-        expected = f"Bearer {token}".encode()
+        app.add_middleware(BearerAuth, token=token)
+    built: dict[str, Any] = {}
 
-        @app.middleware("http")
-        async def _auth(request: Request, call_next: Callable[..., Any]) -> Response:
-            given = request.headers.get("authorization", "").encode()
-            if request.url.path != "/v1/health" and not secrets.compare_digest(given, expected):
-                return _error(401, UNAUTHORIZED, "missing or wrong bearer token (Authorization: Bearer <token>)")
-            return await call_next(request)
+    def openapi() -> dict[str, Any]:
+        if not built:
+            built.update(document(app, token_required=bool(token)))
+        return built
 
-    @app.get("/v1/health")
+    app.openapi = openapi  # type: ignore[method-assign]
+
+    @app.get("/v1/health", response_model=Health)
     async def health() -> JSONResponse:
-        return JSONResponse({"status": "ok"})
+        return _json(Health(status="ok"))
 
-    @app.post("/v1/tables")
+    @app.post("/v1/tables", response_model=TableInfo, responses=errors(409, 413), openapi_extra=json_body(TableSpec))
     async def create_table(request: Request) -> JSONResponse:
         return _json(await _run(store.create_table, await _body(request, TableSpec)))
 
-    @app.get("/v1/tables")
+    @app.get("/v1/tables", response_model=TableList, responses=errors())
     async def list_tables() -> JSONResponse:
         return _json(TableList(tables=await _run(store.list_tables)))
 
-    @app.get("/v1/tables/{name}")
+    @app.get("/v1/tables/{name}", response_model=TableInfo, responses=errors(404))
     async def get_table(name: str) -> JSONResponse:
         return _json(await _run(store.get_table, name))
 
-    @app.delete("/v1/tables/{name}")
+    @app.delete("/v1/tables/{name}", response_model=TableDropped, responses=errors(404))
     async def drop_table(name: str) -> JSONResponse:
         info = await _run(store.drop_table, name)
-        return JSONResponse({"dropped": info.name, "table_id": info.table_id})
+        return _json(TableDropped(dropped=info.name, table_id=info.table_id))
 
-    @app.post("/v1/tables/{name}/rows")
-    async def write_rows(name: str, request: Request, op: str = Query("upsert")) -> JSONResponse:
+    @app.post("/v1/tables/{name}/columns", response_model=TableInfo, responses=errors(404, 413),
+              openapi_extra=json_body(AddColumnRequest))
+    async def add_column(name: str, request: Request) -> JSONResponse:
+        return _json(await _run(store.add_column, name, await _body(request, AddColumnRequest)))
+
+    @app.post("/v1/tables/{name}/rows", response_model=WriteResult, responses=errors(404, 413),
+              openapi_extra=json_body(RowsRequest, arrow=True))
+    async def write_rows(
+        name: str, request: Request,
+        op: Literal["upsert", "delete"] = Query("upsert", description="the operation of an Arrow IPC body"),
+    ) -> JSONResponse:
         if request.headers.get("content-type", "").startswith(ARROW_STREAM):
-            if op not in ("upsert", "delete"):
-                raise bad_request(f"op: expected 'upsert' or 'delete', got {op!r}")
             body = await request.body()
             info = await _run(store.get_table, name)
             data = await _run(rows.from_arrow, info, op, body)
@@ -163,62 +204,74 @@ def create_app(store: Store, token: str | None = None) -> FastAPI:
             data = await _run(rows.from_json, info, op, req.rows)
         return _json(await _run(store.write_rows, name, op, data))
 
-    @app.post("/v1/tables/{name}/snapshots")
+    @app.post("/v1/tables/{name}/snapshots", response_model=TableSnapshots, responses=errors(404))
     async def take_snapshots(name: str) -> JSONResponse:
         return _json(await _run(store.take_snapshots, name))
 
-    @app.get("/v1/tables/{name}/snapshots")
+    @app.get("/v1/tables/{name}/snapshots", response_model=TableSnapshots, responses=errors(404))
     async def latest_snapshots(name: str) -> JSONResponse:
         return _json(await _run(store.latest_snapshots, name))
 
-    @app.get("/v1/tables/{name}/buckets/{bucket}/snapshots/{snapshot_id}")
-    async def get_snapshot(name: str, bucket: int, snapshot_id: int) -> JSONResponse:
+    @app.get("/v1/tables/{name}/buckets/{bucket}/snapshots/{snapshot_id}", response_model=Snapshot,
+             responses=errors(404, 410))
+    async def get_snapshot(
+        name: str, bucket: int = Path(ge=0, le=INT64_MAX), snapshot_id: int = Path(ge=0, le=INT64_MAX)
+    ) -> JSONResponse:
         return _json(await _run(store.get_snapshot, name, bucket, snapshot_id))
 
-    @app.get("/v1/tables/{name}/log")
+    @app.get("/v1/tables/{name}/log", response_model=TableLog, responses=errors(404))
     async def log_info(name: str) -> JSONResponse:
         return _json(await _run(store.log_info, name))
 
-    @app.get("/v1/tables/{name}/buckets/{bucket}/log")
+    @app.get("/v1/tables/{name}/buckets/{bucket}/log", response_model=LogSegments, responses=errors(404, 410))
     async def log_segments(
-        name: str, bucket: int, from_offset: int = Query(0, alias="from"), to_offset: int = Query(2**62, alias="to")
+        name: str, bucket: int = Path(ge=0, le=INT64_MAX),
+        from_offset: int = Query(0, alias="from", ge=0, le=INT64_MAX),
+        to_offset: int = Query(INT64_MAX, alias="to", ge=0, le=INT64_MAX),
     ) -> JSONResponse:
         return _json(LogSegments(segments=await _run(store.log_segments, name, bucket, from_offset, to_offset)))
 
-    @app.post("/v1/leases/{lease_id}/acquire")
+    @app.post("/v1/leases/{lease_id}/acquire", response_model=AcquireResult, responses=errors(409, 413),
+              openapi_extra=json_body(AcquireRequest))
     async def acquire(lease_id: str, request: Request) -> JSONResponse:
         return _json(await _run(store.acquire_lease, lease_id, await _body(request, AcquireRequest)))
 
-    @app.post("/v1/leases/{lease_id}/renew")
+    @app.post("/v1/leases/{lease_id}/renew", response_model=Lease, responses=errors(404, 409, 413),
+              openapi_extra=json_body(RenewRequest))
     async def renew(lease_id: str, request: Request) -> JSONResponse:
         return _json(await _run(store.renew_lease, lease_id, await _body(request, RenewRequest)))
 
-    @app.post("/v1/leases/{lease_id}/release")
+    @app.post("/v1/leases/{lease_id}/release", response_model=Lease, responses=errors(404, 409, 413),
+              openapi_extra=json_body(ReleaseRequest))
     async def release(lease_id: str, request: Request) -> JSONResponse:
         return _json(await _run(store.release_lease, lease_id, await _body(request, ReleaseRequest)))
 
-    @app.delete("/v1/leases/{lease_id}")
-    async def drop_lease(lease_id: str, epoch: int = Query(..., ge=0)) -> JSONResponse:
+    @app.delete("/v1/leases/{lease_id}", response_model=LeaseDropped, responses=errors(404, 409))
+    async def drop_lease(lease_id: str, epoch: int = Query(..., ge=0, le=INT64_MAX)) -> JSONResponse:
         await _run(store.drop_lease, lease_id, epoch)
-        return JSONResponse({"dropped": lease_id})
+        return _json(LeaseDropped(dropped=lease_id))
 
-    @app.get("/v1/leases")
+    @app.get("/v1/leases", response_model=LeaseList, responses=errors())
     async def list_leases() -> JSONResponse:
         return _json(LeaseList(leases=await _run(store.list_leases)))
 
-    @app.get("/v1/leases/{lease_id}")
+    @app.get("/v1/leases/{lease_id}", response_model=Lease, responses=errors(404))
     async def get_lease(lease_id: str) -> JSONResponse:
         return _json(await _run(store.get_lease, lease_id))
 
-    @app.put("/v1/tables/{name}/lake")
+    @app.put("/v1/tables/{name}/lake", response_model=LakeReport, responses=errors(404, 409, 413),
+             openapi_extra=json_body(LakeReport))
     async def put_lake(name: str, request: Request) -> JSONResponse:
         return _json(await _run(store.put_lake, name, await _body(request, LakeReport)))
 
-    @app.get("/v1/tables/{name}/lake")
+    @app.get("/v1/tables/{name}/lake", response_model=LakeReport, responses=errors(404))
     async def get_lake(name: str) -> JSONResponse:
         return _json(await _run(store.get_lake, name))
 
-    @app.get("/metrics")
+    @app.get("/metrics", response_class=Response, responses={
+        **errors(),
+        200: {"description": "Prometheus text format", "content": {"text/plain": {"schema": {"type": "string"}}}},
+    })
     async def metrics() -> Response:
         return Response(await _run(store.metrics.render), media_type=CONTENT_TYPE_LATEST)
 

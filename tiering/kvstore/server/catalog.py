@@ -22,7 +22,7 @@ def create_table(conn: sqlite3.Connection, spec: TableSpec) -> TableInfo:
         raise ApiError(409, CONFLICT, f"table {spec.name!r} already exists (table_id {existing['table_id']})")
     cur = conn.execute("INSERT INTO tables (name, info) VALUES (?, '')", (spec.name,))
     info = TableInfo(**spec.model_dump(by_alias=True), table_id=cur.lastrowid)
-    conn.execute("UPDATE tables SET info = ? WHERE table_id = ?", (info.model_dump_json(by_alias=True), info.table_id))
+    replace_info(conn, info)
     conn.executemany(
         "INSERT INTO buckets (table_id, bucket) VALUES (?, ?)", [(info.table_id, b) for b in range(spec.num_buckets)]
     )
@@ -34,6 +34,11 @@ def live_table(conn: sqlite3.Connection, name: str) -> TableInfo:
     if row is None:
         raise table_not_found(name)
     return TableInfo.model_validate_json(row["info"])
+
+
+def replace_info(conn: sqlite3.Connection, info: TableInfo) -> None:
+    """Record a live table's new description (its schema grew)."""
+    conn.execute("UPDATE tables SET info = ? WHERE table_id = ?", (info.model_dump_json(by_alias=True), info.table_id))
 
 
 def live_tables(conn: sqlite3.Connection) -> list[TableInfo]:

@@ -5,8 +5,8 @@ written to a temporary name and renamed into place, and never modified afterward
 whose metadata row was never committed (crash in between) is simply overwritten by the next
 write of the same offsets. Layout (see tiering.kvstore.models for the columns)::
 
-    <remote>/<table>-<table_id>/bucket-<b>/log/<start>-<end>.parquet
-    <remote>/<table>-<table_id>/bucket-<b>/snapshots/snapshot-<id>.parquet
+    <remote>/<table slug>-<table_id>/bucket-<b>/log/<start>-<end>.parquet
+    <remote>/<table slug>-<table_id>/bucket-<b>/snapshots/snapshot-<id>.parquet
 
 A bucket's live state is *derived*: its latest snapshot plus the log segments after it,
 merged so the change with the highest offset per key wins and ``-D`` removes the key.
@@ -15,6 +15,7 @@ merged so the change with the highest offset per key wins and ``-D`` removes the
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import pyarrow as pa
@@ -26,6 +27,7 @@ from tiering.kvstore.models import LogSegment, Snapshot, TableInfo
 from tiering.kvstore.types import arrow_type
 
 TIMESTAMP = pa.timestamp("us", tz="UTC")
+_UNSAFE_IN_PATH = re.compile(r"[^A-Za-z0-9_-]")
 
 
 def user_schema(info: TableInfo) -> pa.Schema:
@@ -42,7 +44,16 @@ def snapshot_schema(info: TableInfo) -> pa.Schema:
 
 
 def table_dir(remote: Path, info: TableInfo) -> Path:
-    return remote / f"{info.name}-{info.table_id}"
+    """``<remote>/<slug>-<table_id>``: the id makes it unique, the slug keeps it readable.
+
+    The slug is the name with every character outside ``[A-Za-z0-9_-]`` replaced by ``_``,
+    cut to 200 characters, so no table name (tiering.kvstore.names accepts quotes, spaces,
+    unicode) reaches a path: nothing to escape for a shell, a glob (Spark reads these files
+    by path) or a filesystem's length limit. Names valid before the rule was widened
+    (``[A-Za-z_][A-Za-z0-9_-]{0,199}``) are their own slug, so existing stores keep their layout.
+    """
+    slug = _UNSAFE_IN_PATH.sub("_", info.name)[:200]
+    return remote / f"{slug}-{info.table_id}"
 
 
 def segment_path(remote: Path, info: TableInfo, bucket: int, start: int, end: int) -> Path:

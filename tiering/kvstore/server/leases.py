@@ -154,7 +154,7 @@ def put_lake(conn: sqlite3.Connection, table: TableInfo, logs: list[BucketLog], 
         )
     ends = {log.bucket: log.log_end_offset for log in logs}
     for key, offset in report.buckets.items():
-        if not key.isdigit() or int(key) not in ends:
+        if int(key) not in ends:  # LakeReport's keys are 1-10 ASCII digits
             raise bad_request(f"buckets.{key}: not a bucket of table {table.name!r} (0..{table.num_buckets - 1})")
         if not 0 <= offset <= ends[int(key)]:
             raise bad_request(

@@ -7,13 +7,19 @@ stop when the server stops (SIGTERM / Ctrl-C via uvicorn).
 
 from __future__ import annotations
 
+import argparse
 import logging
+import os
 import signal
 import threading
 from collections.abc import Callable
 from pathlib import Path
 
 from tiering.errors import ConfigError
+
+#: Default of ``serve(max_body_bytes=...)``: a 10^6-row Arrow write (~16 MB) fits, as does a
+#: JSON write of a few hundred thousand rows; larger writes are split by the client.
+DEFAULT_MAX_BODY_BYTES = 64 * 1024 * 1024
 
 log = logging.getLogger(__name__)
 
@@ -40,15 +46,19 @@ def serve(
     gc_interval_s: float = 30.0,
     token: str | None = None,
     log_retention_s: float | None = None,
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
 ) -> None:
     """Serve until stopped. ``snapshot_interval_s`` 0 = snapshots only on request;
-    ``log_retention_s`` None = log segments are kept until tiered (no hard cap)."""
+    ``log_retention_s`` None = log segments are kept until tiered (no hard cap);
+    ``max_body_bytes``: larger request bodies are refused with 413."""
     import uvicorn
 
     from tiering.kvstore.server.app import create_app
     from tiering.kvstore.server.store import Store
 
     problems = []
+    if max_body_bytes < 1:
+        problems.append(f"--max-body-bytes: must be >= 1, got {max_body_bytes}")
     if num_retained < 1:
         problems.append(f"--num-retained: must be >= 1, got {num_retained}")
     if gc_interval_s <= 0:
@@ -60,7 +70,8 @@ def serve(
 
     store = Store(Path(data_dir), num_retained=num_retained, log_retention_s=log_retention_s)
     server = uvicorn.Server(uvicorn.Config(
-        create_app(store, token), host=host, port=port, log_level="warning", access_log=False, lifespan="off",
+        create_app(store, token, max_body_bytes), host=host, port=port, log_level="warning", access_log=False,
+        lifespan="off",
     ))
     stop = threading.Event()
     loops = [_loop("gc", gc_interval_s, store.gc, stop)]
@@ -88,3 +99,39 @@ def serve(
             thread.join(timeout=10)
         store.close()
         log.info("kv-store stopped")
+
+
+def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
+    """The flags of :func:`serve`, for ``python -m tiering.kvstore.server`` (and the ``tiering``
+    command's ``kv-store serve``, which can take them from here)."""
+    parser.add_argument("--data-dir", required=True)
+    parser.add_argument("--port", type=int, default=8420)
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--snapshot-interval", type=float, default=0.0,
+                        help="seconds between periodic snapshots of every table (0 = only on demand)")
+    parser.add_argument("--num-retained", type=int, default=2,
+                        help="newest snapshots kept per bucket (kv.snapshot.num-retained)")
+    parser.add_argument("--gc-interval", type=float, default=30.0, help="seconds between GC passes")
+    parser.add_argument("--log-retention", type=float, default=None,
+                        help="hard cap in seconds: delete snapshot-covered log segments older than this even "
+                             "if not tiered yet (default: off; tiering then re-bootstraps, or fails with "
+                             "fail-on-data-loss)")
+    parser.add_argument("--token", default=os.environ.get("TIERING_KVSTORE_TOKEN", ""),
+                        help="require this bearer token (default: $TIERING_KVSTORE_TOKEN, none)")
+    parser.add_argument("--max-body-bytes", type=int, default=DEFAULT_MAX_BODY_BYTES,
+                        help=f"refuse larger request bodies with 413 (default {DEFAULT_MAX_BODY_BYTES})")
+
+
+def serve_from_args(args: argparse.Namespace) -> None:
+    """:func:`serve` with the flags of :func:`add_serve_arguments`."""
+    serve(
+        data_dir=Path(args.data_dir),
+        port=args.port,
+        host=args.host,
+        snapshot_interval_s=args.snapshot_interval,
+        num_retained=args.num_retained,
+        gc_interval_s=args.gc_interval,
+        token=args.token or None,
+        log_retention_s=args.log_retention,
+        max_body_bytes=args.max_body_bytes,
+    )

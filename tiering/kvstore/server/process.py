@@ -29,12 +29,13 @@ def free_port() -> int:
 
 
 class StoreProcess:
-    """One ``tiering kv-store serve`` process; ``start`` returns it once /v1/health answers."""
+    """One ``python -m tiering.kvstore.server`` process (the flags of ``tiering kv-store serve``);
+    ``start`` returns it once /v1/health answers."""
 
     def __init__(
         self, data_dir: Path, port: int, *, num_retained: int = 2, gc_interval_s: float = 30.0,
         snapshot_interval_s: float = 0.0, token: str | None = None, startup_timeout_s: float = 30.0,
-        log_retention_s: float | None = None,
+        log_retention_s: float | None = None, max_body_bytes: int | None = None,
     ) -> None:
         self.data_dir = Path(data_dir)
         self.port = port
@@ -42,22 +43,26 @@ class StoreProcess:
         self.token = token
         self.startup_timeout_s = startup_timeout_s
         self._args = [
-            sys.executable, "-m", "tiering.cli", "kv-store", "serve", "--data-dir", str(self.data_dir),
+            sys.executable, "-m", "tiering.kvstore.server", "--data-dir", str(self.data_dir),
             "--port", str(port), "--host", "127.0.0.1", "--num-retained", str(num_retained),
             "--gc-interval", str(gc_interval_s), "--snapshot-interval", str(snapshot_interval_s),
         ]
         if log_retention_s is not None:
             self._args += ["--log-retention", str(log_retention_s)]
+        if max_body_bytes is not None:
+            self._args += ["--max-body-bytes", str(max_body_bytes)]
         self._proc: subprocess.Popen | None = None
 
     @classmethod
     def start(
         cls, data_dir: Path, port: int | None = None, num_retained: int = 2, gc_interval_s: float = 30.0,
         snapshot_interval_s: float = 0.0, token: str | None = None, log_retention_s: float | None = None,
+        max_body_bytes: int | None = None,
     ) -> "StoreProcess":
         store = cls(
             data_dir, port or free_port(), num_retained=num_retained, gc_interval_s=gc_interval_s,
             snapshot_interval_s=snapshot_interval_s, token=token, log_retention_s=log_retention_s,
+            max_body_bytes=max_body_bytes,
         )
         store.launch()
         return store

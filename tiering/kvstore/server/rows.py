@@ -28,6 +28,12 @@ from tiering.kvstore.server.errors import bad_request
 from tiering.kvstore.types import arrow_type
 
 _INT_BITS = {"tinyint": 8, "smallint": 16, "int": 32, "bigint": 64}
+_UTC_US = pa.timestamp("us", tz="UTC")
+_RANGE = {  # is timestamp -> (lowest, highest) allowed value
+    False: (pa.scalar(dt.date(1, 1, 1), pa.date32()), pa.scalar(dt.date(9999, 12, 31), pa.date32())),
+    True: (pa.scalar(dt.datetime(1, 1, 1, tzinfo=dt.timezone.utc), _UTC_US),
+           pa.scalar(dt.datetime(9999, 12, 31, 23, 59, 59, 999999, tzinfo=dt.timezone.utc), _UTC_US)),
+}
 _JSON_NAMES = {bool: "boolean", int: "integer", float: "number", str: "string", list: "array", dict: "object"}
 
 
@@ -48,7 +54,10 @@ def _from_json(v: Any, spark_type: str) -> Any:
             return v
     elif spark_type in ("float", "double"):
         if isinstance(v, (int, float)) and not isinstance(v, bool):
-            return float(v)
+            try:
+                return float(v)
+            except OverflowError:
+                raise ValueError(f"{v} is out of range for {spark_type}") from None
     elif spark_type == "string":
         if isinstance(v, str):
             return v
@@ -64,7 +73,10 @@ def _from_json(v: Any, spark_type: str) -> Any:
     elif spark_type == "timestamp":
         if isinstance(v, str):
             ts = dt.datetime.fromisoformat(v)
-            return ts if ts.tzinfo else ts.replace(tzinfo=dt.timezone.utc)
+            try:  # in UTC it must still be a year 1..9999 (Spark's range, and Python's)
+                return ts.replace(tzinfo=ts.tzinfo or dt.timezone.utc).astimezone(dt.timezone.utc)
+            except OverflowError:
+                raise ValueError(f"{v!r} is out of range for timestamp (0001-01-01..9999-12-31 UTC)") from None
     elif spark_type.startswith("decimal"):
         if isinstance(v, (int, float, str)) and not isinstance(v, bool):
             try:
@@ -133,14 +145,26 @@ def _conform(name: str, column: pa.ChunkedArray, spark_type: str) -> pa.ChunkedA
         raise bad_request(f"column {name!r}: expected {spark_type}, got Arrow type {column.type}")
     try:
         return pc.cast(column, expected, safe=True)
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
+    except pa.ArrowException as e:
         raise bad_request(f"column {name!r}: cannot convert {column.type} to {spark_type} without loss: {e}") from None
+
+
+def _check_range(name: str, column: pa.ChunkedArray) -> None:
+    """Dates and timestamps within Spark's (and Python's) years 1..9999: Arrow can carry any
+    int64, and an out-of-range key would fail every later read of its bucket."""
+    if not (pa.types.is_timestamp(column.type) or pa.types.is_date(column.type)):
+        return
+    low, high = _RANGE[pa.types.is_timestamp(column.type)]
+    bounds = pc.min_max(column)
+    if bounds["min"].is_valid and (pc.less(bounds["min"], low).as_py() or pc.greater(bounds["max"], high).as_py()):
+        raise bad_request(f"column {name!r}: values must lie in 0001-01-01..9999-12-31 (UTC)")
 
 
 def from_arrow(info: TableInfo, op: str, body: bytes) -> pa.Table:
     try:
         data = pa.ipc.open_stream(pa.py_buffer(body)).read_all()
-    except (pa.ArrowInvalid, OSError) as e:
+        data.validate(full=True)  # offsets and lengths are the sender's word until checked
+    except (pa.ArrowException, OSError) as e:
         raise bad_request(f"body: not an Arrow IPC stream: {e}") from None
     wanted = _wanted_columns(info, op)
     for name in data.column_names:
@@ -152,6 +176,7 @@ def from_arrow(info: TableInfo, op: str, body: bytes) -> pa.Table:
     for name in wanted:
         if name in data.column_names:
             columns[name] = _conform(name, data.column(name), types[name])
+            _check_range(name, columns[name])
         elif name in info.primary_key:
             raise bad_request(f"column {name!r}: primary-key column is missing")
         else:

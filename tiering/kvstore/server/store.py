@@ -31,6 +31,7 @@ from tiering.kvstore.bucketing import bucket_of
 from tiering.kvstore.models import (
     AcquireRequest,
     AcquireResult,
+    AddColumnRequest,
     LakeReport,
     Lease,
     LogSegment,
@@ -42,7 +43,9 @@ from tiering.kvstore.models import (
     TableLog,
     TableSnapshots,
     TableSpec,
+    WriteResult,
 )
+from tiering.kvstore.names import duplicate_names
 from tiering.kvstore.server import catalog, leases
 from tiering.kvstore.server.db import Database
 from tiering.kvstore.server.errors import LOG_TRUNCATED, NOT_FOUND, SNAPSHOT_GONE, ApiError, bad_request
@@ -109,6 +112,26 @@ class Store:
         self.gc()
         return info
 
+    def add_column(self, name: str, column: AddColumnRequest) -> TableInfo:
+        """Append a nullable column. Files written before keep their schema (reading them with
+        the grown schema gives null), so nothing is rewritten; the table lock orders the change
+        against writes and snapshots, which take the schema under the same lock."""
+        table_id = self.get_table(name).table_id
+        with self._lock(table_id):
+            info = self._locked_table(name, table_id)
+            names = [c.name for c in info.columns]
+            if duplicate_names([*names, column.name]):
+                raise bad_request(f"name: table {name!r} already has a column {column.name!r} (columns: {names}; "
+                                  "Spark compares names case-insensitively)")
+            described = info.model_dump(by_alias=True)
+            grown = TableInfo.model_validate(
+                {**described, "schema": [*described["schema"], {"name": column.name, "type": column.type}]}
+            )
+            with self.db.tx() as conn:
+                catalog.replace_info(conn, grown)
+        log.info("table %s (table_id %d): added column %s %s", name, table_id, column.name, column.type)
+        return grown
+
     def _lock(self, table_id: int) -> threading.Lock:
         with self._guard:
             return self._table_locks.setdefault(table_id, threading.Lock())
@@ -122,7 +145,7 @@ class Store:
 
     # rows
 
-    def write_rows(self, name: str, op: str, data: pa.Table) -> dict[str, Any]:
+    def write_rows(self, name: str, op: str, data: pa.Table) -> WriteResult:
         """Append one immutable log segment per touched bucket; offsets are dense per bucket."""
         table_id = self.get_table(name).table_id
         with self._lock(table_id):
@@ -151,10 +174,10 @@ class Store:
                 self._live[(table_id, bucket)] -= removed
         records = sum(s.end_offset - s.start_offset for _, s, _, _ in written)
         self.metrics.rows_written.labels(name).inc(records)
-        return {
-            "table_id": table_id, "rows": data.num_rows, "records": records,
-            "buckets": {str(b): [s.start_offset, s.end_offset] for b, s, _, _ in written},
-        }
+        return WriteResult(
+            table_id=table_id, rows=data.num_rows, records=records,
+            buckets={str(b): [s.start_offset, s.end_offset] for b, s, _, _ in written},
+        )
 
     def _live_keys(self, info: TableInfo, bucket: int) -> set[Any]:
         key = (info.table_id, bucket)
