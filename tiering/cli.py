@@ -15,6 +15,7 @@ import threading
 from pathlib import Path
 
 from tiering.errors import ConfigError, TieringError
+from tiering.kvstore.server.main import add_serve_arguments
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
@@ -27,18 +28,9 @@ def _zk(args: argparse.Namespace) -> int:
 
 
 def _kv_store_serve(args: argparse.Namespace) -> int:
-    from tiering.kvstore.server import serve
+    from tiering.kvstore.server.main import serve_from_args
 
-    serve(
-        data_dir=Path(args.data_dir),
-        port=args.port,
-        host=args.host,
-        snapshot_interval_s=args.snapshot_interval,
-        num_retained=args.num_retained,
-        gc_interval_s=args.gc_interval,
-        token=args.token or None,
-        log_retention_s=args.log_retention,
-    )
+    serve_from_args(args)
     return 0
 
 
@@ -191,20 +183,7 @@ def _parser() -> argparse.ArgumentParser:
     kv = commands.add_parser("kv-store", help="the reference KV store")
     kv_commands = kv.add_subparsers(dest="kv_command", required=True, metavar="COMMAND")
     serve = kv_commands.add_parser("serve", help="serve the reference KV store over HTTP")
-    serve.add_argument("--data-dir", required=True)
-    serve.add_argument("--port", type=int, default=8420)
-    serve.add_argument("--host", default="127.0.0.1")
-    serve.add_argument("--snapshot-interval", type=float, default=0.0,
-                       help="seconds between periodic snapshots of every table (0 = only on demand)")
-    serve.add_argument("--num-retained", type=int, default=2,
-                       help="newest snapshots kept per bucket (kv.snapshot.num-retained)")
-    serve.add_argument("--gc-interval", type=float, default=30.0, help="seconds between GC passes")
-    serve.add_argument("--log-retention", type=float, default=None,
-                       help="hard cap in seconds: delete snapshot-covered log segments older than this even "
-                            "if not tiered yet (default: off; tiering then re-bootstraps, or fails with "
-                            "fail-on-data-loss)")
-    serve.add_argument("--token", default=os.environ.get("TIERING_KVSTORE_TOKEN", ""),
-                       help="require this bearer token (default: $TIERING_KVSTORE_TOKEN, none)")
+    add_serve_arguments(serve)
     serve.set_defaults(func=_kv_store_serve)
     return parser
 
