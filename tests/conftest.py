@@ -7,6 +7,7 @@ os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
 
 pytest_plugins = [
+    "tests.fixtures.s3",
     "tests.fixtures.spark",
     "tests.fixtures.store",
     "tests.fixtures.zk",

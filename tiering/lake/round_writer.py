@@ -1,21 +1,23 @@
 """Committing one table's round to Delta with delta-rs (no Delta JVM jars needed).
 
 The protocol (replays skipped, schema checked, epochs fenced) is :mod:`tiering.lake.round_protocol`;
-this is the delta-rs commit. Failure modes of its own:
-- a stale term races a newer one: delta-rs's conflict checker rejects the later commit
-  (``ConcurrentTransaction`` for the same app id, or ``ConcurrentDeleteRead`` since every
-  rewrite removes files); the loser's moved files are deleted and nothing of it lands;
-- a crash between writing files and committing -> orphan files in bucket directories
-  (unreferenced; a full ``VACUUM`` removes them) and a staging directory (removed after a day);
-  a lost race leaves them too on the MERGE path (delta-rs writes into the table, then commits),
-  while the rewrite path deletes its moved files at once.
+this is the delta-rs commit, made by the driver, on any storage the lake is on (a local
+directory or S3, where delta-rs commits with a conditional put). Failure modes of its own:
+- a stale term races a newer one: delta-rs's conflict checker (or the store's conditional put,
+  for the same version) rejects the later commit (``ConcurrentTransaction`` for the same app id,
+  or ``ConcurrentDeleteRead`` since every rewrite removes files); the loser's files are deleted
+  and nothing of it lands;
+- a crash between writing files and committing -> unreferenced files in bucket directories;
+  a lost race leaves them too on the MERGE path (delta-rs writes into the table, then commits).
+  Both are removed by a full ``VACUUM`` (``vacuum(full=True)``) once past its retention.
 
 Two data paths, one commit each:
 - copy-on-write per bucket (Hudi-style): every bucket the round touches is rewritten entirely
-  by Spark executors (see :mod:`tiering.lake.bucket_rows`), then one commit removes exactly
-  those buckets' old files and adds the new ones. Partitioning by ``__bucket`` keeps that a
-  metadata operation on the other buckets. Used for bootstraps and big rounds: the rows stay
-  in Spark;
+  by Spark executors, which write the files straight into the table location and return their
+  add actions (see :mod:`tiering.lake.bucket_files`); then one commit removes exactly those
+  buckets' old files and adds the new ones. Partitioning by ``__bucket`` keeps that a metadata
+  operation on the other buckets. Used for bootstraps and big rounds: no row passes through
+  the driver;
 - a changelog-only round of at most ``merge_max_changes`` changes is a delta-rs MERGE run by
   the driver (see :mod:`tiering.lake.log_merge`): no Spark job, and only the files holding a
   changed key are rewritten. Its driver memory is bounded by that count.
@@ -23,9 +25,7 @@ Two data paths, one commit each:
 
 from __future__ import annotations
 
-import json
 import logging
-import shutil
 from collections.abc import Sequence
 
 from deltalake import Schema
@@ -34,12 +34,9 @@ from pyspark.sql import SparkSession
 
 from tiering.conf.model import DEFAULT_MERGE_MAX_CHANGES
 from tiering.errors import LakeCommitError
-from tiering.kvstore.models import TableInfo
-from tiering.lake import staging
-from tiering.lake.bucket_rows import bucket_rows
+from tiering.lake.bucket_files import BucketTask, WrittenFile, run_task
 from tiering.lakestate.layout import BUCKET_COLUMN, lake_schema
 from tiering.lake.log_merge import latest_changes, merge_changes
-from tiering.lake.round_plan import BucketPlan
 from tiering.lake.round_protocol import PreparedRound, RoundWriter, TableCommit, output_rows
 from tiering.lakestate.lake import Lake
 
@@ -84,19 +81,15 @@ class DeltaRsRoundWriter(RoundWriter):
 
     def _rewrite(self, prepared: PreparedRound) -> TableCommit:
         table, path, dt = prepared.table, prepared.path, prepared.dt
-        staging.clean_stale(path)
-        stage = staging.new_staging_dir(path)
-        try:
-            self._write_rows(table, prepared.plans, stage)
-            adds = staging.move_into_table(stage, path)
-        finally:
-            shutil.rmtree(stage, ignore_errors=True)
+        written = self._write_files(prepared)
+        adds = [f.add_action() for f in written]
         properties = _commit_properties(prepared)
         schema = Schema.from_arrow(lake_schema(table))
         try:
             if dt is None:
                 create_table_with_add_actions(
-                    path, schema, adds, mode="error", partition_by=[BUCKET_COLUMN], commit_properties=properties
+                    path, schema, adds, mode="error", partition_by=[BUCKET_COLUMN], commit_properties=properties,
+                    storage_options=self._lake.store.delta_options(),
                 )
             else:
                 filters = None if prepared.replace_table else [(BUCKET_COLUMN, "in", [str(p.bucket) for p in prepared.plans])]
@@ -105,17 +98,29 @@ class DeltaRsRoundWriter(RoundWriter):
                     commit_properties=properties,
                 )
         except Exception as e:
-            self._ensure_landed(prepared, e, cleanup=lambda: staging.remove_files(path, adds))
-        return self._landed(prepared, rows_out=lambda _: sum(_num_records(a.stats) for a in adds))
+            self._ensure_landed(prepared, e, cleanup=lambda: self._remove(path, written))
+        return self._landed(prepared, rows_out=lambda _: sum(f.num_records for f in written))
 
-    def _write_rows(self, table: TableInfo, plans: Sequence[BucketPlan], stage: str) -> None:
-        """Spark writes the buckets' rows into ``stage`` (one job: nothing else reads the inputs)."""
-        rows = bucket_rows(self._spark, table, plans)
-        if rows is not None:
+    def _write_files(self, prepared: PreparedRound) -> list[WrittenFile]:
+        """One Spark task per bucket writes the bucket's new files where the table is."""
+        tasks = [BucketTask(prepared.table, prepared.path, plan, self._lake.store) for plan in prepared.plans]
+        results = self._spark.sparkContext.parallelize(tasks, len(tasks)).map(run_task).collect()
+        written = [f for r in results for f in r.files]
+        errors = [r.error for r in results if r.error is not None]
+        if errors:
+            self._remove(prepared.path, written)
+            name = prepared.table.name
+            raise LakeCommitError(f"table {name!r}: writing the round's files failed: {'; '.join(errors)}", table=name)
+        return written
+
+    def _remove(self, table_uri: str, written: Sequence[WrittenFile]) -> None:
+        """Delete the files of a commit that did not land (nothing references them)."""
+        store = self._lake.store
+        for f in written:
             try:
-                rows.write.mode("error").partitionBy(BUCKET_COLUMN).parquet(stage)
-            except Exception as e:
-                raise LakeCommitError(f"table {table.name!r}: writing the round's files failed: {e}", table=table.name) from e
+                store.filesystem.delete_file(store.path(f"{table_uri}/{f.path}"))
+            except FileNotFoundError:
+                pass
 
 
 def _commit_properties(prepared: PreparedRound) -> CommitProperties:
@@ -125,6 +130,3 @@ def _commit_properties(prepared: PreparedRound) -> CommitProperties:
         app_transactions=[Transaction(prepared.app, prepared.version)],
     )
 
-
-def _num_records(stats: str) -> int:
-    return int(json.loads(stats)["numRecords"])

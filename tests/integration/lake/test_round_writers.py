@@ -1,16 +1,17 @@
-"""The round commit protocol against every lake writer: real Delta tables, real Spark and
-store-shaped Parquet files (DESIGN §6: "same protocol, same tests").
+"""The round commit protocol against every lake writer and every storage: real Delta tables,
+real Spark and store-shaped Parquet files (DESIGN §6: "same protocol, same tests").
 
-Writers: delta-rs rewriting the round's buckets, delta-rs merging a small changelog round in the
-driver, and delta-spark (skipped, with the reason, where the Delta jars are not on Spark's
-classpath). Tests of one data path only say so in their name.
+Writers: delta-rs rewriting the round's buckets (executors write the files), delta-rs merging a
+small changelog round in the driver, and delta-spark (skipped, with the reason, where the Delta
+jars are not on Spark's classpath). Storage: a local directory and a real S3 server (SeaweedFS on
+loopback). Tests of one data path only say so in their name.
 """
 
 from __future__ import annotations
 
-import os
 from decimal import Decimal
 
+import pyarrow.fs as pafs
 import pytest
 from deltalake import DeltaTable
 
@@ -49,25 +50,37 @@ def row(i: int, name: str, price: str = "1.00") -> dict:
     return {"id": i, "name": name, "price": Decimal(price)}
 
 
-def table_uri(root, table: str) -> str:
-    return Lake.at(str(root)).path(table)
+def delta(lake: Lake, table: str = "orders"):
+    """The table's Delta log as it is now."""
+    return lake.load(table).dt
 
 
-def lake_rows(root, table: str = "orders") -> dict[int, tuple]:
+def lake_rows(lake: Lake, table: str = "orders") -> dict[int, tuple]:
     """id -> (bucket, name, price, offset, timestamp), read with delta-rs; duplicates fail."""
-    data = DeltaTable(table_uri(root, table)).to_pyarrow_table().to_pylist()
+    data = lake.load(table).to_arrow().to_pylist()
     out = {r["id"]: (r["__bucket"], r["name"], r["price"], r["__offset"], r["__timestamp"]) for r in data}
     assert len(out) == len(data), "duplicate keys in the lake"
     return out
 
 
-def bucket_files(root, bucket: int) -> set[str]:
-    return {u for u in DeltaTable(table_uri(root, "orders")).file_uris() if f"__bucket={bucket}/" in u}
+def bucket_files(lake: Lake, bucket: int) -> set[str]:
+    return {u for u in delta(lake).file_uris() if f"__bucket={bucket}/" in u}
 
 
-@pytest.fixture
-def lake(tmp_path):
-    return tmp_path / "lake"
+def data_files(lake: Lake, table: str = "orders") -> set[str]:
+    """Every Parquet file under the table's directory, referenced or not, as URIs."""
+    store = lake.store
+    found = store.filesystem.get_file_info(pafs.FileSelector(store.path(lake.path(table)), recursive=True))
+    prefix = "s3://" if store.is_s3 else ""
+    return {prefix + f.path for f in found if f.path.endswith(".parquet") and "_delta_log" not in f.path}
+
+
+@pytest.fixture(params=["local", "s3"])
+def lake(request, tmp_path) -> Lake:
+    if request.param == "local":
+        return Lake.at(str(tmp_path / "lake"))
+    server = request.getfixturevalue("s3_server")
+    return Lake.at(request.getfixturevalue("s3_root"), server.storage_options())
 
 
 def missing_delta_jars(spark) -> str | None:
@@ -78,20 +91,24 @@ def missing_delta_jars(spark) -> str | None:
     return None
 
 
-def build(kind: str, spark, lake, base: type[RoundWriter] | None = None, **attrs) -> RoundWriter:
+def build(kind: str, spark, lake: Lake, **attrs) -> RoundWriter:
     """The writer ``kind`` (a subclass of it with ``attrs`` overridden, for seams)."""
     merge_max_changes = dict(WRITERS)[kind]
     cls = DeltaSparkRoundWriter if merge_max_changes is None else DeltaRsRoundWriter
     cls = type(f"Test{cls.__name__}", (cls,), attrs) if attrs else cls
     if merge_max_changes is None:
-        return cls(spark, Lake.at(str(lake)), JOB)
-    return cls(spark, Lake.at(str(lake)), JOB, merge_max_changes=merge_max_changes)
+        return cls(spark, lake, JOB)
+    return cls(spark, lake, JOB, merge_max_changes=merge_max_changes)
 
 
 @pytest.fixture(params=[k for k, _ in WRITERS])
-def kind(request, spark) -> str:
-    if request.param == "delta-spark" and (missing := missing_delta_jars(spark)) is not None:
-        pytest.skip(f"delta-spark path not executable here, the Delta jars are not on the classpath: {missing}")
+def kind(request, spark, lake) -> str:
+    if request.param == "delta-spark":
+        if missing_delta_jars(spark) is not None:
+            pytest.skip("delta-spark not executable here: the Delta jars are not on Spark's classpath "
+                        "(io.delta.tables.DeltaTable is not loadable; Maven Central is out of reach)")
+        if lake.store.is_s3:
+            pytest.skip("delta-spark on S3 needs the Hadoop S3A jars, which are not on Spark's classpath here")
     return request.param
 
 
@@ -134,9 +151,8 @@ def commit(writer, files, *, epoch=1, round_id=1, table=ORDERS, replace_table=Fa
     )
 
 
-def lake_state(lake, table: str = "orders"):
-    loaded = Lake.at(str(lake)).load(table)
-    return loaded.info
+def lake_state(lake: Lake, table: str = "orders"):
+    return lake.load(table).info
 
 
 def test_bootstrap_applies_log_changes_row_by_row(writer, lake, round1):
@@ -159,7 +175,7 @@ def test_bootstrap_applies_log_changes_row_by_row(writer, lake, round1):
     assert info.position == LakePosition(1, {0: 15, 1: 3, 2: 3})
     assert (info.epoch, info.round_id, info.lease_id, info.job, info.delta_version) == (1, 1, "lease-1", JOB, 0)
     assert info.snapshots == {0: 4, 1: 2}
-    dt = DeltaTable(table_uri(lake, "orders"))
+    dt = delta(lake, "orders")
     assert dt.transaction_version(app_id(JOB, "orders")) == txn_version(1, 1)
     assert dt.metadata().partition_columns == ["__bucket"]
 
@@ -187,21 +203,21 @@ def test_second_round_merges_and_leaves_other_buckets_untouched(writer, lake, ro
         21: (2, "q", Decimal("1.00"), 1, ts(1)),
     }
     assert {b: bucket_files(lake, b) for b in (1, 2)} == untouched
-    # Spark reading the committed files directly sees the same rows as delta-rs
-    spark_ids = {r.id for r in spark.read.parquet(*DeltaTable(table_uri(lake, "orders")).file_uris()).collect()}
-    assert spark_ids == set(lake_rows(lake))
+    if not lake.store.is_s3:  # Spark reads S3 only with the Hadoop S3A jars
+        spark_ids = {r.id for r in spark.read.parquet(*delta(lake, "orders").file_uris()).collect()}
+        assert spark_ids == set(lake_rows(lake)), "Spark reading the committed files sees the same rows"
 
 
 @pytest.mark.parametrize("limit, operation", [(4, "MERGE"), (3, "WRITE")])
 def test_delta_rs_merges_changelog_rounds_up_to_merge_max_changes_in_the_driver(spark, lake, round1, tmp_path, limit, operation):
-    writer = DeltaRsRoundWriter(spark, Lake.at(str(lake)), JOB, merge_max_changes=limit)
+    writer = DeltaRsRoundWriter(spark, lake, JOB, merge_max_changes=limit)
     commit(writer, round1)  # bootstrap buckets: always Spark
-    assert DeltaTable(table_uri(lake, "orders")).history(1)[0]["operation"] == "CREATE TABLE"
+    assert delta(lake, "orders").history(1)[0]["operation"] == "CREATE TABLE"
     log = write_log(tmp_path / "s", ORDERS, [(15, "+U", row(1, "a2")), (16, "-D", {"id": 2}), (17, "+I", row(6, "f")), (18, "+U", row(6, "f2"))])
 
     result = commit(writer, {LogSplit("orders", 0, 1, 15, 19): [log]}, round_id=2)
 
-    assert DeltaTable(table_uri(lake, "orders")).history(1)[0]["operation"] == operation
+    assert delta(lake, "orders").history(1)[0]["operation"] == operation
     assert result.rows_in == 4 and result.rows_out == 3  # bucket 0 ends with ids 1, 4, 6
     assert {i: r[1] for i, r in lake_rows(lake).items() if r[0] == 0} == {1: "a2", 4: "d2", 6: "f2"}
 
@@ -234,7 +250,7 @@ def test_a_composite_mixed_case_key_merges_by_every_key_column(writer, lake, tmp
 
     commit(writer, {LogSplit("events", 0, 7, 2, 6): [log]}, table=EVENTS, round_id=2)
 
-    rows = DeltaTable(table_uri(lake, "events")).to_pyarrow_table().to_pylist()
+    rows = lake.load("events").to_arrow().to_pylist()
     assert sorted((r["Region"], r["Id"], r["Payload Text"], r["__offset"]) for r in rows) == [
         ("eu", 1, "a2", 2), ("eu", 2, "c", 3), ("us", 1, "b2", 5),
     ]
@@ -250,7 +266,7 @@ def test_replayed_and_stale_rounds_are_skipped(writer, lake, round1, tmp_path):
     for result in (replay, stale):
         assert result.skipped and result.delta_version == 0
         assert result.positions == {0: 15, 1: 3, 2: 3}
-    dt = DeltaTable(table_uri(lake, "orders"))
+    dt = delta(lake, "orders")
     assert dt.version() == 0 and lake_rows(lake) == before
     # a newer term's round 0 outranks round 5 of the older term
     log = write_log(tmp_path / "s", ORDERS, [(3, "+U", row(10, "x2"))])
@@ -267,7 +283,7 @@ def test_replace_table_replaces_every_bucket_and_the_schema(writer, lake, round1
     result = commit(writer, files, round_id=2, table=recreated, replace_table=True)
 
     assert result.positions == {3: 1} and result.table_id == 7
-    data = DeltaTable(table_uri(lake, "orders")).to_pyarrow_table()
+    data = lake.load("orders").to_arrow()
     assert data.column_names == ["id", "name", "__bucket", "__offset", "__timestamp"]
     assert data.to_pylist() == [{"id": 50, "name": "new", "__bucket": 3, "__offset": 0, "__timestamp": ts(0)}]
     assert lake_state(lake).position == LakePosition(7, {3: 1})
@@ -290,7 +306,7 @@ def test_schema_mismatch_commits_nothing(writer, lake, round1, tmp_path, columns
         commit(writer, {LogSplit("orders", 1, 1, 3, 4): [log]}, round_id=2, table=changed)
 
     assert err.value.table == "orders"
-    assert DeltaTable(table_uri(lake, "orders")).version() == 0
+    assert delta(lake, "orders").version() == 0
 
 
 def test_other_table_id_without_replace_is_refused(writer, lake, round1, tmp_path):
@@ -300,7 +316,7 @@ def test_other_table_id_without_replace_is_refused(writer, lake, round1, tmp_pat
 
     with pytest.raises(LakeCommitError, match="table_id 1.*replace_table"):
         commit(writer, {SnapshotSplit("orders", 0, 2, 1, 1): [snap]}, round_id=2, table=recreated)
-    assert DeltaTable(table_uri(lake, "orders")).version() == 0
+    assert delta(lake, "orders").version() == 0
 
 
 def test_a_gap_before_the_log_split_is_refused(writer, lake, round1, tmp_path):
@@ -309,7 +325,7 @@ def test_a_gap_before_the_log_split_is_refused(writer, lake, round1, tmp_path):
 
     with pytest.raises(LakeCommitError, match="bucket 0: log split starts at offset 20 .* up to 15"):
         commit(writer, {LogSplit("orders", 0, 1, 20, 21): [log]}, round_id=2)
-    assert DeltaTable(table_uri(lake, "orders")).version() == 0
+    assert delta(lake, "orders").version() == 0
 
 
 def test_a_stale_term_racing_a_newer_one_is_fenced(spark, lake, writer, kind, round1, tmp_path):
@@ -329,21 +345,18 @@ def test_a_stale_term_racing_a_newer_one_is_fenced(spark, lake, writer, kind, ro
         commit(raced, {LogSplit("orders", 0, 1, 15, 16): [stale_log]}, epoch=1, round_id=2)
 
     assert isinstance(err.value, NotLeaderError)
-    dt = DeltaTable(table_uri(lake, "orders"))
+    dt = delta(lake, "orders")
     assert dt.version() == 1 and lake_rows(lake)[1][1] == "newer"
     if kind == "delta-spark":
         return  # delta-spark does not say which files a lost write left (a full VACUUM removes them)
     # delta-rs refuses it as ConcurrentDeleteRead (a rewrite removes files) before its app-id check
     assert "concurrent transaction" in str(err.value.__cause__).lower()
-    on_disk = {
-        os.path.join(dirpath, f)
-        for dirpath, _, names in os.walk(table_uri(lake, "orders"))
-        for f in names
-        if f.endswith(".parquet") and "_staging" not in dirpath
-    }
-    referenced = set(dt.file_uris()) | set(DeltaTable(dt.table_uri, version=0).file_uris())
+    table = lake.path("orders") + "/"
+    on_disk = {u.removeprefix(table) for u in data_files(lake)}
+    version0 = DeltaTable(dt.table_uri, version=0, storage_options=lake.store.delta_options())
+    referenced = {u.removeprefix(table) for u in set(dt.file_uris()) | set(version0.file_uris())}
     if kind == "delta-rs-rewrite":
         assert on_disk == referenced, "the stale writer's files were left behind"
     else:  # delta-rs's MERGE writes into the table before committing: only a full VACUUM removes them
         vacuumable = dt.vacuum(retention_hours=0, enforce_retention_duration=False, dry_run=True, full=True)
-        assert on_disk - referenced and on_disk - referenced <= {os.path.join(table_uri(lake, "orders"), f) for f in vacuumable}
+        assert on_disk - referenced and on_disk - referenced <= {v.removeprefix(table) for v in vacuumable}

@@ -11,12 +11,11 @@ import random
 import time
 from pathlib import Path
 
-from deltalake import DeltaTable
-
 from tiering.conf.loader import load_config
 from tiering.conf.model import TieringConfig
 from tiering.kvstore.client import KvStoreClient
 from tiering.kvstore.models import TableSpec
+from tiering.lakestate.lake import Lake
 
 SCHEMA = [
     {"name": "id", "type": "bigint"},
@@ -60,9 +59,11 @@ class TableOracle:
             self.delete(self.rng.sample(sorted(self.rows), max(1, n // 5)))
 
 
-def lake_rows(lake_root: Path, table: str) -> dict[int, dict]:
-    """The lake table's user rows keyed by id (system columns checked, then dropped)."""
-    data = DeltaTable(str(lake_root / table)).to_pyarrow_table().to_pylist()
+def lake_rows(lake: Lake | Path, table: str) -> dict[int, dict]:
+    """The lake table's user rows keyed by id (system columns checked, then dropped); ``lake``
+    is a :class:`Lake` (any storage) or a local root."""
+    lake = lake if isinstance(lake, Lake) else Lake.at(str(lake))
+    data = lake.load(table).to_arrow().to_pylist()
     rows: dict[int, dict] = {}
     for row in data:
         assert all(c in row for c in SYSTEM), f"system columns missing in {table}: {sorted(row)}"
@@ -71,7 +72,7 @@ def lake_rows(lake_root: Path, table: str) -> dict[int, dict]:
     return rows
 
 
-def assert_lake_equals(lake_root: Path, oracle: TableOracle) -> None:
+def assert_lake_equals(lake_root: Lake | Path, oracle: TableOracle) -> None:
     lake = lake_rows(lake_root, oracle.name)
     missing = sorted(set(oracle.rows) - set(lake))
     extra = sorted(set(lake) - set(oracle.rows))

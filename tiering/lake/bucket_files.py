@@ -1,0 +1,201 @@
+"""One bucket's new data files, written where the lake is, from inside a Spark task (executor side).
+
+A round rewrites each bucket it touches (copy-on-write per bucket): the bucket's base rows — a
+snapshot's files, or its current lake files — minus the keys the round changed, plus the newest
+upsert of each changed key. This module does that for one bucket with pyarrow, writes the result
+straight into ``<table>/__bucket=<b>/`` through the object store (local disk or S3), and returns
+the file descriptions the driver needs for its one Delta commit. No staging, no rename: the
+driver and the executors need not share a filesystem.
+
+Failure modes and what happens:
+- a snapshot bigger than memory: base rows stream through in record batches; only the bucket's
+  changes (newest per key, bounded by the round's offsets) are held at once;
+- a change applied twice or out of order: only ``[log_from, log_to)`` is read, and the newest
+  ``__offset`` per key wins; a resurrected row: a ``-D`` removes the key and inserts nothing;
+- a file a reader must not see yet: files get fresh names and Delta readers only see files a
+  commit adds, so a task that dies (or a commit that loses a race) leaves unreferenced files,
+  which the driver deletes when it knows, and a full VACUUM removes otherwise;
+- an input column whose type differs from the table's: reading with the table's schema fails
+  the task, and the table's round with it; nothing is committed.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.dataset as ds
+import pyarrow.fs as pafs
+import pyarrow.parquet as pq
+from deltalake.transaction import AddAction
+
+from tiering.kvstore.changelog import DELETE, newest_per_key
+from tiering.kvstore.models import TableInfo
+from tiering.lake.round_plan import BucketPlan
+from tiering.lakestate.layout import BUCKET_COLUMN, OFFSET_COLUMN, OP_COLUMN, lake_schema
+from tiering.storage.object_store import ObjectStore
+
+__all__ = ["BucketTask", "BucketResult", "WrittenFile", "write_bucket", "run_task", "file_schema"]
+
+_BATCH_ROWS = 256 * 1024
+
+
+@dataclass(frozen=True)
+class BucketTask:
+    """Everything a task needs to rewrite one bucket (picklable: it travels to an executor)."""
+
+    table: TableInfo
+    table_uri: str
+    plan: BucketPlan
+    store: ObjectStore
+
+
+@dataclass(frozen=True)
+class WrittenFile:
+    """A data file a task wrote, relative to the table root, with its Delta statistics."""
+
+    path: str
+    bucket: int
+    size: int
+    num_records: int
+    stats: str
+    modification_time: int
+
+    def add_action(self) -> AddAction:
+        return AddAction(
+            path=self.path,
+            size=self.size,
+            partition_values={BUCKET_COLUMN: str(self.bucket)},
+            modification_time=self.modification_time,
+            data_change=True,
+            stats=self.stats,
+        )
+
+
+@dataclass(frozen=True)
+class BucketResult:
+    """What a task returns: its files, or why it failed (a message naming the table and bucket).
+    A failure is a value, not a raised error, so one bucket's failure fails its table only."""
+
+    table: str
+    bucket: int
+    files: tuple[WrittenFile, ...] = ()
+    error: str | None = None
+
+
+def run_task(task: BucketTask) -> BucketResult:
+    """:func:`write_bucket` as a Spark task: every error comes back as a result."""
+    try:
+        return BucketResult(task.table.name, task.plan.bucket, tuple(write_bucket(task)))
+    except Exception as e:  # noqa: BLE001 - reported to the driver, which fails the table
+        return BucketResult(task.table.name, task.plan.bucket, error=f"bucket {task.plan.bucket}: {type(e).__name__}: {e}")
+
+
+def file_schema(table: TableInfo) -> pa.Schema:
+    """The columns of a lake data file: the lake's, without the ``__bucket`` partition column."""
+    lake = lake_schema(table)
+    return lake.remove(lake.get_field_index(BUCKET_COLUMN))
+
+
+def write_bucket(task: BucketTask) -> list[WrittenFile]:
+    """Write ``task``'s bucket as it is after the round; no file when it ends up empty."""
+    table, plan = task.table, task.plan
+    schema = file_schema(table)
+    changes = _latest_changes(task) if plan.has_changes else None
+    rel = f"{BUCKET_COLUMN}={plan.bucket}/part-{uuid.uuid4().hex}-r{plan.log_to}.parquet"
+    stats = _Stats(schema)
+    fs = task.store.filesystem
+    target = task.store.path(f"{task.table_uri}/{rel}")
+    writer: pq.ParquetWriter | None = None
+    try:
+        for batch in _rows(task, schema, changes):
+            if batch.num_rows == 0:
+                continue
+            if writer is None:
+                fs.create_dir(target.rsplit("/", 1)[0], recursive=True)
+                writer = pq.ParquetWriter(target, schema, filesystem=fs, compression="zstd")
+            writer.write_batch(batch)
+            stats.add(batch)
+    finally:
+        if writer is not None:
+            writer.close()
+    if writer is None:
+        return []
+    size = fs.get_file_info(target).size
+    return [WrittenFile(rel, plan.bucket, size, stats.rows, stats.to_json(), int(time.time() * 1000))]
+
+
+def _rows(task: BucketTask, schema: pa.Schema, changes: pa.Table | None) -> Iterator[pa.RecordBatch]:
+    """The base's rows minus the changed keys, then the upserts (the file's columns)."""
+    keys = changes.select(task.table.primary_key) if changes is not None else None
+    for batch in _batches(task.store, task.plan.base_files, schema):
+        if keys is not None and keys.num_rows:
+            kept = pa.Table.from_batches([batch]).join(keys, task.table.primary_key, join_type="left anti")
+            yield from kept.select(schema.names).to_batches()
+        else:
+            yield batch
+    if changes is not None:
+        upserts = changes.filter(pc.not_equal(changes[OP_COLUMN], DELETE)).select(schema.names)
+        yield from upserts.cast(schema).to_batches(_BATCH_ROWS)
+
+
+def _latest_changes(task: BucketTask) -> pa.Table:
+    """The newest change per key in ``[log_from, log_to)`` of the bucket's log files."""
+    plan = task.plan
+    schema = file_schema(task.table).append(pa.field(OP_COLUMN, pa.string()))
+    offsets = ds.field(OFFSET_COLUMN)
+    fs, paths = _located(task.store, plan.log_files)
+    changes = ds.dataset(paths, schema=schema, format="parquet", filesystem=fs).to_table(
+        filter=(offsets >= plan.log_from) & (offsets < plan.log_to)
+    )
+    return newest_per_key(changes, task.table.primary_key)
+
+
+def _batches(store: ObjectStore, files: Sequence[str], schema: pa.Schema) -> Iterator[pa.RecordBatch]:
+    if not files:
+        return
+    fs, paths = _located(store, files)
+    yield from ds.dataset(paths, schema=schema, format="parquet", filesystem=fs).to_batches(batch_size=_BATCH_ROWS)
+
+
+def _located(store: ObjectStore, files: Sequence[str]) -> tuple[pafs.FileSystem, list[str]]:
+    """The filesystem and paths of input files: lake files through the lake's store, the KV
+    store's files (local paths, as the reference store writes them) through the local one."""
+    if all(f.startswith("s3://") for f in files):
+        return store.filesystem, [store.path(f) for f in files]
+    return pafs.LocalFileSystem(), [f.removeprefix("file://") for f in files]
+
+
+class _Stats:
+    """Delta file statistics: ``numRecords``, and min/max/nullCount of integer columns (exact,
+    and enough to skip files on ``__offset`` and integer keys; other types are left out rather
+    than risk a truncated string bound that would make readers skip matching files)."""
+
+    def __init__(self, schema: pa.Schema) -> None:
+        self.rows = 0
+        self._columns = [f.name for f in schema if pa.types.is_integer(f.type)]
+        self._min: dict[str, int] = {}
+        self._max: dict[str, int] = {}
+        self._nulls = dict.fromkeys(self._columns, 0)
+
+    def add(self, batch: pa.RecordBatch) -> None:
+        self.rows += batch.num_rows
+        for name in self._columns:
+            column = batch.column(name)
+            self._nulls[name] += column.null_count
+            bounds = pc.min_max(column)
+            low, high = bounds["min"].as_py(), bounds["max"].as_py()
+            if low is not None:
+                self._min[name] = low if name not in self._min else min(self._min[name], low)
+                self._max[name] = high if name not in self._max else max(self._max[name], high)
+
+    def to_json(self) -> str:
+        stats: dict = {"numRecords": self.rows}
+        if self._columns:
+            stats.update(minValues=self._min, maxValues=self._max, nullCount=self._nulls)
+        return json.dumps(stats)
