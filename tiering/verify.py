@@ -52,7 +52,7 @@ def check_table(client: KvStoreClient, lake: Lake, info: TableInfo) -> TableChec
     rows: dict[tuple, dict] = {}
     duplicates = 0
     if position is not None:
-        for row in loaded.dt.to_pyarrow_table().to_pylist():
+        for row in loaded.to_arrow().to_pylist():
             key = key_of(row)
             duplicates += key in rows
             rows[key] = _user(row)

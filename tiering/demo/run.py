@@ -35,6 +35,7 @@ from tiering.demo.services import SPARK_LOG4J, DemoServices, log_to_file
 from tiering.kvstore.models import TableInfo
 from tiering.lakestate.lake import Lake
 from tiering.state.lease_file import read_lease_id
+from tiering.storage.embedded_s3 import EmbeddedS3
 from tiering.verify import TableCheck, check_table
 
 __all__ = ["DemoOptions", "run_demo", "demo_config", "JOB"]
@@ -50,12 +51,15 @@ class DemoOptions:
     tables: int = 3
     data_dir: Path | None = None
     keep: bool = False
+    lake: str = "local"  # or "s3": an embedded S3 server holds the lake
     interval_s: float = 2.0
     initial_rows: int = 500
     catch_up_timeout_s: float = 120.0
 
 
-def demo_config(data_dir: Path, store_url: str, zk_hosts: str, interval_s: float) -> TieringConfig:
+def demo_config(
+    data_dir: Path, store_url: str, zk_hosts: str, interval_s: float, s3: EmbeddedS3 | None = None
+) -> TieringConfig:
     log4j = data_dir / "log4j2.properties"
     log4j.write_text(SPARK_LOG4J.format(path=data_dir / "spark.log"))
     return load_config(None, {}, {
@@ -63,7 +67,8 @@ def demo_config(data_dir: Path, store_url: str, zk_hosts: str, interval_s: float
         "job.checkpoint": str(data_dir / "checkpoint"),
         "kvstore.url": store_url,
         "zookeeper.hosts": zk_hosts,
-        "lake.root": str(data_dir / "lake"),
+        "lake.root": f"{s3.root}/lake" if s3 is not None else str(data_dir / "lake"),
+        "lake.storage": s3.storage_options() if s3 is not None else {},
         "trigger.interval_s": interval_s,
         "lease.duration_s": 60.0,
         "spark.spark.master": "local[2]",
@@ -123,7 +128,8 @@ def run_demo(options: DemoOptions, console: Console | None = None) -> bool:
             client.take_snapshots(info.name)
         console.print(f"demo: {len(infos)} tables loaded: {', '.join(i.name for i in infos)}; starting Spark")
 
-        config = demo_config(data_dir, services.store.url, services.zk.hosts, options.interval_s)
+        s3 = services.start_s3() if options.lake == "s3" else None
+        config = demo_config(data_dir, services.store.url, services.zk.hosts, options.interval_s, s3)
         services.start_spark(config)
         progress = Progress()
         job = _JobThread(config, progress)

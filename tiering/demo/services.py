@@ -1,4 +1,5 @@
-"""The processes a demo runs: embedded ZooKeeper, the reference store, a local Spark driver.
+"""The processes a demo runs: embedded ZooKeeper, the reference store, a local Spark driver, and
+with ``--lake s3`` an embedded S3 server.
 
 Failure mode: a demo that leaves processes behind, on success, on failure, on Ctrl-C or on
 SIGTERM. :class:`DemoServices` stops everything it started, in reverse order, whatever
@@ -17,6 +18,7 @@ from rich.console import Console
 from tiering.conf.model import TieringConfig
 from tiering.coord.embedded import EmbeddedZooKeeper
 from tiering.kvstore.server.process import StoreProcess
+from tiering.storage.embedded_s3 import EmbeddedS3
 
 __all__ = ["DemoServices", "log_to_file", "SPARK_LOG4J"]
 
@@ -42,6 +44,7 @@ class DemoServices:
         self.console = console
         self.zk = EmbeddedZooKeeper()
         self.store: StoreProcess | None = None
+        self.s3: EmbeddedS3 | None = None
         self.spark = None
 
     def start_zk_and_store(self) -> None:
@@ -49,6 +52,11 @@ class DemoServices:
         self.console.print(f"demo: ZooKeeper pid {self.zk.pid} at {self.zk.hosts}")
         self.store = StoreProcess.start(self.data_dir / "kvstore", num_retained=2, gc_interval_s=5.0, snapshot_interval_s=15.0)
         self.console.print(f"demo: KV store pid {self.store.pid} at {self.store.url}")
+
+    def start_s3(self) -> EmbeddedS3:
+        self.s3 = EmbeddedS3(bucket="demo").start(self.data_dir / "s3")
+        self.console.print(f"demo: S3 server (SeaweedFS) pid {self.s3.pid} at {self.s3.endpoint}, lake in {self.s3.root}")
+        return self.s3
 
     def start_spark(self, config: TieringConfig):
         """Build the session in a helper thread, so pyspark installs no SIGINT handler of its own.
@@ -86,8 +94,10 @@ class DemoServices:
                 log.warning("stopping Spark: %s", e)
         if self.store is not None:
             self.store.stop()
+        if self.s3 is not None:
+            self.s3.stop()
         self.zk.stop()
-        self.console.print("demo: stopped ZooKeeper, the KV store and Spark")
+        self.console.print("demo: stopped every process it started")
 
 
 def log_to_file(path: Path) -> None:

@@ -30,8 +30,9 @@ def demo(*args: str) -> subprocess.Popen:
 
 
 def child_pids(output: str, expected: int = 3) -> list[int]:
-    """ZooKeeper's, the store's and (once started) the Spark driver JVM's."""
-    pids = [int(p) for p in re.findall(r"demo: (?:ZooKeeper|KV store|Spark driver JVM) pid (\d+)", output)]
+    """ZooKeeper's, the store's, the S3 server's (--lake s3) and (once started) the Spark driver JVM's."""
+    pids = [int(p) for p in re.findall(r"demo: (?:ZooKeeper|KV store|S3 server \(SeaweedFS\)|Spark driver JVM) pid (\d+)",
+                                       output)]
     assert len(pids) == expected, output
     return pids
 
@@ -79,6 +80,17 @@ def test_demo_tiers_while_writing_and_verifies_every_row(tmp_path):
     assert all_gone(child_pids(out), tmp_path / "demo")
 
 
+def test_demo_with_an_s3_lake_verifies_every_row(tmp_path):
+    proc = demo("--duration", "6", "--tables", "2", "--lake", "s3", "--data-dir", str(tmp_path / "demo"))
+    out, _ = proc.communicate(timeout=400)
+
+    assert proc.returncode == EXIT_OK, out[-4000:]
+    assert "lake in s3://demo" in out and "demo: lake == store for every table" in out
+    assert len(re.findall(r"│ (orders|customers) .*EQUAL", out)) == 2, out[-3000:]
+    assert not (tmp_path / "demo" / "lake").exists(), "the lake is in S3, not on local disk"
+    assert all_gone(child_pids(out, expected=4), tmp_path / "demo")
+
+
 def test_ctrl_c_stops_the_demo_and_its_processes(tmp_path):
     proc = demo("--duration", "120", "--tables", "1", "--data-dir", str(tmp_path / "demo"))
     lines = []
@@ -92,7 +104,7 @@ def test_ctrl_c_stops_the_demo_and_its_processes(tmp_path):
     out = "".join(lines) + rest
 
     assert proc.returncode == EXIT_INTERRUPTED, out[-3000:]
-    assert "demo: stopped ZooKeeper, the KV store and Spark" in out
+    assert "demo: stopped every process it started" in out
     assert all_gone(child_pids(out), tmp_path / "demo")
     assert "lake == store" not in out
 

@@ -1,0 +1,95 @@
+"""`spark-submit` to a real standalone cluster, into an S3 lake: the deployment users run.
+
+The driver runs on this machine (client mode, the checkpoint on its disk); two workers run the
+executors, which read the store's files and write the lake's data files straight into S3; the
+driver makes one fenced commit per table per round. Three tables with inserts, updates and
+deletes must land row by row; a restart reuses the lease id; a driver SIGKILLed mid-round (after
+its first table's commit) loses and duplicates nothing once the job runs again.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import tomli_w
+
+from tests.integration.pipeline.harness import TableOracle, assert_lake_equals
+from tiering.failpoints import ENV as FAILPOINTS
+from tiering.lakestate.commits import tiering_entry
+from tiering.lakestate.lake import Lake
+from tiering.state.lease_file import read_lease_id
+
+pytestmark = pytest.mark.integration
+
+REPO = Path(__file__).resolve().parents[3]
+TABLES = ("customers", "items", "orders")
+
+
+def submit(cluster, zip_path: Path, conf: Path, cwd: Path, failpoint: str | None = None) -> subprocess.CompletedProcess:
+    env = cluster.env()
+    if failpoint:
+        env[FAILPOINTS] = failpoint
+    command = [
+        str(Path(sys.executable).parent / "spark-submit"), "--master", cluster.master, "--py-files", str(zip_path),
+        "--conf", "spark.driver.host=127.0.0.1", "--conf", "spark.driver.bindAddress=127.0.0.1",
+        "--conf", "spark.ui.enabled=false", "--conf", "spark.driver.memory=512m",
+        "--conf", "spark.executor.memory=512m", "--conf", "spark.sql.shuffle.partitions=4",
+        str(REPO / "jobs" / "tiering_job.py"), "--conf", str(conf), "--available-now",
+    ]
+    return subprocess.run(command, env=env, cwd=cwd, capture_output=True, text=True, timeout=900)
+
+
+def tiering_commits(lake: Lake, table: str) -> list[dict]:
+    """The tiering entries of the table's commits, oldest first."""
+    return [e for e in (tiering_entry(c) for c in reversed(lake.load(table).dt.history())) if e is not None]
+
+
+def test_spark_submit_on_a_cluster_tiers_into_s3_and_survives_a_driver_kill(
+    spark_cluster, kv_store, zk_server, s3_server, s3_root, tmp_path
+):
+    client = kv_store.client()
+    tables = [TableOracle(client, name, num_buckets=3) for name in TABLES]
+    for t in tables:
+        t.upsert(range(400))
+        client.take_snapshots(t.name)
+        t.churn(150, key_space=500)
+    conf = tmp_path / "tiering.toml"
+    conf.write_bytes(tomli_w.dumps({
+        "job": {"name": "cluster-job", "checkpoint": str(tmp_path / "ckpt")},
+        "kvstore": {"url": kv_store.url},
+        "zookeeper": {"hosts": zk_server.hosts, "session_timeout_s": 6.0},
+        "lake": {"root": s3_root, "storage": s3_server.storage_options(), "merge_max_changes": 0},
+    }).encode())
+    zip_path = tmp_path / "kv_tiering.zip"
+    built = subprocess.run([str(REPO / "scripts" / "build_pyfiles.sh"), str(zip_path)],
+                           capture_output=True, text=True, env={**os.environ, "PYTHON": sys.executable})
+    assert built.returncode == 0, built.stderr
+    lake = Lake.at(s3_root, s3_server.storage_options())
+
+    first = submit(spark_cluster, zip_path, conf, tmp_path)
+    assert first.returncode == 0, first.stdout[-4000:]
+    assert "job 'cluster-job' done after" in first.stdout
+    for t in tables:
+        assert_lake_equals(lake, t)
+    lease_id = read_lease_id(str(tmp_path / "ckpt"))
+
+    for t in tables:
+        t.churn(120, key_space=600)
+    killed = submit(spark_cluster, zip_path, conf, tmp_path, failpoint="after_delta_commit")
+    assert killed.returncode != 0 and "done after" not in killed.stdout, killed.stdout[-4000:]
+    assert len(tiering_commits(lake, TABLES[0])) == 2 and len(tiering_commits(lake, TABLES[1])) == 1, \
+        "killed right after the first table's commit"
+
+    again = submit(spark_cluster, zip_path, conf, tmp_path)
+    assert again.returncode == 0, again.stdout[-4000:]
+    for t in tables:
+        assert_lake_equals(lake, t)  # duplicates fail here too
+        commits = tiering_commits(lake, t.name)
+        assert {c["lease_id"] for c in commits} == {lease_id}, "every run of the job used the checkpoint's lease"
+        assert [c["epoch"] for c in commits] == sorted(c["epoch"] for c in commits)
+    assert read_lease_id(str(tmp_path / "ckpt")) == lease_id
+    assert client.list_leases() == [], "the clean stop dropped the lease"
