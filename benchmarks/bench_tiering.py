@@ -1,15 +1,21 @@
 """The tiering service against hand-written copies of the same data, measured in one run.
 
 What it guards against: a service whose protocol (planning, leases, per-bucket copy-on-write,
-staging + rename, fenced commits, store reports) costs much more than the copy it wraps, and a
+executors writing files, fenced commits, store reports) costs much more than the copy it wraps, and a
 driver whose memory grows with the snapshot. Each mode runs in its own process (so peak RSS
 belongs to one measurement) and prints one JSON object:
 
-- ``snapshot --rows N``: N rows in the store (one snapshot per bucket), tiered by the WHOLE
-  service (store process + ``TieringJob`` availableNow: plan, lease, read, commit, report,
-  release) vs. a hand-written ``spark.read.parquet`` of the same snapshot files ->
-  partitioned Parquet -> one delta-rs commit. rows/s, MB/s (snapshot bytes), ratio, and peak
-  RSS of the Python driver and its JVM during the service run (peaks reset just before it);
+- ``snapshot --rows N [--lake local|s3]``: N rows in the store (one snapshot per bucket), tiered
+  by the WHOLE service (store process + ``TieringJob`` availableNow: plan, lease, executors
+  write the files, commit, report, release) vs. two hand-written copies of the same snapshot
+  files to the same storage: Spark reads them and writes partitioned Parquet that one delta-rs
+  commit adds (local lake only: Spark has no S3 writer here), and pyarrow reads them while
+  delta-rs ``write_deltalake`` writes them partitioned by ``__bucket`` in one commit.
+  ``service_vs_baseline_throughput`` is against the Spark copy (the pyarrow copy on S3; the
+  ``baseline`` key names it), ``service_vs_pyarrow_copy`` against the pyarrow copy. rows/s,
+  MB/s (snapshot bytes), and peak RSS of the Python driver and its JVM during the service run
+  (peaks reset just before it). ``--lake s3`` runs against an embedded S3 server (SeaweedFS on
+  loopback) started by the benchmark;
 - ``changelog --keys K --updates U``: K keys tiered, then U upserts over them; the service's
   merge round vs. a hand-written ``DeltaTable.merge`` of the same changes (read the log
   segments with pyarrow, keep the latest change per key, MERGE); ``--merge-max-changes 0``
@@ -25,6 +31,7 @@ them all and writes the results.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import platform
@@ -104,15 +111,26 @@ def service_config(work: Path, store_url: str, job: str, **lake: object):
     from tiering.conf.loader import load_config
 
     return load_config(None, {}, {
+        "lake.root": str(work / "lake"),
         **{f"lake.{key}": value for key, value in lake.items()},
         "job.name": job,
         "job.checkpoint": str(work / f"ckpt-{job}"),
         "kvstore.url": store_url,
         "zookeeper.hosts": "127.0.0.1:1",  # unused: the job runs as epoch 1 without an election
-        "lake.root": str(work / "lake"),
         "trigger.available_now": True,
         "lease.duration_s": 600.0,
     })
+
+
+def lake_settings(args, work: Path, stack) -> dict:
+    """``lake.root`` (and ``lake.storage``) for ``--lake``: a local directory, or a fresh embedded
+    S3 server that ``stack`` stops at the end."""
+    if args.lake == "local":
+        return {"root": str(work / "lake")}
+    from tiering.storage.embedded_s3 import EmbeddedS3
+
+    s3 = stack.enter_context(EmbeddedS3(bucket="bench").start(work / "s3"))
+    return {"root": f"{s3.root}/lake", "storage": s3.storage_options()}
 
 
 def load_table(client, name: str, ids: range, buckets: int) -> None:
@@ -123,14 +141,13 @@ def load_table(client, name: str, ids: range, buckets: int) -> None:
         client.write_arrow(name, rows(pa.array(range(start, min(start + CHUNK, ids.stop)), pa.int64())))
 
 
-def baseline_copy(spark, snapshots, table_dir: Path) -> float:
-    """The same copy without the service: Spark reads the snapshot files, writes partitioned
-    Parquet into the table, delta-rs commits the files once."""
+def baseline_spark_copy(spark, snapshots, table_dir: Path) -> float:
+    """Spark reads the snapshot files and writes partitioned Parquet; the files are moved into
+    the table and delta-rs commits them once (a local lake: the move is a rename)."""
     from deltalake import Schema
-    from deltalake.transaction import create_table_with_add_actions
+    from deltalake.transaction import AddAction, create_table_with_add_actions
     from pyspark.sql import functions as F
 
-    from tiering.lake import staging
     from tiering.lakestate.layout import lake_schema
 
     started = time.perf_counter()
@@ -140,11 +157,39 @@ def baseline_copy(spark, snapshots, table_dir: Path) -> float:
     df = frames[0]
     for other in frames[1:]:
         df = df.unionByName(other)
-    stage = table_dir / staging.STAGING_DIR / "baseline"
+    stage = table_dir / "_baseline_stage"
     df.write.partitionBy("__bucket").parquet(str(stage))
-    adds = staging.move_into_table(str(stage), str(table_dir))
+    adds = []
+    for part in sorted(stage.glob("__bucket=*")):
+        (table_dir / part.name).mkdir(parents=True)
+        for f in sorted(part.glob("*.parquet")):
+            target = table_dir / part.name / f.name
+            f.rename(target)
+            rows = pq.read_metadata(target).num_rows
+            adds.append(AddAction(f"{part.name}/{f.name}", target.stat().st_size, {"__bucket": part.name.split("=")[1]},
+                                  int(time.time() * 1000), True, json.dumps({"numRecords": rows})))
     schema = lake_schema(_info(len(snapshots.buckets)))
     create_table_with_add_actions(str(table_dir), Schema.from_arrow(schema), adds, partition_by=["__bucket"])
+    return time.perf_counter() - started
+
+
+def baseline_copy(snapshots, lake, name: str) -> float:
+    """The same copy without the service, by hand: pyarrow reads the snapshot files, delta-rs
+    writes them partitioned by ``__bucket`` into ``name`` under the same lake, in one commit."""
+    from deltalake import write_deltalake
+
+    from tiering.lake.bucket_files import file_schema
+
+    schema = file_schema(_info(len(snapshots.buckets))).append(pa.field("__bucket", pa.int32()))
+
+    def batches():
+        for snap in snapshots.buckets:
+            for batch in pq.ParquetFile(snap.files[0]).iter_batches() if snap.files else ():
+                yield batch.append_column("__bucket", pa.array([snap.bucket] * batch.num_rows, pa.int32()))
+
+    started = time.perf_counter()
+    write_deltalake(lake.path(name), pa.RecordBatchReader.from_batches(schema, batches()), partition_by=["__bucket"],
+                    storage_options=lake.store.delta_options())
     return time.perf_counter() - started
 
 
@@ -167,34 +212,42 @@ def run_service(spark, config) -> tuple[float, object]:
 
 
 def bench_snapshot(args, work: Path, store) -> dict:
-    from deltalake import DeltaTable
+    from tiering.lakestate.lake import Lake
 
     client = store.client(timeout_s=600)
     load_table(client, "snap", range(args.rows), args.buckets)
     snapshots = client.take_snapshots("snap")
     snapshot_bytes = sum(s.size_bytes for s in snapshots.buckets)
     assert sum(s.row_count for s in snapshots.buckets) == args.rows
-    spark = spark_session()
-    jvm = jvm_pid(spark)
-    spark.range(100_000).write.parquet(str(work / "warm-up"))  # JVM warm-up outside the timings
-    config = service_config(work, store.url, "bench-snapshot")
-    for pid in (os.getpid(), jvm):
-        if pid:
-            reset_peak(pid)
-    service_s, result = run_service(spark, config)
-    driver_peak, jvm_peak = peak_rss_mb(os.getpid()), peak_rss_mb(jvm) if jvm else None
-    lake_rows = pc.sum(pa.table(DeltaTable(str(work / "lake" / "snap")).get_add_actions(flatten=True)).column("num_records")).as_py()
-    assert lake_rows == args.rows, (lake_rows, args.rows)
-    baseline_s = baseline_copy(spark, snapshots, work / "baseline" / "snap")
-    spark.stop()
+    with contextlib.ExitStack() as stack:
+        settings = lake_settings(args, work, stack)
+        spark = spark_session()
+        jvm = jvm_pid(spark)
+        spark.range(100_000).write.parquet(str(work / "warm-up"))  # JVM warm-up outside the timings
+        config = service_config(work, store.url, "bench-snapshot", **settings)
+        lake = Lake.of(config.lake)
+        for pid in (os.getpid(), jvm):
+            if pid:
+                reset_peak(pid)
+        service_s, result = run_service(spark, config)
+        driver_peak, jvm_peak = peak_rss_mb(os.getpid()), peak_rss_mb(jvm) if jvm else None
+        actions = pa.table(lake.load("snap").dt.get_add_actions(flatten=True))
+        lake_rows = pc.sum(actions.column("num_records")).as_py()
+        assert lake_rows == args.rows, (lake_rows, args.rows)
+        pyarrow_s = baseline_copy(snapshots, lake, "baseline-snap")
+        spark_s = baseline_spark_copy(spark, snapshots, work / "baseline-spark" / "snap") if args.lake == "local" else None
+        spark.stop()
     mb = snapshot_bytes / 2**20
+    baseline_s = spark_s if spark_s is not None else pyarrow_s
     return {
-        "rows": args.rows, "buckets": args.buckets, "snapshot_mb": round(mb, 1), "rounds": result.rounds,
+        "rows": args.rows, "buckets": args.buckets, "lake": args.lake, "snapshot_mb": round(mb, 1), "rounds": result.rounds,
         "service_s": round(service_s, 3), "service_rows_per_s": round(args.rows / service_s),
         "service_mb_per_s": round(mb / service_s, 2),
+        "baseline": "spark-parquet-delta-rs" if spark_s is not None else "pyarrow-delta-rs",
         "baseline_s": round(baseline_s, 3), "baseline_rows_per_s": round(args.rows / baseline_s),
         "baseline_mb_per_s": round(mb / baseline_s, 2),
         "service_vs_baseline_throughput": round(baseline_s / service_s, 3),
+        "pyarrow_copy_s": round(pyarrow_s, 3), "service_vs_pyarrow_copy": round(pyarrow_s / service_s, 3),
         "driver_python_peak_rss_mb": driver_peak, "driver_jvm_peak_rss_mb": jvm_peak,
     }
 
@@ -318,6 +371,8 @@ def main() -> None:
         "--merge-max-changes", type=int, default=DEFAULT_MERGE_MAX_CHANGES,
         help="changelog: the writer's lake.merge_max_changes (0: Spark rewrites the buckets, as before the driver MERGE)",
     )
+    parser.add_argument("--lake", choices=("local", "s3"), default="local",
+                        help="snapshot: where the lake is (s3: an embedded S3 server on loopback)")
     parser.add_argument("--out", type=Path, help="also write the JSON here")
     args = parser.parse_args()
     if args.buckets is None:
