@@ -96,6 +96,7 @@ class KvTieringStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         self.context = context
         self._client = None
         self._lease = None
+        self._lake = None
         self._targets: dict[str, dict[int, int]] | None = None
         self._stalled: dict[str, tuple[tuple, int]] = {}
 
@@ -122,6 +123,15 @@ class KvTieringStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         if self._lease is None:
             self._lease = self.context.job_lease(self.client)
         return self._lease
+
+    @property
+    def lake(self):
+        """The lake's tables as this process last saw them (read incrementally round by round)."""
+        if self._lake is None:
+            from tiering.lakestate.lake import LakeTables
+
+            self._lake = LakeTables(self.context.lake)
+        return self._lake
 
     def initialOffset(self) -> dict:
         return TieringOffset.initial(self.context.lease_id, self.context.epoch).to_dict()
@@ -175,12 +185,11 @@ class KvTieringStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         return [t for t in self.client.list_tables() if self.context.config.tables.selects(t.name)]
 
     def _plan(self, round_id: int, limit: ReadLimit, planned_before: set[str]) -> RoundPlan:
-        lake = self.context.lake
         inputs = []
         for info in self._tables():
             if self._targets is not None and info.name not in self._targets:
                 continue
-            loaded = lake.load(info.name)
+            loaded = self.lake.load(info.name)
             position = loaded.position() if loaded is not None else None
             if self._gave_up(info.name, position, info.name in planned_before):
                 continue

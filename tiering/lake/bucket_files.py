@@ -7,6 +7,10 @@ straight into ``<table>/__bucket=<b>/`` through the object store (local disk or 
 the file descriptions the driver needs for its one Delta commit. No staging, no rename: the
 driver and the executors need not share a filesystem.
 
+A bootstrap bucket whose snapshot files already have the lake's columns, with no change on top,
+is not decoded at all: its files are copied byte for byte (the store writes immutable Parquet
+with exactly the lake file's columns), and their statistics come from the Parquet footers.
+
 Failure modes and what happens:
 - a snapshot bigger than memory: base rows stream through in record batches; only the bucket's
   changes (newest per key, bounded by the round's offsets) are held at once;
@@ -104,10 +108,16 @@ def file_schema(table: TableInfo) -> pa.Schema:
 
 def write_bucket(task: BucketTask) -> list[WrittenFile]:
     """Write ``task``'s bucket as it is after the round; no file when it ends up empty."""
-    table, plan = task.table, task.plan
-    schema = file_schema(table)
+    schema = file_schema(task.table)
+    if _copyable(task, schema):
+        return [_copy(task, path, schema) for path in task.plan.base_files]
+    return _rewrite(task, schema)
+
+
+def _rewrite(task: BucketTask, schema: pa.Schema) -> list[WrittenFile]:
+    plan = task.plan
     changes = _latest_changes(task) if plan.has_changes else None
-    rel = f"{BUCKET_COLUMN}={plan.bucket}/part-{uuid.uuid4().hex}-r{plan.log_to}.parquet"
+    rel = _file_name(plan)
     stats = _Stats(schema)
     fs = task.store.filesystem
     target = task.store.path(f"{task.table_uri}/{rel}")
@@ -128,6 +138,33 @@ def write_bucket(task: BucketTask) -> list[WrittenFile]:
         return []
     size = fs.get_file_info(target).size
     return [WrittenFile(rel, plan.bucket, size, stats.rows, stats.to_json(), int(time.time() * 1000))]
+
+
+def _file_name(plan: BucketPlan) -> str:
+    return f"{BUCKET_COLUMN}={plan.bucket}/part-{uuid.uuid4().hex}-r{plan.log_to}.parquet"
+
+
+def _copyable(task: BucketTask, schema: pa.Schema) -> bool:
+    """A snapshot bucket with nothing on top, whose files have exactly the lake file's columns."""
+    plan = task.plan
+    if plan.base != "snapshot" or plan.has_changes or not plan.base_files:
+        return False
+    fs, paths = _located(task.store, plan.base_files)
+    return all(pq.read_schema(fs.open_input_file(p)).equals(schema, check_metadata=False) for p in paths)
+
+
+def _copy(task: BucketTask, source: str, schema: pa.Schema) -> WrittenFile:
+    """One snapshot file copied into the bucket as it is; statistics from its footer."""
+    fs, (path,) = _located(task.store, [source])
+    rel = _file_name(task.plan)
+    target = task.store.path(f"{task.table_uri}/{rel}")
+    task.store.filesystem.create_dir(target.rsplit("/", 1)[0], recursive=True)
+    pafs.copy_files(path, target, source_filesystem=fs, destination_filesystem=task.store.filesystem)
+    meta = pq.read_metadata(fs.open_input_file(path))
+    stats = _Stats(schema)
+    stats.add_footer(meta)
+    size = task.store.filesystem.get_file_info(target).size
+    return WrittenFile(rel, task.plan.bucket, size, stats.rows, stats.to_json(), int(time.time() * 1000))
 
 
 def _rows(task: BucketTask, schema: pa.Schema, changes: pa.Table | None) -> Iterator[pa.RecordBatch]:
@@ -182,6 +219,7 @@ class _Stats:
         self._min: dict[str, int] = {}
         self._max: dict[str, int] = {}
         self._nulls = dict.fromkeys(self._columns, 0)
+        self._unknown: set[str] = set()
 
     def add(self, batch: pa.RecordBatch) -> None:
         self.rows += batch.num_rows
@@ -191,11 +229,37 @@ class _Stats:
             bounds = pc.min_max(column)
             low, high = bounds["min"].as_py(), bounds["max"].as_py()
             if low is not None:
-                self._min[name] = low if name not in self._min else min(self._min[name], low)
-                self._max[name] = high if name not in self._max else max(self._max[name], high)
+                self._bound(name, low, high)
+
+    def add_footer(self, meta: pq.FileMetaData) -> None:
+        """A whole file's figures from its row groups' statistics (exact for integers); a
+        column without them gets no bounds at all, never a guessed one."""
+        self.rows += meta.num_rows
+        names = [meta.schema.column(i).name for i in range(meta.num_columns)]
+        for name in self._columns:
+            index = names.index(name)
+            groups = [meta.row_group(g).column(index).statistics for g in range(meta.num_row_groups)]
+            if any(s is None or not s.has_null_count for s in groups):
+                self._unknown.add(name)
+                continue
+            self._nulls[name] += sum(s.null_count for s in groups)
+            for s in groups:
+                if s.has_min_max:
+                    self._bound(name, s.min, s.max)
+                elif s.num_values:
+                    self._unknown.add(name)
+
+    def _bound(self, name: str, low: int, high: int) -> None:
+        self._min[name] = low if name not in self._min else min(self._min[name], low)
+        self._max[name] = high if name not in self._max else max(self._max[name], high)
 
     def to_json(self) -> str:
         stats: dict = {"numRecords": self.rows}
-        if self._columns:
-            stats.update(minValues=self._min, maxValues=self._max, nullCount=self._nulls)
+        known = [c for c in self._columns if c not in self._unknown]
+        if known:
+            stats.update(
+                minValues={c: self._min[c] for c in known if c in self._min},
+                maxValues={c: self._max[c] for c in known if c in self._max},
+                nullCount={c: self._nulls[c] for c in known},
+            )
         return json.dumps(stats)

@@ -32,6 +32,7 @@ from tiering.errors import NotLeaderError, SnapshotUnavailableError, TieringErro
 from tiering.kvstore.client import KvStoreClient
 from tiering.kvstore.models import LakeReport, SnapshotRef
 from tiering.lake.round_protocol import RoundWriter, TableCommit
+from tiering.lakestate.lake import LakeTables
 from tiering.lakestate.replay import missing_splits
 from tiering.lease.release import LeaseReleases
 
@@ -69,6 +70,7 @@ class RoundCommitter:
         self._releases = releases
         self._fence = fence
         self._on_round = on_round
+        self._lake = LakeTables(context.lake)
 
     def __call__(self, batch_df, batch_id: int) -> None:
         rows = batch_df.select(*DESCRIPTOR_COLUMNS).collect()
@@ -113,7 +115,7 @@ class RoundCommitter:
         )
 
     def _write(self, table: str, splits: list[Split], round_id: int) -> TableCommit:
-        current = self._context.lake.load(table)  # the table's one read of this round
+        current = self._lake.load(table)  # the table's one read of this round
         position = current.position() if current is not None else None
         todo = missing_splits(splits, position)
         info = self._client.get_table(table)

@@ -66,9 +66,12 @@ def commit_metadata(
     }
 
 
-def newest_commit(dt: DeltaTable, table: str) -> LakeCommitInfo | None:
+def newest_commit(dt: DeltaTable, table: str, newer_than: int | None = None) -> LakeCommitInfo | None:
     """The newest tiering commit at or below the loaded version of ``dt``; None when the table
-    holds none."""
+    holds none (with ``newer_than``: none among the versions above it)."""
+    if newer_than is not None:
+        return next((_decode(e, c.get("version"), table) for c in dt.history(dt.version() - newer_than)
+                     if (e := tiering_entry(c)) is not None), None)
     for limit in (_RECENT_COMMITS, None):
         history = dt.history(limit)
         for commit in history:

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 import pyarrow as pa
-import pyarrow.dataset as ds
+import pyarrow.fs as pafs
 from deltalake import DeltaTable
 from deltalake.exceptions import TableNotFoundError
 
@@ -25,7 +25,7 @@ from tiering.lakestate.commits import LakeCommitInfo, newest_commit
 from tiering.lakestate.layout import BUCKET_COLUMN
 from tiering.storage.object_store import ObjectStore
 
-__all__ = ["Lake", "LakeTable", "open_table"]
+__all__ = ["Lake", "LakeTable", "LakeTables", "open_table"]
 
 
 def open_table(uri: str, storage_options: Mapping[str, str] | None = None) -> DeltaTable | None:
@@ -73,7 +73,7 @@ class LakeTable:
         """Every row of the loaded version, read through this store's pyarrow filesystem (reading
         S3 through delta-rs's own reader makes the process abort at exit, delta-rs#2184)."""
         return self.dt.to_pyarrow_dataset(
-            filesystem=pa.fs.SubTreeFileSystem(self.store.path(self.path), self.store.filesystem)
+            filesystem=pafs.SubTreeFileSystem(self.store.path(self.path), self.store.filesystem)
         ).to_table() if self.store.is_s3 else self.dt.to_pyarrow_table()
 
 
@@ -111,3 +111,46 @@ class Lake:
         id was tiered (never tiered, or the table was re-created since)."""
         loaded = self.load(table)
         return loaded.position(table_id) if loaded is not None else None
+
+
+class LakeTables:
+    """The lake's tables as this long-lived process last saw them, brought up to date each time.
+
+    Failure mode: a cost per round that grows with the table's history. Opening a Delta table
+    reads its log from the last checkpoint, and finding the newest tiering commit reads commit
+    infos; the planner and the committer do both for every table every round. Here a table is
+    opened once, then only its new log entries are read (``update_incremental``) and only the
+    commits newer than the ones already looked at are searched for a tiering entry. The
+    returned :class:`LakeTable` shares the process's ``DeltaTable``: one caller at a time per
+    table (the planner and the committer each own their :class:`LakeTables`).
+    """
+
+    def __init__(self, lake: Lake) -> None:
+        self.lake = lake
+        self._seen: dict[str, tuple[LakeTable, int]] = {}  # table -> (view, the version its info covers)
+
+    def load(self, table: str) -> LakeTable | None:
+        """The table as it is now; None when no Delta table exists there yet."""
+        seen = self._seen.get(table)
+        if seen is None:
+            return self._first_load(table)
+        view, covered = seen
+        try:
+            view.dt.update_incremental()
+        except (TableNotFoundError, OSError):  # removed or replaced underneath: start over
+            del self._seen[table]
+            return self._first_load(table)
+        version = view.dt.version()
+        if version == covered:
+            return view
+        newer = newest_commit(view.dt, table, newer_than=covered)
+        if newer is not None:
+            view = LakeTable(table, view.path, view.dt, newer, view.store)
+        self._seen[table] = (view, version)
+        return view
+
+    def _first_load(self, table: str) -> LakeTable | None:
+        view = self.lake.load(table)
+        if view is not None:
+            self._seen[table] = (view, view.version)
+        return view

@@ -1,0 +1,99 @@
+"""One bucket's files as an executor writes them: copied, rewritten, or refused (local and S3)."""
+
+from __future__ import annotations
+
+import json
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from tests.integration.lake.store_files import write_log, write_snapshot
+from tiering.kvstore.models import TableInfo
+from tiering.lake.bucket_files import BucketTask, file_schema, run_task, write_bucket
+from tiering.lake.round_plan import BucketPlan
+from tiering.storage.object_store import ObjectStore
+
+pytestmark = pytest.mark.integration
+
+TABLE = TableInfo(
+    name="t", table_id=1, num_buckets=2, primary_key=["id"],
+    schema=[{"name": "id", "type": "bigint"}, {"name": "v", "type": "string"}],
+)
+
+
+@pytest.fixture(params=["local", "s3"])
+def store(request, tmp_path) -> ObjectStore:
+    if request.param == "local":
+        return ObjectStore.of(str(tmp_path / "lake"))
+    return ObjectStore.of(request.getfixturevalue("s3_root"), request.getfixturevalue("s3_server").storage_options())
+
+
+def task(store: ObjectStore, plan: BucketPlan, table: TableInfo = TABLE) -> BucketTask:
+    return BucketTask(table, store.uri(table.name), plan, store)
+
+
+def read(store: ObjectStore, written) -> list[dict]:
+    rows = []
+    for f in written:
+        with store.filesystem.open_input_file(store.path(f"{store.uri('t')}/{f.path}")) as handle:
+            rows += pq.read_table(handle).to_pylist()
+    return sorted(rows, key=lambda r: r["id"])
+
+
+def test_a_snapshot_bucket_with_nothing_on_top_is_copied_byte_for_byte(store, tmp_path):
+    snap = write_snapshot(tmp_path / "s", TABLE, [({"id": 5, "v": "a"}, 0), ({"id": 2, "v": None}, 1)])
+    plan = BucketPlan(bucket=1, base="snapshot", base_files=(snap,), log_files=(), log_from=2, log_to=2, snapshot_id=3)
+
+    (written,) = write_bucket(task(store, plan))
+
+    with store.filesystem.open_input_file(store.path(f"{store.uri('t')}/{written.path}")) as copied:
+        assert copied.read() == open(snap, "rb").read()
+    assert written.path.startswith("__bucket=1/") and written.num_records == 2
+    stats = json.loads(written.stats)
+    assert stats == {"numRecords": 2, "minValues": {"id": 2, "__offset": 0}, "maxValues": {"id": 5, "__offset": 1},
+                     "nullCount": {"id": 0, "__offset": 0}}
+    assert written.add_action().partition_values == {"__bucket": "1"}
+
+
+def test_changes_on_a_snapshot_are_applied_newest_first(store, tmp_path):
+    snap = write_snapshot(tmp_path / "s", TABLE, [({"id": 1, "v": "a"}, 0), ({"id": 2, "v": "b"}, 1), ({"id": 3, "v": "c"}, 2)])
+    log = write_log(tmp_path / "l", TABLE, [
+        (2, "+U", {"id": 3, "v": "before the range"}),
+        (3, "+U", {"id": 1, "v": "a2"}), (4, "-D", {"id": 2}), (5, "+I", {"id": 4, "v": "d"}), (6, "+U", {"id": 4, "v": "d2"}),
+    ])
+    plan = BucketPlan(bucket=0, base="snapshot", base_files=(snap,), log_files=(log,), log_from=3, log_to=7, snapshot_id=1)
+
+    written = write_bucket(task(store, plan))
+
+    assert [(r["id"], r["v"], r["__offset"]) for r in read(store, written)] == [(1, "a2", 3), (3, "c", 2), (4, "d2", 6)]
+    assert sum(f.num_records for f in written) == 3
+
+
+def test_a_snapshot_from_before_a_new_column_is_rewritten_with_nulls(store, tmp_path):
+    old = TABLE.model_copy(update={"columns": TABLE.columns[:1]})
+    snap = write_snapshot(tmp_path / "s", old, [({"id": 1}, 0)])
+    plan = BucketPlan(bucket=0, base="snapshot", base_files=(snap,), log_files=(), log_from=1, log_to=1, snapshot_id=1)
+
+    written = write_bucket(task(store, plan))
+
+    assert [(r["id"], r["v"]) for r in read(store, written)] == [(1, None)]
+    with store.filesystem.open_input_file(store.path(f"{store.uri('t')}/{written[0].path}")) as handle:
+        assert pq.read_schema(handle).equals(file_schema(TABLE), check_metadata=False)
+
+
+def test_a_bucket_that_ends_up_empty_writes_no_file(store, tmp_path):
+    log = write_log(tmp_path / "l", TABLE, [(0, "+I", {"id": 1, "v": "a"}), (1, "-D", {"id": 1})])
+    plan = BucketPlan(bucket=0, base="empty", base_files=(), log_files=(log,), log_from=0, log_to=2)
+
+    assert write_bucket(task(store, plan)) == []
+
+
+def test_a_file_of_another_type_fails_the_task_as_a_result_naming_the_bucket(store, tmp_path):
+    bad = tmp_path / "bad.parquet"
+    pq.write_table(pa.table({"id": ["not a number"], "v": ["x"]}), bad)
+    plan = BucketPlan(bucket=1, base="snapshot", base_files=(str(bad),), log_files=(), log_from=0, log_to=0, snapshot_id=1)
+
+    result = run_task(task(store, plan))
+
+    assert result.files == () and result.error.startswith("bucket 1: ")
