@@ -225,7 +225,9 @@ def _sample_rss(store: StoreProcess, outcome: Outcome, stop: threading.Event) ->
             status = Path(f"/proc/{store.pid}/status").read_text()
         except OSError:
             continue  # between a kill and the restart
-        outcome.rss_mb.append(round(int(re.search(r"VmRSS:\s+(\d+)", status).group(1)) / 1024, 1))
+        rss = re.search(r"VmRSS:\s+(\d+)", status)
+        if rss is not None:  # a killed process not yet reaped (a zombie) has no RSS line
+            outcome.rss_mb.append(round(int(rss.group(1)) / 1024, 1))
 
 
 def run_load(store: StoreProcess, duration_s: float, kill_at_s: float | None = None) -> Outcome:
