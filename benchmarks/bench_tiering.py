@@ -20,6 +20,15 @@ belongs to one measurement) and prints one JSON object:
   merge round vs. a hand-written ``DeltaTable.merge`` of the same changes (read the log
   segments with pyarrow, keep the latest change per key, MERGE); ``--merge-max-changes 0``
   makes the service rewrite the buckets with Spark instead of its driver MERGE;
+- ``empty-round``: one tiered table (8 buckets, 100k rows) under a continuous job; the wall
+  time of rounds where nothing changed (Spark's ``triggerExecution``: planning, no batch) and of
+  rounds carrying one changed row (planning, the batch, the MERGE, the report, the release);
+- ``tables --tables 10,50,200``: per count, that many tables of 4 buckets, tiered once
+  (untimed), then a few rows changed in every table: the wall time of the one round that tiers
+  them all (``triggerExecution``), and per table;
+- ``lag --rate R --duration S``: a steady writer of R rows/s (upserts) while a continuous job
+  runs with the default trigger: seconds from each write's acknowledgement to the lake reaching
+  its offsets, p50/p99/max;
 - ``leases --buckets B``: a ``JobLease`` acquire of B snapshots + release of B buckets;
 - ``planning --tables T --buckets B``: ``RoundPlanner.plan`` over T x B synthetic buckets vs.
   encoding the resulting offset as JSON (what Spark writes to the checkpoint every round).
@@ -40,6 +49,7 @@ import shutil
 import statistics
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -107,7 +117,8 @@ def jvm_pid(spark) -> int | None:
     return proc.pid if proc is not None else None
 
 
-def service_config(work: Path, store_url: str, job: str, **lake: object):
+def service_config(work: Path, store_url: str, job: str, settings: dict | None = None, **lake: object):
+    """An availableNow config of ``job`` (``settings``: dotted keys over that; ``lake``: [lake] keys)."""
     from tiering.conf.loader import load_config
 
     return load_config(None, {}, {
@@ -119,6 +130,7 @@ def service_config(work: Path, store_url: str, job: str, **lake: object):
         "zookeeper.hosts": "127.0.0.1:1",  # unused: the job runs as epoch 1 without an election
         "trigger.available_now": True,
         "lease.duration_s": 600.0,
+        **(settings or {}),
     })
 
 
@@ -355,7 +367,174 @@ def bench_planning(args, work: Path, store) -> dict:
             "plan_vs_offset_json": round(p / e, 2)}
 
 
-MODES = {"snapshot": bench_snapshot, "changelog": bench_changelog, "leases": bench_leases, "planning": bench_planning}
+class ContinuousJob:
+    """A continuous ``TieringJob`` on its own thread; its Spark progress reports, and a clean stop."""
+
+    def __init__(self, spark, config) -> None:
+        from tiering.context import TermContext
+        from tiering.job import TieringJob
+
+        self.job = TieringJob(spark, TermContext.begin(config, 1))
+        self.stopping = threading.Event()
+        self.error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name="bench-job", daemon=True)
+
+    def __enter__(self) -> ContinuousJob:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stopping.set()
+        self._thread.join(120)
+
+    def _run(self) -> None:
+        try:
+            self.job.run(self.stopping)
+        except BaseException as e:  # noqa: BLE001 - reported by the benchmark
+            self.error = e
+
+    def batches(self) -> list:
+        query = self.job.query
+        return list(query.recentProgress) if query is not None else []
+
+
+def wait_for(condition, timeout_s: float = 120.0, what: str = "condition"):
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise RuntimeError(f"benchmark: timed out after {timeout_s:.0f}s waiting for {what}")
+
+
+def bench_empty_round(args, work: Path, store) -> dict:
+    from tiering.enumerator.positions import LakePosition
+    from tiering.lakestate.lake import Lake
+
+    client = store.client(timeout_s=600)
+    load_table(client, "one", range(100_000), 8)
+    client.take_snapshots("one")
+    spark = spark_session()
+    spark.conf.set("spark.sql.streaming.noDataProgressEventInterval", "0")  # a progress report per idle trigger
+    config = service_config(work, store.url, "bench-empty", {"trigger.available_now": False, "trigger.interval_s": 0.5})
+    lake = Lake.of(config.lake)
+    with ContinuousJob(spark, config) as running:
+        wait_for(lambda: lake.position("one", 1), what="the bootstrap")
+        wait_for(lambda: sum(1 for b in running.batches() if b.numInputRows == 0) >= args.repeat + 2, what="idle rounds")
+        idle = [b.durationMs["triggerExecution"] for b in running.batches() if b.numInputRows == 0][2:]
+        one_row = []
+        for i in range(args.repeat):
+            seen = len(running.batches())
+            written = client.upsert("one", [{"id": i, "name": f"changed-{i}", "qty": i, "price": 1.0}])
+            (bucket, (_, end)), = written.buckets.items()
+            wait_for(lambda: (lake.position("one", 1) or LakePosition(1)).buckets.get(int(bucket), 0) >= end,
+                     what="the changed row in the lake")
+            batch = wait_for(lambda: next((b for b in running.batches()[seen:] if b.numInputRows > 0), None),
+                             what="the round's progress report")
+            one_row.append(batch.durationMs["triggerExecution"])
+        if running.error is not None:
+            raise running.error
+    spark.stop()
+    return {
+        "repeat": args.repeat,
+        "empty_round_p50_ms": statistics.median(idle), "empty_round_max_ms": max(idle),
+        "one_row_round_p50_ms": statistics.median(one_row), "one_row_round_max_ms": max(one_row),
+    }
+
+
+def bench_tables(args, work: Path, store) -> dict:
+    client = store.client(timeout_s=600)
+    spark = spark_session()
+    results = []
+    for count in (int(n) for n in args.counts.split(",")):
+        names = [f"t{count}_{i:04d}" for i in range(count)]
+        for name in names:
+            load_table(client, name, range(20), 4)
+            client.take_snapshots(name)
+        config = service_config(work, store.url, f"bench-tables-{count}", {"tables.include": [f"t{count}_*"]})
+        run_service(spark, config)  # bootstrap, untimed
+        for name in names:
+            client.write_arrow(name, rows(pa.array([1, 7, 13], pa.int64()), salt=1))
+        from tiering.context import TermContext
+        from tiering.job import TieringJob
+
+        job = TieringJob(spark, TermContext.begin(config, 2))
+        started = time.perf_counter()
+        result = job.run()
+        wall = time.perf_counter() - started
+        if not result.ok:
+            raise RuntimeError(f"service run failed: {result.failed_tables}")
+        (batch,) = [b for b in job.query.recentProgress if b.numInputRows > 0]
+        round_ms = batch.durationMs["triggerExecution"]
+        results.append({"tables": count, "round_ms": round_ms, "per_table_ms": round(round_ms / count, 1),
+                        "run_with_query_start_s": round(wall, 2)})
+    spark.stop()
+    return {"buckets_per_table": 4, "rounds": results}
+
+
+def bench_lag(args, work: Path, store) -> dict:
+    from tiering.lakestate.lake import Lake, LakeTables
+
+    client = store.client(timeout_s=600)
+    keys = 100_000
+    load_table(client, "steady", range(keys), 8)
+    client.take_snapshots("steady")
+    spark = spark_session()
+    config = service_config(work, store.url, "bench-lag", {"trigger.available_now": False})
+    lake = LakeTables(Lake.of(config.lake))
+    pending: list[tuple[float, dict[int, int]]] = []
+    lags: list[float] = []
+    lock = threading.Lock()
+    stop = threading.Event()
+
+    def writer() -> None:
+        rng = random.Random(3)
+        batch = max(1, args.rate // 10)
+        salt = 0
+        while not stop.wait(0.1):
+            salt += 1
+            written = client.write_arrow("steady", rows(pa.array(rng.sample(range(keys), batch), pa.int64()), salt))
+            with lock:
+                pending.append((time.monotonic(), {int(b): end for b, (_, end) in written.buckets.items()}))
+
+    def poll() -> None:
+        while not stop.wait(0.05):
+            table = lake.load("steady")
+            reached = table.position().buckets if table is not None and table.position() is not None else {}
+            now = time.monotonic()
+            with lock:
+                landed = [p for p in pending if all(reached.get(b, 0) >= end for b, end in p[1].items())]
+                for p in landed:
+                    pending.remove(p)
+                    lags.append(now - p[0])
+
+    with ContinuousJob(spark, config) as running:
+        wait_for(lambda: lake.load("steady") is not None, what="the bootstrap")
+        threads = [threading.Thread(target=writer, daemon=True), threading.Thread(target=poll, daemon=True)]
+        for t in threads:
+            t.start()
+        time.sleep(args.duration)
+        stop.set()
+        for t in threads:
+            t.join(30)
+        rounds = sum(1 for b in running.batches() if b.numInputRows > 0)
+        if running.error is not None:
+            raise running.error
+    spark.stop()
+    lags.sort()
+    return {
+        "rate_rows_per_s": args.rate, "duration_s": args.duration, "trigger_interval_s": config.trigger.interval_s,
+        "writes": len(lags) + len(pending), "writes_landed": len(lags), "rounds": rounds,
+        "lag_p50_s": round(lags[len(lags) // 2], 2), "lag_p99_s": round(lags[int(len(lags) * 0.99)], 2),
+        "lag_max_s": round(lags[-1], 2),
+    }
+
+
+MODES = {
+    "snapshot": bench_snapshot, "changelog": bench_changelog, "leases": bench_leases, "planning": bench_planning,
+    "empty-round": bench_empty_round, "tables": bench_tables, "lag": bench_lag,
+}
 
 
 def main() -> None:
@@ -371,6 +550,9 @@ def main() -> None:
         "--merge-max-changes", type=int, default=DEFAULT_MERGE_MAX_CHANGES,
         help="changelog: the writer's lake.merge_max_changes (0: Spark rewrites the buckets, as before the driver MERGE)",
     )
+    parser.add_argument("--counts", default="10,50,200", help="tables: the table counts to measure, comma-separated")
+    parser.add_argument("--rate", type=int, default=5000, help="lag: rows written per second")
+    parser.add_argument("--duration", type=float, default=60.0, help="lag: seconds of steady writing")
     parser.add_argument("--lake", choices=("local", "s3"), default="local",
                         help="snapshot: where the lake is (s3: an embedded S3 server on loopback)")
     parser.add_argument("--out", type=Path, help="also write the JSON here")

@@ -5,25 +5,33 @@ for. Built once by the leader loop after ZooKeeper granted the epoch and the lea
 from (or created in) the checkpoint; every part of the term takes its values from here,
 including the Spark source's planning process, which receives it as one JSON option and
 rebuilds it with the same pydantic models (no second parser, no second set of defaults).
+
+The clients it builds are imported when built: Spark unpickles a context in every Python worker
+that runs the source, and most of them never call the store or open the lake.
 """
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from tiering.conf.fields import WITH_SECRETS
 from tiering.conf.model import KvStoreConfig, TieringConfig
 from tiering.errors import ConfigError
-from tiering.kvstore.client import KvStoreClient
-from tiering.lakestate.lake import Lake
-from tiering.lease.job_lease import JobLease
-from tiering.state.lease_file import load_or_create_lease_id
+
+if TYPE_CHECKING:
+    from tiering.kvstore.client import KvStoreClient
+    from tiering.lakestate.lake import Lake
+    from tiering.lease.job_lease import JobLease
 
 __all__ = ["TermContext", "store_client"]
 
 
 def store_client(kvstore: KvStoreConfig, timeout_s: float = 30.0) -> KvStoreClient:
     """The store client of a config (the token, when set, goes with every call)."""
+    from tiering.kvstore.client import KvStoreClient
+
     return KvStoreClient(kvstore.url, kvstore.token.get_secret_value() or None, timeout_s=timeout_s)
 
 
@@ -40,6 +48,8 @@ class TermContext(BaseModel):
     def begin(cls, config: TieringConfig, epoch: int) -> TermContext:
         """The context of a term just won: the lease id comes from the checkpoint (created there
         on the job's first run, reused by every later term)."""
+        from tiering.state.lease_file import load_or_create_lease_id
+
         return cls(config=config, epoch=epoch, lease_id=load_or_create_lease_id(config.job.checkpoint, config.job.name))
 
     def to_option(self) -> str:
@@ -60,6 +70,8 @@ class TermContext(BaseModel):
 
     @property
     def lake(self) -> Lake:
+        from tiering.lakestate.lake import Lake
+
         return Lake.of(self.config.lake)
 
     def store_client(self) -> KvStoreClient:
@@ -67,4 +79,6 @@ class TermContext(BaseModel):
 
     def job_lease(self, client: KvStoreClient) -> JobLease:
         """The term's lease handle: every call carries this term's epoch."""
+        from tiering.lease.job_lease import JobLease
+
         return JobLease(client, self.lease_id, self.epoch, int(self.config.lease.duration_s * 1000))

@@ -126,6 +126,11 @@ class TieringJob:
         )
         return self._query
 
+    @property
+    def query(self):
+        """Spark's StreamingQuery of this term (None before :meth:`start`)."""
+        return self._query
+
     def run(
         self, stop: threading.Event | None = None, *, lost: threading.Event | None = None, poll_s: float = 0.5
     ) -> JobResult:

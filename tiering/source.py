@@ -14,8 +14,10 @@ Failure modes it is built around (DESIGN §4):
 
 The source emits split descriptors (:mod:`tiering.enumerator.descriptor`), not table rows.
 The planning reader lives in one long-lived Python process per query run; executors get a
-pickled copy, so clients are created lazily and never pickled. Its only option is the term
-context the leader loop built (config, epoch, lease id): nothing is parsed or defaulted here.
+pickled copy, so clients are created lazily and never pickled, and what only planning needs is
+imported when planning (every Python worker that runs ``read()`` imports this module). Its
+only option is the term context the leader loop built (config, epoch, lease id): nothing is
+parsed or defaulted here.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from __future__ import annotations
 import json
 import logging
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import (
@@ -35,11 +38,13 @@ from pyspark.sql.streaming.datasource import (
 
 from tiering.context import TermContext
 from tiering.enumerator.descriptor import DESCRIPTOR_SCHEMA, to_descriptor
-from tiering.enumerator.planner import RoundPlan, RoundPlanner, TableInput
-from tiering.enumerator.positions import LakePosition
 from tiering.errors import ConfigError, FencedEpochError
-from tiering.kvstore.models import BucketLog
 from tiering.state.offset import TableOffset, TieringOffset
+
+if TYPE_CHECKING:
+    from tiering.enumerator.planner import RoundPlan, TableInput
+    from tiering.enumerator.positions import LakePosition
+    from tiering.kvstore.models import BucketLog
 
 log = logging.getLogger(__name__)
 
@@ -185,25 +190,16 @@ class KvTieringStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         return [t for t in self.client.list_tables() if self.context.config.tables.selects(t.name)]
 
     def _plan(self, round_id: int, limit: ReadLimit, planned_before: set[str]) -> RoundPlan:
-        inputs = []
-        for info in self._tables():
-            if self._targets is not None and info.name not in self._targets:
-                continue
-            loaded = self.lake.load(info.name)
-            position = loaded.position() if loaded is not None else None
-            if self._gave_up(info.name, position, info.name in planned_before):
-                continue
-            logs = self.client.log_info(info.name)
-            if logs.table_id != info.table_id:
-                continue  # re-created between the two calls: plan it next round
-            inputs.append(
-                TableInput(
-                    info=info,
-                    snapshots=self.client.latest_snapshots(info.name).buckets,
-                    logs=self._capped(info.name, logs.buckets),
-                    lake=position,
-                )
-            )
+        """The round over every selected table; the tables' lake and store reads run
+        ``lake.table_parallelism`` at a time (they wait on I/O), in a stable order."""
+        from concurrent.futures import ThreadPoolExecutor
+
+        from tiering.enumerator.planner import RoundPlanner
+
+        tables = [t for t in self._tables() if self._targets is None or t.name in self._targets]
+        with ThreadPoolExecutor(self.context.config.lake.table_parallelism, thread_name_prefix="plan") as pool:
+            found = list(pool.map(lambda info: self._table_input(info, info.name in planned_before), tables))
+        inputs = [table for table in found if table is not None]
         unlimited = isinstance(limit, ReadAllAvailable)
         limits = self.context.config.limits
         planner = RoundPlanner(
@@ -212,6 +208,20 @@ class KvTieringStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
             fail_on_data_loss=limits.fail_on_data_loss,
         )
         return planner.plan(round_id, inputs)
+
+    def _table_input(self, info, planned_before: bool) -> TableInput | None:
+        """What the planner needs of one table; None when it is left out of this round."""
+        loaded = self.lake.load(info.name)
+        position = loaded.position() if loaded is not None else None
+        if self._gave_up(info.name, position, planned_before):
+            return None
+        logs = self.client.log_info(info.name)
+        if logs.table_id != info.table_id:
+            return None  # re-created between the two calls: plan it next round
+        from tiering.enumerator.planner import TableInput
+
+        snapshots = self.client.latest_snapshots(info.name).buckets
+        return TableInput(info=info, snapshots=snapshots, logs=self._capped(info.name, logs.buckets), lake=position)
 
     def _capped(self, table: str, logs: list[BucketLog]) -> list[BucketLog]:
         if self._targets is None:

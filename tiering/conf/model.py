@@ -177,6 +177,13 @@ class LakeConfig(_Section):
     )
 
 
+    table_parallelism: int = setting(
+        "Tables of one round prepared, committed and reported at the same time (threads of the "
+        "driver; delta-rs commits and store calls wait on I/O). 1 handles them one by one.",
+        8,
+        ge=1,
+    )
+
     @field_validator("storage", mode="before")
     @classmethod
     def _storage_strings(cls, v: Any) -> Any:

@@ -47,6 +47,7 @@ from tiering.kvstore.models import (
     TableLog,
     TableSnapshots,
     TableSpec,
+    WriteResult,
 )
 
 ARROW_STREAM = "application/vnd.apache.arrow.stream"
@@ -159,22 +160,26 @@ class KvStoreClient:
         )
         return TableInfo.model_validate(response.json())
 
-    def upsert(self, table: str, rows: list[dict]) -> None:
-        self._call("POST", f"/v1/tables/{segment(table)}/rows", table=table, json={"op": "upsert", "rows": rows})
+    def upsert(self, table: str, rows: list[dict]) -> WriteResult:
+        """Upsert ``rows``; the result names the offsets the write appended per bucket."""
+        response = self._call("POST", f"/v1/tables/{segment(table)}/rows", table=table, json={"op": "upsert", "rows": rows})
+        return WriteResult.model_validate_json(response.content)
 
-    def delete(self, table: str, keys: list[dict]) -> None:
-        self._call("POST", f"/v1/tables/{segment(table)}/rows", table=table, json={"op": "delete", "rows": keys})
+    def delete(self, table: str, keys: list[dict]) -> WriteResult:
+        response = self._call("POST", f"/v1/tables/{segment(table)}/rows", table=table, json={"op": "delete", "rows": keys})
+        return WriteResult.model_validate_json(response.content)
 
-    def write_arrow(self, table: str, data: pa.Table | pa.RecordBatch, op: str = "upsert") -> None:
+    def write_arrow(self, table: str, data: pa.Table | pa.RecordBatch, op: str = "upsert") -> WriteResult:
         if op not in ("upsert", "delete"):
             raise ValueError(f"op must be 'upsert' or 'delete', got {op!r}")
         sink = pa.BufferOutputStream()
         with pa.ipc.new_stream(sink, data.schema) as writer:
             writer.write(data)
-        self._call(
+        response = self._call(
             "POST", f"/v1/tables/{segment(table)}/rows", table=table, params={"op": op},
             data=sink.getvalue().to_pybytes(), headers={"Content-Type": ARROW_STREAM},
         )
+        return WriteResult.model_validate_json(response.content)
 
     def take_snapshots(self, table: str) -> TableSnapshots:
         response = self._call("POST", f"/v1/tables/{segment(table)}/snapshots", table=table)

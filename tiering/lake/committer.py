@@ -1,9 +1,17 @@
-"""Commits one round (one micro-batch of split descriptors) to the lake, table by table.
+"""Commits one round (one micro-batch of split descriptors) to the lake: every table at once.
+
+A round goes: every table is prepared (its Delta table read once, splits trimmed to what the
+lake lacks, its snapshots re-acquired under the lease — one acquire for the whole round — and
+its files resolved and planned per bucket); then one Spark job writes every table's bucket
+files on the executors; then each table makes its one commit, reports its offsets and releases
+its buckets. Tables are prepared and committed ``lake.table_parallelism`` at a time: delta-rs
+commits and store calls wait on I/O, and a round of hundreds of small tables must not pay for
+them one after the other.
 
 Failure modes and what happens:
-- a table fails (schema mismatch, snapshot gone, I/O): its leased buckets are released, the
-  failure is recorded, and the other tables still commit; the table is re-planned next round
-  from its lake position, which did not move;
+- a table fails (schema mismatch, snapshot gone, I/O, a failed bucket write): its leased
+  buckets are released, the failure is recorded, and the other tables still commit; the table
+  is re-planned next round from its lake position, which did not move;
 - this driver is no longer the leader (:class:`NotLeaderError`: the store's fenced reply, a
   lost ZooKeeper term, a newer Delta commit): the error propagates and stops the query —
   nothing more of this round lands, and nothing is released (the new leader owns the lease);
@@ -18,9 +26,11 @@ mid-round is re-established and the snapshot files re-checked, never assumed.
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from tiering import failpoints
@@ -31,7 +41,7 @@ from tiering.enumerator.splits import SnapshotSplit, Split
 from tiering.errors import NotLeaderError, SnapshotUnavailableError, TieringError
 from tiering.kvstore.client import KvStoreClient
 from tiering.kvstore.models import LakeReport, SnapshotRef
-from tiering.lake.round_protocol import RoundWriter, TableCommit
+from tiering.lake.round_protocol import PreparedRound, RoundWriter, TableCommit
 from tiering.lakestate.lake import LakeTables
 from tiering.lakestate.replay import missing_splits
 from tiering.lease.release import LeaseReleases
@@ -49,6 +59,25 @@ class RoundOutcome:
     failed: dict[str, str] = field(default_factory=dict)
     #: changelog records the store holds beyond the lake, per committed table, after the round
     lag: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass
+class _TableRound:
+    """One table's share of the round as it moves through the steps."""
+
+    name: str
+    splits: list[Split]
+    started: float = field(default_factory=time.monotonic)
+    prepared: PreparedRound | None = None
+
+    @property
+    def table_id(self) -> int:
+        return self.splits[0].table_id
+
+    @property
+    def leased(self) -> list[int]:
+        """The buckets whose snapshot the lease holds for this round."""
+        return sorted({s.bucket for s in self.splits if isinstance(s, SnapshotSplit)})
 
 
 class RoundCommitter:
@@ -71,20 +100,19 @@ class RoundCommitter:
         self._fence = fence
         self._on_round = on_round
         self._lake = LakeTables(context.lake)
+        self._parallelism = context.config.lake.table_parallelism
 
     def __call__(self, batch_df, batch_id: int) -> None:
-        rows = batch_df.select(*DESCRIPTOR_COLUMNS).collect()
         by_table: dict[str, list[Split]] = defaultdict(list)
         round_id = -1
-        for row in rows:
+        for row in batch_df.select(*DESCRIPTOR_COLUMNS).collect():
             split, round_id = from_descriptor(row)
             by_table[split.table].append(split)
         outcome = RoundOutcome(round_id, self._context.epoch)
-        unsettled = {splits[0].table_id: _leased_buckets(splits) for splits in by_table.values()}
+        tables = [_TableRound(name, splits) for name, splits in sorted(by_table.items())]
+        unsettled = {t.table_id: t.leased for t in tables}
         try:
-            for table in sorted(by_table):
-                self._commit_table(table, by_table[table], round_id, outcome)
-                unsettled.pop(by_table[table][0].table_id)
+            self._run(tables, round_id, outcome, unsettled)
         except NotLeaderError:
             raise
         except BaseException:
@@ -92,60 +120,65 @@ class RoundCommitter:
             raise
         self._on_round(outcome)
 
-    def _commit_table(self, table: str, splits: list[Split], round_id: int, outcome: RoundOutcome) -> None:
-        started = time.monotonic()
-        table_id = splits[0].table_id
-        leased = _leased_buckets(splits)
-        try:
-            commit = self._write(table, splits, round_id)
-        except NotLeaderError:
-            raise
-        except Exception as e:  # one table's failure must not stop the others
-            outcome.failed[table] = f"{type(e).__name__}: {e}"
-            log.error("round=%d table=%s FAILED epoch=%d: %s (re-planned next round)", round_id, table, self._context.epoch, e)
-            self._releases.failed(table_id, leased)
-            return
-        self._releases.finished(table_id, leased)
-        outcome.committed[table] = commit
-        outcome.lag[table] = LakePosition(table_id, commit.positions).lag(self._client.log_info(table).buckets)
-        log.info(
-            "round=%d table=%s table_id=%d epoch=%d lease=%s splits=%d %s offsets=%s lag=%d in %.2fs",
-            round_id, table, table_id, self._context.epoch, self._context.lease_id, len(splits), commit,
-            dict(sorted(commit.positions.items())), outcome.lag[table], time.monotonic() - started,
-        )
+    def _run(self, tables: list[_TableRound], round_id: int, outcome: RoundOutcome, unsettled: dict[int, list[int]]) -> None:
+        lock = threading.Lock()
 
-    def _write(self, table: str, splits: list[Split], round_id: int) -> TableCommit:
-        current = self._lake.load(table)  # the table's one read of this round
+        def settle(table: _TableRound, step: Callable[[_TableRound], None]) -> None:
+            try:
+                step(table)
+            except NotLeaderError:
+                raise
+            except Exception as e:  # one table's failure must not stop the others
+                self._fail(table, e, round_id, outcome)
+            with lock:
+                if table.prepared is None:
+                    unsettled.pop(table.table_id, None)
+
+        with ThreadPoolExecutor(self._parallelism, thread_name_prefix="round") as pool:
+            gone = self._acquire_snapshots(tables)
+            list(pool.map(lambda t: settle(t, lambda t: self._prepare(t, round_id, gone, outcome)), tables))
+            ready = [t for t in tables if t.prepared is not None]
+            results = self._writer.write_files([task for t in ready for task in self._writer.tasks(t.prepared)])
+            self._fence()
+            failpoints.hit("before_delta_commit")
+
+            def commit(table: _TableRound) -> None:
+                prepared, table.prepared = table.prepared, None
+                self._commit(table, prepared, results.get(table.name, []), round_id, outcome)
+
+            list(pool.map(lambda t: settle(t, commit), ready))
+
+    def _acquire_snapshots(self, tables: Iterable[_TableRound]) -> set[tuple[int, int, int]]:
+        """One acquire for every snapshot the round reads; the ones whose files are gone."""
+        refs = [SnapshotRef(table_id=s.table_id, bucket=s.bucket, snapshot_id=s.snapshot_id)
+                for t in tables for s in t.splits if isinstance(s, SnapshotSplit)]
+        gone = self._releases.lease.acquire(refs) if refs else []
+        return {(r.table_id, r.bucket, r.snapshot_id) for r in gone}
+
+    def _prepare(self, table: _TableRound, round_id: int, gone: set[tuple[int, int, int]], outcome: RoundOutcome) -> None:
+        current = self._lake.load(table.name)  # the table's one read of this round
         position = current.position() if current is not None else None
-        todo = missing_splits(splits, position)
-        info = self._client.get_table(table)
-        if info.table_id != splits[0].table_id:
-            raise TieringError(f"table {table!r} was re-created (table_id {splits[0].table_id} -> {info.table_id})", table=table)
-        files = self._resolve_files(table, todo)
-        self._fence()
-        failpoints.hit("before_delta_commit")
-        commit = self._writer.write_table_round(
-            info,
-            todo,
-            files,
-            current,
-            epoch=self._context.epoch,
-            round_id=round_id,
-            lease_id=self._context.lease_id,
+        todo = missing_splits(table.splits, position)
+        info = self._client.get_table(table.name)
+        if info.table_id != table.table_id:
+            raise TieringError(f"table {table.name!r} was re-created (table_id {table.table_id} -> {info.table_id})",
+                               table=table.name)
+        lost = [s for s in todo if isinstance(s, SnapshotSplit) and (s.table_id, s.bucket, s.snapshot_id) in gone]
+        if lost:
+            raise SnapshotUnavailableError(f"table {table.name!r}: snapshots gone before they were read: {lost}",
+                                           table=table.name)
+        prepared = self._writer.prepare(
+            info, todo, self._files(table.name, todo), current,
+            epoch=self._context.epoch, round_id=round_id, lease_id=self._context.lease_id,
             replace_table=position is not None and not position.belongs_to(info.table_id),
         )
-        failpoints.hit("after_delta_commit")
-        self._report(table, info.table_id, commit)
-        failpoints.hit("after_store_report")
-        return commit
+        if isinstance(prepared, TableCommit):  # already in the lake: a replay; its report may be missing
+            self._report(table.name, info.table_id, prepared)
+            self._done(table, prepared, round_id, outcome)
+        else:
+            table.prepared = prepared
 
-    def _resolve_files(self, table: str, splits: list[Split]) -> dict[Split, list[str]]:
-        snapshots = [s for s in splits if isinstance(s, SnapshotSplit)]
-        if snapshots:
-            refs = [SnapshotRef(table_id=s.table_id, bucket=s.bucket, snapshot_id=s.snapshot_id) for s in snapshots]
-            gone = self._releases.lease.acquire(refs)
-            if gone:
-                raise SnapshotUnavailableError(f"table {table!r}: snapshots gone before they were read: {gone}", table=table)
+    def _files(self, table: str, splits: list[Split]) -> dict[Split, list[str]]:
         files: dict[Split, list[str]] = {}
         for split in splits:
             if isinstance(split, SnapshotSplit):
@@ -155,6 +188,31 @@ class RoundCommitter:
                 files[split] = [seg.file for seg in segments]
         return files
 
+    def _commit(self, table: _TableRound, prepared: PreparedRound, results, round_id: int, outcome: RoundOutcome) -> None:
+        commit = self._writer.commit(prepared, results)
+        failpoints.hit("after_delta_commit")
+        self._report(table.name, prepared.table.table_id, commit)
+        failpoints.hit("after_store_report")
+        self._done(table, commit, round_id, outcome)
+
+    def _done(self, table: _TableRound, commit: TableCommit, round_id: int, outcome: RoundOutcome) -> None:
+        self._releases.finished(table.table_id, table.leased)
+        lag = LakePosition(table.table_id, commit.positions).lag(self._client.log_info(table.name).buckets)
+        outcome.committed[table.name] = commit
+        outcome.lag[table.name] = lag
+        log.info(
+            "round=%d table=%s table_id=%d epoch=%d lease=%s splits=%d %s offsets=%s lag=%d in %.2fs",
+            round_id, table.name, table.table_id, self._context.epoch, self._context.lease_id, len(table.splits), commit,
+            dict(sorted(commit.positions.items())), lag, time.monotonic() - table.started,
+        )
+
+    def _fail(self, table: _TableRound, error: Exception, round_id: int, outcome: RoundOutcome) -> None:
+        table.prepared = None
+        outcome.failed[table.name] = f"{type(error).__name__}: {error}"
+        log.error("round=%d table=%s FAILED epoch=%d: %s (re-planned next round)", round_id, table.name,
+                  self._context.epoch, error)
+        self._releases.failed(table.table_id, table.leased)
+
     def _report(self, table: str, table_id: int, commit: TableCommit) -> None:
         if commit.delta_version < 0:
             return  # nothing of this table is in the lake yet
@@ -162,8 +220,3 @@ class RoundCommitter:
         self._client.report_lake(
             table, LakeReport(table_id=table_id, epoch=self._context.epoch, lake_version=commit.delta_version, buckets=buckets)
         )
-
-
-def _leased_buckets(splits: list[Split]) -> list[int]:
-    """The buckets whose snapshot the lease holds for this round."""
-    return sorted({s.bucket for s in splits if isinstance(s, SnapshotSplit)})

@@ -36,6 +36,7 @@ from tiering.kvstore.models import TableInfo
 from tiering.lake.bucket_rows import bucket_rows
 from tiering.lakestate.layout import BUCKET_COLUMN, lake_schema
 from tiering.lake.round_plan import BucketPlan
+from tiering.lake.bucket_files import BucketTask, WrittenFile
 from tiering.lake.round_protocol import PreparedRound, RoundWriter, TableCommit, output_rows
 from tiering.lakestate.lake import Lake
 
@@ -76,7 +77,11 @@ class DeltaSparkRoundWriter(RoundWriter):
         check_delta_jars(spark)
         super().__init__(spark, lake, job)
 
-    def _commit(self, prepared: PreparedRound) -> TableCommit:
+    def tasks(self, prepared: PreparedRound) -> list[BucketTask]:
+        """None: delta-spark writes the data inside its own commit (a Spark job per table)."""
+        return []
+
+    def _commit(self, prepared: PreparedRound, written: Sequence[WrittenFile]) -> TableCommit:
         rows = self._rows(prepared.table, prepared.plans)
         writer = (
             rows.write.format("delta")

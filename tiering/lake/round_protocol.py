@@ -1,5 +1,12 @@
 """The round commit protocol both lake writers follow (DESIGN §6): one commit per table per
-round, at most once, fenced by epoch. Each writer supplies only how the data is committed.
+round, at most once, fenced by epoch. Each writer supplies only how the data is written and
+committed.
+
+A table's round goes through three steps, so a round of many tables can run each step for all
+of them at once (the committer does): :meth:`RoundWriter.prepare` checks the round against the
+lake and plans it per bucket; :meth:`RoundWriter.tasks` names the bucket files executors must
+write first (one Spark job for the whole round); :meth:`RoundWriter.commit` makes the table's one
+commit with those files. :meth:`RoundWriter.write_table_round` chains them for one table.
 
 Failure modes handled here, for every writer:
 - a replayed round (crash after the commit, a new leader re-running the checkpoint's batch):
@@ -26,6 +33,8 @@ from tiering.enumerator.positions import LakePosition
 from tiering.enumerator.splits import Split
 from tiering.errors import FencedEpochError, LakeCommitError
 from tiering.kvstore.models import TableInfo
+from tiering.lake.bucket_files import BucketResult, BucketTask, WrittenFile
+from tiering.lake.executor_writes import run_bucket_tasks
 from tiering.lake.round_plan import BucketPlan, plan_buckets
 from tiering.lakestate.commits import LakeCommitInfo, commit_metadata, find_round_commit
 from tiering.lakestate.lake import Lake, LakeTable, open_table
@@ -91,7 +100,7 @@ class PreparedRound:
 
 
 class RoundWriter:
-    """The protocol; subclasses implement :meth:`_commit` (write the data, make one commit)."""
+    """The protocol; subclasses implement :meth:`tasks` and :meth:`_commit`."""
 
     def __init__(self, spark: SparkSession, lake: Lake, job: str) -> None:
         app_id(job, "probe")
@@ -113,7 +122,29 @@ class RoundWriter:
         lease_id: str,
         replace_table: bool = False,
     ) -> TableCommit:
-        """Commit ``splits`` of ``table`` as round ``round_id`` of term ``epoch``, at most once.
+        """Commit ``splits`` of ``table`` as round ``round_id`` of term ``epoch``, at most once:
+        :meth:`prepare`, the executors' :meth:`tasks`, :meth:`commit`, for one table."""
+        prepared = self.prepare(table, splits, files, current, epoch=epoch, round_id=round_id, lease_id=lease_id,
+                                replace_table=replace_table)
+        if isinstance(prepared, TableCommit):
+            return prepared
+        results = self.write_files(self.tasks(prepared)).get(table.name, [])
+        return self.commit(prepared, results)
+
+    def prepare(
+        self,
+        table: TableInfo,
+        splits: Sequence[Split],
+        files: Mapping[Split, Sequence[str]],
+        current: LakeTable | None,
+        *,
+        epoch: int,
+        round_id: int,
+        lease_id: str,
+        replace_table: bool = False,
+    ) -> PreparedRound | TableCommit:
+        """``splits`` of ``table`` as round ``round_id`` of term ``epoch``, planned per bucket;
+        a skipped :class:`TableCommit` when the lake already has the round or it changes nothing.
 
         ``files`` maps every split to its Parquet files; ``current`` is the Delta table as the
         round found it (None: none yet), read once by the caller. ``replace_table``: the table
@@ -144,11 +175,38 @@ class RoundWriter:
             lease_id=lease_id,
             snapshots={p.bucket: p.snapshot_id for p in plans if p.snapshot_id is not None},
         )
-        prepared = PreparedRound(table, path, app, version, epoch, dt, replace_table, plans, positions, metadata)
-        return self._commit(prepared)
+        return PreparedRound(table, path, app, version, epoch, dt, replace_table, plans, positions, metadata)
 
-    def _commit(self, prepared: PreparedRound) -> TableCommit:
+    def tasks(self, prepared: PreparedRound) -> list[BucketTask]:
+        """The bucket files executors write before :meth:`commit` ([]: the commit writes its own)."""
         raise NotImplementedError
+
+    def write_files(self, tasks: Sequence[BucketTask]) -> dict[str, list[BucketResult]]:
+        """Run every table's tasks in one Spark job; the results by table name."""
+        return run_bucket_tasks(self._spark, tasks)
+
+    def commit(self, prepared: PreparedRound, results: Sequence[BucketResult]) -> TableCommit:
+        """The table's one commit, with the files the executors wrote for :meth:`tasks`; a task
+        that failed fails the table (its siblings' files are deleted, nothing is committed)."""
+        errors = [r.error for r in results if r.error is not None]
+        written = [f for r in results for f in r.files]
+        if errors:
+            self._remove(prepared.path, written)
+            name = prepared.table.name
+            raise LakeCommitError(f"table {name!r}: writing the round's files failed: {'; '.join(errors)}", table=name)
+        return self._commit(prepared, written)
+
+    def _commit(self, prepared: PreparedRound, written: Sequence[WrittenFile]) -> TableCommit:
+        raise NotImplementedError
+
+    def _remove(self, table_uri: str, written: Sequence[WrittenFile]) -> None:
+        """Delete the files of a commit that did not land (nothing references them)."""
+        store = self._lake.store
+        for f in written:
+            try:
+                store.filesystem.delete_file(store.path(f"{table_uri}/{f.path}"))
+            except FileNotFoundError:
+                pass
 
     def _landed(self, prepared: PreparedRound, rows_out: Callable[[Mapping[str, Any] | None], int]) -> TableCommit:
         """The result of our landed commit, found in the history (writers do not return its

@@ -33,12 +33,11 @@ from deltalake.transaction import CommitProperties, Transaction, create_table_wi
 from pyspark.sql import SparkSession
 
 from tiering.conf.model import DEFAULT_MERGE_MAX_CHANGES
-from tiering.errors import LakeCommitError
-from tiering.lake.bucket_files import BucketTask, WrittenFile, run_task
-from tiering.lakestate.layout import BUCKET_COLUMN, lake_schema
+from tiering.lake.bucket_files import BucketTask, WrittenFile
 from tiering.lake.log_merge import latest_changes, merge_changes
 from tiering.lake.round_protocol import PreparedRound, RoundWriter, TableCommit, output_rows
 from tiering.lakestate.lake import Lake
+from tiering.lakestate.layout import BUCKET_COLUMN, lake_schema
 
 __all__ = ["TableCommit", "DeltaRsRoundWriter"]
 
@@ -56,10 +55,16 @@ class DeltaRsRoundWriter(RoundWriter):
         super().__init__(spark, lake, job)
         self._merge_max_changes = merge_max_changes
 
-    def _commit(self, prepared: PreparedRound) -> TableCommit:
+    def tasks(self, prepared: PreparedRound) -> list[BucketTask]:
+        """One task per bucket, unless the round is merged by the driver (no files first)."""
+        if self._merges(prepared):
+            return []
+        return [BucketTask(prepared.table, prepared.path, plan, self._lake.store) for plan in prepared.plans]
+
+    def _commit(self, prepared: PreparedRound, written: Sequence[WrittenFile]) -> TableCommit:
         if self._merges(prepared):
             return self._merge(prepared)
-        return self._rewrite(prepared)
+        return self._add(prepared, written)
 
     def _merges(self, prepared: PreparedRound) -> bool:
         """Only buckets already in the lake (so the table exists and is not being replaced),
@@ -79,9 +84,9 @@ class DeltaRsRoundWriter(RoundWriter):
         # the MERGE moved prepared.dt to the version it committed: no reload, no history scan
         return prepared.result(delta_version=prepared.dt.version(), rows_out=int(metrics[_MERGE_ROWS]))
 
-    def _rewrite(self, prepared: PreparedRound) -> TableCommit:
+    def _add(self, prepared: PreparedRound, written: Sequence[WrittenFile]) -> TableCommit:
+        """One commit replacing the round's buckets with the files the executors wrote."""
         table, path, dt = prepared.table, prepared.path, prepared.dt
-        written = self._write_files(prepared)
         adds = [f.add_action() for f in written]
         properties = _commit_properties(prepared)
         schema = Schema.from_arrow(lake_schema(table))
@@ -100,27 +105,6 @@ class DeltaRsRoundWriter(RoundWriter):
         except Exception as e:
             self._ensure_landed(prepared, e, cleanup=lambda: self._remove(path, written))
         return self._landed(prepared, rows_out=lambda _: sum(f.num_records for f in written))
-
-    def _write_files(self, prepared: PreparedRound) -> list[WrittenFile]:
-        """One Spark task per bucket writes the bucket's new files where the table is."""
-        tasks = [BucketTask(prepared.table, prepared.path, plan, self._lake.store) for plan in prepared.plans]
-        results = self._spark.sparkContext.parallelize(tasks, len(tasks)).map(run_task).collect()
-        written = [f for r in results for f in r.files]
-        errors = [r.error for r in results if r.error is not None]
-        if errors:
-            self._remove(prepared.path, written)
-            name = prepared.table.name
-            raise LakeCommitError(f"table {name!r}: writing the round's files failed: {'; '.join(errors)}", table=name)
-        return written
-
-    def _remove(self, table_uri: str, written: Sequence[WrittenFile]) -> None:
-        """Delete the files of a commit that did not land (nothing references them)."""
-        store = self._lake.store
-        for f in written:
-            try:
-                store.filesystem.delete_file(store.path(f"{table_uri}/{f.path}"))
-            except FileNotFoundError:
-                pass
 
 
 def _commit_properties(prepared: PreparedRound) -> CommitProperties:

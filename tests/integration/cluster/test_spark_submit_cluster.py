@@ -3,8 +3,9 @@
 The driver runs on this machine (client mode, the checkpoint on its disk); two workers run the
 executors, which read the store's files and write the lake's data files straight into S3; the
 driver makes one fenced commit per table per round. Three tables with inserts, updates and
-deletes must land row by row; a restart reuses the lease id; a driver SIGKILLed mid-round (after
-its first table's commit) loses and duplicates nothing once the job runs again.
+deletes must land row by row; a restart reuses the lease id; a driver SIGKILLed mid-round (right
+after a table's commit, before its report and release) loses and duplicates nothing once the job
+runs again.
 """
 
 from __future__ import annotations
@@ -81,8 +82,7 @@ def test_spark_submit_on_a_cluster_tiers_into_s3_and_survives_a_driver_kill(
         t.churn(120, key_space=600)
     killed = submit(spark_cluster, zip_path, conf, tmp_path, failpoint="after_delta_commit")
     assert killed.returncode != 0 and "done after" not in killed.stdout, killed.stdout[-4000:]
-    assert len(tiering_commits(lake, TABLES[0])) == 2 and len(tiering_commits(lake, TABLES[1])) == 1, \
-        "killed right after the first table's commit"
+    assert any(len(tiering_commits(lake, name)) == 2 for name in TABLES), "killed right after a table's commit"
 
     again = submit(spark_cluster, zip_path, conf, tmp_path)
     assert again.returncode == 0, again.stdout[-4000:]

@@ -329,15 +329,16 @@ def test_a_gap_before_the_log_split_is_refused(writer, lake, round1, tmp_path):
 
 
 def test_a_stale_term_racing_a_newer_one_is_fenced(spark, lake, writer, kind, round1, tmp_path):
-    """Another term commits after this writer planned its round, right before its commit."""
+    """Another term commits after this writer planned its round (and its files were written),
+    right before its commit."""
     commit(writer, round1)
     newer_log = write_log(tmp_path / "n", ORDERS, [(15, "+U", row(1, "newer"))])
     stale_log = write_log(tmp_path / "o", ORDERS, [(15, "+U", row(1, "stale"))])
     newer = {LogSplit("orders", 0, 1, 15, 16): [newer_log]}
 
-    def racing_commit(self, prepared):
+    def racing_commit(self, prepared, written):
         commit(writer, newer, epoch=2, round_id=1)
-        return type(writer)._commit(self, prepared)
+        return type(writer)._commit(self, prepared, written)
 
     raced = build(kind, spark, lake, _commit=racing_commit)
 
