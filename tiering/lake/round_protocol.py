@@ -111,21 +111,12 @@ class RoundWriter:
         spark.conf.set("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
 
     def write_table_round(
-        self,
-        table: TableInfo,
-        splits: Sequence[Split],
-        files: Mapping[Split, Sequence[str]],
-        current: LakeTable | None,
-        *,
-        epoch: int,
-        round_id: int,
-        lease_id: str,
-        replace_table: bool = False,
+        self, table: TableInfo, splits: Sequence[Split], files: Mapping[Split, Sequence[str]],
+        current: LakeTable | None, **round_args: Any,
     ) -> TableCommit:
-        """Commit ``splits`` of ``table`` as round ``round_id`` of term ``epoch``, at most once:
-        :meth:`prepare`, the executors' :meth:`tasks`, :meth:`commit`, for one table."""
-        prepared = self.prepare(table, splits, files, current, epoch=epoch, round_id=round_id, lease_id=lease_id,
-                                replace_table=replace_table)
+        """Commit ``splits`` of ``table`` at most once: :meth:`prepare` (same arguments), the
+        executors' :meth:`tasks`, :meth:`commit`, for one table."""
+        prepared = self.prepare(table, splits, files, current, **round_args)
         if isinstance(prepared, TableCommit):
             return prepared
         results = self.write_files(self.tasks(prepared)).get(table.name, [])
