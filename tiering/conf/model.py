@@ -170,8 +170,9 @@ class LakeConfig(_Section):
     )
     merge_max_changes: int = setting(
         "delta-rs writer: a round of a table with no bootstrap bucket and at most this many "
-        "changes is merged by the driver (delta-rs MERGE, no Spark job); bigger rounds rewrite "
-        "their buckets with Spark. Bounds driver memory; 0 means always Spark.",
+        "changes is written by the driver itself (no Spark job: the round of a few changed "
+        "rows); bigger rounds and bootstraps are written by the executors. Bounds the changes "
+        "the driver holds; 0 means always the executors.",
         DEFAULT_MERGE_MAX_CHANGES,
         ge=0,
     )

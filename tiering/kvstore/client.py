@@ -36,15 +36,18 @@ from tiering.kvstore.models import (
     LakeReport,
     Lease,
     LeaseList,
+    LogRange,
     LogSegment,
     LogSegments,
     ReleaseRequest,
     RenewRequest,
+    SegmentsRequest,
     Snapshot,
     SnapshotRef,
     TableInfo,
     TableList,
     TableLog,
+    TableSegments,
     TableSnapshots,
     TableSpec,
     WriteResult,
@@ -202,6 +205,14 @@ class KvStoreClient:
             params={"from": from_offset, "to": to_offset},
         )
         return LogSegments.model_validate(response.json()).segments
+
+    def table_segments(self, table: str, ranges: list[LogRange]) -> list[list[LogSegment]]:
+        """The segments of several buckets' ranges in one call, in the order of ``ranges``."""
+        response = self._call(
+            "POST", f"/v1/tables/{segment(table)}/log/segments", table=table,
+            **self._body(SegmentsRequest(ranges=ranges)),
+        )
+        return [b.segments for b in TableSegments.model_validate(response.json()).buckets]
 
     def acquire_lease(
         self, lease_id: str, epoch: int, duration_ms: int, snapshots: list[SnapshotRef]

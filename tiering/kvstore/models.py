@@ -138,6 +138,29 @@ class LogSegments(_Model):
     segments: list[LogSegment]
 
 
+class LogRange(_Model):
+    """Offsets ``[from, to)`` of one bucket's log (``from``/``to`` as in the per-bucket GET)."""
+
+    bucket: Count
+    from_offset: Count = Field(alias="from")
+    to_offset: Count = Field(alias="to")
+
+
+class SegmentsRequest(_Model):
+    """The log segments of several buckets of one table in one call (a round reads them all)."""
+
+    ranges: list[LogRange] = Field(min_length=1, max_length=4096)
+
+
+class BucketSegments(_Model):
+    bucket: int
+    segments: list[LogSegment]
+
+
+class TableSegments(_Model):
+    buckets: list[BucketSegments]
+
+
 class RowsRequest(_Model):
     op: str = Field(pattern=r"^(upsert|delete)$")
     rows: list[dict]

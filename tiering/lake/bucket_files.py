@@ -33,7 +33,6 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.dataset as ds
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 from deltalake.transaction import AddAction
@@ -185,19 +184,38 @@ def _latest_changes(task: BucketTask) -> pa.Table:
     """The newest change per key in ``[log_from, log_to)`` of the bucket's log files."""
     plan = task.plan
     schema = file_schema(task.table).append(pa.field(OP_COLUMN, pa.string()))
-    offsets = ds.field(OFFSET_COLUMN)
-    fs, paths = _located(task.store, plan.log_files)
-    changes = ds.dataset(paths, schema=schema, format="parquet", filesystem=fs).to_table(
-        filter=(offsets >= plan.log_from) & (offsets < plan.log_to)
-    )
-    return newest_per_key(changes, task.table.primary_key)
+    changes = pa.Table.from_batches(list(_batches(task.store, plan.log_files, schema)), schema)
+    offsets = changes[OFFSET_COLUMN]
+    in_range = pc.and_(pc.greater_equal(offsets, plan.log_from), pc.less(offsets, plan.log_to))
+    return newest_per_key(changes.filter(in_range), task.table.primary_key)
 
 
 def _batches(store: ObjectStore, files: Sequence[str], schema: pa.Schema) -> Iterator[pa.RecordBatch]:
+    """The files' rows with ``schema``'s columns, in batches; a column a file lacks (written
+    before the column was added) reads as nulls, a column of another type fails. Files are
+    opened directly: a dataset would first list and stat them, a cost per bucket per round."""
     if not files:
         return
     fs, paths = _located(store, files)
-    yield from ds.dataset(paths, schema=schema, format="parquet", filesystem=fs).to_batches(batch_size=_BATCH_ROWS)
+    for path in paths:
+        with fs.open_input_file(path) as handle:
+            for batch in pq.ParquetFile(handle).iter_batches(batch_size=_BATCH_ROWS):
+                yield _aligned(batch, schema)
+
+
+def _aligned(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
+    if batch.schema.equals(schema, check_metadata=False):
+        return batch
+    columns = []
+    for f in schema:
+        if f.name not in batch.schema.names:
+            columns.append(pa.nulls(batch.num_rows, f.type))
+            continue
+        column = batch.column(f.name)
+        if column.type != f.type:
+            raise TypeError(f"column {f.name!r} is {column.type} in the file, {f.type} in the table")
+        columns.append(column)
+    return pa.RecordBatch.from_arrays(columns, schema=schema)
 
 
 def _located(store: ObjectStore, files: Sequence[str]) -> tuple[pafs.FileSystem, list[str]]:

@@ -37,10 +37,10 @@ from tiering import failpoints
 from tiering.context import TermContext
 from tiering.enumerator.descriptor import DESCRIPTOR_COLUMNS, from_descriptor
 from tiering.enumerator.positions import LakePosition
-from tiering.enumerator.splits import SnapshotSplit, Split
-from tiering.errors import NotLeaderError, SnapshotUnavailableError, TieringError
+from tiering.enumerator.splits import LogSplit, SnapshotSplit, Split
+from tiering.errors import NotLeaderError, SnapshotUnavailableError, TableNotFoundError, TieringError
 from tiering.kvstore.client import KvStoreClient
-from tiering.kvstore.models import LakeReport, SnapshotRef
+from tiering.kvstore.models import LakeReport, LogRange, SnapshotRef, TableInfo
 from tiering.lake.round_protocol import PreparedRound, RoundWriter, TableCommit
 from tiering.lakestate.lake import LakeTables
 from tiering.lakestate.replay import missing_splits
@@ -136,7 +136,8 @@ class RoundCommitter:
 
         with ThreadPoolExecutor(self._parallelism, thread_name_prefix="round") as pool:
             gone = self._acquire_snapshots(tables)
-            list(pool.map(lambda t: settle(t, lambda t: self._prepare(t, round_id, gone, outcome)), tables))
+            infos = {info.name: info for info in self._client.list_tables()}  # one call for the round
+            list(pool.map(lambda t: settle(t, lambda t: self._prepare(t, infos, round_id, gone, outcome)), tables))
             ready = [t for t in tables if t.prepared is not None]
             results = self._writer.write_files([task for t in ready for task in self._writer.tasks(t.prepared)])
             self._fence()
@@ -155,11 +156,16 @@ class RoundCommitter:
         gone = self._releases.lease.acquire(refs) if refs else []
         return {(r.table_id, r.bucket, r.snapshot_id) for r in gone}
 
-    def _prepare(self, table: _TableRound, round_id: int, gone: set[tuple[int, int, int]], outcome: RoundOutcome) -> None:
+    def _prepare(
+        self, table: _TableRound, infos: dict[str, TableInfo], round_id: int, gone: set[tuple[int, int, int]],
+        outcome: RoundOutcome,
+    ) -> None:
         current = self._lake.load(table.name)  # the table's one read of this round
         position = current.position() if current is not None else None
         todo = missing_splits(table.splits, position)
-        info = self._client.get_table(table.name)
+        info = infos.get(table.name)
+        if info is None:
+            raise TableNotFoundError(f"table {table.name!r} was dropped from the store", table=table.name)
         if info.table_id != table.table_id:
             raise TieringError(f"table {table.name!r} was re-created (table_id {table.table_id} -> {info.table_id})",
                                table=table.name)
@@ -179,13 +185,15 @@ class RoundCommitter:
             table.prepared = prepared
 
     def _files(self, table: str, splits: list[Split]) -> dict[Split, list[str]]:
-        files: dict[Split, list[str]] = {}
-        for split in splits:
-            if isinstance(split, SnapshotSplit):
-                files[split] = list(self._client.get_snapshot(table, split.bucket, split.snapshot_id).files)
-            else:
-                segments = self._client.log_segments(table, split.bucket, split.start_offset, split.end_offset)
-                files[split] = [seg.file for seg in segments]
+        """Every split's Parquet files: a snapshot's from the store, the log splits' segments in
+        one call for the table."""
+        files = {s: list(self._client.get_snapshot(table, s.bucket, s.snapshot_id).files)
+                 for s in splits if isinstance(s, SnapshotSplit)}
+        logs = [s for s in splits if isinstance(s, LogSplit)]
+        if logs:
+            ranges = [LogRange(bucket=s.bucket, from_offset=s.start_offset, to_offset=s.end_offset) for s in logs]
+            segments = self._client.table_segments(table, ranges)
+            files.update({s: [seg.file for seg in found] for s, found in zip(logs, segments)})
         return files
 
     def _commit(self, table: _TableRound, prepared: PreparedRound, results, round_id: int, outcome: RoundOutcome) -> None:

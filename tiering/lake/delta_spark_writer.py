@@ -103,7 +103,7 @@ class DeltaSparkRoundWriter(RoundWriter):
         except Exception as e:
             error = e
         self._ensure_landed(prepared, error)
-        return self._landed(prepared, rows_out=lambda commit: output_rows(commit, "numOutputRows"))
+        return self._landed(prepared, rows_out=lambda commit: output_rows(commit, "numOutputRows"), written_by="delta-spark")
 
     def _rows(self, table: TableInfo, plans: Sequence[BucketPlan]) -> DataFrame:
         """The buckets' new rows in the lake's column order.

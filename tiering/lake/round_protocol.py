@@ -60,13 +60,16 @@ class TableCommit:
     log_buckets: tuple[int, ...] = ()
     rows_in: int = 0
     rows_out: int = 0
+    #: who wrote the data files: "executors", "driver" (a small changelog round) or "delta-spark"
+    written_by: str = ""
 
     def __str__(self) -> str:
         if self.skipped:
             return f"skipped (lake at Delta version {self.delta_version})"
         return (
             f"Delta version {self.delta_version}: bootstrap buckets {list(self.bootstrap_buckets)}, "
-            f"log buckets {list(self.log_buckets)}, {self.rows_in} changes in, {self.rows_out} rows out"
+            f"log buckets {list(self.log_buckets)}, {self.rows_in} changes in, {self.rows_out} rows out "
+            f"(written by the {self.written_by})"
         )
 
 
@@ -85,7 +88,7 @@ class PreparedRound:
     positions: Mapping[int, int] = field(hash=False)
     metadata: Mapping[str, Any] = field(hash=False)
 
-    def result(self, delta_version: int, rows_out: int) -> TableCommit:
+    def result(self, delta_version: int, rows_out: int, written_by: str) -> TableCommit:
         return TableCommit(
             table=self.table.name,
             table_id=self.table.table_id,
@@ -96,6 +99,7 @@ class PreparedRound:
             log_buckets=tuple(p.bucket for p in self.plans if p.has_changes),
             rows_in=sum(p.num_changes for p in self.plans),
             rows_out=rows_out,
+            written_by=written_by,
         )
 
 
@@ -177,8 +181,10 @@ class RoundWriter:
         return run_bucket_tasks(self._spark, tasks)
 
     def commit(self, prepared: PreparedRound, results: Sequence[BucketResult]) -> TableCommit:
-        """The table's one commit, with the files the executors wrote for :meth:`tasks`; a task
-        that failed fails the table (its siblings' files are deleted, nothing is committed)."""
+        """The table's one commit, with the files the executors wrote for :meth:`tasks` (and
+        those the driver writes now, for a round it writes itself); a failed task fails the
+        table (its siblings' files are deleted, nothing is committed)."""
+        results = [*results, *self._driver_writes(prepared)]
         errors = [r.error for r in results if r.error is not None]
         written = [f for r in results for f in r.files]
         if errors:
@@ -186,6 +192,10 @@ class RoundWriter:
             name = prepared.table.name
             raise LakeCommitError(f"table {name!r}: writing the round's files failed: {'; '.join(errors)}", table=name)
         return self._commit(prepared, written)
+
+    def _driver_writes(self, prepared: PreparedRound) -> list[BucketResult]:
+        """Bucket files this process writes itself right before the commit (none by default)."""
+        return []
 
     def _commit(self, prepared: PreparedRound, written: Sequence[WrittenFile]) -> TableCommit:
         raise NotImplementedError
@@ -199,14 +209,21 @@ class RoundWriter:
             except FileNotFoundError:
                 pass
 
-    def _landed(self, prepared: PreparedRound, rows_out: Callable[[Mapping[str, Any] | None], int]) -> TableCommit:
+    def _landed(
+        self, prepared: PreparedRound, rows_out: Callable[[Mapping[str, Any] | None], int], written_by: str
+    ) -> TableCommit:
         """The result of our landed commit, found in the history (writers do not return its
         version, and another commit may sit on top of it); ``rows_out`` reads its commit info."""
-        committed = open_table(prepared.path, self._lake.store.delta_options())
+        committed = prepared.dt
+        if committed is None:
+            committed = open_table(prepared.path, self._lake.store.delta_options())
+        else:
+            committed.update_incremental()
         ours = find_round_commit(committed, self._job, prepared.version)
         return prepared.result(
             delta_version=int(ours["version"]) if ours is not None else committed.version(),
             rows_out=rows_out(ours),
+            written_by=written_by,
         )
 
     def _ensure_landed(

@@ -7,35 +7,32 @@ directory or S3, where delta-rs commits with a conditional put). Failure modes o
   for the same version) rejects the later commit (``ConcurrentTransaction`` for the same app id,
   or ``ConcurrentDeleteRead`` since every rewrite removes files); the loser's files are deleted
   and nothing of it lands;
-- a crash between writing files and committing -> unreferenced files in bucket directories;
-  a lost race leaves them too on the MERGE path (delta-rs writes into the table, then commits).
-  Both are removed by a full ``VACUUM`` (``vacuum(full=True)``) once past its retention.
+- a crash between writing files and committing -> unreferenced files in bucket directories,
+  removed by a full ``VACUUM`` (``vacuum(full=True)``) once past its retention.
 
-Two data paths, one commit each:
-- copy-on-write per bucket (Hudi-style): every bucket the round touches is rewritten entirely
-  by Spark executors, which write the files straight into the table location and return their
-  add actions (see :mod:`tiering.lake.bucket_files`); then one commit removes exactly those
-  buckets' old files and adds the new ones. Partitioning by ``__bucket`` keeps that a metadata
-  operation on the other buckets. Used for bootstraps and big rounds: no row passes through
-  the driver;
-- a changelog-only round of at most ``merge_max_changes`` changes is a delta-rs MERGE run by
-  the driver (see :mod:`tiering.lake.log_merge`): no Spark job, and only the files holding a
-  changed key are rewritten. Its driver memory is bounded by that count.
+One data path, copy-on-write per bucket (Hudi-style): every bucket the round touches is
+rewritten (see :mod:`tiering.lake.bucket_files`), its files written straight into the table
+location; then one commit removes exactly those buckets' old files and adds the new ones.
+Partitioning by ``__bucket`` keeps that a metadata operation on the other buckets. Who writes:
+- Spark executors, for bootstraps and big rounds: no row passes through the driver;
+- the driver itself, for a changelog-only round of at most ``lake.merge_max_changes`` changes
+  (DESIGN §6: changelog merges may pass through the driver, bounded): no Spark job for a round
+  that changed a few rows. The bucket's base streams through in batches; the changes are held.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 
 from deltalake import Schema
 from deltalake.transaction import CommitProperties, Transaction, create_table_with_add_actions
 from pyspark.sql import SparkSession
 
 from tiering.conf.model import DEFAULT_MERGE_MAX_CHANGES
-from tiering.lake.bucket_files import BucketTask, WrittenFile
-from tiering.lake.log_merge import latest_changes, merge_changes
-from tiering.lake.round_protocol import PreparedRound, RoundWriter, TableCommit, output_rows
+from tiering.lake.bucket_files import BucketResult, BucketTask, WrittenFile, run_task
+from tiering.lake.round_protocol import PreparedRound, RoundWriter, TableCommit
 from tiering.lakestate.lake import Lake
 from tiering.lakestate.layout import BUCKET_COLUMN, lake_schema
 
@@ -43,11 +40,13 @@ __all__ = ["TableCommit", "DeltaRsRoundWriter"]
 
 log = logging.getLogger(__name__)
 
-_MERGE_ROWS = "num_output_rows"  # delta-rs MERGE metric: rows in the files it wrote
+#: Buckets of one table the driver writes at once, for a round it writes itself.
+_DRIVER_BUCKET_THREADS = 4
 
 
 class DeltaRsRoundWriter(RoundWriter):
-    """Writes rounds with Spark or a driver-side MERGE (data) and delta-rs (the commit)."""
+    """Writes the buckets' files on the executors (or, for small changelog rounds, in the driver)
+    and commits them with delta-rs."""
 
     def __init__(
         self, spark: SparkSession, lake: Lake, job: str, *, merge_max_changes: int = DEFAULT_MERGE_MAX_CHANGES
@@ -56,36 +55,31 @@ class DeltaRsRoundWriter(RoundWriter):
         self._merge_max_changes = merge_max_changes
 
     def tasks(self, prepared: PreparedRound) -> list[BucketTask]:
-        """One task per bucket, unless the round is merged by the driver (no files first)."""
-        if self._merges(prepared):
+        """One executor task per bucket, unless the driver writes this round itself."""
+        return [] if self._in_driver(prepared) else self._bucket_tasks(prepared)
+
+    def _driver_writes(self, prepared: PreparedRound) -> list[BucketResult]:
+        """The round's buckets written by this process, a few at a time (pyarrow and the
+        object store release the GIL)."""
+        if not self._in_driver(prepared):
             return []
+        tasks = self._bucket_tasks(prepared)
+        with ThreadPoolExecutor(min(len(tasks), _DRIVER_BUCKET_THREADS), thread_name_prefix="bucket") as pool:
+            return list(pool.map(run_task, tasks))
+
+    def _bucket_tasks(self, prepared: PreparedRound) -> list[BucketTask]:
         return [BucketTask(prepared.table, prepared.path, plan, self._lake.store) for plan in prepared.plans]
 
-    def _commit(self, prepared: PreparedRound, written: Sequence[WrittenFile]) -> TableCommit:
-        if self._merges(prepared):
-            return self._merge(prepared)
-        return self._add(prepared, written)
-
-    def _merges(self, prepared: PreparedRound) -> bool:
-        """Only buckets already in the lake (so the table exists and is not being replaced),
-        each planned because it has changes, and few enough of them for the driver."""
+    def _in_driver(self, prepared: PreparedRound) -> bool:
+        """Only buckets already in the lake (so no bootstrap, no replaced table), each planned
+        because it has changes, and few enough changes for the driver."""
         return (
             all(p.base == "lake" for p in prepared.plans)
             and sum(p.num_changes for p in prepared.plans) <= self._merge_max_changes
         )
 
-    def _merge(self, prepared: PreparedRound) -> TableCommit:
-        changes = latest_changes(prepared.table, prepared.plans)
-        try:
-            metrics = merge_changes(prepared.dt, prepared.table, changes, _commit_properties(prepared))
-        except Exception as e:
-            self._ensure_landed(prepared, e)
-            return self._landed(prepared, rows_out=lambda commit: output_rows(commit, _MERGE_ROWS))
-        # the MERGE moved prepared.dt to the version it committed: no reload, no history scan
-        return prepared.result(delta_version=prepared.dt.version(), rows_out=int(metrics[_MERGE_ROWS]))
-
-    def _add(self, prepared: PreparedRound, written: Sequence[WrittenFile]) -> TableCommit:
-        """One commit replacing the round's buckets with the files the executors wrote."""
+    def _commit(self, prepared: PreparedRound, written: Sequence[WrittenFile]) -> TableCommit:
+        """One commit replacing the round's buckets with the files written for them."""
         table, path, dt = prepared.table, prepared.path, prepared.dt
         adds = [f.add_action() for f in written]
         properties = _commit_properties(prepared)
@@ -104,7 +98,8 @@ class DeltaRsRoundWriter(RoundWriter):
                 )
         except Exception as e:
             self._ensure_landed(prepared, e, cleanup=lambda: self._remove(path, written))
-        return self._landed(prepared, rows_out=lambda _: sum(f.num_records for f in written))
+        return self._landed(prepared, rows_out=lambda _: sum(f.num_records for f in written),
+                            written_by="driver" if self._in_driver(prepared) else "executors")
 
 
 def _commit_properties(prepared: PreparedRound) -> CommitProperties:

@@ -86,11 +86,12 @@ def newest_commit(dt: DeltaTable, table: str, newer_than: int | None = None) -> 
 def find_round_commit(dt: DeltaTable, job: str, txn: int, depth: int = 50) -> dict[str, Any] | None:
     """The commit info of ``job``'s round whose txn version is ``txn``, among the newest
     ``depth`` commits: writers do not return the version they committed, and another commit
-    may already sit on top of it."""
-    for commit in dt.history(depth):
-        entry = tiering_entry(commit)
-        if isinstance(entry, dict) and entry.get("job") == job and txn_version(entry["epoch"], entry["round"]) == txn:
-            return commit
+    may already sit on top of it (the newest is looked at alone first: it almost always is ours)."""
+    for limit in (1, depth):
+        for commit in dt.history(limit):
+            entry = tiering_entry(commit)
+            if isinstance(entry, dict) and entry.get("job") == job and txn_version(entry["epoch"], entry["round"]) == txn:
+                return commit
     return None
 
 

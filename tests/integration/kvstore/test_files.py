@@ -127,3 +127,18 @@ def test_periodic_snapshots_only_for_changed_buckets(store_factory):
     metrics = client.metrics()
     assert 'kvstore_snapshots_taken_total{table="t"} 2.0' in metrics
     assert 'kvstore_rows_written_total{table="t"} 2.0' in metrics
+
+
+def test_segments_of_several_buckets_come_in_one_call_like_one_each(store_client):
+    from tiering.kvstore.models import LogRange
+
+    store_client.create_table(TableSpec.model_validate(
+        {"name": "segs", "schema": [{"name": "id", "type": "bigint"}], "primary_key": ["id"], "num_buckets": 2}))
+    for start in (0, 10, 20):
+        store_client.upsert("segs", [{"id": i} for i in range(start, start + 10)])
+    ranges = [LogRange(bucket=1, from_offset=3, to_offset=12), LogRange(bucket=0, from_offset=0, to_offset=100)]
+
+    together = store_client.table_segments("segs", ranges)
+
+    assert together == [store_client.log_segments("segs", r.bucket, r.from_offset, r.to_offset) for r in ranges]
+    assert all(together)

@@ -30,7 +30,7 @@ from tiering.lakestate.layout import app_id, txn_version
 pytestmark = pytest.mark.integration
 
 #: Every writer, by data path: (id, merge_max_changes for delta-rs).
-WRITERS = [("delta-rs-rewrite", 0), ("delta-rs-merge", DEFAULT_MERGE_MAX_CHANGES), ("delta-spark", None)]
+WRITERS = [("delta-rs-executors", 0), ("delta-rs-driver", DEFAULT_MERGE_MAX_CHANGES), ("delta-spark", None)]
 
 JOB = "test-job"
 ORDERS = TableInfo(
@@ -208,16 +208,17 @@ def test_second_round_merges_and_leaves_other_buckets_untouched(writer, lake, ro
         assert spark_ids == set(lake_rows(lake)), "Spark reading the committed files sees the same rows"
 
 
-@pytest.mark.parametrize("limit, operation", [(4, "MERGE"), (3, "WRITE")])
-def test_delta_rs_merges_changelog_rounds_up_to_merge_max_changes_in_the_driver(spark, lake, round1, tmp_path, limit, operation):
+@pytest.mark.parametrize("limit, written_by", [(4, "driver"), (3, "executors")])
+def test_delta_rs_writes_changelog_rounds_up_to_merge_max_changes_in_the_driver(spark, lake, round1, tmp_path, limit, written_by):
     writer = DeltaRsRoundWriter(spark, lake, JOB, merge_max_changes=limit)
-    commit(writer, round1)  # bootstrap buckets: always Spark
-    assert delta(lake, "orders").history(1)[0]["operation"] == "CREATE TABLE"
+    assert commit(writer, round1).written_by == "executors"  # bootstrap buckets: always the executors
     log = write_log(tmp_path / "s", ORDERS, [(15, "+U", row(1, "a2")), (16, "-D", {"id": 2}), (17, "+I", row(6, "f")), (18, "+U", row(6, "f2"))])
+    jobs = len(spark.sparkContext.statusTracker().getJobIdsForGroup())
 
     result = commit(writer, {LogSplit("orders", 0, 1, 15, 19): [log]}, round_id=2)
 
-    assert delta(lake, "orders").history(1)[0]["operation"] == operation
+    assert result.written_by == written_by
+    assert len(spark.sparkContext.statusTracker().getJobIdsForGroup()) == jobs + (written_by == "executors")
     assert result.rows_in == 4 and result.rows_out == 3  # bucket 0 ends with ids 1, 4, 6
     assert {i: r[1] for i, r in lake_rows(lake).items() if r[0] == 0} == {1: "a2", 4: "d2", 6: "f2"}
 
@@ -356,8 +357,4 @@ def test_a_stale_term_racing_a_newer_one_is_fenced(spark, lake, writer, kind, ro
     on_disk = {u.removeprefix(table) for u in data_files(lake)}
     version0 = DeltaTable(dt.table_uri, version=0, storage_options=lake.store.delta_options())
     referenced = {u.removeprefix(table) for u in set(dt.file_uris()) | set(version0.file_uris())}
-    if kind == "delta-rs-rewrite":
-        assert on_disk == referenced, "the stale writer's files were left behind"
-    else:  # delta-rs's MERGE writes into the table before committing: only a full VACUUM removes them
-        vacuumable = dt.vacuum(retention_hours=0, enforce_retention_duration=False, dry_run=True, full=True)
-        assert on_disk - referenced and on_disk - referenced <= {v.removeprefix(table) for v in vacuumable}
+    assert on_disk == referenced, "the stale writer's files were left behind"

@@ -17,6 +17,7 @@ pytestmark = pytest.mark.unit
 
 BODIES = {
     ("post", "/v1/tables"), ("post", "/v1/tables/{name}/columns"), ("post", "/v1/tables/{name}/rows"),
+    ("post", "/v1/tables/{name}/log/segments"),
     ("post", "/v1/leases/{lease_id}/acquire"), ("post", "/v1/leases/{lease_id}/renew"),
     ("post", "/v1/leases/{lease_id}/release"), ("put", "/v1/tables/{name}/lake"),
 }

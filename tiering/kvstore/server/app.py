@@ -27,11 +27,11 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Route
 
 from tiering.kvstore.models import (
-    INT64_MAX,
     AcquireRequest,
     AcquireResult,
     AddColumnRequest,
     Health,
+    INT64_MAX,
     LakeReport,
     Lease,
     LeaseDropped,
@@ -40,11 +40,13 @@ from tiering.kvstore.models import (
     ReleaseRequest,
     RenewRequest,
     RowsRequest,
+    SegmentsRequest,
     Snapshot,
     TableDropped,
     TableInfo,
     TableList,
     TableLog,
+    TableSegments,
     TableSnapshots,
     TableSpec,
     WriteResult,
@@ -230,6 +232,12 @@ def create_app(store: Store, token: str | None, max_body_bytes: int) -> FastAPI:
         to_offset: int = Query(INT64_MAX, alias="to", ge=0, le=INT64_MAX),
     ) -> JSONResponse:
         return _json(LogSegments(segments=await _run(store.log_segments, name, bucket, from_offset, to_offset)))
+
+    @app.post("/v1/tables/{name}/log/segments", response_model=TableSegments, responses=errors(404, 410, 413),
+              openapi_extra=json_body(SegmentsRequest))
+    async def table_segments(name: str, request: Request) -> JSONResponse:
+        body = await _body(request, SegmentsRequest)
+        return _json(TableSegments(buckets=await _run(store.table_segments, name, list(body.ranges))))
 
     @app.post("/v1/leases/{lease_id}/acquire", response_model=AcquireResult, responses=errors(409, 413),
               openapi_extra=json_body(AcquireRequest))

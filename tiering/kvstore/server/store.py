@@ -32,8 +32,10 @@ from tiering.kvstore.models import (
     AcquireRequest,
     AcquireResult,
     AddColumnRequest,
+    BucketSegments,
     LakeReport,
     Lease,
+    LogRange,
     LogSegment,
     ReleaseRequest,
     RenewRequest,
@@ -263,19 +265,31 @@ class Store:
             return TableLog(table_id=info.table_id, buckets=catalog.bucket_logs(conn, info.table_id))
 
     def log_segments(self, name: str, bucket: int, from_offset: int, to_offset: int) -> list[LogSegment]:
-        if from_offset < 0 or to_offset < from_offset:
-            raise bad_request(f"from/to: need 0 <= from <= to, got from={from_offset} to={to_offset}")
+        (found,) = self.table_segments(name, [LogRange(bucket=bucket, from_offset=from_offset, to_offset=to_offset)])
+        return found.segments
+
+    def table_segments(self, name: str, ranges: list[LogRange]) -> list[BucketSegments]:
+        """The segments of every range, read in one transaction (one consistent view)."""
+        for r in ranges:
+            if r.to_offset < r.from_offset:
+                raise bad_request(f"from/to: need 0 <= from <= to, got from={r.from_offset} to={r.to_offset}")
         with self.db.tx() as conn:
             info = catalog.live_table(conn, name)
-            _check_bucket(info, bucket)
-            bucket_log = catalog.bucket_logs(conn, info.table_id)[bucket]
-            if from_offset < bucket_log.log_start_offset:
-                raise ApiError(
-                    410, LOG_TRUNCATED,
-                    f"table {name!r} bucket {bucket}: log starts at {bucket_log.log_start_offset}, offsets from "
-                    f"{from_offset} were deleted; bootstrap from the latest snapshot",
-                )
-            return catalog.segments(conn, info.table_id, bucket, from_offset, min(to_offset, bucket_log.log_end_offset))
+            logs = catalog.bucket_logs(conn, info.table_id)
+            found = []
+            for r in ranges:
+                _check_bucket(info, r.bucket)
+                bucket_log = logs[r.bucket]
+                if r.from_offset < bucket_log.log_start_offset:
+                    raise ApiError(
+                        410, LOG_TRUNCATED,
+                        f"table {name!r} bucket {r.bucket}: log starts at {bucket_log.log_start_offset}, offsets "
+                        f"from {r.from_offset} were deleted; bootstrap from the latest snapshot",
+                    )
+                segments = catalog.segments(conn, info.table_id, r.bucket, r.from_offset,
+                                            min(r.to_offset, bucket_log.log_end_offset))
+                found.append(BucketSegments(bucket=r.bucket, segments=segments))
+            return found
 
     # leases
 
