@@ -67,7 +67,9 @@ def checkpoint(previous: TieringOffset, plan: RoundPlan, *, lease_id: str, epoch
 
 @dataclass(frozen=True)
 class RoundPartition(InputPartition):
-    """One table's descriptors of a round."""
+    """A round's split descriptors: one partition for the whole round. The rows are a few bytes
+    per split, and every extra partition is a Spark task with a Python worker to start (a round
+    of hundreds of tables would pay hundreds of them for nothing)."""
 
     rows: tuple[tuple, ...] = field(default=())
 
@@ -252,10 +254,7 @@ class KvTieringStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
 
     def partitions(self, start: dict, end: dict) -> list[RoundPartition]:
         offset = TieringOffset.from_dict(end)
-        by_table: dict[str, list[tuple]] = {}
-        for split in offset.splits:
-            by_table.setdefault(split.table, []).append(to_descriptor(split, offset.round))
-        return [RoundPartition(tuple(rows)) for _, rows in sorted(by_table.items())]
+        return [RoundPartition(tuple(to_descriptor(split, offset.round) for split in offset.splits))]
 
     def commit(self, end: dict) -> None:
         """Nothing to do: it runs one batch late and not for a run's last batch, so it cannot be

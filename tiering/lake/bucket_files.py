@@ -46,6 +46,9 @@ from tiering.storage.object_store import ObjectStore
 __all__ = ["BucketTask", "BucketResult", "WrittenFile", "write_bucket", "run_task", "file_schema"]
 
 _BATCH_ROWS = 256 * 1024
+#: Compute arguments are Arrow scalars: a Python literal makes pyarrow try (and fail) to import
+#: pandas and dateutil on every call, a cost per bucket per round.
+_DELETE = pa.scalar(DELETE, pa.string())
 
 
 @dataclass(frozen=True)
@@ -176,7 +179,7 @@ def _rows(task: BucketTask, schema: pa.Schema, changes: pa.Table | None) -> Iter
         else:
             yield batch
     if changes is not None:
-        upserts = changes.filter(pc.not_equal(changes[OP_COLUMN], DELETE)).select(schema.names)
+        upserts = changes.filter(pc.not_equal(changes[OP_COLUMN], _DELETE)).select(schema.names)
         yield from upserts.cast(schema).to_batches(_BATCH_ROWS)
 
 
@@ -186,7 +189,8 @@ def _latest_changes(task: BucketTask) -> pa.Table:
     schema = file_schema(task.table).append(pa.field(OP_COLUMN, pa.string()))
     changes = pa.Table.from_batches(list(_batches(task.store, plan.log_files, schema)), schema)
     offsets = changes[OFFSET_COLUMN]
-    in_range = pc.and_(pc.greater_equal(offsets, plan.log_from), pc.less(offsets, plan.log_to))
+    low, high = pa.scalar(plan.log_from, pa.int64()), pa.scalar(plan.log_to, pa.int64())
+    in_range = pc.and_(pc.greater_equal(offsets, low), pc.less(offsets, high))
     return newest_per_key(changes.filter(in_range), task.table.primary_key)
 
 

@@ -85,5 +85,5 @@ def live_state(info: TableInfo, base: Snapshot | None, segments: list[LogSegment
     if not parts:
         return snapshot_schema(info).empty_table()
     data = newest_per_key(pa.concat_tables(parts), info.primary_key)
-    data = data.filter(pc.not_equal(data["__op"], DELETE))
+    data = data.filter(pc.not_equal(data["__op"], pa.scalar(DELETE, pa.string())))
     return data.select(snapshot_schema(info).names)
