@@ -17,9 +17,10 @@ belongs to one measurement) and prints one JSON object:
   (peaks reset just before it). ``--lake s3`` runs against an embedded S3 server (SeaweedFS on
   loopback) started by the benchmark;
 - ``changelog --keys K --updates U``: K keys tiered, then U upserts over them; the service's
-  merge round vs. a hand-written ``DeltaTable.merge`` of the same changes (read the log
+  round (Spark's ``triggerExecution`` of its batch; the run with its query start is reported
+  apart) vs. a hand-written ``DeltaTable.merge`` of the same changes (read the log
   segments with pyarrow, keep the latest change per key, MERGE); ``--merge-max-changes 0``
-  makes the service rewrite the buckets with Spark instead of its driver MERGE;
+  makes the executors write the buckets instead of the driver;
 - ``empty-round``: one tiered table (8 buckets, 100k rows) under a continuous job; the wall
   time of rounds where nothing changed (Spark's ``triggerExecution``: planning, no batch) and of
   rounds carrying one changed row (planning, the batch, the MERGE, the report, the release);
@@ -51,6 +52,7 @@ import sys
 import tempfile
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -211,16 +213,28 @@ def _info(buckets: int):
     return TableInfo.model_validate({"name": "b", "table_id": 1, "schema": SCHEMA, "primary_key": ["id"], "num_buckets": buckets})
 
 
-def run_service(spark, config) -> tuple[float, object]:
-    from tiering.job import TieringJob
-    from tiering.context import TermContext
+@dataclass
+class ServiceRun:
+    """One availableNow run: its wall time (query start to stop), the time of its rounds alone
+    (Spark's ``triggerExecution`` of the batches that carried splits), and its result."""
 
+    wall_s: float
+    rounds_s: float
+    result: object
+
+
+def run_service(spark, config, epoch: int = 1) -> ServiceRun:
+    from tiering.context import TermContext
+    from tiering.job import TieringJob
+
+    job = TieringJob(spark, TermContext.begin(config, epoch))
     started = time.perf_counter()
-    result = TieringJob(spark, TermContext.begin(config, 1)).run()
+    result = job.run()
     elapsed = time.perf_counter() - started
     if not result.ok:
         raise RuntimeError(f"service run failed: {result.failed_tables}")
-    return elapsed, result
+    rounds = sum(b.durationMs["triggerExecution"] for b in job.query.recentProgress if "addBatch" in b.durationMs) / 1000
+    return ServiceRun(elapsed, rounds, result)
 
 
 def bench_snapshot(args, work: Path, store) -> dict:
@@ -239,13 +253,14 @@ def bench_snapshot(args, work: Path, store) -> dict:
         load_table(client, "warmup", range(1000), args.buckets)
         client.take_snapshots("warmup")
         # the process's first run starts Spark's Python workers: timed apart, as the fixed cost
-        cold_s, _ = run_service(spark, service_config(work, store.url, "bench-warmup", {"tables.include": ["warmup"]}, **settings))
+        cold_s = run_service(spark, service_config(work, store.url, "bench-warmup", {"tables.include": ["warmup"]}, **settings)).wall_s
         config = service_config(work, store.url, "bench-snapshot", {"tables.include": ["snap"]}, **settings)
         lake = Lake.of(config.lake)
         for pid in (os.getpid(), jvm):
             if pid:
                 reset_peak(pid)
-        service_s, result = run_service(spark, config)
+        run = run_service(spark, config)
+        service_s, result = run.wall_s, run.result
         driver_peak, jvm_peak = peak_rss_mb(os.getpid()), peak_rss_mb(jvm) if jvm else None
         actions = pa.table(lake.load("snap").dt.get_add_actions(flatten=True))
         lake_rows = pc.sum(actions.column("num_records")).as_py()
@@ -257,7 +272,7 @@ def bench_snapshot(args, work: Path, store) -> dict:
     baseline_s = spark_s if spark_s is not None else pyarrow_s
     return {
         "rows": args.rows, "buckets": args.buckets, "lake": args.lake, "snapshot_mb": round(mb, 1), "rounds": result.rounds,
-        "first_run_1k_rows_s": round(cold_s, 3),
+        "first_run_1k_rows_s": round(cold_s, 3), "service_round_s": round(run.rounds_s, 3),
         "service_s": round(service_s, 3), "service_rows_per_s": round(args.rows / service_s),
         "service_mb_per_s": round(mb / service_s, 2),
         "baseline": "spark-parquet-delta-rs" if spark_s is not None else "pyarrow-delta-rs",
@@ -291,7 +306,8 @@ def bench_changelog(args, work: Path, store) -> dict:
         written += n
     changes = sum(b.log_end_offset - ends[b.bucket] for b in client.log_info("cl").buckets)
 
-    service_s, _ = run_service(spark, config)
+    run = run_service(spark, config, epoch=2)
+    service_s = run.rounds_s
 
     started = time.perf_counter()
     files = [
@@ -311,6 +327,7 @@ def bench_changelog(args, work: Path, store) -> dict:
     return {
         "keys": args.keys, "buckets": args.buckets, "merge_max_changes": args.merge_max_changes, "changes": changes, "distinct_keys_changed": latest.num_rows,
         "service_s": round(service_s, 3), "service_changes_per_s": round(changes / service_s),
+        "run_with_query_start_s": round(run.wall_s, 3),
         "baseline_merge_s": round(baseline_s, 3), "baseline_changes_per_s": round(changes / baseline_s),
         "service_vs_baseline_throughput": round(baseline_s / service_s, 3),
     }
@@ -426,8 +443,8 @@ def bench_empty_round(args, work: Path, store) -> dict:
     lake = Lake.of(config.lake)
     with ContinuousJob(spark, config) as running:
         wait_for(lambda: lake.position("one", 1), what="the bootstrap")
-        wait_for(lambda: sum(1 for b in running.batches() if b.numInputRows == 0) >= args.repeat + 2, what="idle rounds")
-        idle = [b.durationMs["triggerExecution"] for b in running.batches() if b.numInputRows == 0][2:]
+        wait_for(lambda: sum(1 for b in running.batches() if "addBatch" not in b.durationMs) >= args.repeat + 2, what="idle rounds")
+        idle = [b.durationMs["triggerExecution"] for b in running.batches() if "addBatch" not in b.durationMs][2:]
         one_row = []
         for i in range(args.repeat):
             seen = len(running.batches())
@@ -435,7 +452,7 @@ def bench_empty_round(args, work: Path, store) -> dict:
             (bucket, (_, end)), = written.buckets.items()
             wait_for(lambda: (lake.position("one", 1) or LakePosition(1)).buckets.get(int(bucket), 0) >= end,
                      what="the changed row in the lake")
-            batch = wait_for(lambda: next((b for b in running.batches()[seen:] if b.numInputRows > 0), None),
+            batch = wait_for(lambda: next((b for b in running.batches()[seen:] if "addBatch" in b.durationMs), None),
                              what="the round's progress report")
             one_row.append(dict(batch.durationMs))
         if running.error is not None:
@@ -473,7 +490,7 @@ def bench_tables(args, work: Path, store) -> dict:
         wall = time.perf_counter() - started
         if not result.ok:
             raise RuntimeError(f"service run failed: {result.failed_tables}")
-        (batch,) = [b for b in job.query.recentProgress if b.numInputRows > 0]
+        (batch,) = [b for b in job.query.recentProgress if "addBatch" in b.durationMs]
         round_ms = batch.durationMs["triggerExecution"]
         results.append({"tables": count, "round_ms": round_ms, "per_table_ms": round(round_ms / count, 1),
                         "run_with_query_start_s": round(wall, 2)})
@@ -526,7 +543,7 @@ def bench_lag(args, work: Path, store) -> dict:
         stop.set()
         for t in threads:
             t.join(30)
-        rounds = sum(1 for b in running.batches() if b.numInputRows > 0)
+        rounds = sum(1 for b in running.batches() if "addBatch" in b.durationMs)
         if running.error is not None:
             raise running.error
     spark.stop()

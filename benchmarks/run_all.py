@@ -5,10 +5,11 @@ machine; every benchmark carries its own baseline from the same run, and the sum
 shows the ratios next to the raw numbers (plus the machine's load, which skews all of them).
 
 Run: .venv/bin/python benchmarks/run_all.py [--quick]
-Full: 2M-row snapshot (and 200k for the memory comparison), 1M updates over 100k keys,
-1,000-bucket leases, 1,000 x 16 planning, failover with 5 trials, the store under load for
-2 x 120 s. --quick: a tenth of the sizes, fewer repeats, 2 x 20 s of load (minutes instead of
-tens of minutes).
+Full: 2M-row snapshot on a local and an S3 lake (and 20M for the memory comparison and the
+large-snapshot ratio), 1M updates over 100k keys, the fixed cost of a round (empty, one row),
+10/50/200 tables in one round, lag under a 5k rows/s writer for 60 s, 1,000-bucket leases,
+1,000 x 16 planning, failover with 5 trials, the store under load for 2 x 120 s. --quick: a
+tenth of the sizes, fewer repeats, shorter runs (minutes instead of tens of minutes).
 """
 
 from __future__ import annotations
@@ -54,9 +55,13 @@ def main() -> None:
     print("benchmarks" + (" (quick)" if q else ""), flush=True)
     r = {
         "snapshot": tiering("snapshot", "snapshot", "--rows", str(rows)),
-        "snapshot_small": tiering("snapshot", "snapshot_tenth", "--rows", str(rows // 10)),
+        "snapshot_s3": tiering("snapshot", "snapshot_s3", "--rows", str(rows), "--lake", "s3"),
+        "snapshot_large": tiering("snapshot", "snapshot_10x", "--rows", str(rows * 10)),
         "changelog": tiering("changelog", "changelog", "--keys", str(10_000 if q else 100_000),
                              "--updates", str(100_000 if q else 1_000_000)),
+        "empty_round": tiering("empty-round", "empty_round", "--repeat", "5" if q else "10"),
+        "tables": tiering("tables", "tables", "--counts", "10,50" if q else "10,50,200"),
+        "lag": tiering("lag", "lag", "--duration", "20" if q else "60"),
         "leases": tiering("leases", "leases", "--buckets", "1000", "--repeat", "5" if q else "20"),
         "planning": tiering("planning", "planning", "--tables", "1000", "--buckets", "16", "--repeat", "3" if q else "10"),
     }
@@ -76,7 +81,8 @@ def main() -> None:
 
 
 def summary(r: dict, meta: dict) -> str:
-    s, small, c, le, p = r["snapshot"], r["snapshot_small"], r["changelog"], r["leases"], r["planning"]
+    s, s3, big, c, le, p = r["snapshot"], r["snapshot_s3"], r["snapshot_large"], r["changelog"], r["leases"], r["planning"]
+    er, tb, lag = r["empty_round"], r["tables"]["rounds"], r["lag"]
     fo = r["failover"]["results"][0]
     round_ms = s["service_s"] * 1000
     lines = [
@@ -89,15 +95,20 @@ def summary(r: dict, meta: dict) -> str:
         "",
         "| Benchmark | Service | Baseline (same run) | Ratio |",
         "|---|---|---|---|",
-        f"| Snapshot tiering, {s['rows']:,} rows / {s['snapshot_mb']} MB, {s['buckets']} buckets "
-        f"(store + TieringJob availableNow vs. spark.read.parquet -> Delta commit) | "
-        f"{s['service_s']} s, {s['service_rows_per_s']:,} rows/s, {s['service_mb_per_s']} MB/s | "
-        f"{s['baseline_s']} s, {s['baseline_rows_per_s']:,} rows/s, {s['baseline_mb_per_s']} MB/s | "
-        f"{s['service_vs_baseline_throughput']}x throughput |",
-        f"| Changelog tiering, {c['changes']:,} updates over {c['keys']:,} keys (service merge round vs. "
-        f"pyarrow dedupe + DeltaTable.merge) | {c['service_s']} s, {c['service_changes_per_s']:,} changes/s | "
-        f"{c['baseline_merge_s']} s, {c['baseline_changes_per_s']:,} changes/s | "
-        f"{c['service_vs_baseline_throughput']}x throughput |",
+        *(_snapshot_row(x) for x in (s, big, s3)),
+        f"| Changelog round, {c['changes']:,} updates over {c['keys']:,} keys (the round vs. pyarrow dedupe + "
+        f"DeltaTable.merge; the run with its query start: {c['run_with_query_start_s']} s) | {c['service_s']} s, "
+        f"{c['service_changes_per_s']:,} changes/s | {c['baseline_merge_s']} s, {c['baseline_changes_per_s']:,} "
+        f"changes/s | {c['service_vs_baseline_throughput']}x throughput |",
+        f"| Fixed cost of a round, continuous job, 1 table x 8 buckets | nothing changed: {er['empty_round_p50_ms']} ms "
+        f"p50; one changed row: {er['one_row_round_p50_ms']} ms p50 ({er['one_row_round_max_ms']} max) | target | "
+        f"<= 500 ms |",
+        "| One round of N tables x 4 buckets, a few rows changed in each | "
+        + "; ".join(f"{t['tables']}: {t['round_ms']:,} ms ({t['per_table_ms']} ms/table)" for t in tb)
+        + " | target | <= 30 ms/table |",
+        f"| Lag under a steady writer, {lag['rate_rows_per_s']:,} rows/s for {lag['duration_s']:.0f} s, trigger "
+        f"{lag['trigger_interval_s']} s | p50 {lag['lag_p50_s']} s, p99 {lag['lag_p99_s']} s, max {lag['lag_max_s']} s "
+        f"({lag['rounds']} rounds) | the trigger interval | {lag['trigger_interval_s']} s |",
         f"| Lease overhead per round, {le['buckets']:,} buckets (acquire + release) | {le['per_round_ms']} ms "
         f"(acquire {le['acquire_p50_ms']}, release {le['release_p50_ms']}) | the {s['rows']:,}-row snapshot round: "
         f"{round_ms:,.0f} ms | {100 * le['per_round_ms'] / round_ms:.2f}% of the round |",
@@ -110,11 +121,11 @@ def summary(r: dict, meta: dict) -> str:
         f"| Step-down when ZooKeeper freezes, session timeout {fo['session_timeout_s']} s | "
         f"{fo['step_down_when_zk_frozen']['median_s']} s median | session timeout | "
         f"{fo['step_down_when_zk_frozen']['median_x_session_timeout']}x |",
-        f"| Peak driver RSS, snapshot {small['rows']:,} -> {s['rows']:,} rows (10x) | Python "
-        f"{small['driver_python_peak_rss_mb']} -> {s['driver_python_peak_rss_mb']} MB; JVM "
-        f"{small['driver_jvm_peak_rss_mb']} -> {s['driver_jvm_peak_rss_mb']} MB | - | Python "
-        f"{_ratio(s['driver_python_peak_rss_mb'], small['driver_python_peak_rss_mb'])}x, JVM "
-        f"{_ratio(s['driver_jvm_peak_rss_mb'], small['driver_jvm_peak_rss_mb'])}x for 10x data |",
+        f"| Peak driver RSS, snapshot {s['rows']:,} -> {big['rows']:,} rows (10x) | Python "
+        f"{s['driver_python_peak_rss_mb']} -> {big['driver_python_peak_rss_mb']} MB; JVM "
+        f"{s['driver_jvm_peak_rss_mb']} -> {big['driver_jvm_peak_rss_mb']} MB | - | Python "
+        f"{_ratio(big['driver_python_peak_rss_mb'], s['driver_python_peak_rss_mb'])}x, JVM "
+        f"{_ratio(big['driver_jvm_peak_rss_mb'], s['driver_jvm_peak_rss_mb'])}x for 10x data |",
         f"| Store ingest, {r['store']['ingest']['rows']:,} rows (HTTP Arrow write vs. pyarrow Parquet write) | "
         f"{r['store']['ingest']['store_rows_per_s']:,} rows/s | {r['store']['ingest']['baseline_rows_per_s']:,} rows/s | "
         f"{r['store']['ingest']['ratio_store_to_baseline']}x time |",
@@ -122,6 +133,16 @@ def summary(r: dict, meta: dict) -> str:
         "",
     ]
     return "\n".join(lines)
+
+
+def _snapshot_row(s: dict) -> str:
+    return (
+        f"| Snapshot tiering, {s['rows']:,} rows / {s['snapshot_mb']} MB, {s['buckets']} buckets, {s['lake']} lake "
+        f"(store + TieringJob availableNow, the process's second run; first run: {s['first_run_1k_rows_s']} s) vs. "
+        f"{s['baseline']} copy | {s['service_s']} s, {s['service_rows_per_s']:,} rows/s | {s['baseline_s']} s, "
+        f"{s['baseline_rows_per_s']:,} rows/s | {s['service_vs_baseline_throughput']}x throughput "
+        f"({s['service_vs_pyarrow_copy']}x of a pyarrow/delta-rs copy: {s['pyarrow_copy_s']} s) |"
+    )
 
 
 def _store_load_rows(scenarios: dict) -> list[str]:

@@ -28,11 +28,15 @@ if TYPE_CHECKING:
 __all__ = ["TermContext", "store_client"]
 
 
-def store_client(kvstore: KvStoreConfig, timeout_s: float = 30.0) -> KvStoreClient:
+def store_client(
+    kvstore: KvStoreConfig, timeout_s: float = 30.0, retry_deadline_s: float | None = None
+) -> KvStoreClient:
     """The store client of a config (the token, when set, goes with every call)."""
     from tiering.kvstore.client import KvStoreClient
 
-    return KvStoreClient(kvstore.url, kvstore.token.get_secret_value() or None, timeout_s=timeout_s)
+    return KvStoreClient(
+        kvstore.url, kvstore.token.get_secret_value() or None, timeout_s=timeout_s, retry_deadline_s=retry_deadline_s
+    )
 
 
 class TermContext(BaseModel):

@@ -5,7 +5,7 @@ round, lag that only grows, a lease that keeps pinning snapshots, a driver that 
 the leader — Spark's own log shows none of it by table. Every round therefore logs one line per
 table (splits, rows, offsets, lag, epoch, lease id) under the ``tiering.progress`` logger and
 sets the same numbers as metrics labelled by job and table; a ``StreamingQueryListener`` adds
-what only Spark knows (batch duration, input rows = splits of the round).
+what only Spark knows (batch duration; the splits of the round, from its end offset).
 
 Observing never fails the job: the hook and the listener log their own errors and return, so
 a broken metrics path cannot stop tiering (the round is already committed when they run).
@@ -56,7 +56,7 @@ class TieringMetrics:
             "kv_tiering_batch_duration_seconds", "Wall time of the last micro-batch (Spark).", ["job"], registry=registry
         )
         self.batch_splits = Gauge(
-            "kv_tiering_batch_input_splits", "Split descriptors in the last micro-batch (Spark).", ["job"], registry=registry
+            "kv_tiering_batch_input_splits", "Splits of the last micro-batch (its end offset).", ["job"], registry=registry
         )
 
 
@@ -168,12 +168,11 @@ class ProgressListener(StreamingQueryListener):
             seconds = progress.batchDuration / 1000.0
             self.batches += 1
             self._metrics.batch_seconds.labels(self.job).set(seconds)
-            self._metrics.batch_splits.labels(self.job).set(progress.numInputRows)
-            end = progress.sources[0].endOffset if progress.sources else None
-            log.info(
-                "job=%s batch=%d splits=%d duration=%.2fs end_offset=%s",
-                self.job, progress.batchId, progress.numInputRows, seconds, _round_of(end),
-            )
+            end = _decoded(progress.sources[0].endOffset if progress.sources else None)
+            splits = len(end.get("splits", ())) if "addBatch" in progress.durationMs else 0
+            self._metrics.batch_splits.labels(self.job).set(splits)
+            log.info("job=%s batch=%d splits=%d duration=%.2fs end_offset=epoch=%s round=%s",
+                     self.job, progress.batchId, splits, seconds, end.get("epoch"), end.get("round"))
         except Exception:  # noqa: BLE001 - a listener must not break Spark's listener bus
             logging.getLogger(__name__).exception("job=%s: reading query progress failed", self.job)
 
@@ -187,13 +186,13 @@ class ProgressListener(StreamingQueryListener):
             log.info("job=%s query %s terminated", self.job, event.id)
 
 
-def _round_of(offset: object) -> str:
-    """``epoch=E round=R`` from the source's JSON offset (see tiering/state/offset.py)."""
+def _decoded(offset: object) -> dict:
+    """The source's JSON offset (see tiering/state/offset.py) as a dict; {} when there is none."""
     try:
         data = json.loads(offset) if isinstance(offset, str) else offset
-        return f"epoch={data['epoch']} round={data['round']}"
-    except (TypeError, ValueError, KeyError):
-        return str(offset)
+    except ValueError:
+        return {}
+    return data if isinstance(data, dict) else {}
 
 
 def attach(

@@ -31,6 +31,7 @@ __all__ = [
 
 #: Store calls of ``status`` and ``leases`` give up sooner than the job's: an operator waits.
 STATUS_TIMEOUT_S = 10.0
+STATUS_RETRY_S = 5.0
 
 
 @dataclass(frozen=True)
@@ -66,10 +67,14 @@ class JobStatus:
         return asdict(self)
 
 
+def _operator_client(config: TieringConfig) -> KvStoreClient:
+    return store_client(config.kvstore, timeout_s=STATUS_TIMEOUT_S, retry_deadline_s=STATUS_RETRY_S)
+
+
 def job_status(config: TieringConfig) -> JobStatus:
     """Leader and epoch from ZooKeeper, per selected table: store log end, lake offset, lag, leases."""
     zk = read_status(config.zookeeper.hosts, config.job.name)
-    client = store_client(config.kvstore, timeout_s=STATUS_TIMEOUT_S)
+    client = _operator_client(config)
     lease_id = read_lease_id(config.job.checkpoint)
     infos = [info for info in client.list_tables() if config.tables.selects(info.name)]
     tables = table_statuses(client, Lake.of(config.lake), infos, held_snapshots(client, lease_id))
@@ -121,7 +126,7 @@ def _table_status(client: KvStoreClient, lake: Lake, info: TableInfo, leased: in
 def job_leases(config: TieringConfig, *, every_job: bool = False) -> list[Lease]:
     """The store's leases of this job (ids start with ``<job>-``), or all of them."""
     prefix = f"{config.job.name}-"
-    leases = store_client(config.kvstore, timeout_s=STATUS_TIMEOUT_S).list_leases()
+    leases = _operator_client(config).list_leases()
     return sorted(
         (lease for lease in leases if every_job or lease.lease_id.startswith(prefix)), key=lambda lease: lease.lease_id
     )
@@ -146,7 +151,7 @@ def drop_lease(config: TieringConfig, lease_id: str | None = None, *, force: boo
                 f"to drop lease {lease_id!r} under it",
                 lease_id=lease_id,
             )
-    client = store_client(config.kvstore, timeout_s=STATUS_TIMEOUT_S)
+    client = _operator_client(config)
     try:
         lease = client.get_lease(lease_id)
         client.drop_lease(lease_id, lease.epoch)

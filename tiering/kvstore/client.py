@@ -15,6 +15,7 @@ from urllib.parse import quote
 
 import pyarrow as pa
 import requests
+from tenacity import stop_after_delay
 
 from tiering.errors import (
     BadRequestError,
@@ -91,10 +92,15 @@ def error_for(status: int, body: Any, method: str, path: str, **context: Any) ->
 
 
 class KvStoreClient:
-    def __init__(self, url: str, token: str | None = None, timeout_s: float = 30.0) -> None:
+    def __init__(
+        self, url: str, token: str | None = None, timeout_s: float = 30.0, retry_deadline_s: float | None = None
+    ) -> None:
+        """``retry_deadline_s`` shortens the retries of an unavailable store for callers a person
+        waits on (``tiering status``): they report a store that is down rather than wait it out."""
         self.url = url.rstrip("/")
         self.token = token
         self.timeout_s = timeout_s
+        self.retry_deadline_s = retry_deadline_s
         self._session: requests.Session | None = None
 
     def __getstate__(self) -> dict[str, Any]:
@@ -132,7 +138,10 @@ class KvStoreClient:
     def _call(self, method: str, path: str, *, table: str | None = None, lease_id: str | None = None,
               epoch: int | None = None, policy: Any = None, **kwargs: Any) -> requests.Response:
         context = {k: v for k, v in (("table", table), ("lease_id", lease_id), ("epoch", epoch)) if v is not None}
-        return (policy or retry.STORE_RETRY).copy()(self._send, method, path, context, **kwargs)
+        policy = policy or retry.STORE_RETRY
+        if self.retry_deadline_s is not None:
+            policy = policy.copy(stop=policy.stop | stop_after_delay(self.retry_deadline_s))
+        return policy.copy()(self._send, method, path, context, **kwargs)
 
     @staticmethod
     def _body(model: Any) -> dict[str, Any]:

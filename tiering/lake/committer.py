@@ -35,7 +35,6 @@ from dataclasses import dataclass, field
 
 from tiering import failpoints
 from tiering.context import TermContext
-from tiering.enumerator.descriptor import DESCRIPTOR_COLUMNS, from_descriptor
 from tiering.enumerator.positions import LakePosition
 from tiering.enumerator.splits import LogSplit, SnapshotSplit, Split
 from tiering.errors import NotLeaderError, SnapshotUnavailableError, TableNotFoundError, TieringError
@@ -45,6 +44,7 @@ from tiering.lake.round_protocol import PreparedRound, RoundWriter, TableCommit
 from tiering.lakestate.lake import LakeTables
 from tiering.lakestate.replay import missing_splits
 from tiering.lease.release import LeaseReleases
+from tiering.state.offset_log import read_batch_offset
 
 log = logging.getLogger(__name__)
 
@@ -103,11 +103,14 @@ class RoundCommitter:
         self._parallelism = context.config.lake.table_parallelism
 
     def __call__(self, batch_df, batch_id: int) -> None:
+        """Commit the round of batch ``batch_id``. Its splits are the batch's end offset, read
+        from the offsets log Spark wrote before the batch (the descriptor rows of ``batch_df``
+        are the same splits, but reading them is a Spark job: see :mod:`tiering.state.offset_log`)."""
+        offset = read_batch_offset(self._context.config.job.checkpoint, batch_id)
         by_table: dict[str, list[Split]] = defaultdict(list)
-        round_id = -1
-        for row in batch_df.select(*DESCRIPTOR_COLUMNS).collect():
-            split, round_id = from_descriptor(row)
+        for split in offset.splits:
             by_table[split.table].append(split)
+        round_id = offset.round
         outcome = RoundOutcome(round_id, self._context.epoch)
         tables = [_TableRound(name, splits) for name, splits in sorted(by_table.items())]
         unsettled = {t.table_id: t.leased for t in tables}

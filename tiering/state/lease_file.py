@@ -20,14 +20,19 @@ from urllib.parse import urlparse
 
 from tiering.errors import CheckpointError
 
-__all__ = ["lease_file_path", "load_or_create_lease_id", "read_lease_id"]
+__all__ = ["checkpoint_dir", "lease_file_path", "load_or_create_lease_id", "read_lease_id"]
 
 _DIR = "tiering"
 _FILE = "lease.json"
 
 
 def lease_file_path(checkpoint: str) -> Path:
-    """``<checkpoint>/tiering/lease.json``; the checkpoint is a local path or a ``file:`` URI."""
+    """``<checkpoint>/tiering/lease.json``."""
+    return checkpoint_dir(checkpoint) / _DIR / _FILE
+
+
+def checkpoint_dir(checkpoint: str) -> Path:
+    """The checkpoint's directory; the checkpoint is a local path or a ``file:`` URI."""
     if not checkpoint:
         raise CheckpointError("checkpoint location is empty")
     parsed = urlparse(checkpoint)
@@ -39,7 +44,7 @@ def lease_file_path(checkpoint: str) -> Path:
         raise CheckpointError(f"checkpoint {checkpoint!r}: only local paths and file: URIs are supported")
     else:
         local = checkpoint
-    return Path(local) / _DIR / _FILE
+    return Path(local)
 
 
 def read_lease_id(checkpoint: str) -> str | None:

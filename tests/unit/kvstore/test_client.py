@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pickle
+import time
 
 import pytest
 
@@ -87,6 +88,15 @@ def test_unreachable_store_is_unavailable_after_retries(monkeypatch):
     assert "unreachable" in str(raised.value) and "(GET /v1/leases/job-1)" in str(raised.value)
     assert raised.value.lease_id == "job-1"
     assert client.health() is False
+
+
+def test_a_retry_deadline_reports_a_down_store_within_it():
+    """The job waits out a store restart (~30 s); an operator's status call reports it sooner."""
+    client = KvStoreClient(f"http://127.0.0.1:{free_port()}", timeout_s=2, retry_deadline_s=0.5)
+    started = time.monotonic()
+    with pytest.raises(StoreUnavailableError, match="unreachable"):
+        client.list_tables()
+    assert time.monotonic() - started < 5
 
 
 def test_pickles_without_its_session():
