@@ -22,7 +22,7 @@ from deltalake.exceptions import TableNotFoundError
 from tiering.conf.model import LakeConfig
 from tiering.enumerator.positions import LakePosition
 from tiering.lakestate.commits import LakeCommitInfo, newest_commit
-from tiering.lakestate.layout import BUCKET_COLUMN
+from tiering.lakestate.layout import BUCKET_COLUMN, lake_directory
 from tiering.storage.object_store import ObjectStore
 
 __all__ = ["Lake", "LakeTable", "LakeTables", "open_table"]
@@ -98,7 +98,7 @@ class Lake:
         return self.store.root
 
     def path(self, table: str) -> str:
-        return self.store.uri(table)
+        return self.store.uri(lake_directory(table))
 
     def load(self, table: str) -> LakeTable | None:
         """The table as it is now; None when no Delta table exists there yet."""

@@ -24,6 +24,7 @@ __all__ = [
     "METADATA_KEY",
     "METADATA_VERSION",
     "ROUND_BITS",
+    "lake_directory",
     "app_id",
     "txn_version",
     "epoch_round",
@@ -43,6 +44,20 @@ METADATA_VERSION = 1
 ROUND_BITS = 32
 _MAX_ROUND = 2**ROUND_BITS - 1
 _MAX_VERSION = 2**63 - 1  # Delta stores txn versions as a signed long
+
+
+#: Characters delta-rs and object-store URLs do not take literally in a path segment: ``%``
+#: is percent-decoded (``%2e%2e`` would open the lake root's parent), ``[`` and ``]`` make the
+#: URL parser read a host, ``?`` and ``#`` end an ``s3://`` path; ``~`` is the escape itself.
+_UNSAFE_IN_URLS = frozenset("%?#[]~")
+
+
+def lake_directory(table: str) -> str:
+    """The directory of ``table`` under the lake root: its name, with each character in
+    ``%?#[]~`` written as ``~XX`` (its UTF-8 bytes in hex). One segment per table and no two
+    tables in one (``~`` only ever starts an escape); every name the store accepts but these
+    is its own directory, as a reader of the lake expects (``50%`` lives in ``50~25``)."""
+    return "".join("".join(f"~{b:02X}" for b in c.encode()) if c in _UNSAFE_IN_URLS else c for c in table)
 
 
 def app_id(job: str, table: str) -> str:

@@ -2,7 +2,10 @@
 
 Each kill happens inside the driver process at a named failpoint (tiering.failpoints), so the
 test knows where the round stood: after the lease was acquired but before the Delta commit,
-or after the Delta commit but before Spark's commit log.
+or after the Delta commit but before Spark's commit log. The restart is the next driver's
+leader loop (``run_as_leader``) in the test process, on the session's SparkSession: it reads
+the crashed driver's checkpoint like a new process would (a restart in a new process is
+`tests/chaos` and the spark-submit tests' part), without a second JVM start per test.
 """
 
 from __future__ import annotations
@@ -20,7 +23,10 @@ from deltalake.exceptions import TableNotFoundError
 
 from tests.integration.pipeline.harness import TableOracle, assert_lake_equals, wait_until
 from tiering.errors import SnapshotUnavailableError
+from tiering.conf.loader import load_config
+from tiering.conf.model import TieringConfig
 from tiering.failpoints import ENV as FAILPOINTS_ENV
+from tiering.job import run_as_leader
 from tiering.state.lease_file import load_or_create_lease_id
 
 pytestmark = pytest.mark.integration
@@ -51,6 +57,11 @@ def tiering_run(conf: Path, failpoint: str | None = None, timeout_s: float = 240
     )
 
 
+def restarted(conf: Path) -> TieringConfig:
+    """The config `tiering run --conf <conf> --available-now` builds."""
+    return load_config(conf, env={}, overrides={"trigger.available_now": True})
+
+
 @pytest.fixture
 def tables(kv_store):
     client = kv_store.client()
@@ -63,7 +74,7 @@ def tables(kv_store):
     return orders, users
 
 
-def test_killed_before_the_delta_commit_replays_the_round_with_the_same_lease(kv_store, zk_server, tables, tmp_path):
+def test_killed_before_the_delta_commit_replays_the_round_with_the_same_lease(spark, kv_store, zk_server, tables, tmp_path):
     client = kv_store.client()
     conf = write_conf(tmp_path, kv_store.url, zk_server.hosts)
 
@@ -74,15 +85,14 @@ def test_killed_before_the_delta_commit_replays_the_round_with_the_same_lease(kv
     assert [l.lease_id for l in held] == [lease_id] and held[0].snapshots, "the crashed round's snapshots stay leased"
     assert not (tmp_path / "lake" / "orders" / "_delta_log").exists(), "nothing reached the lake"
 
-    done = tiering_run(conf)
-    assert done.returncode == 0, done.stderr[-3000:]
+    assert run_as_leader(restarted(conf)).ok
     for t in tables:
         assert_lake_equals(tmp_path / "lake", t)
     assert load_or_create_lease_id(str(tmp_path / "ckpt"), "crash-job") == lease_id
     assert client.list_leases() == [], "released after the replay, dropped at the clean stop"
 
 
-def test_killed_after_the_delta_commit_skips_the_replayed_round(kv_store, zk_server, tables, tmp_path):
+def test_killed_after_the_delta_commit_skips_the_replayed_round(spark, kv_store, zk_server, tables, tmp_path):
     client = kv_store.client()
     conf = write_conf(tmp_path, kv_store.url, zk_server.hosts)
 
@@ -91,8 +101,7 @@ def test_killed_after_the_delta_commit_skips_the_replayed_round(kv_store, zk_ser
     committed = {t.name: _version(tmp_path / "lake" / t.name) for t in tables}
     assert any(v is not None for v in committed.values()), "killed right after a table's commit"
 
-    done = tiering_run(conf)
-    assert done.returncode == 0, done.stderr[-3000:]
+    assert run_as_leader(restarted(conf)).ok
     for t in tables:
         assert_lake_equals(tmp_path / "lake", t)
         if committed[t.name] is not None:
@@ -110,7 +119,7 @@ def _version(path: Path) -> int | None:
 
 
 def test_after_a_crash_the_lease_expires_and_the_replay_bootstraps_from_a_fresh_snapshot(
-    store_factory, zk_server, tmp_path
+    spark, store_factory, zk_server, tmp_path
 ):
     store = store_factory(num_retained=1, gc_interval_s=0.2)
     client = store.client()
@@ -135,7 +144,6 @@ def test_after_a_crash_the_lease_expires_and_the_replay_bootstraps_from_a_fresh_
         return False
 
     wait_until(collected, timeout_s=20, what="GC of the crashed round's snapshot")
-    done = tiering_run(conf)
-    assert done.returncode == 0, done.stderr[-3000:]
+    assert run_as_leader(restarted(conf)).ok
     assert_lake_equals(tmp_path / "lake", orders)
     assert client.list_leases() == []

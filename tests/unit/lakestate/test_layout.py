@@ -6,7 +6,7 @@ import pyarrow as pa
 import pytest
 
 from tiering.kvstore.models import TableInfo
-from tiering.lakestate.layout import app_id, epoch_round, lake_schema, txn_version
+from tiering.lakestate.layout import app_id, epoch_round, lake_directory, lake_schema, txn_version
 
 pytestmark = pytest.mark.unit
 
@@ -41,3 +41,16 @@ def test_lake_schema_puts_system_columns_after_user_columns():
         ("k", pa.int32()), ("d", pa.decimal128(5, 1)), ("at", pa.timestamp("us", tz="UTC")),
         ("__bucket", pa.int32()), ("__offset", pa.int64()), ("__timestamp", pa.timestamp("us", tz="UTC")),
     ])
+
+
+@pytest.mark.parametrize(("table", "directory"), [
+    ("orders", "orders"), ("with space", "with space"), ("ünïcödé", "ünïcödé"), ("50%", "50~25"),
+    ("%2e%2e", "~252e~252e"), ("?query#frag", "~3Fquery~23frag"), ("[glob]?", "~5Bglob~5D~3F"), ("~user", "~7Euser"),
+])
+def test_a_lake_directory_is_the_name_with_url_specials_escaped(table, directory):
+    assert lake_directory(table) == directory
+
+
+def test_lake_directories_of_distinct_names_are_distinct():
+    names = ["a~25", "a%", "a~7E25", "~", "%", "a", "a~"]
+    assert len({lake_directory(n) for n in names}) == len(names)
