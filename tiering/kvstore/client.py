@@ -139,9 +139,8 @@ class KvStoreClient:
               epoch: int | None = None, policy: Any = None, **kwargs: Any) -> requests.Response:
         context = {k: v for k, v in (("table", table), ("lease_id", lease_id), ("epoch", epoch)) if v is not None}
         policy = policy or retry.STORE_RETRY
-        if self.retry_deadline_s is not None:
-            policy = policy.copy(stop=policy.stop | stop_after_delay(self.retry_deadline_s))
-        return policy.copy()(self._send, method, path, context, **kwargs)
+        stop = policy.stop if self.retry_deadline_s is None else policy.stop | stop_after_delay(self.retry_deadline_s)
+        return policy.copy(stop=stop)(self._send, method, path, context, **kwargs)
 
     @staticmethod
     def _body(model: Any) -> dict[str, Any]:

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import tomli_w
 
-from tests.integration.pipeline.harness import TableOracle, assert_lake_equals
+from tests.integration.pipeline.harness import TableOracle, assert_lake_equals, build_pyfiles_zip
 
 pytestmark = pytest.mark.integration
 
@@ -38,10 +38,7 @@ def test_spark_submit_with_py_files_zip_tiers_every_table(kv_store, zk_server, t
         "lake": {"root": str(tmp_path / "lake")},
         "spark": {"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "4"},
     }).encode())
-    zip_path = tmp_path / "kv_tiering.zip"
-    built = subprocess.run([str(REPO / "scripts" / "build_pyfiles.sh"), str(zip_path)],
-                           capture_output=True, text=True, env={**os.environ, "PYTHON": sys.executable})
-    assert built.returncode == 0, built.stderr
+    zip_path = build_pyfiles_zip(tmp_path / "kv_tiering.zip")
 
     env = {k: v for k, v in os.environ.items() if not k.startswith("TIERING_")}
     env.update(PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable)

@@ -10,7 +10,6 @@ round without committing that table twice, then tiers the changes made in betwee
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -18,7 +17,7 @@ from pathlib import Path
 import pytest
 import tomli_w
 
-from tests.integration.pipeline.harness import TableOracle, assert_lake_equals
+from tests.integration.pipeline.harness import TableOracle, assert_lake_equals, build_pyfiles_zip
 from tiering.failpoints import ENV as FAILPOINTS
 from tiering.lakestate.commits import tiering_entry
 from tiering.lakestate.lake import Lake
@@ -67,10 +66,7 @@ def test_spark_submit_on_a_cluster_tiers_into_s3_and_survives_a_driver_kill(
         "zookeeper": {"hosts": zk_server.hosts, "session_timeout_s": 6.0},
         "lake": {"root": s3_root, "storage": s3_server.storage_options(), "merge_max_changes": 0},
     }).encode())
-    zip_path = tmp_path / "kv_tiering.zip"
-    built = subprocess.run([str(REPO / "scripts" / "build_pyfiles.sh"), str(zip_path)],
-                           capture_output=True, text=True, env={**os.environ, "PYTHON": sys.executable})
-    assert built.returncode == 0, built.stderr
+    zip_path = build_pyfiles_zip(tmp_path / "kv_tiering.zip")
     lake = Lake.at(s3_root, s3_server.storage_options())
 
     killed = submit(spark_cluster, zip_path, conf, tmp_path, failpoint="after_delta_commit")

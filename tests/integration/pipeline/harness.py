@@ -7,7 +7,10 @@ service itself reads).
 
 from __future__ import annotations
 
+import os
 import random
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -107,3 +110,12 @@ def wait_until(predicate, timeout_s: float = 60.0, interval_s: float = 0.5, what
             return value
         time.sleep(interval_s)
     raise AssertionError(f"timed out after {timeout_s}s waiting for {what}")
+
+
+def build_pyfiles_zip(dest: Path) -> Path:
+    """The package as spark-submit ships it (``--py-files``), built the documented way."""
+    repo = Path(__file__).resolve().parents[3]
+    built = subprocess.run([str(repo / "scripts" / "build_pyfiles.sh"), str(dest)],
+                           capture_output=True, text=True, env={**os.environ, "PYTHON": sys.executable})
+    assert built.returncode == 0, built.stderr
+    return dest
