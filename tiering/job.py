@@ -20,6 +20,7 @@ import logging
 import os
 import socket
 import threading
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -31,6 +32,7 @@ from tiering.lakestate.lake import Lake
 from tiering.lease.job_lease import JobLease, LeaseRenewer
 from tiering.lease.release import LeaseReleases
 from tiering.source import CONTEXT_OPTION, KvTieringDataSource
+from tiering.state.table_health import RoundFacts, after_round, read_health, write_health
 
 log = logging.getLogger(__name__)
 
@@ -90,6 +92,7 @@ class TieringJob:
         self._renewer: LeaseRenewer | None = None
         self._query = None
         self._lock = threading.Lock()
+        self._health = read_health(context.config.job.checkpoint)
 
     def start(self):
         """Start the streaming query (and the lease renewer); returns Spark's StreamingQuery."""
@@ -180,7 +183,21 @@ class TieringJob:
             for table in outcome.committed:
                 self.result.failed_tables.pop(table, None)
             self.result.failed_tables.update(outcome.failed)
+        self._record_health(outcome)
         self._on_round(outcome)
+
+    def _record_health(self, outcome: RoundOutcome) -> None:
+        """Keep every table's health in the checkpoint for ``tiering status`` (advisory: a write
+        that fails is logged, never fails the round, which has landed)."""
+        committed = {t: (c.table_id, c.delta_version) for t, c in outcome.committed.items() if c.delta_version >= 0}
+        failed = {t: (outcome.table_ids[t], message) for t, message in outcome.failed.items()}
+        facts = RoundFacts(int(time.time() * 1000), committed, failed, frozenset(outcome.dropped))
+        self._health = after_round(self._health, facts)
+        outcome.health = self._health
+        try:
+            write_health(self.context.config.job.checkpoint, self._health)
+        except OSError as e:
+            log.warning("job=%s round=%d: table health not saved: %s", self.context.job, outcome.round_id, e)
 
 
 def run_as_leader(

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from collections import Counter as Tally
 from collections.abc import Callable, Sequence
 
@@ -23,7 +24,10 @@ from pyspark.sql.streaming import StreamingQueryListener
 
 from tiering.context import TermContext
 from tiering.errors import TieringError
+from tiering.enumerator.positions import LakePosition
 from tiering.lake.committer import RoundOutcome
+from tiering.lake.round_protocol import TableCommit
+from tiering.lakestate.freshness import freshness_s, oldest_untiered_write_ms
 from tiering.lease.job_lease import JobLease
 
 __all__ = ["TieringMetrics", "RoundObserver", "ProgressListener", "attach", "serve_metrics"]
@@ -49,6 +53,22 @@ class TieringMetrics:
         self.lake_version = Gauge("kv_tiering_lake_version", "Delta version of the table's last commit.", by_table, registry=registry)
         self.leased = Gauge(
             "kv_tiering_leased_snapshots", "Snapshots the job's lease holds after the round.", by_table, registry=registry
+        )
+        self.freshness = Gauge(
+            "kv_tiering_freshness_seconds", "Age of the oldest store write the lake lacks (0: none).", by_table,
+            registry=registry,
+        )
+        self.last_commit = Gauge(
+            "kv_tiering_last_commit_timestamp_seconds", "When the table last committed (Unix time).", by_table,
+            registry=registry,
+        )
+        self.failures_in_a_row = Gauge(
+            "kv_tiering_table_consecutive_failures", "Rounds in a row the table failed (0 after a commit).", by_table,
+            registry=registry,
+        )
+        self.dropped = Gauge(
+            "kv_tiering_table_dropped", "1 when the table was dropped from the store (its lake table is kept).",
+            by_table, registry=registry,
         )
         self.epoch = Gauge("kv_tiering_epoch", "Leadership epoch of this driver.", ["job"], registry=registry)
         self.round = Gauge("kv_tiering_round", "Id of the last finished round.", ["job"], registry=registry)
@@ -100,6 +120,7 @@ class RoundObserver:
         self._lease = lease
         self._metrics = metrics or default_metrics()
         self._listeners = list(listeners)
+        self._store = context.lake.store
         self._metrics.epoch.labels(self.job).set(self.epoch)
 
     def __call__(self, outcome: RoundOutcome) -> None:
@@ -129,18 +150,32 @@ class RoundObserver:
             m.lag.labels(self.job, table).set(lag)
             m.lake_version.labels(self.job, table).set(commit.delta_version)
             m.leased.labels(self.job, table).set(leased)
+            m.freshness.labels(self.job, table).set(self._freshness(table, commit, lag))
             log.info(
                 "job=%s round=%d table=%s status=%s splits=%d rows=%d offsets=%s lag=%d delta_version=%d "
                 "epoch=%d lease=%s leased_snapshots=%d",
                 self.job, outcome.round_id, table, "skipped" if commit.skipped else "committed", splits,
                 commit.rows_in, offsets, lag, commit.delta_version, self.epoch, lease_id, leased,
             )
+        for table, health in outcome.health.items():
+            if health.last_commit_ms is not None:
+                m.last_commit.labels(self.job, table).set(health.last_commit_ms / 1000)
+            m.failures_in_a_row.labels(self.job, table).set(health.consecutive_failures)
+            m.dropped.labels(self.job, table).set(1 if health.dropped else 0)
         for table, error in sorted(outcome.failed.items()):
             m.table_rounds.labels(self.job, table, "failed").inc()
             log.warning(
                 "job=%s round=%d table=%s status=failed epoch=%d lease=%s error=%s",
                 self.job, outcome.round_id, table, self.epoch, lease_id, error,
             )
+
+    def _freshness(self, table: str, commit: TableCommit, lag: int) -> float:
+        if lag == 0:
+            return 0.0
+        client = self._lease.client
+        position = LakePosition(commit.table_id, commit.positions)
+        oldest = oldest_untiered_write_ms(client, self._store, table, position, client.log_info(table).buckets)
+        return freshness_s(oldest, int(time.time() * 1000))
 
 
 class ProgressListener(StreamingQueryListener):

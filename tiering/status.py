@@ -10,8 +10,10 @@ nothing here writes to the lake, the checkpoint or ZooKeeper.
 
 from __future__ import annotations
 
+import sys
 import time
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 
 from tiering.conf.model import TieringConfig
@@ -21,8 +23,11 @@ from tiering.enumerator.positions import LakePosition
 from tiering.errors import LeaseNotFoundError, TieringError
 from tiering.kvstore.client import KvStoreClient
 from tiering.kvstore.models import Lease, TableInfo
-from tiering.lakestate.lake import Lake
+from tiering.lakestate.freshness import freshness_s, oldest_untiered_write_ms
+from tiering.lakestate.lake import Lake, LakeTable
+from tiering.lakestate.layout import SYSTEM_COLUMNS
 from tiering.state.lease_file import read_lease_id
+from tiering.state.table_health import TableHealth, read_health
 
 __all__ = [
     "TableStatus", "JobStatus", "job_status", "table_statuses", "held_snapshots", "job_leases", "drop_lease",
@@ -36,21 +41,32 @@ STATUS_RETRY_S = 5.0
 
 @dataclass(frozen=True)
 class TableStatus:
-    """One store table as the job sees it; offsets are sums over the table's buckets.
+    """One table as the job sees it; offsets are sums over the table's buckets.
 
     ``lake_offset`` is None when the lake holds no tiering commit for this ``table_id``
-    (never tiered, or the table was re-created since).
+    (never tiered, or the table was re-created since). ``state`` is ``ok``, ``failing`` (its
+    last round failed), ``dropped`` (gone from the store; the lake table is kept),
+    ``re-created`` (the lake holds an earlier incarnation) or ``not tiered``. Times are epoch
+    ms; ``freshness_s`` is the age of the oldest store write the lake lacks (0: none).
     """
 
     table: str
     table_id: int
+    state: str
     buckets: int
     log_end: int
     lake_offset: int | None
     lag: int
+    freshness_s: float | None
     lake_version: int | None
     lake_epoch: int | None
+    lake_commit_ms: int | None
+    store_columns: int | None
+    lake_columns: int | None
     leased_snapshots: int
+    consecutive_failures: int = 0
+    last_failure: str | None = None
+    last_failure_ms: int | None = None
 
 
 @dataclass(frozen=True)
@@ -66,6 +82,10 @@ class JobStatus:
     def as_dict(self) -> dict:
         return asdict(self)
 
+    def failing(self, rounds: int) -> list[TableStatus]:
+        """Tables whose last ``rounds`` rounds or more all failed (a dropped table is not failing)."""
+        return [t for t in self.tables if t.state != "dropped" and t.consecutive_failures >= rounds]
+
 
 def _operator_client(config: TieringConfig) -> KvStoreClient:
     return store_client(config.kvstore, timeout_s=STATUS_TIMEOUT_S, retry_deadline_s=STATUS_RETRY_S)
@@ -77,7 +97,8 @@ def job_status(config: TieringConfig) -> JobStatus:
     client = _operator_client(config)
     lease_id = read_lease_id(config.job.checkpoint)
     infos = [info for info in client.list_tables() if config.tables.selects(info.name)]
-    tables = table_statuses(client, Lake.of(config.lake), infos, held_snapshots(client, lease_id))
+    health = {t: h for t, h in read_health(config.job.checkpoint).items() if config.tables.selects(t)}
+    tables = table_statuses(client, Lake.of(config.lake), infos, held_snapshots(client, lease_id), health)
     return JobStatus(
         job=config.job.name,
         epoch=zk["epoch"],
@@ -100,27 +121,93 @@ def held_snapshots(client: KvStoreClient, lease_id: str | None) -> Counter[int]:
     return Counter(ref.table_id for ref in lease.snapshots)
 
 
-def table_statuses(client: KvStoreClient, lake: Lake, infos: list[TableInfo], held: Counter[int]) -> list[TableStatus]:
-    """Each table's store log end against the lake's own commit metadata, by name."""
-    return [_table_status(client, lake, info, held[info.table_id]) for info in sorted(infos, key=lambda t: t.name)]
+def table_statuses(
+    client: KvStoreClient, lake: Lake, infos: list[TableInfo], held: Counter[int],
+    health: Mapping[str, TableHealth] | None = None,
+) -> list[TableStatus]:
+    """Each store table's log end against the lake's own commit metadata, with the health the
+    job recorded; then the tables the job tiered that the store no longer has (dropped)."""
+    health = health or {}
+    now_ms = int(time.time() * 1000)
+    out = [_table_status(client, lake, info, held[info.table_id], health.get(info.name), now_ms) for info in infos]
+    present = {info.name for info in infos}
+    out += [_dropped_status(lake, h) for t, h in health.items() if t not in present and h.table_id is not None]
+    return sorted(out, key=lambda t: t.table)
 
 
-def _table_status(client: KvStoreClient, lake: Lake, info: TableInfo, leased: int) -> TableStatus:
+def _table_status(
+    client: KvStoreClient, lake: Lake, info: TableInfo, leased: int, health: TableHealth | None, now_ms: int
+) -> TableStatus:
     logs = client.log_info(info.name).buckets
     loaded = lake.load(info.name)
     position = loaded.position(info.table_id) if loaded is not None else None
     commit = loaded.info if position is not None else None
+    try:
+        oldest = oldest_untiered_write_ms(client, lake.store, info.name, position, logs)
+        freshness: float | None = freshness_s(oldest, now_ms)
+    except OSError:  # the store's files are out of this host's reach: unknown, not an error
+        freshness = None
+    if health is not None and health.table_id != info.table_id:
+        health = None  # an earlier incarnation's history
+    failures = health.consecutive_failures if health is not None else 0
+    if failures:
+        state = "failing"
+    elif position is not None:
+        state = "ok"
+    else:
+        state = "re-created" if loaded is not None and loaded.info is not None else "not tiered"
     return TableStatus(
         table=info.name,
         table_id=info.table_id,
+        state=state,
         buckets=len(logs),
         log_end=sum(b.log_end_offset for b in logs),
         lake_offset=None if position is None else sum(position.buckets.values()),
         lag=(position or LakePosition(info.table_id)).lag(logs),
+        freshness_s=freshness,
         lake_version=None if commit is None else commit.delta_version,
         lake_epoch=None if commit is None else commit.epoch,
+        lake_commit_ms=None if commit is None else commit.committed_ms,
+        store_columns=len(info.columns),
+        lake_columns=_user_columns(loaded),
         leased_snapshots=leased,
+        consecutive_failures=failures,
+        last_failure=health.last_failure if health is not None else None,
+        last_failure_ms=health.last_failure_ms if health is not None else None,
     )
+
+
+def _dropped_status(lake: Lake, health: TableHealth) -> TableStatus:
+    """A table the job tiered and the store no longer lists: its lake table is kept as it was."""
+    loaded = lake.load(health.table)
+    commit = loaded.info if loaded is not None else None
+    position = loaded.position(health.table_id) if loaded is not None else None
+    return TableStatus(
+        table=health.table,
+        table_id=health.table_id,
+        state="dropped",
+        buckets=len(position.buckets) if position is not None else 0,
+        log_end=0,
+        lake_offset=None if position is None else sum(position.buckets.values()),
+        lag=0,
+        freshness_s=None,
+        lake_version=None if commit is None else commit.delta_version,
+        lake_epoch=None if commit is None else commit.epoch,
+        lake_commit_ms=None if commit is None else commit.committed_ms,
+        store_columns=None,
+        lake_columns=_user_columns(loaded),
+        leased_snapshots=0,
+        consecutive_failures=health.consecutive_failures,
+        last_failure=health.last_failure,
+        last_failure_ms=health.last_failure_ms,
+    )
+
+
+def _user_columns(loaded: LakeTable | None) -> int | None:
+    """The Delta table's columns that come from the store (the system columns left out)."""
+    if loaded is None:
+        return None
+    return sum(1 for f in loaded.dt.schema().fields if f.name not in SYSTEM_COLUMNS)
 
 
 def job_leases(config: TieringConfig, *, every_job: bool = False) -> list[Lease]:
@@ -170,19 +257,28 @@ def render_status(status: JobStatus, console=None) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    console = console or Console()
+    console = console or Console(width=None if sys.stdout.isatty() else 200)  # piped: no truncated names
     leader = status.leader or "none"
     epoch = "never led" if status.epoch is None else str(status.epoch)
     console.print(f"job [bold]{status.job}[/]  leader {leader}  epoch {epoch}  "
                   f"contenders {status.contenders}  lease {status.lease_id or 'none'}")
-    table = Table("table", "table_id", "buckets", "store log end", "lake offset", "lag",
-                  "lake version", "lake epoch", "leased snapshots")
+    table = Table("table", "table_id", "state", "lake offset", "lag", "fresh (s)", "lake version", "lake epoch",
+                  "last commit", "columns store/lake", "leased snapshots")
     for t in status.tables:
         table.add_row(
-            t.table, str(t.table_id), str(t.buckets), str(t.log_end), _or_dash(t.lake_offset), str(t.lag),
-            _or_dash(t.lake_version), _or_dash(t.lake_epoch), str(t.leased_snapshots),
+            t.table, str(t.table_id), t.state, _or_dash(t.lake_offset), str(t.lag),
+            "-" if t.freshness_s is None else f"{t.freshness_s:.1f}", _or_dash(t.lake_version), _or_dash(t.lake_epoch),
+            _when(t.lake_commit_ms), f"{_or_dash(t.store_columns)}/{_or_dash(t.lake_columns)}", str(t.leased_snapshots),
         )
     console.print(table)
+    for t in status.tables:
+        if t.last_failure is not None and (t.consecutive_failures or t.state == "dropped"):
+            console.print(f"{t.table}: {t.state}, {t.consecutive_failures} round(s) in a row, last at "
+                          f"{_when(t.last_failure_ms)}: {t.last_failure}", markup=False, highlight=False)
+
+
+def _when(ms: int | None) -> str:
+    return "-" if ms is None else time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ms / 1000))
 
 
 def render_leases(leases: list[Lease], config: TieringConfig, console=None) -> None:

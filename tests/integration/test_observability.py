@@ -17,6 +17,7 @@ from tiering.kvstore.models import SnapshotRef, TableSpec
 from tiering.lake.committer import RoundOutcome
 from tiering.lake.round_protocol import TableCommit
 from tiering.observability import RoundObserver, TieringMetrics
+from tiering.state.table_health import TableHealth
 
 pytestmark = pytest.mark.integration
 
@@ -32,13 +33,18 @@ def context(tmp_path, store_url: str = "http://127.0.0.1:9") -> TermContext:
     return TermContext(config=config, epoch=5, lease_id="obs-job-lease")
 
 
-def outcome(table_id: int = 3) -> RoundOutcome:
+def outcome(table_id: int = 3, positions: dict[int, int] | None = None, round_id: int = 42) -> RoundOutcome:
     orders = TableCommit(
-        table="orders", table_id=table_id, delta_version=7, positions={0: 120, 1: 80}, skipped=False,
+        table="orders", table_id=table_id, delta_version=7, positions=positions or {0: 120, 1: 80}, skipped=False,
         bootstrap_buckets=(1,), log_buckets=(0, 1), rows_in=250, rows_out=900,
     )
-    return RoundOutcome(round_id=42, epoch=5, committed={"orders": orders},
-                        failed={"users": "LakeCommitError: disk full"}, lag={"orders": 15})
+    health = {
+        "orders": TableHealth(table="orders", table_id=table_id, last_commit_version=7, last_commit_ms=1_700_000_000_000),
+        "users": TableHealth(table="users", table_id=9, consecutive_failures=4, last_failure="disk full",
+                             dropped_ms=1_700_000_000_000),
+    }
+    return RoundOutcome(round_id=round_id, epoch=5, committed={"orders": orders},
+                        failed={"users": "LakeCommitError: disk full"}, lag={"orders": 15}, health=health)
 
 
 def sample(registry: CollectorRegistry, name: str, **labels) -> float | None:
@@ -77,6 +83,15 @@ def test_a_round_logs_one_line_per_table_and_sets_the_metrics(tmp_path, caplog, 
     assert sample(registry, "kv_tiering_round", job="obs-job") == 42
     assert sample(registry, "kv_tiering_rounds_total", job="obs-job") == 1
     assert [o.round_id for o in seen] == [42]
+    assert sample(registry, "kv_tiering_freshness_seconds", job="obs-job", table="orders") == 0, "nothing untiered"
+    assert sample(registry, "kv_tiering_last_commit_timestamp_seconds", job="obs-job", table="orders") == 1_700_000_000
+    assert sample(registry, "kv_tiering_table_consecutive_failures", job="obs-job", table="users") == 4
+    assert sample(registry, "kv_tiering_table_dropped", job="obs-job", table="users") == 1
+    assert sample(registry, "kv_tiering_table_dropped", job="obs-job", table="orders") == 0
+
+    observer(outcome(info.table_id, positions={0: 0, 1: 0}, round_id=43))  # the lake lacks all 10 writes
+    fresh = sample(registry, "kv_tiering_freshness_seconds", job="obs-job", table="orders")
+    assert 0 < fresh < 120, fresh
 
 
 def test_a_broken_store_does_not_fail_the_round(tmp_path, caplog, monkeypatch):

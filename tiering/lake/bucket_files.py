@@ -151,13 +151,13 @@ def _copyable(task: BucketTask, schema: pa.Schema) -> bool:
     plan = task.plan
     if plan.base != "snapshot" or plan.has_changes or not plan.base_files:
         return False
-    fs, paths = _located(task.store, plan.base_files)
+    fs, paths = task.store.locate(plan.base_files)
     return all(pq.read_schema(fs.open_input_file(p)).equals(schema, check_metadata=False) for p in paths)
 
 
 def _copy(task: BucketTask, source: str, schema: pa.Schema) -> WrittenFile:
     """One snapshot file copied into the bucket as it is; statistics from its footer."""
-    fs, (path,) = _located(task.store, [source])
+    fs, (path,) = task.store.locate([source])
     rel = _file_name(task.plan)
     target = task.store.path(f"{task.table_uri}/{rel}")
     task.store.filesystem.create_dir(target.rsplit("/", 1)[0], recursive=True)
@@ -200,7 +200,7 @@ def _batches(store: ObjectStore, files: Sequence[str], schema: pa.Schema) -> Ite
     opened directly: a dataset would first list and stat them, a cost per bucket per round."""
     if not files:
         return
-    fs, paths = _located(store, files)
+    fs, paths = store.locate(files)
     for path in paths:
         with fs.open_input_file(path) as handle:
             for batch in pq.ParquetFile(handle).iter_batches(batch_size=_BATCH_ROWS):
@@ -220,14 +220,6 @@ def _aligned(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
             raise TypeError(f"column {f.name!r} is {column.type} in the file, {f.type} in the table")
         columns.append(column)
     return pa.RecordBatch.from_arrays(columns, schema=schema)
-
-
-def _located(store: ObjectStore, files: Sequence[str]) -> tuple[pafs.FileSystem, list[str]]:
-    """The filesystem and paths of input files: lake files through the lake's store, the KV
-    store's files (local paths, as the reference store writes them) through the local one."""
-    if all(f.startswith("s3://") for f in files):
-        return store.filesystem, [store.path(f) for f in files]
-    return pafs.LocalFileSystem(), [f.removeprefix("file://") for f in files]
 
 
 class _Stats:

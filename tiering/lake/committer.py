@@ -12,6 +12,9 @@ Failure modes and what happens:
 - a table fails (schema mismatch, snapshot gone, I/O, a failed bucket write): its leased
   buckets are released, the failure is recorded, and the other tables still commit; the table
   is re-planned next round from its lake position, which did not move;
+- a table is dropped upstream mid-round (its files vanish, its report gets a 404): it fails
+  like any table and is reported as dropped; its lake table is kept, and it is not planned again
+  (a table re-created under the name has a new ``table_id`` and is bootstrapped afresh);
 - this driver is no longer the leader (:class:`NotLeaderError`: the store's fenced reply, a
   lost ZooKeeper term, a newer Delta commit): the error propagates and stops the query —
   nothing more of this round lands, and nothing is released (the new leader owns the lease);
@@ -29,7 +32,7 @@ import logging
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
@@ -37,7 +40,7 @@ from tiering import failpoints
 from tiering.context import TermContext
 from tiering.enumerator.positions import LakePosition
 from tiering.enumerator.splits import LogSplit, SnapshotSplit, Split
-from tiering.errors import NotLeaderError, SnapshotUnavailableError, TableNotFoundError, TieringError
+from tiering.errors import NotLeaderError, SnapshotUnavailableError, StoreError, TableNotFoundError, TieringError
 from tiering.kvstore.client import KvStoreClient
 from tiering.kvstore.models import LakeReport, LogRange, SnapshotRef, TableInfo
 from tiering.lake.round_protocol import PreparedRound, RoundWriter, TableCommit
@@ -45,6 +48,7 @@ from tiering.lakestate.lake import LakeTables
 from tiering.lakestate.replay import missing_splits
 from tiering.lease.release import LeaseReleases
 from tiering.state.offset_log import read_batch_offset
+from tiering.state.table_health import TableHealth
 
 log = logging.getLogger(__name__)
 
@@ -59,6 +63,12 @@ class RoundOutcome:
     failed: dict[str, str] = field(default_factory=dict)
     #: changelog records the store holds beyond the lake, per committed table, after the round
     lag: dict[str, int] = field(default_factory=dict)
+    #: every table of the round -> the ``table_id`` it was planned for
+    table_ids: dict[str, int] = field(default_factory=dict)
+    #: failed tables the store no longer has (dropped upstream, maybe mid-round)
+    dropped: set[str] = field(default_factory=set)
+    #: every table's health after this round (filled in by the job, which keeps it)
+    health: Mapping[str, TableHealth] = field(default_factory=dict)
 
 
 @dataclass
@@ -113,6 +123,7 @@ class RoundCommitter:
         round_id = offset.round
         outcome = RoundOutcome(round_id, self._context.epoch)
         tables = [_TableRound(name, splits) for name, splits in sorted(by_table.items())]
+        outcome.table_ids = {t.name: t.table_id for t in tables}
         unsettled = {t.table_id: t.leased for t in tables}
         try:
             self._run(tables, round_id, outcome, unsettled)
@@ -121,7 +132,20 @@ class RoundCommitter:
         except BaseException:
             self._releases.failed_over(unsettled)
             raise
+        outcome.dropped = self._dropped(outcome.failed)
         self._on_round(outcome)
+
+    def _dropped(self, failed: Mapping[str, str]) -> set[str]:
+        """The failed tables the store no longer lists: whatever error a drop caused mid-round
+        (a file gone, a 404 on the report), the table is reported as dropped, not as broken."""
+        if not failed:
+            return set()
+        try:
+            present = {info.name for info in self._client.list_tables()}
+        except StoreError as e:
+            log.warning("cannot tell whether failed tables %s were dropped: %s", sorted(failed), e)
+            return set()
+        return {table for table in failed if table not in present}
 
     def _run(self, tables: list[_TableRound], round_id: int, outcome: RoundOutcome, unsettled: dict[int, list[int]]) -> None:
         lock = threading.Lock()

@@ -40,6 +40,7 @@ class LakeCommitInfo:
     round_id: int
     lease_id: str
     snapshots: Mapping[int, int] = field(default_factory=dict, hash=False)
+    committed_ms: int | None = field(default=None, compare=False)  # the Delta commit's timestamp
 
 
 def commit_metadata(
@@ -70,14 +71,14 @@ def newest_commit(dt: DeltaTable, table: str, newer_than: int | None = None) -> 
     """The newest tiering commit at or below the loaded version of ``dt``; None when the table
     holds none (with ``newer_than``: none among the versions above it)."""
     if newer_than is not None:
-        return next((_decode(e, c.get("version"), table) for c in dt.history(dt.version() - newer_than)
+        return next((_decode(e, c, table) for c in dt.history(dt.version() - newer_than)
                      if (e := tiering_entry(c)) is not None), None)
     for limit in (_RECENT_COMMITS, None):
         history = dt.history(limit)
         for commit in history:
             entry = tiering_entry(commit)
             if entry is not None:
-                return _decode(entry, commit.get("version"), table)
+                return _decode(entry, commit, table)
         if limit is not None and len(history) < limit:
             return None
     return None
@@ -112,7 +113,8 @@ def tiering_entry(commit: Mapping[str, Any]) -> Any | None:
     return parsed.get(METADATA_KEY) if isinstance(parsed, dict) else None
 
 
-def _decode(entry: Any, version: Any, table: str) -> LakeCommitInfo:
+def _decode(entry: Any, commit: Mapping[str, Any], table: str) -> LakeCommitInfo:
+    version = commit.get("version")
     if isinstance(entry, str):  # a writer that stored the entry as a JSON string
         entry = json.loads(entry)
     try:
@@ -127,6 +129,7 @@ def _decode(entry: Any, version: Any, table: str) -> LakeCommitInfo:
             round_id=int(entry["round"]),
             lease_id=str(entry["lease_id"]),
             snapshots={int(b): int(s) for b, s in entry.get("snapshots", {}).items()},
+            committed_ms=commit.get("timestamp"),
         )
     except (KeyError, TypeError, ValueError) as e:
         raise LakeCommitError(

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from urllib.parse import urlsplit
@@ -96,6 +96,13 @@ class ObjectStore:
     def path(self, uri: str) -> str:
         """The filesystem path of a URI under this store (``bucket/key`` on S3)."""
         return uri.removeprefix("s3://") if self.is_s3 else uri.removeprefix("file://")
+
+    def locate(self, files: Sequence[str]) -> tuple[pafs.FileSystem, list[str]]:
+        """The filesystem and paths of files to read: S3 URIs through this store, the KV store's
+        files (local paths, as the reference store writes them) through the local one."""
+        if files and all(f.startswith("s3://") for f in files):
+            return self.filesystem, [self.path(f) for f in files]
+        return pafs.LocalFileSystem(), [f.removeprefix("file://") for f in files]
 
     def __getstate__(self) -> dict:
         return {"root": self.root, "options": dict(self.options)}

@@ -3,24 +3,17 @@ an exit code for scripts (1 runtime, 2 configuration) — never a traceback, nev
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import tomli_w
 
+from tests.integration.pipeline.harness import tiering_cli
 from tiering.cli import EXIT_FAILURE, EXIT_USAGE
 from tiering.kvstore.server.process import free_port
 
 pytestmark = pytest.mark.integration
-
-
-def tiering(*argv: str) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("TIERING_")}
-    return subprocess.run([sys.executable, "-m", "tiering.cli", *argv], env=env, capture_output=True, text=True,
-                          timeout=120)
 
 
 def write_conf(tmp_path: Path, store_url: str, zk_hosts: str, **lake) -> Path:
@@ -50,7 +43,7 @@ def test_a_malformed_lease_file_is_named_and_left_as_it_was(kv_store, zk_server,
     lease_file.parent.mkdir(parents=True)
     lease_file.write_text("{not json")
 
-    result = tiering(*command, "--conf", str(conf))
+    result = tiering_cli(*command, "--conf", str(conf))
 
     assert_one_clear_line(result, EXIT_FAILURE, str(lease_file))
     assert lease_file.read_text() == "{not json"
@@ -62,7 +55,7 @@ def test_an_unsupported_lake_root_is_refused_before_anything_is_written(kv_store
     conf = write_conf(tmp_path, kv_store.url, f"127.0.0.1:{free_port()}")
     conf.write_text(conf.read_text().replace(str(tmp_path / "lake"), "hdfs://namenode/lake"))
 
-    result = tiering("run", "--conf", str(conf), "--available-now")
+    result = tiering_cli("run", "--conf", str(conf), "--available-now")
 
     assert_one_clear_line(result, EXIT_USAGE, "lake.root", "hdfs://namenode/lake")
     assert not (tmp_path / "ckpt").exists()
@@ -72,6 +65,6 @@ def test_an_unreachable_store_is_named(zk_server, tmp_path):
     url = f"http://127.0.0.1:{free_port()}"
     conf = write_conf(tmp_path, url, zk_server.hosts)
 
-    result = tiering("status", "--conf", str(conf))
+    result = tiering_cli("status", "--conf", str(conf))
 
     assert_one_clear_line(result, EXIT_FAILURE, f"KV store at {url} unreachable")

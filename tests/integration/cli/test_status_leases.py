@@ -11,11 +11,12 @@ import json
 import os
 import subprocess
 import sys
+import time
 
 import pytest
 import tomli_w
 
-from tests.integration.pipeline.harness import TableOracle, make_config
+from tests.integration.pipeline.harness import TableOracle, make_config, tiering_cli, write_conf
 from tiering.cli import EXIT_FAILURE, EXIT_OK
 from tiering.coord.leader import acquire_leadership
 from tiering.job import run_as_leader
@@ -23,12 +24,6 @@ from tiering.kvstore.models import SnapshotRef
 from tiering.state.lease_file import read_lease_id
 
 pytestmark = pytest.mark.integration
-
-
-def tiering(*argv: str) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("TIERING_")}
-    return subprocess.run([sys.executable, "-m", "tiering.cli", *argv], env=env, capture_output=True, text=True,
-                          timeout=120)
 
 
 def test_status_and_leases_show_lag_leader_and_holdings(spark, kv_store, zk_server, unique_job, tmp_path):
@@ -47,15 +42,9 @@ def test_status_and_leases_show_lag_leader_and_holdings(spark, kv_store, zk_serv
     client.acquire_lease(lease_id, 1, 60_000, [
         SnapshotRef(table_id=users.info.table_id, bucket=s.bucket, snapshot_id=s.snapshot_id) for s in snapshots
     ])  # what a driver killed mid-round leaves behind
-    conf = tmp_path / "tiering.toml"
-    conf.write_bytes(tomli_w.dumps({
-        "job": {"name": unique_job, "checkpoint": config.job.checkpoint},
-        "kvstore": {"url": kv_store.url},
-        "zookeeper": {"hosts": zk_server.hosts},
-        "lake": {"root": config.lake.root},
-    }).encode())
+    conf = write_conf(config, tmp_path / "tiering.toml")
 
-    status = tiering("status", "--conf", str(conf), "--json")
+    status = tiering_cli("status", "--conf", str(conf), "--json")
     assert status.returncode == EXIT_OK, status.stderr
     report = json.loads(status.stdout)
     assert (report["epoch"], report["leader"], report["lease_id"]) == (1, None, lease_id)
@@ -65,31 +54,36 @@ def test_status_and_leases_show_lag_leader_and_holdings(spark, kv_store, zk_serv
     assert by_table["orders"]["lag"] == 25
     assert (by_table["users"]["lag"], by_table["users"]["leased_snapshots"]) == (0, 2)
     assert by_table["orders"]["leased_snapshots"] == 0
+    assert {t: (by_table[t]["state"], by_table[t]["store_columns"], by_table[t]["lake_columns"]) for t in by_table} == {
+        "orders": ("ok", 4, 4), "users": ("ok", 4, 4)}
+    assert by_table["users"]["freshness_s"] == 0.0, "the lake holds every write of users"
+    assert 0 < by_table["orders"]["freshness_s"] < 120, "orders lacks the 25 writes made moments ago"
+    assert by_table["orders"]["lake_commit_ms"] / 1000 <= time.time()
 
-    table_view = tiering("status", "--conf", str(conf))
+    table_view = tiering_cli("status", "--conf", str(conf))
     assert table_view.returncode == EXIT_OK and "orders" in table_view.stdout and "leader none" in table_view.stdout
     assert_status_runs_without_pyspark(conf)
 
-    listing = tiering("leases", "list", "--conf", str(conf), "--json")
+    listing = tiering_cli("leases", "list", "--conf", str(conf), "--json")
     assert listing.returncode == EXIT_OK, listing.stderr
     assert [(lease["lease_id"], len(lease["snapshots"])) for lease in json.loads(listing.stdout)] == [(lease_id, 2)]
 
     term = acquire_leadership(zk_server.hosts, unique_job, 10.0)
     try:
-        led = tiering("status", "--conf", str(conf), "--json")
+        led = tiering_cli("status", "--conf", str(conf), "--json")
         assert (json.loads(led.stdout)["epoch"], json.loads(led.stdout)["leader"] is not None) == (2, True)
-        refused = tiering("leases", "drop", "--conf", str(conf))
+        refused = tiering_cli("leases", "drop", "--conf", str(conf))
         assert refused.returncode == EXIT_FAILURE
         assert f"job {unique_job!r} is led by" in refused.stderr and "--force" in refused.stderr
         assert [lease.lease_id for lease in client.list_leases()] == [lease_id], "nothing dropped"
     finally:
         term.resign()
 
-    dropped = tiering("leases", "drop", "--conf", str(conf))
+    dropped = tiering_cli("leases", "drop", "--conf", str(conf))
     assert dropped.returncode == EXIT_OK, dropped.stderr
     assert f"dropped lease '{lease_id}'" in dropped.stdout
     assert client.list_leases() == []
-    again = tiering("leases", "drop", "--conf", str(conf))
+    again = tiering_cli("leases", "drop", "--conf", str(conf))
     assert again.returncode == EXIT_FAILURE and "does not exist" in again.stderr
 
 
@@ -120,7 +114,7 @@ def test_unreachable_zookeeper_exits_1_naming_the_host_and_writes_nothing(kv_sto
         "lake": {"root": str(tmp_path / "lake")},
     }).encode())
 
-    run = tiering("run", "--conf", str(conf), "--available-now")
+    run = tiering_cli("run", "--conf", str(conf), "--available-now")
     assert run.returncode == EXIT_FAILURE, run.stderr[-2000:]
     assert f"cannot connect to ZooKeeper at {hosts}" in run.stderr
     assert not (tmp_path / "ckpt").exists() and not (tmp_path / "lake").exists()

@@ -119,3 +119,23 @@ def build_pyfiles_zip(dest: Path) -> Path:
                            capture_output=True, text=True, env={**os.environ, "PYTHON": sys.executable})
     assert built.returncode == 0, built.stderr
     return dest
+
+
+def tiering_cli(*argv: str) -> subprocess.CompletedProcess:
+    """The ``tiering`` command as an operator runs it (no ``TIERING_*`` from the test's environment)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TIERING_")}
+    return subprocess.run([sys.executable, "-m", "tiering.cli", *argv], env=env, capture_output=True, text=True,
+                          timeout=120)
+
+
+def write_conf(config: TieringConfig, path: Path) -> Path:
+    """A TOML file with ``config``'s job, store, ZooKeeper and lake (what the CLI needs to find them)."""
+    import tomli_w
+
+    path.write_bytes(tomli_w.dumps({
+        "job": {"name": config.job.name, "checkpoint": config.job.checkpoint},
+        "kvstore": {"url": config.kvstore.url},
+        "zookeeper": {"hosts": config.zookeeper.hosts},
+        "lake": {"root": config.lake.root},
+    }).encode())
+    return path

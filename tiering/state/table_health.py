@@ -1,0 +1,121 @@
+"""Each table's recent health, kept in the streaming checkpoint: last commit, last failure, dropped.
+
+Failure mode this addresses: a table that fails every round for days while the job looks
+alive. The lake only records what landed, and the driver's log rolls away, so ``tiering
+status`` could not say why a table is stuck, since when, or that it was dropped upstream.
+The leader therefore rewrites ``<checkpoint>/tiering/tables.json`` after every round with,
+per table, its last commit, its last failure (message, time, how many rounds in a row) and
+when it was found dropped. The file is replaced atomically (write, fsync, rename): a reader
+sees the previous round's file or this one's, never half of one. It is advisory: a lost or
+unreadable file loses history, never data, so the job starts a fresh one instead of stopping.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, RootModel, ValidationError
+
+from tiering.state.lease_file import checkpoint_dir
+
+__all__ = ["TableHealth", "RoundFacts", "health_file_path", "read_health", "write_health", "after_round"]
+
+log = logging.getLogger(__name__)
+
+_FILE = "tables.json"
+
+
+class TableHealth(BaseModel):
+    """One table as the job last saw it. Times are epoch milliseconds."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    table: str
+    table_id: int | None = None
+    last_commit_version: int | None = None
+    last_commit_ms: int | None = None
+    last_failure: str | None = None
+    last_failure_ms: int | None = None
+    consecutive_failures: int = 0
+    dropped_ms: int | None = None
+
+    @property
+    def dropped(self) -> bool:
+        return self.dropped_ms is not None
+
+
+class _HealthFile(RootModel[dict[str, TableHealth]]):
+    pass
+
+
+@dataclass(frozen=True)
+class RoundFacts:
+    """What one round did to each table, in the terms the health file keeps."""
+
+    now_ms: int
+    committed: Mapping[str, tuple[int, int]] = field(default_factory=dict)  # table -> (table_id, delta_version)
+    failed: Mapping[str, tuple[int, str]] = field(default_factory=dict)  # table -> (table_id, message)
+    dropped: frozenset[str] = frozenset()  # failed tables the store no longer has
+
+
+def health_file_path(checkpoint: str) -> Path:
+    """``<checkpoint>/tiering/tables.json``."""
+    return checkpoint_dir(checkpoint) / "tiering" / _FILE
+
+
+def read_health(checkpoint: str) -> dict[str, TableHealth]:
+    """The file's tables; empty when there is none yet or it cannot be read (logged: history is
+    lost, nothing else)."""
+    path = health_file_path(checkpoint)
+    try:
+        return _HealthFile.model_validate_json(path.read_bytes()).root
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValidationError) as e:
+        log.warning("table health file %s is unreadable (%s); starting a new one", path, e)
+        return {}
+
+
+def write_health(checkpoint: str, health: Mapping[str, TableHealth]) -> None:
+    """Replace the file atomically (a reader never sees half of it)."""
+    path = health_file_path(checkpoint)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{_FILE}.{os.getpid()}.{uuid.uuid4().hex}.tmp")
+    try:
+        with open(tmp, "wb") as f:
+            f.write(_HealthFile(dict(sorted(health.items()))).model_dump_json(indent=1).encode())
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def after_round(health: Mapping[str, TableHealth], facts: RoundFacts) -> dict[str, TableHealth]:
+    """``health`` updated with one round: a commit clears the failure streak (and the dropped
+    mark: the name is back), a failure extends it; tables the round did not touch keep theirs."""
+    out = dict(health)
+
+    def incarnation(table: str, table_id: int) -> TableHealth:
+        """The table's record if it is of this ``table_id``; a re-created table starts a new one."""
+        old = out.get(table)
+        return old if old is not None and old.table_id == table_id else TableHealth(table=table, table_id=table_id)
+
+    for table, (table_id, version) in facts.committed.items():
+        out[table] = incarnation(table, table_id).model_copy(update={
+            "last_commit_version": version, "last_commit_ms": facts.now_ms, "consecutive_failures": 0, "dropped_ms": None,
+        })
+    for table, (table_id, message) in facts.failed.items():
+        old = incarnation(table, table_id)
+        out[table] = old.model_copy(update={
+            "last_failure": message,
+            "last_failure_ms": facts.now_ms,
+            "consecutive_failures": old.consecutive_failures + 1,
+            "dropped_ms": (old.dropped_ms or facts.now_ms) if table in facts.dropped else None,
+        })
+    return out
