@@ -125,7 +125,7 @@ class LakeMaintainer:
         self._check_epoch(table, dt, info)
         version_before, sizes = dt.version(), _file_sizes(dt)
         buckets = self._to_compact(sizes)
-        self._set_properties(dt, fence=bool(buckets))
+        self._set_properties(table, dt, fence=bool(buckets))
         if buckets:
             self._compact(table, dt, buckets)
         checkpoint = self._checkpoint(path, dt, info)
@@ -160,7 +160,7 @@ class LakeMaintainer:
         target = self._config.target_file_mb * _MIB
         return sorted(b for b, files in sizes.items() if sum(s < target for s in files) >= self._config.min_files)
 
-    def _set_properties(self, dt: DeltaTable, *, fence: bool) -> None:
+    def _set_properties(self, table: str, dt: DeltaTable, *, fence: bool) -> None:
         """The configured checkpoint interval and log retention, and (before a compaction) this
         term's fence, in one metadata commit when any differs from the table's."""
         wanted = {
@@ -172,27 +172,31 @@ class LakeMaintainer:
         current = dt.metadata().configuration
         changed = {k: v for k, v in wanted.items() if current.get(k) != v}
         if changed:
-            dt.alter.set_table_properties(
+            self._guarded(table, f"setting {sorted(changed)}", lambda: dt.alter.set_table_properties(
                 changed, raise_if_not_exists=False, commit_properties=self._properties("properties"),
                 post_commithook_properties=_NO_HOOKS,
-            )
+            ))
 
     def _compact(self, table: str, dt: DeltaTable, buckets: list[int]) -> None:
+        self._guarded(table, f"compaction of buckets {buckets}", lambda: dt.optimize.compact(
+            partition_filters=[(BUCKET_COLUMN, "in", [str(b) for b in buckets])],
+            target_size=self._config.target_file_mb * _MIB,
+            commit_properties=self._properties("compact"),
+            post_commithook_properties=_NO_HOOKS,
+        ))
+
+    def _guarded(self, table: str, what: str, commit: Callable[[], object]) -> None:
+        """``commit``, whose failure is a lost race: :class:`FencedEpochError` when a newer term
+        won it, else :class:`LakeCommitError` (a later pass tries again)."""
         try:
-            dt.optimize.compact(
-                partition_filters=[(BUCKET_COLUMN, "in", [str(b) for b in buckets])],
-                target_size=self._config.target_file_mb * _MIB,
-                commit_properties=self._properties("compact"),
-                post_commithook_properties=_NO_HOOKS,
-            )
+            commit()
         except Exception as e:
             after = open_table(self._lake.path(table), self._lake.store.delta_options())
             info = newest_commit(after, table) if after is not None else None
             if info is not None:
                 self._check_epoch(table, after, info)
             raise LakeCommitError(
-                f"table {table!r}: compaction of buckets {buckets} lost to a concurrent commit, nothing of it "
-                f"landed: {e}",
+                f"table {table!r}: {what} lost to a concurrent commit, nothing of it landed: {e}",
                 table=table, epoch=self._epoch,
             ) from e
 
