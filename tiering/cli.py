@@ -71,6 +71,17 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _maintain(args: argparse.Namespace) -> int:
+    from tiering.job import maintain_as_leader
+
+    result = maintain_as_leader(_load(args))
+    for table, done in sorted(result.done.items()):
+        print(f"tiering: {table}: {done}")
+    for table, error in sorted(result.failed.items()):
+        print(f"tiering: table {table!r} was not maintained: {error}", file=sys.stderr)
+    return EXIT_OK if result.ok else EXIT_FAILURE
+
+
 def _status(args: argparse.Namespace) -> int:
     from tiering.status import job_status, render_status
 
@@ -154,6 +165,14 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--metrics-port", type=int, default=None, metavar="PORT",
                      help="serve Prometheus metrics at http://0.0.0.0:PORT/metrics (default: off)")
     run.set_defaults(func=_run)
+
+    maintain = commands.add_parser(
+        "maintain", help="one lake maintenance pass (compaction, checkpoints, old files) as the job's leader",
+        description="Take the job's leadership (refused while a driver leads it: that leader maintains "
+        "the lake itself), then compact, checkpoint and remove unreferenced files of every included table.",
+    )
+    _conf_arg(maintain)
+    maintain.set_defaults(func=_maintain)
 
     demo = commands.add_parser(
         "demo", help="everything embedded: ZooKeeper, store, a writer and the job; verified at the end",

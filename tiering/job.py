@@ -11,7 +11,11 @@ Failure modes:
   it after a few rounds and the job reports it (non-zero exit) instead of looping;
 - a clean stop: the query is stopped between rounds, then the lease is dropped (Spark does not
   call the source's ``stop()`` on every path, so the driver does it; see
-  :mod:`tiering.lease.release`).
+  :mod:`tiering.lease.release`);
+- lake hygiene: the leader maintains the tables after every ``maintenance.every_rounds``-th
+  round, in the round loop's thread, so never beside a round commit of its own;
+  :func:`maintain_as_leader` (`tiering maintain`) runs a pass as a term of its own, refused while
+  another driver leads.
 """
 
 from __future__ import annotations
@@ -25,9 +29,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from tiering.conf.model import TieringConfig
-from tiering.context import TermContext
+from tiering.context import TermContext, store_client
 from tiering.errors import CoordinationError, LeadershipLostError, NotLeaderError, TieringError
 from tiering.lake.committer import RoundCommitter, RoundOutcome
+from tiering.lake.maintenance import LakeMaintainer, MaintenancePass
 from tiering.lakestate.lake import Lake
 from tiering.lease.job_lease import JobLease, LeaseRenewer
 from tiering.lease.release import LeaseReleases
@@ -90,6 +95,10 @@ class TieringJob:
         self._fence = fence
         self._on_round = on_round
         self._renewer: LeaseRenewer | None = None
+        maintenance = context.config.maintenance
+        self._maintainer = LakeMaintainer(
+            context.lake, context.job, maintenance, context.epoch, fence=self._check
+        ) if maintenance.enabled else None
         self._query = None
         self._lock = threading.Lock()
         self._health = read_health(context.config.job.checkpoint)
@@ -185,6 +194,51 @@ class TieringJob:
             self.result.failed_tables.update(outcome.failed)
         self._record_health(outcome)
         self._on_round(outcome)
+        if self._maintainer is not None and outcome.round_id % self.context.config.maintenance.every_rounds == 0:
+            self._maintainer.run(included_tables(self.context.config, self.lease.client))
+
+
+
+def included_tables(config: TieringConfig, client) -> list[str]:
+    """The store's tables the job tiers (``[tables]``), by name."""
+    return sorted(t.name for t in client.list_tables() if config.tables.selects(t.name))
+
+
+def _lead(config: TieringConfig, *, cancel: threading.Event | None = None, timeout_s: float | None = None, role: str = "run"):
+    """This process's term of ``config``'s job (see ``acquire_leadership``)."""
+    from tiering.coord.leader import acquire_leadership
+
+    zk = config.zookeeper
+    auth = (zk.auth_user, zk.auth_password.get_secret_value()) if zk.auth_user and zk.auth_password else None
+    owner = {"host": socket.gethostname(), "pid": os.getpid(), "role": role}
+    return acquire_leadership(
+        zk.hosts, config.job.name, zk.session_timeout_s, owner=owner, auth=auth, cancel=cancel, timeout_s=timeout_s
+    )
+
+
+def maintain_as_leader(config: TieringConfig, *, wait_s: float = 5.0) -> MaintenancePass:
+    """One maintenance pass over the job's tables as a term of its own: a larger epoch than any
+    before, so its commits fence every earlier term. Refused (:class:`TieringError`) while another
+    driver leads the job: that leader maintains the tables itself, and two terms never act at once."""
+    from tiering.coord.leader import read_status
+
+    Lake.of(config.lake).store.check()
+    job = config.job.name
+    leader = read_status(config.zookeeper.hosts, job)["leader"]
+    if leader is not None:
+        raise TieringError(
+            f"job {job!r} is led by {leader} right now: its leader maintains the lake every "
+            f"{config.maintenance.every_rounds} rounds; stop it to run `tiering maintain` by hand"
+        )
+    try:
+        term = _lead(config, timeout_s=wait_s, role="maintain")
+    except CoordinationError as e:
+        raise TieringError(f"job {job!r}: maintenance refused, another driver took the lead: {e}") from e
+    try:
+        tables = included_tables(config, store_client(config.kvstore))
+        return LakeMaintainer(Lake.of(config.lake), job, config.maintenance, term.epoch, fence=term.check).run(tables)
+    finally:
+        term.resign()
 
     def _record_health(self, outcome: RoundOutcome) -> None:
         """Keep every table's health in the checkpoint for ``tiering status`` (advisory: a write
@@ -216,15 +270,11 @@ def run_as_leader(
     A lake root that cannot be used is refused before anything else (nothing is written).
     """
     from tiering import observability
-    from tiering.coord.leader import acquire_leadership
 
     Lake.of(config.lake).store.check()  # a bad lake root fails here, before the job leads or writes
-    zk = config.zookeeper
-    auth = (zk.auth_user, zk.auth_password.get_secret_value()) if zk.auth_user and zk.auth_password else None
-    owner = {"host": socket.gethostname(), "pid": os.getpid()}
-    log.info("job=%s waiting for leadership at %s", config.job.name, zk.hosts)
+    log.info("job=%s waiting for leadership at %s", config.job.name, config.zookeeper.hosts)
     try:
-        term = acquire_leadership(zk.hosts, config.job.name, zk.session_timeout_s, owner=owner, auth=auth, cancel=stop)
+        term = _lead(config, cancel=stop)
     except CoordinationError:
         if stop is not None and stop.is_set():
             log.info("job=%s stopped while waiting for leadership", config.job.name)

@@ -8,6 +8,7 @@ from tiering.conf.model import (
     LakeConfig,
     LeaseConfig,
     LimitsConfig,
+    MaintenanceConfig,
     TablesConfig,
     TieringConfig,
     TriggerConfig,
@@ -29,4 +30,5 @@ __all__ = [
     "TriggerConfig",
     "LeaseConfig",
     "LimitsConfig",
+    "MaintenanceConfig",
 ]

@@ -28,14 +28,20 @@ __all__ = [
     "TriggerConfig",
     "LeaseConfig",
     "LimitsConfig",
+    "MaintenanceConfig",
     "TieringConfig",
     "SECTIONS",
     "DEFAULT_MERGE_MAX_CHANGES",
+    "MIN_FILE_RETENTION_HOURS",
     "flatten_spark",
 ]
 
 #: ``lake.merge_max_changes`` when not configured (also the writers' default outside a config).
 DEFAULT_MERGE_MAX_CHANGES = 1_000_000
+
+#: The shortest ``maintenance.file_retention_hours`` accepted: an unreferenced file younger than
+#: this may be a round's file not yet committed, or one a reader of a recent version still reads.
+MIN_FILE_RETENTION_HOURS = 24
 
 _NAME = re.compile(r"[A-Za-z0-9._-]+")
 _HOST_PORT = re.compile(r"(?P<host>[A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\]):(?P<port>\d{1,5})")
@@ -177,7 +183,6 @@ class LakeConfig(_Section):
         ge=0,
     )
 
-
     table_parallelism: int = setting(
         "Tables of one round prepared, committed and reported at the same time (threads of the "
         "driver; delta-rs commits and store calls wait on I/O). 1 handles them one by one.",
@@ -266,6 +271,53 @@ class LimitsConfig(_Section):
     )
 
 
+class MaintenanceConfig(_Section):
+    """[maintenance] — lake hygiene the leader runs between rounds (DESIGN §6); `tiering maintain`
+    runs one pass by hand."""
+
+    enabled: bool = setting(
+        "Run a maintenance pass over the job's tables in the leader, between rounds. Each pass "
+        "is a fenced commit of the leader, like a round's.",
+        True,
+    )
+    every_rounds: int = setting(
+        "The leader runs a pass after each round whose id is a multiple of this.",
+        100,
+        ge=1,
+    )
+    target_file_mb: int = setting(
+        "Compaction target: files of a bucket smaller than this many MiB are merged into files "
+        "of about this size (a data-change = false commit: the rows stay the same).",
+        128,
+        ge=1,
+    )
+    min_files: int = setting(
+        "A bucket is compacted once it holds at least this many files smaller than the target.",
+        8,
+        ge=2,
+    )
+    checkpoint_interval: int = setting(
+        "Delta checkpoint every this many commits: set as the tables' `delta.checkpointInterval` "
+        "(the writers then checkpoint on their own) and checked by every pass.",
+        100,
+        ge=1,
+    )
+    log_retention_hours: int = setting(
+        "Delta log entries older than this (and older than the last checkpoint) are deleted: the "
+        "tables' `delta.logRetentionDuration`; time travel reaches back this far.",
+        720,
+        ge=1,
+    )
+    file_retention_hours: int = setting(
+        "Data files no version newer than this many hours references (replaced by a round or a "
+        "compaction, or left by a lost commit race or a crash) are deleted. At least "
+        f"{MIN_FILE_RETENTION_HOURS}: a younger file may belong to a round not yet committed or "
+        "to a reader of a recent version.",
+        168,
+        ge=MIN_FILE_RETENTION_HOURS,
+    )
+
+
 def flatten_spark(conf: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
     """``[spark]`` with unquoted dotted keys parses into nested tables: join them back into Spark
     conf keys (``spark.sql.shuffle.partitions``). Scalars become strings the way Spark writes them."""
@@ -297,6 +349,7 @@ class TieringConfig(BaseModel):
     trigger: TriggerConfig = Field(default_factory=TriggerConfig)
     lease: LeaseConfig = Field(default_factory=LeaseConfig)
     limits: LimitsConfig = Field(default_factory=LimitsConfig)
+    maintenance: MaintenanceConfig = Field(default_factory=MaintenanceConfig)
     spark: dict[str, str] = setting(
         "Spark conf passed through as-is (`spark.sql.shuffle.partitions = 4`); values become "
         "strings. Set in the file or as overrides, not from the environment (keys contain dots).",
@@ -336,5 +389,6 @@ SECTIONS: dict[str, type[_Section]] = {
     "trigger": TriggerConfig,
     "lease": LeaseConfig,
     "limits": LimitsConfig,
+    "maintenance": MaintenanceConfig,
 }
 """Every section with fixed keys, in file order; ``[spark]`` is the free-form map besides them."""

@@ -19,9 +19,16 @@ from deltalake import DeltaTable
 
 from tiering.enumerator.positions import LakePosition
 from tiering.errors import LakeCommitError
-from tiering.lakestate.layout import METADATA_KEY, METADATA_VERSION, txn_version
+from tiering.lakestate.layout import MAINTENANCE_KEY, METADATA_KEY, METADATA_VERSION, txn_version
 
-__all__ = ["LakeCommitInfo", "commit_metadata", "find_round_commit", "newest_commit", "tiering_entry"]
+__all__ = [
+    "LakeCommitInfo",
+    "commit_metadata",
+    "maintenance_metadata",
+    "find_round_commit",
+    "newest_commit",
+    "tiering_entry",
+]
 
 _RECENT_COMMITS = 20  # first look at this many commits; only then walk the whole history
 
@@ -65,6 +72,12 @@ def commit_metadata(
             "snapshots": {str(b): s for b, s in sorted(snapshots.items())},
         }
     }
+
+
+def maintenance_metadata(*, job: str, epoch: int, operation: str) -> dict[str, Any]:
+    """The custom commit info entry of a maintenance commit. Under its own key, so the readers of
+    round entries walk past it: it changes no row and moves no offset."""
+    return {MAINTENANCE_KEY: {"v": METADATA_VERSION, "job": job, "epoch": epoch, "operation": operation}}
 
 
 def newest_commit(dt: DeltaTable, table: str, newer_than: int | None = None) -> LakeCommitInfo | None:

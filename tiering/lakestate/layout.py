@@ -23,6 +23,8 @@ __all__ = [
     "SYSTEM_COLUMNS",
     "METADATA_KEY",
     "METADATA_VERSION",
+    "MAINTENANCE_KEY",
+    "FENCE_PROPERTY",
     "ROUND_BITS",
     "lake_directory",
     "app_id",
@@ -40,6 +42,13 @@ SYSTEM_COLUMNS = (BUCKET_COLUMN, OFFSET_COLUMN, TIMESTAMP_COLUMN)
 #: Top-level key of the commit info entry our writers add to every round commit.
 METADATA_KEY = "kvTiering"
 METADATA_VERSION = 1
+#: Top-level key of the commit info entry of a maintenance commit (compaction, vacuum, table
+#: properties): who made it, at which epoch. Never a round's entry: it carries no offsets.
+MAINTENANCE_KEY = "kvTieringMaintenance"
+#: Table property holding the epoch of the newest term that maintained the table. Setting it is
+#: a metadata change, which every concurrent Delta commit conflicts with: a stale writer's round
+#: prepared before it cannot land on top of a compaction (see ``tiering.lake.maintenance``).
+FENCE_PROPERTY = "kvTiering.fenceEpoch"
 
 ROUND_BITS = 32
 _MAX_ROUND = 2**ROUND_BITS - 1

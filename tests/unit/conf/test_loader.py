@@ -264,3 +264,9 @@ interval_s = 0
         f"lake.writer ({path}): expected one of 'delta-rs', 'delta-spark', got 'delta'",
         f"trigger.interval_s ({path}): expected number > 0, got 0",
     ]
+
+
+def test_file_retention_below_the_safe_minimum_is_refused_naming_the_key(tmp_path: Path) -> None:
+    path = write(tmp_path, MINIMAL + "[maintenance]\nfile_retention_hours = 1\nevery_rounds = 10\n")
+    assert problems(path) == [f"maintenance.file_retention_hours ({path}): expected integer >= 24, got 1"]
+    assert load_config(path, env={"TIERING_MAINTENANCE_FILE_RETENTION_HOURS": "24"}).maintenance.file_retention_hours == 24

@@ -32,12 +32,15 @@ def test_defaults_of_every_optional_key() -> None:
     assert (c.lease.duration_s, c.lease.renew) == (600.0, True)
     assert (c.limits.max_splits_per_trigger, c.limits.max_bytes_per_trigger) == (0, 0)
     assert c.limits.fail_on_data_loss is False
+    m = c.maintenance
+    assert (m.enabled, m.every_rounds, m.target_file_mb, m.min_files) == (True, 100, 128, 8)
+    assert (m.checkpoint_interval, m.log_retention_hours, m.file_retention_hours) == (100, 720, 168)
     assert c.spark == {}
 
 
 def test_every_field_has_a_description() -> None:
     fields = [(s, k, f) for s, m in SECTIONS.items() for k, f in m.model_fields.items()]
-    assert len(fields) == 22
+    assert len(fields) == 29
     assert [f"{s}.{k}" for s, k, f in fields if not (f.description or "").strip()] == []
     assert TieringConfig.model_fields["spark"].description
 

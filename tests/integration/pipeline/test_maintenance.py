@@ -1,0 +1,96 @@
+"""Maintenance end to end: real store process, ZooKeeper, local Spark rounds, real Delta tables."""
+
+from __future__ import annotations
+
+import os
+import time
+import uuid
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from deltalake import DeltaTable
+from deltalake.transaction import AddAction
+
+from tests.integration.pipeline.harness import TableOracle, assert_lake_equals, make_config
+from tiering import cli
+from tiering.context import TermContext
+from tiering.coord.leader import acquire_leadership
+from tiering.job import TieringJob, maintain_as_leader
+from tiering.lakestate.lake import Lake
+
+pytestmark = pytest.mark.integration
+
+
+def _split_buckets(path: str, parts: int) -> None:
+    """Rewrite every bucket's files as ``parts`` small files (rows unchanged), the way a writer
+    that appends would leave a bucket."""
+    dt = DeltaTable(path)
+    data = dt.to_pyarrow_table()
+    for bucket in sorted(set(data.column("__bucket").to_pylist())):
+        rows = data.filter(pa.compute.equal(data["__bucket"], pa.scalar(bucket, pa.int32())))
+        step = -(-rows.num_rows // parts)
+        adds = []
+        for i in range(parts):
+            rel = f"__bucket={bucket}/part-{uuid.uuid4().hex}.parquet"
+            pq.write_table(rows.slice(i * step, step).drop(["__bucket"]), f"{path}/{rel}")
+            adds.append(rel)
+        actions = [AddAction(path=rel, size=os.path.getsize(f"{path}/{rel}"), partition_values={"__bucket": str(bucket)},
+                             modification_time=int(time.time() * 1000), data_change=False, stats=None) for rel in adds]
+        dt.create_write_transaction(actions, "overwrite", dt.schema(), partition_by=["__bucket"],
+                                    partition_filters=[("__bucket", "in", [str(bucket)])])
+        dt.update_incremental()
+
+
+def _files_per_bucket(path: str) -> dict[int, int]:
+    buckets = [int(b) for b in pa.table(DeltaTable(path).get_add_actions(flatten=True)).column("partition.__bucket").to_pylist()]
+    return {b: buckets.count(b) for b in sorted(set(buckets))}
+
+
+def test_compaction_keeps_rows_and_offsets_and_the_next_round_commits(spark, kv_store, zk_hosts, unique_job, tmp_path):
+    client = kv_store.client()
+    orders = TableOracle(client, "orders", num_buckets=2)
+    orders.upsert(range(300))
+    client.take_snapshots("orders")
+    config = make_config(tmp_path, kv_store.url, zk_hosts, job=unique_job, **{
+        "maintenance.every_rounds": 1, "maintenance.checkpoint_interval": 1, "maintenance.min_files": 4,
+        "maintenance.target_file_mb": 1, "maintenance.file_retention_hours": 24,
+    })
+    assert TieringJob(spark, TermContext.begin(config, 1)).run().ok
+    path = str(tmp_path / "lake" / "orders")
+    table = DeltaTable(path)
+    assert table.metadata().configuration["delta.checkpointInterval"] == "1", "the leader's own pass ran"
+    assert (Path(path) / "_delta_log" / f"{table.version() - 1:020d}.checkpoint.parquet").exists()
+
+    _split_buckets(path, parts=6)
+    assert _files_per_bucket(path) == {0: 6, 1: 6}
+    before = Lake.at(str(tmp_path / "lake")).load("orders")
+
+    result = maintain_as_leader(config)
+
+    assert result.ok and result.done["orders"].compacted == (0, 1)
+    assert _files_per_bucket(path) == {0: 1, 1: 1}
+    assert_lake_equals(tmp_path / "lake", orders)
+    after = Lake.at(str(tmp_path / "lake")).load("orders")
+    assert after.position() == before.position(), "the offsets survive the compaction"
+
+    orders.churn(40, key_space=400)
+    outcome = TieringJob(spark, TermContext.begin(config, result.epoch + 1)).run()
+    assert outcome.ok and outcome.rounds >= 1
+    assert_lake_equals(tmp_path / "lake", orders)
+    assert Lake.at(str(tmp_path / "lake")).load("orders").info.epoch == result.epoch + 1
+
+
+def test_maintain_is_refused_while_a_leader_holds_the_election(zk_hosts, unique_job, tmp_path, capsys):
+    conf = tmp_path / "t.toml"
+    conf.write_text(
+        f'[job]\nname = "{unique_job}"\ncheckpoint = "{tmp_path / "ckpt"}"\n[kvstore]\nurl = "http://127.0.0.1:1"\n'
+        f'[zookeeper]\nhosts = "{zk_hosts}"\n[lake]\nroot = "{tmp_path / "lake"}"\n'
+    )
+    with acquire_leadership(zk_hosts, unique_job, 5.0, timeout_s=10):
+        code = cli.main(["maintain", "--conf", str(conf)])
+    assert code == cli.EXIT_FAILURE
+    err = capsys.readouterr().err
+    assert f"job {unique_job!r} is led by" in err and "stop it to run `tiering maintain` by hand" in err
+    assert not (tmp_path / "lake" / "orders").exists()

@@ -1,0 +1,231 @@
+"""Lake hygiene: compaction, checkpoints with log cleanup, removal of unreferenced files — commits
+of the leader, fenced like a round's (DESIGN §6). The leader runs a pass between rounds; `tiering
+maintain` runs one as a term of its own.
+
+Failure modes and what happens:
+- a stale term maintains a table a newer term already wrote to (a round, or a compaction's
+  fence): :class:`FencedEpochError` before anything is committed;
+- a stale writer's round prepared before a compaction and committed after it: delta-rs sees no
+  conflict between a round's overwrite of a bucket and a data-change = false compaction of it
+  (the round would remove the files it read and leave the compacted one: every row twice). So a
+  pass that compacts first sets the table's fence property to its epoch, a metadata change that
+  every commit prepared before it conflicts with: such a round fails and is re-planned;
+- a round commit landing while a compaction runs: the compaction fails (delta-rs: "a concurrent
+  transaction deleted data this operation read"), the round wins; its written files are left
+  unreferenced and the table is compacted by a later pass;
+- a log cleanup deleting the newest round commit, whose offsets are the lake's position: cleanup
+  deletes only entries older than the newest checkpoint, and every checkpoint is at a round
+  commit (the writers' own every ``checkpoint_interval`` versions, or this module's, made at the
+  newest round commit's version); maintenance commits make none;
+- a file a reader of a recent version or a round not yet committed needs: only files unreferenced
+  for ``file_retention_hours`` (at least a day) are deleted.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+from deltalake import DeltaTable
+from deltalake.transaction import CommitProperties, PostCommitHookProperties
+
+from tiering.conf.model import MaintenanceConfig
+from tiering.errors import FencedEpochError, LakeCommitError, NotLeaderError
+from tiering.lakestate.commits import LakeCommitInfo, maintenance_metadata, newest_commit
+from tiering.lakestate.lake import Lake, open_table
+from tiering.lakestate.layout import BUCKET_COLUMN, FENCE_PROPERTY, app_id, epoch_round
+
+__all__ = ["LakeMaintainer", "MaintenancePass", "TableMaintenance"]
+
+log = logging.getLogger(__name__)
+
+#: Maintenance commits make no checkpoint and clean no log on their own (see the module doc).
+_NO_HOOKS = PostCommitHookProperties(create_checkpoint=False, cleanup_expired_logs=False)
+_MIB = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class TableMaintenance:
+    """What one pass did to one table. ``skipped`` says why nothing was looked at."""
+
+    table: str
+    epoch: int
+    version_before: int = -1
+    version_after: int = -1
+    files_before: int = 0
+    files_after: int = 0
+    compacted: tuple[int, ...] = ()
+    checkpoint: int | None = None
+    vacuumed: int = 0
+    seconds: float = 0.0
+    skipped: str = ""
+
+    def __str__(self) -> str:
+        if self.skipped:
+            return f"skipped ({self.skipped})"
+        return (
+            f"version {self.version_before}->{self.version_after} files {self.files_before}->{self.files_after} "
+            f"compacted buckets {list(self.compacted)} checkpoint {self.checkpoint} "
+            f"unreferenced files removed {self.vacuumed} in {self.seconds:.2f}s"
+        )
+
+
+@dataclass
+class MaintenancePass:
+    """One pass over tables: what each did, and the tables that failed (with why)."""
+
+    epoch: int
+    done: dict[str, TableMaintenance] = field(default_factory=dict)
+    failed: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return not self.failed
+
+
+class LakeMaintainer:
+    """Maintains the job's tables as term ``epoch``; ``fence`` raises :class:`NotLeaderError`
+    once the term is over (checked before each pass)."""
+
+    def __init__(
+        self, lake: Lake, job: str, config: MaintenanceConfig, epoch: int, *, fence: Callable[[], None] = lambda: None
+    ) -> None:
+        self._lake = lake
+        self._job = job
+        self._config = config
+        self._epoch = epoch
+        self._fence = fence
+
+    def run(self, tables: Iterable[str]) -> MaintenancePass:
+        """One pass; a table's failure is recorded and the others go on, a lost term stops it."""
+        self._fence()
+        result = MaintenancePass(self._epoch)
+        for table in tables:
+            try:
+                result.done[table] = self.maintain(table)
+            except NotLeaderError:
+                raise
+            except Exception as e:  # one table's failure must not stop the others
+                result.failed[table] = f"{type(e).__name__}: {e}"
+                log.error("maintenance table=%s FAILED epoch=%d: %s (retried next pass)", table, self._epoch, e)
+        return result
+
+    def maintain(self, table: str) -> TableMaintenance:
+        """Compact, checkpoint, clean the log and remove unreferenced files of ``table``."""
+        started = time.monotonic()
+        path = self._lake.path(table)
+        dt = open_table(path, self._lake.store.delta_options())
+        info = newest_commit(dt, table) if dt is not None else None
+        if dt is None or info is None or info.job != self._job:
+            return TableMaintenance(table, self._epoch, skipped=f"no table tiered by job {self._job!r}")
+        self._check_epoch(table, dt, info)
+        version_before, sizes = dt.version(), _file_sizes(dt)
+        buckets = self._to_compact(sizes)
+        self._set_properties(table, dt, fence=bool(buckets))
+        if buckets:
+            self._compact(table, dt, buckets)
+        checkpoint = self._checkpoint(path, dt, info)
+        dt.cleanup_metadata()
+        vacuumed = dt.vacuum(
+            retention_hours=self._config.file_retention_hours, dry_run=False, enforce_retention_duration=False,
+            full=True, commit_properties=self._properties("vacuum"), post_commithook_properties=_NO_HOOKS,
+        )
+        dt.update_incremental()
+        result = TableMaintenance(
+            table, self._epoch, version_before, dt.version(), sum(map(len, sizes.values())),
+            sum(map(len, _file_sizes(dt).values())), tuple(buckets), checkpoint, len(vacuumed),
+            time.monotonic() - started,
+        )
+        log.info("maintenance table=%s epoch=%d %s", table, self._epoch, result)
+        return result
+
+    def _check_epoch(self, table: str, dt: DeltaTable, info: LakeCommitInfo) -> None:
+        """Refuse when a newer term wrote to the table: its round (entry or txn) or its fence."""
+        txn = dt.transaction_version(app_id(self._job, table))
+        fence = dt.metadata().configuration.get(FENCE_PROPERTY)
+        newest = max(info.epoch, epoch_round(txn)[0] if txn is not None else -1, int(fence) if fence else -1)
+        if newest > self._epoch:
+            raise FencedEpochError(
+                f"table {table!r}: epoch {newest} already wrote to the lake (Delta version {dt.version()}); "
+                f"maintenance at epoch {self._epoch} refused",
+                table=table, epoch=self._epoch,
+            )
+
+    def _to_compact(self, sizes: Mapping[int, list[int]]) -> list[int]:
+        """The buckets holding at least ``min_files`` files smaller than the target."""
+        target = self._config.target_file_mb * _MIB
+        return sorted(b for b, files in sizes.items() if sum(s < target for s in files) >= self._config.min_files)
+
+    def _set_properties(self, table: str, dt: DeltaTable, *, fence: bool) -> None:
+        """The configured checkpoint interval and log retention, and (before a compaction) this
+        term's fence, in one metadata commit when any differs from the table's."""
+        wanted = {
+            "delta.checkpointInterval": str(self._config.checkpoint_interval),
+            "delta.logRetentionDuration": f"interval {self._config.log_retention_hours} hours",
+        }
+        if fence:
+            wanted[FENCE_PROPERTY] = str(self._epoch)
+        current = dt.metadata().configuration
+        changed = {k: v for k, v in wanted.items() if current.get(k) != v}
+        if changed:
+            self._guarded(table, f"setting {sorted(changed)}", lambda: dt.alter.set_table_properties(
+                changed, raise_if_not_exists=False, commit_properties=self._properties("properties"),
+                post_commithook_properties=_NO_HOOKS,
+            ))
+
+    def _compact(self, table: str, dt: DeltaTable, buckets: list[int]) -> None:
+        self._guarded(table, f"compaction of buckets {buckets}", lambda: dt.optimize.compact(
+            partition_filters=[(BUCKET_COLUMN, "in", [str(b) for b in buckets])],
+            target_size=self._config.target_file_mb * _MIB,
+            commit_properties=self._properties("compact"),
+            post_commithook_properties=_NO_HOOKS,
+        ))
+
+    def _guarded(self, table: str, what: str, commit: Callable[[], object]) -> None:
+        """``commit``, whose failure is a lost race: :class:`FencedEpochError` when a newer term
+        won it, else :class:`LakeCommitError` (a later pass tries again)."""
+        try:
+            commit()
+        except Exception as e:
+            after = open_table(self._lake.path(table), self._lake.store.delta_options())
+            info = newest_commit(after, table) if after is not None else None
+            if info is not None:
+                self._check_epoch(table, after, info)
+            raise LakeCommitError(
+                f"table {table!r}: {what} lost to a concurrent commit, nothing of it landed: {e}",
+                table=table, epoch=self._epoch,
+            ) from e
+
+    def _checkpoint(self, path: str, dt: DeltaTable, info: LakeCommitInfo) -> int | None:
+        """A checkpoint at the newest round commit when ``checkpoint_interval`` commits passed
+        since the last one (see the module doc for why only there)."""
+        last = self._last_checkpoint(path)
+        if dt.version() - max(last, 0) < self._config.checkpoint_interval or info.delta_version <= last:
+            return None
+        options = self._lake.store.delta_options()
+        DeltaTable(path, version=info.delta_version, storage_options=options).create_checkpoint()
+        return info.delta_version
+
+    def _last_checkpoint(self, path: str) -> int:
+        store = self._lake.store
+        try:
+            with store.filesystem.open_input_stream(store.path(f"{path}/_delta_log/_last_checkpoint")) as f:
+                return int(json.loads(f.read())["version"])
+        except FileNotFoundError:
+            return -1
+
+    def _properties(self, operation: str) -> CommitProperties:
+        return CommitProperties(custom_metadata=maintenance_metadata(job=self._job, epoch=self._epoch, operation=operation))
+
+
+def _file_sizes(dt: DeltaTable) -> dict[int, list[int]]:
+    """The sizes of the table's current data files, per bucket."""
+    actions = pa.table(dt.get_add_actions(flatten=True))
+    out: dict[int, list[int]] = {}
+    for size, bucket in zip(actions.column("size_bytes").to_pylist(), actions.column(f"partition.{BUCKET_COLUMN}").to_pylist()):
+        out.setdefault(int(bucket), []).append(int(size))
+    return out
