@@ -197,6 +197,18 @@ class TieringJob:
         if self._maintainer is not None and outcome.round_id % self.context.config.maintenance.every_rounds == 0:
             self._maintainer.run(included_tables(self.context.config, self.lease.client))
 
+    def _record_health(self, outcome: RoundOutcome) -> None:
+        """Keep every table's health in the checkpoint for ``tiering status`` (advisory: a write
+        that fails is logged, never fails the round, which has landed)."""
+        committed = {t: (c.table_id, c.delta_version) for t, c in outcome.committed.items() if c.delta_version >= 0}
+        failed = {t: (outcome.table_ids[t], message) for t, message in outcome.failed.items()}
+        facts = RoundFacts(int(time.time() * 1000), committed, failed, frozenset(outcome.dropped))
+        self._health = after_round(self._health, facts)
+        outcome.health = self._health
+        try:
+            write_health(self.context.config.job.checkpoint, self._health)
+        except OSError as e:
+            log.warning("job=%s round=%d: table health not saved: %s", self.context.job, outcome.round_id, e)
 
 
 def included_tables(config: TieringConfig, client) -> list[str]:
@@ -239,19 +251,6 @@ def maintain_as_leader(config: TieringConfig, *, wait_s: float = 5.0) -> Mainten
         return LakeMaintainer(Lake.of(config.lake), job, config.maintenance, term.epoch, fence=term.check).run(tables)
     finally:
         term.resign()
-
-    def _record_health(self, outcome: RoundOutcome) -> None:
-        """Keep every table's health in the checkpoint for ``tiering status`` (advisory: a write
-        that fails is logged, never fails the round, which has landed)."""
-        committed = {t: (c.table_id, c.delta_version) for t, c in outcome.committed.items() if c.delta_version >= 0}
-        failed = {t: (outcome.table_ids[t], message) for t, message in outcome.failed.items()}
-        facts = RoundFacts(int(time.time() * 1000), committed, failed, frozenset(outcome.dropped))
-        self._health = after_round(self._health, facts)
-        outcome.health = self._health
-        try:
-            write_health(self.context.config.job.checkpoint, self._health)
-        except OSError as e:
-            log.warning("job=%s round=%d: table health not saved: %s", self.context.job, outcome.round_id, e)
 
 
 def run_as_leader(
