@@ -9,7 +9,7 @@ commits and store calls wait on I/O, and a round of hundreds of small tables mus
 them one after the other.
 
 Failure modes and what happens:
-- a table fails (schema mismatch, snapshot gone, I/O, a failed bucket write): its leased
+- a table fails (a schema change the lake cannot follow, snapshot gone, I/O, a failed bucket write): its leased
   buckets are released, the failure is recorded, and the other tables still commit; the table
   is re-planned next round from its lake position, which did not move;
 - a table is dropped upstream mid-round (its files vanish, its report gets a 404): it fails
@@ -163,7 +163,9 @@ class RoundCommitter:
 
         with ThreadPoolExecutor(self._parallelism, thread_name_prefix="round") as pool:
             gone = self._acquire_snapshots(tables)
-            infos = {info.name: info for info in self._client.list_tables()}  # one call for the round
+            # One call for the round, made after the round's offsets were planned: every change the
+            # round reads was written before it, so a column a change carries is in these schemas.
+            infos = {info.name: info for info in self._client.list_tables()}
             list(pool.map(lambda t: settle(t, lambda t: self._prepare(t, infos, round_id, gone, outcome)), tables))
             ready = [t for t in tables if t.prepared is not None]
             results = self._writer.write_files([task for t in ready for task in self._writer.tasks(t.prepared)])

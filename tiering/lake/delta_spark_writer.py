@@ -11,8 +11,17 @@ Failure modes and what happens (the same protocol as :mod:`tiering.lake.round_wr
   the newer commit lands between our check and our write, Delta skips (or rejects, as a
   ``ConcurrentTransaction``/``ConcurrentDeleteRead`` conflict) our write -> :class:`FencedEpochError`
   when a newer epoch won, :class:`LakeCommitError` otherwise;
-- the KV table's schema no longer matches the Delta table -> :class:`LakeCommitError`
-  naming the columns, before any file is written;
+- the KV table gained a column: the write sets Delta's ``mergeSchema`` option, so the write's
+  own transaction updates the table's metadata (``WriteIntoDelta`` calls ``updateMetadata`` on
+  the transaction it commits the files with; ``mergeSchema`` is allowed with ``replaceWhere``,
+  unlike ``overwriteSchema``): one commit with ``metaData``, ``add``/``remove`` and the ``txn``.
+  Not the session-wide ``spark.databricks.delta.schema.autoMerge.enabled``: the round's tables
+  commit concurrently in one session, and only a round whose check found new columns may evolve
+  a schema. Not an ``ALTER TABLE ADD COLUMNS``: that is a commit of its own, without the round's
+  txn. Delta appends the column after the system columns (delta-rs keeps the KV order); columns
+  match by name, so both read the same;
+- a schema change the lake cannot follow -> :class:`LakeCommitError` naming the table and the
+  column, before any file is written (:mod:`tiering.lake.schema_change`);
 - a crash or a conflict after delta-spark wrote files -> orphan files in bucket directories,
   unreferenced by the log (a full ``VACUUM`` removes them; delta-spark does not say which they are).
 
@@ -97,6 +106,8 @@ class DeltaSparkRoundWriter(RoundWriter):
         else:
             buckets = ", ".join(str(p.bucket) for p in prepared.plans)
             writer = writer.mode("overwrite").option("replaceWhere", f"`{BUCKET_COLUMN}` IN ({buckets})")
+            if prepared.added_columns:
+                writer = writer.option("mergeSchema", "true")
         error: Exception | None = None
         try:
             writer.save(prepared.path)

@@ -13,8 +13,14 @@ Failure modes handled here, for every writer:
   the table's Delta txn version for ``tiering/<job>/<table>`` already reaches
   ``(epoch, round)`` -> nothing is written, ``skipped=True`` (delta-rs does not skip on its
   own, so the version is checked first);
-- the KV table's schema no longer matches the Delta table -> :class:`LakeCommitError` naming
-  the columns, before any file is written;
+- the KV table gained nullable columns the Delta table lacks -> the round's commit adds them to
+  the Delta schema (:attr:`PreparedRound.added_columns`; each writer says how its commit carries
+  the new schema): one commit, as fenced and idempotent as any other, and rows already in the
+  lake read them as null;
+- a schema change the lake cannot follow (a type changed, a column dropped, a NOT NULL column
+  added; :mod:`tiering.lake.schema_change`), another incarnation of the table or another
+  partitioning -> :class:`LakeCommitError` naming the table and the column, before any file is
+  written; the round's other tables still commit;
 - a commit that raised may still have landed; when it did not, a newer epoch's commit means
   :class:`FencedEpochError` (this driver must stop), anything else :class:`LakeCommitError`.
 """
@@ -36,6 +42,7 @@ from tiering.kvstore.models import TableInfo
 from tiering.lake.bucket_files import BucketResult, BucketTask, WrittenFile
 from tiering.lake.executor_writes import run_bucket_tasks
 from tiering.lake.round_plan import BucketPlan, plan_buckets
+from tiering.lake.schema_change import added_columns
 from tiering.lakestate.commits import LakeCommitInfo, commit_metadata, find_round_commit
 from tiering.lakestate.lake import Lake, LakeTable, open_table
 from tiering.lakestate.layout import BUCKET_COLUMN, app_id, epoch_round, lake_schema, txn_version
@@ -62,14 +69,17 @@ class TableCommit:
     rows_out: int = 0
     #: who wrote the data files: "executors", "driver" (a small changelog round) or "delta-spark"
     written_by: str = ""
+    #: columns the commit added to the Delta schema (the KV table gained them)
+    added_columns: tuple[str, ...] = ()
 
     def __str__(self) -> str:
         if self.skipped:
             return f"skipped (lake at Delta version {self.delta_version})"
+        added = f", columns added {list(self.added_columns)}" if self.added_columns else ""
         return (
             f"Delta version {self.delta_version}: bootstrap buckets {list(self.bootstrap_buckets)}, "
             f"log buckets {list(self.log_buckets)}, {self.rows_in} changes in, {self.rows_out} rows out "
-            f"(written by the {self.written_by})"
+            f"(written by the {self.written_by}){added}"
         )
 
 
@@ -87,6 +97,8 @@ class PreparedRound:
     plans: tuple[BucketPlan, ...]
     positions: Mapping[int, int] = field(hash=False)
     metadata: Mapping[str, Any] = field(hash=False)
+    #: KV columns the Delta table lacks: the round's commit adds them to the Delta schema
+    added_columns: tuple[str, ...] = ()
 
     def result(self, delta_version: int, rows_out: int, written_by: str) -> TableCommit:
         return TableCommit(
@@ -100,6 +112,7 @@ class PreparedRound:
             rows_in=sum(p.num_changes for p in self.plans),
             rows_out=rows_out,
             written_by=written_by,
+            added_columns=self.added_columns,
         )
 
 
@@ -153,8 +166,7 @@ class RoundWriter:
         if done is not None and done >= version:
             log.info("table=%s round %s already in the lake (at %s): skipped", table.name, (epoch, round_id), epoch_round(done))
             return _skipped(table, dt, info)
-        if dt is not None and not replace_table:
-            _check_compatible(dt, table, info)
+        added = _check_compatible(dt, table, info) if dt is not None and not replace_table else ()
         lake = info.position if info is not None and not replace_table else None
         lake_files = current.files_by_bucket() if current is not None and not replace_table else {}
         plans = tuple(p for p in plan_buckets(table, splits, files, lake, lake_files) if p.rewrites)
@@ -170,7 +182,7 @@ class RoundWriter:
             lease_id=lease_id,
             snapshots={p.bucket: p.snapshot_id for p in plans if p.snapshot_id is not None},
         )
-        return PreparedRound(table, path, app, version, epoch, dt, replace_table, plans, positions, metadata)
+        return PreparedRound(table, path, app, version, epoch, dt, replace_table, plans, positions, metadata, added)
 
     def tasks(self, prepared: PreparedRound) -> list[BucketTask]:
         """The bucket files executors write before :meth:`commit` ([]: the commit writes its own)."""
@@ -262,28 +274,23 @@ def _skipped(table: TableInfo, dt: DeltaTable | None, info: LakeCommitInfo | Non
     )
 
 
-def _check_compatible(dt: DeltaTable, table: TableInfo, info: LakeCommitInfo | None) -> None:
-    """The Delta table must hold this incarnation and have exactly the lake schema."""
+def _check_compatible(dt: DeltaTable, table: TableInfo, info: LakeCommitInfo | None) -> tuple[str, ...]:
+    """The Delta table must hold this incarnation, be partitioned by bucket and be able to follow
+    the KV table's schema; the columns the round adds to it."""
     if info is not None and info.position.table_id != table.table_id:
         raise LakeCommitError(
             f"table {table.name!r}: the lake holds table_id {info.position.table_id}, the round is for "
             f"{table.table_id}; a re-created table needs replace_table=True",
             table=table.name,
         )
-    have = {f.name: f.type for f in dt.schema().fields}
-    want = {f.name: f.type for f in Schema.from_arrow(lake_schema(table)).fields}
-    problems = [f"{n} missing in Delta" for n in want if n not in have]
-    problems += [f"{n} not in the KV table" for n in have if n not in want]
-    problems += [f"{n} is {have[n]} in Delta but {want[n]} in the KV table" for n in want if n in have and have[n] != want[n]]
     partitioning = list(dt.metadata().partition_columns)
     if partitioning != [BUCKET_COLUMN]:
-        problems.append(f"partitioned by {partitioning}, expected [{BUCKET_COLUMN!r}]")
-    if problems:
         raise LakeCommitError(
-            f"table {table.name!r}: Delta schema at {dt.table_uri} is incompatible with the KV table: "
-            + "; ".join(problems),
+            f"table {table.name!r}: the Delta table at {dt.table_uri} is partitioned by {partitioning}, "
+            f"expected [{BUCKET_COLUMN!r}]",
             table=table.name,
         )
+    return added_columns(table.name, dt.table_uri, dt.schema(), Schema.from_arrow(lake_schema(table)))
 
 
 def output_rows(commit: Mapping[str, Any] | None, metric: str) -> int:

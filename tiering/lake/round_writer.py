@@ -8,7 +8,15 @@ directory or S3, where delta-rs commits with a conditional put). Failure modes o
   or ``ConcurrentDeleteRead`` since every rewrite removes files); the loser's files are deleted
   and nothing of it lands;
 - a crash between writing files and committing -> unreferenced files in bucket directories,
-  removed by a full ``VACUUM`` (``vacuum(full=True)``) once past its retention.
+  removed by a full ``VACUUM`` (``vacuum(full=True)``) once past its retention;
+- the KV table gained a column: the commit carries the new schema. ``create_write_transaction``
+  in overwrite mode compares the schema it is given with the table's and, when they differ, puts
+  a ``metaData`` action in the same log entry as the round's ``add``/``remove`` actions and its
+  ``txn`` (delta-rs 1.6.6, ``RawDeltaTable.create_write_transaction``). So the schema changes
+  exactly when the round's data lands, and a replayed round is skipped as a whole by its txn
+  version. (``DeltaTable.alter.add_columns`` would be a commit of its own, without the round's
+  txn: a crash between the two would leave the lake evolved but the round not done.) A stale
+  term racing a newer one is refused as above, schema change or not.
 
 One data path, copy-on-write per bucket (Hudi-style): every bucket the round touches is
 rewritten (see :mod:`tiering.lake.bucket_files`), its files written straight into the table

@@ -12,7 +12,9 @@ import random
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from tiering.conf.loader import load_config
 from tiering.conf.model import TieringConfig
@@ -40,14 +42,25 @@ class TableOracle:
         self.info = client.create_table(
             TableSpec.model_validate({"name": name, "schema": SCHEMA, "primary_key": ["id"], "num_buckets": num_buckets})
         )
+        self.added: list[str] = []
 
-    def upsert(self, ids) -> None:
+    def add_column(self, name: str, type: str) -> None:
+        """Append a nullable column upstream: the rows written so far hold null in it."""
+        self.info = self.client.add_column(self.name, name, type)
+        self.added.append(name)
+        for row in self.rows.values():
+            row[name] = None
+
+    def upsert(self, ids, **added: Callable[[int], Any]) -> None:
+        """Upsert ``ids``; an added column gets ``added[column](id)``, or null when not given
+        (an upsert replaces the whole row)."""
         rows = [
-            {"id": i, "name": f"{self.name}-{i}-{self.rng.randrange(10**6)}", "amount": self.rng.random() * 100, "qty": self.rng.randrange(1000)}
+            {"id": i, "name": f"{self.name}-{i}-{self.rng.randrange(10**6)}", "amount": self.rng.random() * 100, "qty": self.rng.randrange(1000),
+             **{c: value(i) for c, value in added.items()}}
             for i in ids
         ]
         self.client.upsert(self.name, rows)
-        self.rows.update({r["id"]: r for r in rows})
+        self.rows.update({r["id"]: {**dict.fromkeys(self.added), **r} for r in rows})
 
     def delete(self, ids) -> None:
         ids = list(ids)
