@@ -35,7 +35,7 @@ from deltalake.transaction import CommitProperties, PostCommitHookProperties
 
 from tiering.conf.model import MaintenanceConfig
 from tiering.errors import FencedEpochError, LakeCommitError, NotLeaderError
-from tiering.lakestate.commits import LakeCommitInfo, maintenance_metadata, newest_commit
+from tiering.lakestate.commits import LakeCommitInfo, fence_epoch, maintenance_metadata, newest_commit
 from tiering.lakestate.lake import Lake, open_table
 from tiering.lakestate.layout import BUCKET_COLUMN, FENCE_PROPERTY, app_id, epoch_round
 
@@ -146,8 +146,8 @@ class LakeMaintainer:
     def _check_epoch(self, table: str, dt: DeltaTable, info: LakeCommitInfo) -> None:
         """Refuse when a newer term wrote to the table: its round (entry or txn) or its fence."""
         txn = dt.transaction_version(app_id(self._job, table))
-        fence = dt.metadata().configuration.get(FENCE_PROPERTY)
-        newest = max(info.epoch, epoch_round(txn)[0] if txn is not None else -1, int(fence) if fence else -1)
+        fence = fence_epoch(dt)
+        newest = max(info.epoch, epoch_round(txn)[0] if txn is not None else -1, fence if fence is not None else -1)
         if newest > self._epoch:
             raise FencedEpochError(
                 f"table {table!r}: epoch {newest} already wrote to the lake (Delta version {dt.version()}); "

@@ -43,7 +43,7 @@ from tiering.lake.bucket_files import BucketResult, BucketTask, WrittenFile
 from tiering.lake.executor_writes import run_bucket_tasks
 from tiering.lake.round_plan import BucketPlan, plan_buckets
 from tiering.lake.schema_change import added_columns
-from tiering.lakestate.commits import LakeCommitInfo, commit_metadata, find_round_commit
+from tiering.lakestate.commits import LakeCommitInfo, commit_metadata, fence_epoch, find_round_commit
 from tiering.lakestate.lake import Lake, LakeTable, open_table
 from tiering.lakestate.layout import BUCKET_COLUMN, app_id, epoch_round, lake_schema, txn_version
 
@@ -166,6 +166,12 @@ class RoundWriter:
         if done is not None and done >= version:
             log.info("table=%s round %s already in the lake (at %s): skipped", table.name, (epoch, round_id), epoch_round(done))
             return _skipped(table, dt, info)
+        fenced = fence_epoch(dt) if dt is not None else None
+        if fenced is not None and fenced > epoch:
+            raise FencedEpochError(
+                f"table {table.name!r}: a maintenance pass of epoch {fenced} fenced the table; round {round_id} of "
+                f"epoch {epoch} refused", table=table.name, epoch=epoch,
+            )
         added = _check_compatible(dt, table, info) if dt is not None and not replace_table else ()
         lake = info.position if info is not None and not replace_table else None
         lake_files = current.files_by_bucket() if current is not None and not replace_table else {}

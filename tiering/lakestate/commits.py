@@ -19,13 +19,14 @@ from deltalake import DeltaTable
 
 from tiering.enumerator.positions import LakePosition
 from tiering.errors import LakeCommitError
-from tiering.lakestate.layout import MAINTENANCE_KEY, METADATA_KEY, METADATA_VERSION, txn_version
+from tiering.lakestate.layout import FENCE_PROPERTY, MAINTENANCE_KEY, METADATA_KEY, METADATA_VERSION, txn_version
 
 __all__ = [
     "LakeCommitInfo",
     "commit_metadata",
     "maintenance_metadata",
     "find_round_commit",
+    "fence_epoch",
     "newest_commit",
     "tiering_entry",
 ]
@@ -78,6 +79,13 @@ def maintenance_metadata(*, job: str, epoch: int, operation: str) -> dict[str, A
     """The custom commit info entry of a maintenance commit. Under its own key, so the readers of
     round entries walk past it: it changes no row and moves no offset."""
     return {MAINTENANCE_KEY: {"v": METADATA_VERSION, "job": job, "epoch": epoch, "operation": operation}}
+
+
+def fence_epoch(dt: DeltaTable) -> int | None:
+    """The epoch of the last maintenance pass that fenced the table (its table property), if any:
+    no round or pass of an older term may commit on top of it."""
+    fence = dt.metadata().configuration.get(FENCE_PROPERTY)
+    return int(fence) if fence else None
 
 
 def newest_commit(dt: DeltaTable, table: str, newer_than: int | None = None) -> LakeCommitInfo | None:

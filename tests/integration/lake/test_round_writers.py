@@ -26,7 +26,7 @@ from tiering.lake.delta_spark_writer import DeltaSparkRoundWriter, check_delta_j
 from tiering.lake.round_protocol import RoundWriter
 from tiering.lake.round_writer import DeltaRsRoundWriter
 from tiering.lakestate.lake import Lake
-from tiering.lakestate.layout import app_id, txn_version
+from tiering.lakestate.layout import FENCE_PROPERTY, app_id, txn_version
 
 pytestmark = pytest.mark.integration
 
@@ -274,6 +274,20 @@ def test_replayed_and_stale_rounds_are_skipped(writer, lake, round1, tmp_path):
     log = write_log(tmp_path / "s", ORDERS, [(3, "+U", row(10, "x2"))])
     newer = commit(writer, {LogSplit("orders", 1, 1, 3, 4): [log]}, epoch=3, round_id=0)
     assert not newer.skipped and newer.delta_version == 1 and lake_rows(lake)[10][1] == "x2"
+
+
+def test_a_round_of_a_term_older_than_the_tables_maintenance_fence_is_refused(writer, lake, round1, tmp_path):
+    commit(writer, round1, epoch=2, round_id=5)
+    # `tiering maintain` ran at epoch 4 and fenced the table before compacting it
+    delta(lake).alter.set_table_properties({FENCE_PROPERTY: "4"}, raise_if_not_exists=False)
+    before, version = lake_rows(lake), delta(lake).version()
+    log = write_log(tmp_path / "s", ORDERS, [(3, "+U", row(10, "x2"))])
+
+    with pytest.raises(FencedEpochError, match="maintenance pass of epoch 4 fenced the table; round 6 of epoch 3"):
+        commit(writer, {LogSplit("orders", 1, 1, 3, 4): [log]}, epoch=3, round_id=6)
+
+    assert (lake_rows(lake), delta(lake).version()) == (before, version)
+    assert not commit(writer, {LogSplit("orders", 1, 1, 3, 4): [log]}, epoch=4, round_id=0).skipped
 
 
 def test_replace_table_replaces_every_bucket_and_the_schema(writer, lake, round1, tmp_path):
