@@ -166,6 +166,9 @@ class LakeMaintainer:
         wanted = {
             "delta.checkpointInterval": str(self._config.checkpoint_interval),
             "delta.logRetentionDuration": f"interval {self._config.log_retention_hours} hours",
+            # tombstones of replaced files live in every checkpoint this long (Delta's default is a
+            # week): as long as vacuum keeps the files, no longer, or checkpoints keep growing
+            "delta.deletedFileRetentionDuration": f"interval {self._config.file_retention_hours} hours",
         }
         if fence:
             wanted[FENCE_PROPERTY] = str(self._epoch)

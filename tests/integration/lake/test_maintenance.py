@@ -104,6 +104,7 @@ def test_checkpoint_is_made_at_the_newest_round_commit_and_old_log_entries_go(tm
     assert loaded.position().buckets == {0: 120, 1: 120}, "the newest round commit survives the cleanup"
     assert _ids(path) == sorted(i for r in range(1, 13) for i in range(r * 100, r * 100 + 6))
     assert DeltaTable(path).metadata().configuration["delta.checkpointInterval"] == "5"
+    assert DeltaTable(path).metadata().configuration["delta.deletedFileRetentionDuration"] == "interval 24 hours"
 
 
 def test_unreferenced_file_older_than_the_retention_is_removed_fresh_and_referenced_stay(tmp_path):
@@ -163,7 +164,8 @@ def _overwrite_bucket(dt: DeltaTable, path: str, bucket: int, ids: list[int], ep
 def test_compaction_losing_a_race_with_a_round_on_its_bucket_fails_and_the_round_wins(tmp_path, monkeypatch):
     lake, path = _tiered(tmp_path, rounds=6)
     DeltaTable(path).alter.set_table_properties({  # as a pass of this term left them: no property commit now
-        "delta.checkpointInterval": "5", "delta.logRetentionDuration": "interval 720 hours", "kvTiering.fenceEpoch": "3",
+        "delta.checkpointInterval": "5", "delta.logRetentionDuration": "interval 720 hours",
+        "delta.deletedFileRetentionDuration": "interval 24 hours", "kvTiering.fenceEpoch": "3",
     }, raise_if_not_exists=False)
     stale = DeltaTable(path)
     _overwrite_bucket(DeltaTable(path), path, 0, [0, 2, 4], epoch=3, round_id=7)  # lands first
