@@ -26,7 +26,7 @@ def _gone(client, table: str, bucket: int, snapshot_id: int) -> bool:
         return True
 
 
-def _three_snapshots(client, hold_first_as: str | None = None) -> tuple[int, list]:
+def _three_snapshots(client, hold_first_as: str | None = None, hold_ms: int = 60_000) -> tuple[int, list]:
     """Snapshots 1, 2, 3 of bucket 0; ``hold_first_as`` leases snapshot 1 while it is still the
     newest (with GC running every 0.2 s, a later acquire could come after its deletion)."""
     info = client.create_table(orders_spec())
@@ -36,7 +36,7 @@ def _three_snapshots(client, hold_first_as: str | None = None) -> tuple[int, lis
         snaps.append(client.take_snapshots("orders").buckets[0])
         if i == 0 and hold_first_as:
             ref = SnapshotRef(table_id=info.table_id, bucket=0, snapshot_id=1)
-            held = client.acquire_lease(hold_first_as, epoch=1, duration_ms=60_000, snapshots=[ref])
+            held = client.acquire_lease(hold_first_as, epoch=1, duration_ms=hold_ms, snapshots=[ref])
             assert held.unavailable == [] and held.snapshots == [ref]
     assert [s.snapshot_id for s in snaps] == [1, 2, 3]
     return info.table_id, snaps
@@ -63,9 +63,8 @@ def test_gc_keeps_leased_snapshot_until_release(store_factory):
 def test_expired_lease_frees_its_snapshots_and_cannot_be_renewed(store_factory):
     store = store_factory(num_retained=1, gc_interval_s=0.2)
     client = store.client()
-    table_id, snaps = _three_snapshots(client)
+    table_id, snaps = _three_snapshots(client, hold_first_as="job-b", hold_ms=600)
     ref = SnapshotRef(table_id=table_id, bucket=0, snapshot_id=1)
-    client.acquire_lease("job-b", epoch=3, duration_ms=600, snapshots=[ref])
 
     wait_until(lambda: _gone(client, "orders", 0, 1), "snapshot 1 collected after its lease expired")
     assert not Path(snaps[0].files[0]).exists()

@@ -97,7 +97,7 @@ def test_dropped_mid_round_fails_alone_is_released_reported_and_a_recreated_tabl
     tables = {t["table"]: t for t in json.loads(report.stdout)["tables"]}
     assert {t: tables[t]["state"] for t in tables} == {"keep": "ok", "bad": "failing", "gone": "dropped", "fresh": "dropped"}
     assert (tables["gone"]["table_id"], tables["gone"]["lake_version"]) == (gone.info.table_id, gone_version)
-    assert tables["bad"]["consecutive_failures"] == failures and "Delta schema" in tables["bad"]["last_failure"]
+    assert tables["bad"]["consecutive_failures"] == failures and "partitioned by" in tables["bad"]["last_failure"]
     assert (tables["keep"]["lag"], tables["keep"]["freshness_s"], tables["keep"]["lake_commit_ms"] > 0) == (0, 0.0, True)
     assert status(conf, "--json", "--fail-after", str(failures + 1)).returncode == EXIT_OK
 
