@@ -2,7 +2,9 @@
 # Runs the whole test suite: with no arguments, first the Airflow DAG test in its own venv
 # (scripts/test_airflow.sh), then the main suite in .venv (made by scripts/setup.sh). Arguments
 # go to the main pytest run and skip the Airflow part, e.g. `scripts/test.sh -m unit`.
-# pytest's "no tests collected" (exit 5) is not a failure.
+# pytest's "no tests collected" (exit 5) is not a failure. The suite runs in TEST_WORKERS
+# (default 2) pytest-xdist workers, a test module per worker at a time (--dist loadfile): most
+# of its time is spent waiting on JVM starts, processes and timeouts, which overlap well.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 airflow_rc=0
@@ -12,7 +14,7 @@ if [ "$#" -eq 0 ]; then
 fi
 export PYSPARK_PYTHON="$PWD/.venv/bin/python"
 export PYSPARK_DRIVER_PYTHON="$PWD/.venv/bin/python"
-.venv/bin/python -m pytest "$@"
+.venv/bin/python -m pytest -n "${TEST_WORKERS:-2}" --dist loadfile "$@"
 rc=$?
 if [ "$rc" -eq 5 ]; then
   echo "test: no tests were collected"
