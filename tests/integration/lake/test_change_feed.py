@@ -11,12 +11,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-import pyarrow as pa
 import pyarrow.fs as pafs
 import pytest
 
+from tests.integration.lake.feed_replay import read_feed, replayed
 from tests.integration.lake.store_files import ts, write_log, write_snapshot
-from tests.integration.lake.test_round_writers import JOB, ORDERS, commit, lake_rows, log_entry, row
+from tests.integration.lake.test_round_writers import JOB, ORDERS, commit, lake, lake_rows, log_entry, row  # noqa: F401 (lake: the fixture)
 from tiering.enumerator.splits import LogSplit, SnapshotSplit, Split
 from tiering.errors import LakeCommitError
 from tiering.lake.round_writer import DeltaRsRoundWriter
@@ -93,28 +93,11 @@ def expected(before: Rows, inputs: Iterable[BucketInput]) -> tuple[Rows, list[Ch
 
 def feed(lake: Lake, version: int) -> list[Change]:
     """The change feed of one Delta version, read by delta-rs."""
-    dt = lake.load("orders").dt
-    data = pa.table(dt.load_cdf(starting_version=version, ending_version=version).read_all()).to_pylist()
+    data = read_feed(lake, "orders", version, version)
     assert {r["_commit_version"] for r in data} <= {version}
     return sorted(
         (r["_change_type"], r["id"], r["__bucket"], r["name"], r["price"], r["__offset"], r["__timestamp"]) for r in data
     )
-
-
-def replayed(lake: Lake) -> Rows:
-    """The rows an empty table ends with when the whole feed is applied version by version."""
-    dt = lake.load("orders").dt
-    data = pa.table(dt.load_cdf(starting_version=0).read_all()).to_pylist()
-    rows: Rows = {}
-    for r in sorted(data, key=lambda r: (r["_commit_version"], r["_change_type"] != "delete")):
-        image = (r["__bucket"], r["name"], r["price"], r["__offset"], r["__timestamp"])
-        if r["_change_type"] == "delete":
-            assert rows.pop(r["id"]) == image
-        elif r["_change_type"] == "update_preimage":
-            assert rows[r["id"]] == image
-        else:
-            rows[r["id"]] = image
-    return rows
 
 
 def change_data_files(lake: Lake) -> list[str]:
@@ -125,14 +108,6 @@ def change_data_files(lake: Lake) -> list[str]:
 
 def feed_writer(spark, lake: Lake, **options) -> DeltaRsRoundWriter:
     return DeltaRsRoundWriter(spark, lake, JOB, change_data_feed=True, **options)
-
-
-@pytest.fixture(params=["local", "s3"])
-def lake(request, tmp_path) -> Lake:
-    if request.param == "local":
-        return Lake.at(str(tmp_path / "lake"))
-    server = request.getfixturevalue("s3_server")
-    return Lake.at(request.getfixturevalue("s3_root"), server.storage_options())
 
 
 #: Bucket 0: snapshot + log (an update, a delete, a key inserted and updated, a delete of an
@@ -183,7 +158,7 @@ def test_each_version_of_the_feed_is_the_rounds_net_change_per_key(spark, lake, 
     replay = commit(writer, files(tmp_path / "r2b", ROUND2), round_id=2)
 
     assert replay.skipped and lake.load("orders").version == 1
-    assert replayed(lake) == lake_rows(lake)
+    assert replayed(read_feed(lake, "orders", 0)) == {r["id"]: r for r in lake.load("orders").to_arrow().to_pylist()}
 
 
 def test_with_the_feed_off_rounds_rewrite_buckets_and_a_table_gets_the_feed_when_it_is_turned_on(spark, lake, tmp_path):

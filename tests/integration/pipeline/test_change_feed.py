@@ -4,37 +4,15 @@ yields the lake's rows exactly, and a round's versions name only the keys the ro
 
 from __future__ import annotations
 
-import pyarrow as pa
 import pytest
 
+from tests.integration.lake.feed_replay import read_feed, replayed
 from tests.integration.pipeline.harness import TableOracle, assert_lake_equals, make_config
 from tiering.context import TermContext
 from tiering.job import TieringJob
 from tiering.lakestate.lake import Lake
 
 pytestmark = pytest.mark.integration
-
-_FEED_COLUMNS = ("_change_type", "_commit_version", "_commit_timestamp")
-
-
-def feed(lake: Lake, since: int) -> list[dict]:
-    dt = lake.load("orders").dt
-    return pa.table(dt.load_cdf(starting_version=since).read_all()).to_pylist()
-
-
-def replayed(changes: list[dict]) -> dict[int, dict]:
-    """The rows an empty table ends with when ``changes`` are applied version by version."""
-    rows: dict[int, dict] = {}
-    for change in sorted(changes, key=lambda c: (c["_commit_version"], c["_change_type"] != "delete")):
-        row = {k: v for k, v in change.items() if k not in _FEED_COLUMNS}
-        if change["_change_type"] == "delete":
-            assert rows.pop(row["id"]) == row
-        elif change["_change_type"] == "update_preimage":
-            assert rows[row["id"]] == row
-        else:
-            rows[row["id"]] = row
-    return rows
-
 
 def test_the_feed_replayed_from_version_0_is_the_lake_and_a_round_names_only_its_keys(spark, kv_store, tmp_path):
     client = kv_store.client()
@@ -55,6 +33,6 @@ def test_the_feed_replayed_from_version_0_is_the_lake_and_a_round_names_only_its
 
     assert_lake_equals(lake, orders)
     lake_rows = {r["id"]: r for r in lake.load("orders").to_arrow().to_pylist()}
-    assert replayed(feed(lake, 0)) == lake_rows
+    assert replayed(read_feed(lake, "orders", 0)) == lake_rows
     changed = {k for k in before.keys() | orders.rows.keys() if before.get(k) != orders.rows.get(k)}
-    assert {c["id"] for c in feed(lake, first + 1)} == changed
+    assert {c["id"] for c in read_feed(lake, "orders", first + 1)} == changed
