@@ -182,6 +182,16 @@ class LakeConfig(_Section):
         DEFAULT_MERGE_MAX_CHANGES,
         ge=0,
     )
+    change_data_feed: bool = setting(
+        "Create tables with Delta's change data feed (`delta.enableChangeDataFeed`; a table "
+        "created without it gets it at its next round) and write every round so that the feed "
+        "holds exactly its changes: per Delta version, each key the round changed with its net "
+        "change (`insert`, `update_preimage`/`update_postimage`, `delete`). delta-rs writer only: "
+        "a round that changes rows already in the lake is then one MERGE in the driver, whose "
+        "source (the changes, and the whole content of a re-bootstrapped bucket) must fit in "
+        "`merge_max_changes` rows, or the table's round fails naming both keys.",
+        False,
+    )
 
     table_parallelism: int = setting(
         "Tables of one round prepared, committed and reported at the same time (threads of the "
@@ -189,6 +199,21 @@ class LakeConfig(_Section):
         8,
         ge=1,
     )
+
+    @model_validator(mode="after")
+    def _feed_writable(self) -> LakeConfig:
+        if self.change_data_feed and self.writer == "delta-spark":
+            raise ValueError(
+                "lake.change_data_feed = true needs lake.writer = \"delta-rs\": the delta-spark writer replaces "
+                "whole buckets (replaceWhere), which Delta records as every row of every touched bucket "
+                "deleted and inserted again, not as the round's changes"
+            )
+        if self.change_data_feed and self.merge_max_changes == 0:
+            raise ValueError(
+                "lake.change_data_feed = true needs lake.merge_max_changes > 0: rounds recorded in the feed "
+                "are MERGEs in the driver, bounded by it"
+            )
+        return self
 
     @field_validator("storage", mode="before")
     @classmethod

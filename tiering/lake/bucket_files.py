@@ -43,12 +43,16 @@ from tiering.lake.round_plan import BucketPlan
 from tiering.lakestate.layout import BUCKET_COLUMN, OFFSET_COLUMN, OP_COLUMN, lake_schema
 from tiering.storage.object_store import ObjectStore
 
-__all__ = ["BucketTask", "BucketResult", "WrittenFile", "write_bucket", "run_task", "file_schema"]
+__all__ = [
+    "BucketTask", "BucketResult", "WrittenFile", "write_bucket", "run_task", "file_schema", "merge_batches", "base_rows",
+]
 
 _BATCH_ROWS = 256 * 1024
 #: Compute arguments are Arrow scalars: a Python literal makes pyarrow try (and fail) to import
 #: pandas and dateutil on every call, a cost per bucket per round.
 _DELETE = pa.scalar(DELETE, pa.string())
+#: The change a snapshot row stands for in a MERGE's source: the key's row as it is now.
+_UPSERT = pa.scalar("+U", pa.string())
 
 
 @dataclass(frozen=True)
@@ -140,6 +144,32 @@ def _rewrite(task: BucketTask, schema: pa.Schema) -> list[WrittenFile]:
         return []
     size = fs.get_file_info(target).size
     return [WrittenFile(rel, plan.bucket, size, stats.rows, stats.to_json(), int(time.time() * 1000))]
+
+
+def merge_batches(task: BucketTask, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
+    """The bucket's rows for a MERGE into the lake, with ``schema``'s columns (the lake's and
+    ``__op``): a snapshot bucket's whole content after the round (each row an upsert, so the
+    MERGE can tell which rows differ from the lake's), otherwise its newest change per key,
+    deletes included. A snapshot streams through; only the changes are held."""
+    plan = task.plan
+    changes = _latest_changes(task) if plan.has_changes else None
+    if plan.base != "snapshot":
+        rows: Iterator[pa.RecordBatch] = iter(changes.to_batches(_BATCH_ROWS) if changes is not None else ())
+    else:
+        rows = _rows(task, file_schema(task.table), changes)
+    bucket = pa.scalar(plan.bucket, schema.field(BUCKET_COLUMN).type)
+    for batch in rows:
+        if batch.num_rows:
+            columns = {n: batch.column(n) for n in batch.schema.names}
+            columns[BUCKET_COLUMN] = pa.repeat(bucket, batch.num_rows)
+            columns.setdefault(OP_COLUMN, pa.repeat(_UPSERT, batch.num_rows))
+            yield pa.RecordBatch.from_arrays([columns[n] for n in schema.names], schema=schema)
+
+
+def base_rows(task: BucketTask) -> int:
+    """Rows of the bucket's base files, from their Parquet footers (nothing is decoded)."""
+    fs, paths = task.store.locate(task.plan.base_files)
+    return sum(pq.read_metadata(fs.open_input_file(p)).num_rows for p in paths)
 
 
 def _file_name(plan: BucketPlan) -> str:

@@ -22,6 +22,10 @@ Failure modes and what happens (the same protocol as :mod:`tiering.lake.round_wr
   match by name, so both read the same;
 - a schema change the lake cannot follow -> :class:`LakeCommitError` naming the table and the
   column, before any file is written (:mod:`tiering.lake.schema_change`);
+- ``lake.change_data_feed = true``: refused when the configuration is loaded (``ConfigError``):
+  the ``replaceWhere`` overwrite below is recorded by Delta as every row of every touched bucket
+  deleted and inserted again, not as the round's changes (a feed-correct path would be Delta's
+  own MERGE; see :mod:`tiering.lake.change_feed` for the delta-rs one);
 - a crash or a conflict after delta-spark wrote files -> orphan files in bucket directories,
   unreferenced by the log (a full ``VACUUM`` removes them; delta-spark does not say which they are).
 

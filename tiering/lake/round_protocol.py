@@ -67,7 +67,8 @@ class TableCommit:
     log_buckets: tuple[int, ...] = ()
     rows_in: int = 0
     rows_out: int = 0
-    #: who wrote the data files: "executors", "driver" (a small changelog round) or "delta-spark"
+    #: who wrote the data files: "executors", "driver" (a small changelog round), "driver (MERGE)"
+    #: (a round recorded in the change data feed) or "delta-spark"
     written_by: str = ""
     #: columns the commit added to the Delta schema (the KV table gained them)
     added_columns: tuple[str, ...] = ()
@@ -99,6 +100,8 @@ class PreparedRound:
     metadata: Mapping[str, Any] = field(hash=False)
     #: KV columns the Delta table lacks: the round's commit adds them to the Delta schema
     added_columns: tuple[str, ...] = ()
+    #: buckets holding data files in the lake before the round
+    lake_buckets: frozenset[int] = frozenset()
 
     def result(self, delta_version: int, rows_out: int, written_by: str) -> TableCommit:
         return TableCommit(
@@ -159,6 +162,8 @@ class RoundWriter:
         was re-created upstream (new ``table_id``); every existing file and the schema are replaced.
         """
         path = self._lake.path(table.name)
+        if current is not None:
+            self._adjust_table(current.dt, epoch)
         app, version = app_id(self._job, table.name), txn_version(epoch, round_id)
         dt = current.dt if current is not None else None
         info = current.info if current is not None else None
@@ -188,7 +193,13 @@ class RoundWriter:
             lease_id=lease_id,
             snapshots={p.bucket: p.snapshot_id for p in plans if p.snapshot_id is not None},
         )
-        return PreparedRound(table, path, app, version, epoch, dt, replace_table, plans, positions, metadata, added)
+        return PreparedRound(
+            table, path, app, version, epoch, dt, replace_table, plans, positions, metadata, added, frozenset(lake_files)
+        )
+
+    def _adjust_table(self, dt: DeltaTable, epoch: int) -> None:
+        """A table property this writer needs and ``dt`` lacks, set in a commit of its own before
+        the round is checked against the table (which then sees that commit); none by default."""
 
     def tasks(self, prepared: PreparedRound) -> list[BucketTask]:
         """The bucket files executors write before :meth:`commit` ([]: the commit writes its own)."""

@@ -21,7 +21,9 @@ WRITERS = ("delta-rs", "delta-spark")
 def make_round_writer(spark, lake: LakeConfig, job: str) -> RoundWriter:
     """The round writer ``lake.writer`` names; :class:`ConfigError` for anything not available."""
     if lake.writer == "delta-rs":
-        return DeltaRsRoundWriter(spark, Lake.of(lake), job, merge_max_changes=lake.merge_max_changes)
+        return DeltaRsRoundWriter(
+            spark, Lake.of(lake), job, merge_max_changes=lake.merge_max_changes, change_data_feed=lake.change_data_feed
+        )
     if lake.writer == "delta-spark":
         return DeltaSparkRoundWriter(spark, Lake.of(lake), job)
     raise ConfigError([f"lake.writer: unknown writer {lake.writer!r}; expected one of {', '.join(WRITERS)}"])

@@ -270,3 +270,17 @@ def test_file_retention_below_the_safe_minimum_is_refused_naming_the_key(tmp_pat
     path = write(tmp_path, MINIMAL + "[maintenance]\nfile_retention_hours = 1\nevery_rounds = 10\n")
     assert problems(path) == [f"maintenance.file_retention_hours ({path}): expected integer >= 24, got 1"]
     assert load_config(path, env={"TIERING_MAINTENANCE_FILE_RETENTION_HOURS": "24"}).maintenance.file_retention_hours == 24
+
+
+@pytest.mark.parametrize(
+    "lake, message",
+    [
+        ('writer = "delta-spark"', 'needs lake.writer = "delta-rs": the delta-spark writer replaces whole buckets'),
+        ("merge_max_changes = 0", "needs lake.merge_max_changes > 0: rounds recorded in the feed are MERGEs"),
+    ],
+)
+def test_the_change_data_feed_refuses_a_writer_that_cannot_record_it(tmp_path, lake, message) -> None:
+    path = write(tmp_path, MINIMAL.replace("[lake]", f"[lake]\nchange_data_feed = true\n{lake}"))
+    (problem,) = problems(path)
+    assert problem.startswith(f"lake ({path}): lake.change_data_feed = true ") and message in problem
+    assert load_config(write(tmp_path, MINIMAL.replace("[lake]", f"[lake]\n{lake}")), env={}).lake.change_data_feed is False
