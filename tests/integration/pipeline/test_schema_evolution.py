@@ -5,7 +5,8 @@ round, in that round's one commit, and the lake stays equal to the store row by 
 written before the column hold null in it); the other table of the job keeps committing in the
 same rounds. A change the lake cannot follow fails that table alone, naming the column. Every
 write path runs the same tests (delta-rs with the executors writing, delta-rs with the driver
-writing a small changelog round, delta-spark: skipped where its jars are missing).
+writing a small changelog round, delta-rs with the change data feed on, delta-spark: skipped where
+its jars are missing).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import pyarrow as pa
 import pytest
 from deltalake import DeltaTable, write_deltalake
 
-from tests.integration.lake.test_round_writers import WRITERS, missing_delta_jars
+from tests.integration.lake.test_round_writers import WRITERS, WRITTEN_BY, missing_delta_jars
 from tests.integration.pipeline.harness import TableOracle, assert_lake_equals, make_config
 from tiering.context import TermContext
 from tiering.job import JobResult, TieringJob
@@ -26,10 +27,6 @@ from tiering.lakestate.layout import lake_schema
 from tiering.verify import check_table
 
 pytestmark = pytest.mark.integration
-
-#: Who writes a changelog-only round's files, by write path.
-CHANGELOG_WRITTEN_BY = {"delta-rs-executors": "executors", "delta-rs-driver": "driver", "delta-spark": "delta-spark"}
-
 
 @pytest.fixture(params=[kind for kind, _ in WRITERS])
 def write_path(request, spark) -> str:
@@ -42,7 +39,8 @@ def write_path(request, spark) -> str:
 @pytest.fixture
 def config(write_path, kv_store, tmp_path):
     merge_max_changes = dict(WRITERS)[write_path]
-    overrides = {"lake.writer": "delta-spark"} if merge_max_changes is None else {"lake.merge_max_changes": merge_max_changes}
+    overrides = {"lake.writer": "delta-spark"} if merge_max_changes is None else {
+        "lake.merge_max_changes": merge_max_changes, "lake.change_data_feed": write_path == "delta-rs-feed"}
     return make_config(tmp_path, kv_store.url, "127.0.0.1:1", **overrides)
 
 
@@ -51,6 +49,11 @@ def run(spark, config, epoch: int = 1) -> tuple[JobResult, list[RoundOutcome]]:
     outcomes: list[RoundOutcome] = []
     result = TieringJob(spark, TermContext.begin(config, epoch), on_round=outcomes.append).run()
     return result, outcomes
+
+
+def data_files(table_dir) -> list[str]:
+    """Everything under a table's directory but its Delta log."""
+    return sorted(str(p.relative_to(table_dir)) for p in table_dir.rglob("*") if "_delta_log" not in p.parts)
 
 
 def delta_table(config, name: str) -> DeltaTable:
@@ -102,7 +105,7 @@ def test_columns_added_upstream_reach_the_lake_while_the_other_table_keeps_commi
         round_ = committed_round(outcomes, "orders", "users")
         commit = round_.committed["orders"]
         assert commit.added_columns == (column,) and commit.log_buckets and not commit.bootstrap_buckets
-        assert commit.written_by == CHANGELOG_WRITTEN_BY[write_path]
+        assert commit.written_by == WRITTEN_BY[write_path]
         assert round_.committed["users"].added_columns == ()
         for name in ("orders", "users"):
             assert delta_table(config, name).version() == versions[name] + step, f"{name}: one commit per round"
@@ -159,7 +162,7 @@ def test_a_change_the_lake_cannot_follow_fails_that_table_only(spark, kv_store, 
     lake = Lake.of(config.lake)
     schema = fabricate(lake_schema(orders.info))
     write_deltalake(lake.path("orders"), schema.empty_table(), partition_by=["__bucket"])
-    before = sorted(p.name for p in (tmp_path / "lake" / "orders").rglob("*"))
+    before = data_files(tmp_path / "lake" / "orders")
 
     result, outcomes = run(spark, config)
 
@@ -170,6 +173,8 @@ def test_a_change_the_lake_cannot_follow_fails_that_table_only(spark, kv_store, 
     assert (list(first.committed), list(first.failed)) == (["users"], ["orders"])
     assert not any("users" in o.failed for o in outcomes)
     assert_lake_equals(lake, users)
-    assert delta_table(config, "orders").version() == 0
-    assert sorted(p.name for p in (tmp_path / "lake" / "orders").rglob("*")) == before, "nothing written for orders"
+    # with the change data feed on, the writer turns it on for the table in a commit of its own
+    # (metadata only) before the round's checks; nothing of the round is written
+    assert delta_table(config, "orders").version() == (1 if config.lake.change_data_feed else 0)
+    assert data_files(tmp_path / "lake" / "orders") == before, "no data written for orders"
     assert client.list_leases() == []
