@@ -162,8 +162,6 @@ class RoundWriter:
         was re-created upstream (new ``table_id``); every existing file and the schema are replaced.
         """
         path = self._lake.path(table.name)
-        if current is not None:
-            self._adjust_table(current.dt, epoch)
         app, version = app_id(self._job, table.name), txn_version(epoch, round_id)
         dt = current.dt if current is not None else None
         info = current.info if current is not None else None
@@ -177,6 +175,8 @@ class RoundWriter:
                 f"table {table.name!r}: a maintenance pass of epoch {fenced} fenced the table; round {round_id} of "
                 f"epoch {epoch} refused", table=table.name, epoch=epoch,
             )
+        if dt is not None:  # after the replay and fence checks: a stale term changes nothing
+            self._adjust_table(dt, epoch)
         added = _check_compatible(dt, table, info) if dt is not None and not replace_table else ()
         lake = info.position if info is not None and not replace_table else None
         lake_files = current.files_by_bucket() if current is not None and not replace_table else {}
