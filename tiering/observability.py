@@ -15,24 +15,70 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 import time
 from collections import Counter as Tally
 from collections.abc import Callable, Sequence
 
 from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge, start_http_server
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.registry import Collector
 from pyspark.sql.streaming import StreamingQueryListener
 
 from tiering.context import TermContext
 from tiering.errors import TieringError
 from tiering.enumerator.positions import LakePosition
 from tiering.lake.committer import RoundOutcome
-from tiering.lake.round_protocol import TableCommit
+from tiering.kvstore.client import KvStoreClient
 from tiering.lakestate.freshness import freshness_s, oldest_untiered_write_ms
 from tiering.lease.job_lease import JobLease
+from tiering.storage.object_store import ObjectStore
 
-__all__ = ["TieringMetrics", "RoundObserver", "ProgressListener", "attach", "serve_metrics"]
+__all__ = ["TieringMetrics", "FreshnessCollector", "RoundObserver", "ProgressListener", "attach", "serve_metrics"]
 
 log = logging.getLogger("tiering.progress")
+
+
+class FreshnessCollector(Collector):
+    """``kv_tiering_freshness_seconds``, computed when Prometheus scrapes, not after each round.
+
+    Freshness needs the store's log ends and, for a table that lags, its first untiered record
+    (a log segment read): work per table that would otherwise sit in every round's path. A
+    round only records the table's new position; a scrape (every 15-60 s) pays the reads, in
+    the metrics server's thread. A table whose store or files are out of reach at scrape time
+    has no sample rather than a wrong one.
+    """
+
+    _NAME = "kv_tiering_freshness_seconds"
+    _HELP = "Age of the oldest store write the lake lacks (0: none)."
+
+    def __init__(self) -> None:
+        self._tables: dict[tuple[str, str], tuple[LakePosition, KvStoreClient, ObjectStore]] = {}
+        self._lock = threading.Lock()
+
+    def track(self, job: str, table: str, position: LakePosition, client: KvStoreClient, store: ObjectStore) -> None:
+        with self._lock:
+            self._tables[(job, table)] = (position, client, store)
+
+    def forget(self, job: str, table: str) -> None:
+        with self._lock:
+            self._tables.pop((job, table), None)
+
+    def describe(self):
+        yield GaugeMetricFamily(self._NAME, self._HELP, labels=["job", "table"])
+
+    def collect(self):
+        family = GaugeMetricFamily(self._NAME, self._HELP, labels=["job", "table"])
+        with self._lock:
+            tables = sorted(self._tables.items())
+        now_ms = int(time.time() * 1000)
+        for (job, table), (position, client, store) in tables:
+            try:
+                oldest = oldest_untiered_write_ms(client, store, table, position, client.log_info(table).buckets)
+            except (TieringError, OSError):
+                continue
+            family.add_metric([job, table], freshness_s(oldest, now_ms))
+        yield family
 
 
 class TieringMetrics:
@@ -54,10 +100,8 @@ class TieringMetrics:
         self.leased = Gauge(
             "kv_tiering_leased_snapshots", "Snapshots the job's lease holds after the round.", by_table, registry=registry
         )
-        self.freshness = Gauge(
-            "kv_tiering_freshness_seconds", "Age of the oldest store write the lake lacks (0: none).", by_table,
-            registry=registry,
-        )
+        self.freshness = FreshnessCollector()
+        registry.register(self.freshness)
         self.last_commit = Gauge(
             "kv_tiering_last_commit_timestamp_seconds", "When the table last committed (Unix time).", by_table,
             registry=registry,
@@ -150,7 +194,8 @@ class RoundObserver:
             m.lag.labels(self.job, table).set(lag)
             m.lake_version.labels(self.job, table).set(commit.delta_version)
             m.leased.labels(self.job, table).set(leased)
-            m.freshness.labels(self.job, table).set(self._freshness(table, commit, lag))
+            m.freshness.track(self.job, table, LakePosition(commit.table_id, commit.positions), self._lease.client,
+                              self._store)
             log.info(
                 "job=%s round=%d table=%s status=%s splits=%d rows=%d offsets=%s lag=%d delta_version=%d "
                 "epoch=%d lease=%s leased_snapshots=%d",
@@ -162,20 +207,14 @@ class RoundObserver:
                 m.last_commit.labels(self.job, table).set(health.last_commit_ms / 1000)
             m.failures_in_a_row.labels(self.job, table).set(health.consecutive_failures)
             m.dropped.labels(self.job, table).set(1 if health.dropped else 0)
+            if health.dropped:
+                m.freshness.forget(self.job, table)
         for table, error in sorted(outcome.failed.items()):
             m.table_rounds.labels(self.job, table, "failed").inc()
             log.warning(
                 "job=%s round=%d table=%s status=failed epoch=%d lease=%s error=%s",
                 self.job, outcome.round_id, table, self.epoch, lease_id, error,
             )
-
-    def _freshness(self, table: str, commit: TableCommit, lag: int) -> float:
-        if lag == 0:
-            return 0.0
-        client = self._lease.client
-        position = LakePosition(commit.table_id, commit.positions)
-        oldest = oldest_untiered_write_ms(client, self._store, table, position, client.log_info(table).buckets)
-        return freshness_s(oldest, int(time.time() * 1000))
 
 
 class ProgressListener(StreamingQueryListener):
