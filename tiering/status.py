@@ -140,8 +140,7 @@ def _table_status(
 ) -> TableStatus:
     logs = client.log_info(info.name).buckets
     loaded = lake.load(info.name)
-    position = loaded.position(info.table_id) if loaded is not None else None
-    commit = loaded.info if position is not None else None
+    position, lake_fields = _lake_side(loaded, info.table_id)
     try:
         oldest = oldest_untiered_write_ms(client, lake.store, info.name, position, logs)
         freshness: float | None = freshness_s(oldest, now_ms)
@@ -149,8 +148,7 @@ def _table_status(
         freshness = None
     if health is not None and health.table_id != info.table_id:
         health = None  # an earlier incarnation's history
-    failures = health.consecutive_failures if health is not None else 0
-    if failures:
+    if health is not None and health.consecutive_failures:
         state = "failing"
     elif position is not None:
         state = "ok"
@@ -162,45 +160,54 @@ def _table_status(
         state=state,
         buckets=len(logs),
         log_end=sum(b.log_end_offset for b in logs),
-        lake_offset=None if position is None else sum(position.buckets.values()),
         lag=(position or LakePosition(info.table_id)).lag(logs),
         freshness_s=freshness,
-        lake_version=None if commit is None else commit.delta_version,
-        lake_epoch=None if commit is None else commit.epoch,
-        lake_commit_ms=None if commit is None else commit.committed_ms,
         store_columns=len(info.columns),
-        lake_columns=_user_columns(loaded),
         leased_snapshots=leased,
-        consecutive_failures=failures,
-        last_failure=health.last_failure if health is not None else None,
-        last_failure_ms=health.last_failure_ms if health is not None else None,
+        **lake_fields,
+        **_failure_fields(health),
     )
 
 
 def _dropped_status(lake: Lake, health: TableHealth) -> TableStatus:
     """A table the job tiered and the store no longer lists: its lake table is kept as it was."""
-    loaded = lake.load(health.table)
-    commit = loaded.info if loaded is not None else None
-    position = loaded.position(health.table_id) if loaded is not None else None
+    position, lake_fields = _lake_side(lake.load(health.table), health.table_id)
     return TableStatus(
         table=health.table,
         table_id=health.table_id,
         state="dropped",
         buckets=len(position.buckets) if position is not None else 0,
         log_end=0,
-        lake_offset=None if position is None else sum(position.buckets.values()),
         lag=0,
         freshness_s=None,
-        lake_version=None if commit is None else commit.delta_version,
-        lake_epoch=None if commit is None else commit.epoch,
-        lake_commit_ms=None if commit is None else commit.committed_ms,
         store_columns=None,
-        lake_columns=_user_columns(loaded),
         leased_snapshots=0,
-        consecutive_failures=health.consecutive_failures,
-        last_failure=health.last_failure,
-        last_failure_ms=health.last_failure_ms,
+        **lake_fields,
+        **_failure_fields(health),
     )
+
+
+def _lake_side(loaded: LakeTable | None, table_id: int) -> tuple[LakePosition | None, dict]:
+    """Where the lake is for incarnation ``table_id``, and the status fields of its newest commit."""
+    position = loaded.position(table_id) if loaded is not None else None
+    commit = loaded.info if position is not None else None
+    return position, {
+        "lake_offset": None if position is None else sum(position.buckets.values()),
+        "lake_version": None if commit is None else commit.delta_version,
+        "lake_epoch": None if commit is None else commit.epoch,
+        "lake_commit_ms": None if commit is None else commit.committed_ms,
+        "lake_columns": _user_columns(loaded),
+    }
+
+
+def _failure_fields(health: TableHealth | None) -> dict:
+    if health is None:
+        return {}
+    return {
+        "consecutive_failures": health.consecutive_failures,
+        "last_failure": health.last_failure,
+        "last_failure_ms": health.last_failure_ms,
+    }
 
 
 def _user_columns(loaded: LakeTable | None) -> int | None:
