@@ -16,11 +16,12 @@ belongs to one measurement) and prints one JSON object:
   MB/s (snapshot bytes), and peak RSS of the Python driver and its JVM during the service run
   (peaks reset just before it). ``--lake s3`` runs against an embedded S3 server (SeaweedFS on
   loopback) started by the benchmark;
-- ``changelog --keys K --updates U``: K keys tiered, then U upserts over them; the service's
-  round (Spark's ``triggerExecution`` of its batch; the run with its query start is reported
-  apart) vs. a hand-written ``DeltaTable.merge`` of the same changes (read the log
-  segments with pyarrow, keep the latest change per key, MERGE); ``--merge-max-changes 0``
-  makes the executors write the buckets instead of the driver;
+- ``changelog --keys K --updates U [--repeat R]``: K keys tiered, then R times: U upserts over
+  them, the service's round (Spark's ``triggerExecution`` of its batch; the run with its query
+  start is reported apart) and a hand-written ``DeltaTable.merge`` of the same changes (read
+  the log segments with pyarrow, keep the latest change per key, MERGE); medians of the R, so
+  both sides are measured warm, as a running service is; ``--merge-max-changes 0`` makes the
+  executors write the buckets instead of the driver;
 - ``empty-round``: one tiered table (8 buckets, 100k rows) under a continuous job; the wall
   time of rounds where nothing changed (Spark's ``triggerExecution``: planning, no batch) and of
   rounds carrying one changed row (planning, the batch, the MERGE, the report, the release);
@@ -296,39 +297,45 @@ def bench_changelog(args, work: Path, store) -> dict:
     # the baseline's target: the same base rows, as a plain Delta table
     base = pa.concat_tables([pq.read_table(f) for s in snapshots.buckets for f in s.files]).select(["id", "name", "qty", "price"])
     write_deltalake(str(work / "merge-target"), base)
-    ends = {b.bucket: b.log_end_offset for b in client.log_info("cl").buckets}
     rng = random.Random(7)
-    written, salt = 0, 0
-    while written < args.updates:  # each write changes distinct keys; writes overlap each other
-        salt += 1
-        n = min(args.keys, args.updates - written, CHUNK)
-        client.write_arrow("cl", rows(pa.array(rng.sample(range(args.keys), n), pa.int64()), salt))
-        written += n
-    changes = sum(b.log_end_offset - ends[b.bucket] for b in client.log_info("cl").buckets)
-
-    run = run_service(spark, config, epoch=2)
-    service_s = run.rounds_s
-
-    started = time.perf_counter()
-    files = [
-        seg.file for b in client.log_info("cl").buckets
-        for seg in client.log_segments("cl", b.bucket, ends[b.bucket], b.log_end_offset)
-    ]
-    log = pa.concat_tables([pq.read_table(f, columns=["id", "name", "qty", "price", "__offset"]) for f in files])
-    newest = log.group_by("id").aggregate([("__offset", "max")])
-    latest = log.join(newest, keys=["id", "__offset"], right_keys=["id", "__offset_max"], join_type="inner").drop(["__offset"])
-    (
-        DeltaTable(str(work / "merge-target"))
-        .merge(latest, predicate="t.id = s.id", source_alias="s", target_alias="t")
-        .when_matched_update_all().when_not_matched_insert_all().execute()
-    )
-    baseline_s = time.perf_counter() - started
+    rounds, runs, merges = [], [], []
+    for epoch in range(2, args.repeat + 2):  # a term per round: each availableNow run is one round
+        ends = {b.bucket: b.log_end_offset for b in client.log_info("cl").buckets}
+        written, salt = 0, epoch * 1000
+        while written < args.updates:  # each write changes distinct keys; writes overlap each other
+            salt += 1
+            n = min(args.keys, args.updates - written, CHUNK)
+            client.write_arrow("cl", rows(pa.array(rng.sample(range(args.keys), n), pa.int64()), salt))
+            written += n
+        changes = sum(b.log_end_offset - ends[b.bucket] for b in client.log_info("cl").buckets)
+        run = run_service(spark, config, epoch=epoch)
+        rounds.append(run.rounds_s)
+        runs.append(run.wall_s)
+        started = time.perf_counter()
+        log = pa.concat_tables([  # each bucket's changes since the last round (offsets are per bucket)
+            read.filter(pc.greater_equal(read["__offset"], pa.scalar(ends[b.bucket], pa.int64())))
+            for b in client.log_info("cl").buckets
+            for seg in client.log_segments("cl", b.bucket, ends[b.bucket], b.log_end_offset)
+            for read in [pq.read_table(seg.file, columns=["id", "name", "qty", "price", "__offset"])]
+        ])
+        newest = log.group_by("id").aggregate([("__offset", "max")])
+        latest = log.join(newest, keys=["id", "__offset"], right_keys=["id", "__offset_max"], join_type="inner").drop(["__offset"])
+        (
+            DeltaTable(str(work / "merge-target"))
+            .merge(latest, predicate="t.id = s.id", source_alias="s", target_alias="t")
+            .when_matched_update_all().when_not_matched_insert_all().execute()
+        )
+        merges.append(time.perf_counter() - started)
     spark.stop()
+    service_s, baseline_s = statistics.median(rounds), statistics.median(merges)
     return {
-        "keys": args.keys, "buckets": args.buckets, "merge_max_changes": args.merge_max_changes, "changes": changes, "distinct_keys_changed": latest.num_rows,
+        "keys": args.keys, "buckets": args.buckets, "merge_max_changes": args.merge_max_changes, "changes": changes,
+        "distinct_keys_changed": latest.num_rows, "repeat": args.repeat,
         "service_s": round(service_s, 3), "service_changes_per_s": round(changes / service_s),
-        "run_with_query_start_s": round(run.wall_s, 3),
+        "service_rounds_s": [round(r, 3) for r in rounds],
+        "run_with_query_start_s": round(statistics.median(runs), 3),
         "baseline_merge_s": round(baseline_s, 3), "baseline_changes_per_s": round(changes / baseline_s),
+        "baseline_merges_s": [round(m, 3) for m in merges],
         "service_vs_baseline_throughput": round(baseline_s / service_s, 3),
     }
 
@@ -570,7 +577,7 @@ def main() -> None:
     parser.add_argument("--updates", type=int, default=1_000_000)
     parser.add_argument("--tables", type=int, default=1000)
     parser.add_argument("--buckets", type=int, default=None, help="default: 8 (snapshot, changelog), 1000 (leases), 16 (planning)")
-    parser.add_argument("--repeat", type=int, default=10)
+    parser.add_argument("--repeat", type=int, default=None, help="default: 3 (changelog: rounds, medians reported), 10 otherwise")
     parser.add_argument(
         "--merge-max-changes", type=int, default=DEFAULT_MERGE_MAX_CHANGES,
         help="changelog: the writer's lake.merge_max_changes (0: Spark rewrites the buckets, as before the driver MERGE)",
@@ -584,6 +591,8 @@ def main() -> None:
     args = parser.parse_args()
     if args.buckets is None:
         args.buckets = {"leases": 1000, "planning": 16}.get(args.mode, 8)
+    if args.repeat is None:
+        args.repeat = 3 if args.mode == "changelog" else 10
 
     from tiering.kvstore.server.process import StoreProcess
 
