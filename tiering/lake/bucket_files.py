@@ -129,14 +129,12 @@ def _rewrite(task: BucketTask, schema: pa.Schema) -> list[WrittenFile]:
     target = task.store.path(f"{task.table_uri}/{rel}")
     writer: pq.ParquetWriter | None = None
     try:
-        for batch in _rows(task, schema, changes):
-            if batch.num_rows == 0:
-                continue
+        for group in _row_groups(_rows(task, schema, changes)):
             if writer is None:
                 fs.create_dir(target.rsplit("/", 1)[0], recursive=True)
                 writer = pq.ParquetWriter(target, schema, filesystem=fs, compression="zstd")
-            writer.write_batch(batch)
-            stats.add(batch)
+            writer.write_table(group)
+            stats.add(group)
     finally:
         if writer is not None:
             writer.close()
@@ -144,6 +142,22 @@ def _rewrite(task: BucketTask, schema: pa.Schema) -> list[WrittenFile]:
         return []
     size = fs.get_file_info(target).size
     return [WrittenFile(rel, plan.bucket, size, stats.rows, stats.to_json(), int(time.time() * 1000))]
+
+
+def _row_groups(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.Table]:
+    """``batches`` gathered into row groups of about ``_BATCH_ROWS`` rows: the kept base rows
+    and the upserts come as separate batches, and each write would otherwise be a row group."""
+    pending: list[pa.RecordBatch] = []
+    rows = 0
+    for batch in batches:
+        if batch.num_rows:
+            pending.append(batch)
+            rows += batch.num_rows
+        if rows >= _BATCH_ROWS:
+            yield pa.Table.from_batches(pending)
+            pending, rows = [], 0
+    if pending:
+        yield pa.Table.from_batches(pending)
 
 
 def merge_batches(task: BucketTask, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
@@ -201,16 +215,21 @@ def _copy(task: BucketTask, source: str, schema: pa.Schema) -> WrittenFile:
 
 def _rows(task: BucketTask, schema: pa.Schema, changes: pa.Table | None) -> Iterator[pa.RecordBatch]:
     """The base's rows minus the changed keys, then the upserts (the file's columns)."""
-    keys = changes.select(task.table.primary_key) if changes is not None else None
+    key = task.table.primary_key
+    keys = changes.select(key) if changes is not None and changes.num_rows else None
     for batch in _batches(task.store, task.plan.base_files, schema):
-        if keys is not None and keys.num_rows:
-            kept = pa.Table.from_batches([batch]).join(keys, task.table.primary_key, join_type="left anti")
-            yield from kept.select(schema.names).to_batches()
-        else:
+        if keys is None:
             yield batch
+        elif len(key) == 1:  # a hash lookup, without planning an Acero join per batch
+            yield batch.filter(pc.invert(pc.is_in(batch.column(key[0]), value_set=keys.column(0))))
+        else:
+            kept = pa.Table.from_batches([batch]).join(keys, key, join_type="left anti")
+            yield from kept.select(schema.names).to_batches()
     if changes is not None:
         upserts = changes.filter(pc.not_equal(changes[OP_COLUMN], _DELETE)).select(schema.names)
-        yield from upserts.cast(schema).to_batches(_BATCH_ROWS)
+        if not upserts.schema.equals(schema, check_metadata=False):
+            upserts = upserts.cast(schema)
+        yield from upserts.to_batches(_BATCH_ROWS)
 
 
 def _latest_changes(task: BucketTask) -> pa.Table:
@@ -219,9 +238,12 @@ def _latest_changes(task: BucketTask) -> pa.Table:
     schema = file_schema(task.table).append(pa.field(OP_COLUMN, pa.string()))
     changes = pa.Table.from_batches(list(_batches(task.store, plan.log_files, schema)), schema)
     offsets = changes[OFFSET_COLUMN]
-    low, high = pa.scalar(plan.log_from, pa.int64()), pa.scalar(plan.log_to, pa.int64())
-    in_range = pc.and_(pc.greater_equal(offsets, low), pc.less(offsets, high))
-    return newest_per_key(changes.filter(in_range), task.table.primary_key)
+    bounds = pc.min_max(offsets)
+    low, high = bounds["min"].as_py(), bounds["max"].as_py()
+    if low is not None and (low < plan.log_from or high >= plan.log_to):  # segments overlap the range's ends
+        lowest, end = pa.scalar(plan.log_from, pa.int64()), pa.scalar(plan.log_to, pa.int64())
+        changes = changes.filter(pc.and_(pc.greater_equal(offsets, lowest), pc.less(offsets, end)))
+    return newest_per_key(changes, task.table.primary_key)
 
 
 def _batches(store: ObjectStore, files: Sequence[str], schema: pa.Schema) -> Iterator[pa.RecordBatch]:
@@ -265,7 +287,7 @@ class _Stats:
         self._nulls = dict.fromkeys(self._columns, 0)
         self._unknown: set[str] = set()
 
-    def add(self, batch: pa.RecordBatch) -> None:
+    def add(self, batch: pa.RecordBatch | pa.Table) -> None:
         self.rows += batch.num_rows
         for name in self._columns:
             column = batch.column(name)

@@ -60,6 +60,9 @@ log = logging.getLogger(__name__)
 
 #: Buckets of one table the driver writes at once, for a round it writes itself.
 _DRIVER_BUCKET_THREADS = 4
+#: Below this many changes a table's buckets are written one after the other: a few rows cost
+#: less than the threads (the round already commits ``lake.table_parallelism`` tables at once).
+_THREADED_CHANGES = 10_000
 
 
 class DeltaRsRoundWriter(RoundWriter):
@@ -93,6 +96,8 @@ class DeltaRsRoundWriter(RoundWriter):
         if self._written_by(prepared) != "driver":
             return []
         tasks = self._bucket_tasks(prepared)
+        if sum(p.num_changes for p in prepared.plans) < _THREADED_CHANGES:
+            return [run_task(task) for task in tasks]
         with ThreadPoolExecutor(min(len(tasks), _DRIVER_BUCKET_THREADS), thread_name_prefix="bucket") as pool:
             return list(pool.map(run_task, tasks))
 
