@@ -17,11 +17,13 @@ belongs to one measurement) and prints one JSON object:
   (peaks reset just before it). ``--lake s3`` runs against an embedded S3 server (SeaweedFS on
   loopback) started by the benchmark;
 - ``changelog --keys K --updates U [--repeat R]``: K keys tiered, then R times: U upserts over
-  them, the service's round (Spark's ``triggerExecution`` of its batch; the run with its query
-  start is reported apart) and a hand-written ``DeltaTable.merge`` of the same changes (read
-  the log segments with pyarrow, keep the latest change per key, MERGE); medians of the R, so
-  both sides are measured warm, as a running service is; ``--merge-max-changes 0`` makes the
-  executors write the buckets instead of the driver;
+  them, a round of a continuous job (Spark's ``triggerExecution`` of the one batch that carries
+  them: the writes are made between two triggers, ``CHANGELOG_TRIGGER_S`` apart) and a
+  hand-written ``DeltaTable.merge`` of the same changes (read the log segments with pyarrow,
+  keep the latest change per key, MERGE); then R times the same with an availableNow run per
+  round (``available_now_*``: each run starts a query, whose planning process opens the lake
+  afresh; the run with its query start is reported apart). Medians of the R;
+  ``--merge-max-changes 0`` makes the executors write the buckets instead of the driver;
 - ``empty-round``: one tiered table (8 buckets, 100k rows) under a continuous job; the wall
   time of rounds where nothing changed (Spark's ``triggerExecution``: planning, no batch) and of
   rounds carrying one changed row (planning, the batch, the MERGE, the report, the release);
@@ -285,58 +287,132 @@ def bench_snapshot(args, work: Path, store) -> dict:
     }
 
 
-def bench_changelog(args, work: Path, store) -> dict:
-    from deltalake import DeltaTable, write_deltalake
+class ChangelogRounds:
+    """The changelog benchmark's two sides over the same store table: U upserts at a time, then
+    the service's round of them and a hand-written MERGE of the same changes."""
 
-    client = store.client(timeout_s=600)
-    load_table(client, "cl", range(args.keys), args.buckets)
-    snapshots = client.take_snapshots("cl")
-    spark = spark_session()
-    config = service_config(work, store.url, "bench-changelog", merge_max_changes=args.merge_max_changes)
-    run_service(spark, config)  # bootstrap, untimed
-    # the baseline's target: the same base rows, as a plain Delta table
-    base = pa.concat_tables([pq.read_table(f) for s in snapshots.buckets for f in s.files]).select(["id", "name", "qty", "price"])
-    write_deltalake(str(work / "merge-target"), base)
-    rng = random.Random(7)
-    rounds, runs, merges = [], [], []
-    for epoch in range(2, args.repeat + 2):  # a term per round: each availableNow run is one round
-        ends = {b.bucket: b.log_end_offset for b in client.log_info("cl").buckets}
-        written, salt = 0, epoch * 1000
-        while written < args.updates:  # each write changes distinct keys; writes overlap each other
-            salt += 1
-            n = min(args.keys, args.updates - written, CHUNK)
-            client.write_arrow("cl", rows(pa.array(rng.sample(range(args.keys), n), pa.int64()), salt))
-            written += n
-        changes = sum(b.log_end_offset - ends[b.bucket] for b in client.log_info("cl").buckets)
-        run = run_service(spark, config, epoch=epoch)
-        rounds.append(run.rounds_s)
-        runs.append(run.wall_s)
+    def __init__(self, args, work: Path, client) -> None:
+        self.args, self.client = args, client
+        self.target = str(work / "merge-target")
+        self.rng = random.Random(7)
+        self.salt = 0
+
+    def updates(self) -> list[pa.Table]:
+        """The next U upserts, built before any is written (each write changes distinct keys;
+        writes overlap each other)."""
+        chunks, made = [], 0
+        while made < self.args.updates:
+            self.salt += 1
+            n = min(self.args.keys, self.args.updates - made, CHUNK)
+            chunks.append(rows(pa.array(self.rng.sample(range(self.args.keys), n), pa.int64()), self.salt))
+            made += n
+        return chunks
+
+    def ends(self) -> dict[int, int]:
+        return {b.bucket: b.log_end_offset for b in self.client.log_info("cl").buckets}
+
+    def write(self, chunks: list[pa.Table]) -> tuple[dict[int, int], int]:
+        """Write ``chunks``; each bucket's log end before them, and the changes they made."""
+        before = self.ends()
+        for chunk in chunks:
+            self.client.write_arrow("cl", chunk)
+        return before, sum(end - before[b] for b, end in self.ends().items())
+
+    def merge(self, before: dict[int, int]) -> tuple[float, int]:
+        """The baseline: read each bucket's changes since ``before`` from the log segments, keep
+        the newest per key, MERGE them into a plain Delta table; seconds, and the keys merged."""
+        from deltalake import DeltaTable
+
         started = time.perf_counter()
-        log = pa.concat_tables([  # each bucket's changes since the last round (offsets are per bucket)
-            read.filter(pc.greater_equal(read["__offset"], pa.scalar(ends[b.bucket], pa.int64())))
-            for b in client.log_info("cl").buckets
-            for seg in client.log_segments("cl", b.bucket, ends[b.bucket], b.log_end_offset)
+        log = pa.concat_tables([  # offsets are per bucket
+            read.filter(pc.greater_equal(read["__offset"], pa.scalar(before[b.bucket], pa.int64())))
+            for b in self.client.log_info("cl").buckets
+            for seg in self.client.log_segments("cl", b.bucket, before[b.bucket], b.log_end_offset)
             for read in [pq.read_table(seg.file, columns=["id", "name", "qty", "price", "__offset"])]
         ])
         newest = log.group_by("id").aggregate([("__offset", "max")])
         latest = log.join(newest, keys=["id", "__offset"], right_keys=["id", "__offset_max"], join_type="inner").drop(["__offset"])
         (
-            DeltaTable(str(work / "merge-target"))
+            DeltaTable(self.target)
             .merge(latest, predicate="t.id = s.id", source_alias="s", target_alias="t")
             .when_matched_update_all().when_not_matched_insert_all().execute()
         )
-        merges.append(time.perf_counter() - started)
+        return time.perf_counter() - started, latest.num_rows
+
+
+#: The continuous job's trigger in the changelog benchmark: long enough for U upserts to be
+#: written between two triggers, so each round carries all of them.
+CHANGELOG_TRIGGER_S = 10.0
+
+
+def bench_changelog(args, work: Path, store) -> dict:
+    from deltalake import write_deltalake
+
+    from tiering.enumerator.positions import LakePosition
+    from tiering.lakestate.lake import Lake
+
+    client = store.client(timeout_s=600)
+    load_table(client, "cl", range(args.keys), args.buckets)
+    snapshots = client.take_snapshots("cl")
+    spark = spark_session()
+    spark.conf.set("spark.sql.streaming.noDataProgressEventInterval", "0")  # a progress report per idle trigger
+    config = service_config(work, store.url, "bench-changelog", merge_max_changes=args.merge_max_changes)
+    run_service(spark, config)  # bootstrap, untimed
+    table_id = client.log_info("cl").table_id
+    base = pa.concat_tables([pq.read_table(f) for s in snapshots.buckets for f in s.files]).select(["id", "name", "qty", "price"])
+    write_deltalake(str(work / "merge-target"), base)  # the baseline's target: the same base rows
+    bench = ChangelogRounds(args, work, client)
+    lake = Lake.of(config.lake)
+    rounds, merges, keys_merged = [], [], 0
+
+    continuous = service_config(work, store.url, "bench-changelog",
+                                {"trigger.available_now": False, "trigger.interval_s": CHANGELOG_TRIGGER_S},
+                                merge_max_changes=args.merge_max_changes)
+    with ContinuousJob(spark, continuous, epoch=2) as running:
+        attempts = 0
+        while len(rounds) < args.repeat:
+            attempts += 1
+            if attempts > 2 * args.repeat:
+                raise RuntimeError("benchmark: the writes kept straddling two triggers; raise CHANGELOG_TRIGGER_S")
+            chunks = bench.updates()
+            seen = len(running.batches())
+            wait_for(lambda: any("addBatch" not in b.durationMs for b in running.batches()[seen:]), what="an idle trigger")
+            written_from = len(running.batches())
+            before, changes = bench.write(chunks)
+            after = bench.ends()
+            wait_for(lambda: (lake.position("cl", table_id) or LakePosition(table_id)).buckets == after,
+                     timeout_s=300, what="the round in the lake")
+            carried = wait_for(lambda: [b for b in running.batches()[written_from:] if "addBatch" in b.durationMs],
+                               what="the round's progress report")
+            if running.error is not None:
+                raise running.error
+            merge_s, keys_merged = bench.merge(before)
+            merges.append(merge_s)
+            if len(carried) == 1:  # else the writes straddled a trigger: two rounds, not measured
+                rounds.append(carried[0].durationMs["triggerExecution"] / 1000)
+
+    available_now, runs = [], []
+    for epoch in range(3, args.repeat + 3):  # an availableNow run per round, as a scheduler starts them
+        before, changes = bench.write(bench.updates())
+        run = run_service(spark, config, epoch=epoch)
+        available_now.append(run.rounds_s)
+        runs.append(run.wall_s)
+        merges.append(bench.merge(before)[0])
     spark.stop()
     service_s, baseline_s = statistics.median(rounds), statistics.median(merges)
+    available_now_s = statistics.median(available_now)
     return {
         "keys": args.keys, "buckets": args.buckets, "merge_max_changes": args.merge_max_changes, "changes": changes,
-        "distinct_keys_changed": latest.num_rows, "repeat": args.repeat,
+        "distinct_keys_changed": keys_merged, "repeat": args.repeat,
         "service_s": round(service_s, 3), "service_changes_per_s": round(changes / service_s),
         "service_rounds_s": [round(r, 3) for r in rounds],
+        "available_now_round_s": round(available_now_s, 3),
+        "available_now_rounds_s": [round(r, 3) for r in available_now],
         "run_with_query_start_s": round(statistics.median(runs), 3),
         "baseline_merge_s": round(baseline_s, 3), "baseline_changes_per_s": round(changes / baseline_s),
         "baseline_merges_s": [round(m, 3) for m in merges],
         "service_vs_baseline_throughput": round(baseline_s / service_s, 3),
+        "available_now_vs_baseline_throughput": round(baseline_s / available_now_s, 3),
     }
 
 
@@ -399,11 +475,11 @@ def bench_planning(args, work: Path, store) -> dict:
 class ContinuousJob:
     """A continuous ``TieringJob`` on its own thread; its Spark progress reports, and a clean stop."""
 
-    def __init__(self, spark, config) -> None:
+    def __init__(self, spark, config, epoch: int = 1) -> None:
         from tiering.context import TermContext
         from tiering.job import TieringJob
 
-        self.job = TieringJob(spark, TermContext.begin(config, 1))
+        self.job = TieringJob(spark, TermContext.begin(config, epoch))
         self.stopping = threading.Event()
         self.error: BaseException | None = None
         self._thread = threading.Thread(target=self._run, name="bench-job", daemon=True)

@@ -24,8 +24,6 @@ def newest_per_key(changes: pa.Table, keys: Sequence[str]) -> pa.Table:
     """One bucket's changes reduced to the newest per key (deletes included)."""
     if not changes.num_rows:
         return changes
-    if len(keys) == 1 and pc.count_distinct(changes[keys[0]], mode="all").as_py() == changes.num_rows:
-        return changes  # no key changed twice (a kernel call, cheaper than planning a group-by)
     newest = changes.group_by(list(keys)).aggregate([(_OFFSET, "max")])
     if newest.num_rows == changes.num_rows:
         return changes
