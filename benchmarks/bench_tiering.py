@@ -22,7 +22,8 @@ belongs to one measurement) and prints one JSON object:
   hand-written ``DeltaTable.merge`` of the same changes (read the log segments with pyarrow,
   keep the latest change per key, MERGE); then R times the same with an availableNow run per
   round (``available_now_*``: each run starts a query, whose planning process opens the lake
-  afresh; the run with its query start is reported apart). Medians of the R;
+  afresh; the run with its query start is reported apart). Medians of the R, after one untimed
+  round and MERGE (the process's first of each pays for warming pyarrow and DataFusion up);
   ``--merge-max-changes 0`` makes the executors write the buckets instead of the driver;
 - ``empty-round``: one tiered table (8 buckets, 100k rows) under a continuous job; the wall
   time of rounds where nothing changed (Spark's ``triggerExecution``: planning, no batch) and of
@@ -369,10 +370,10 @@ def bench_changelog(args, work: Path, store) -> dict:
                                 {"trigger.available_now": False, "trigger.interval_s": CHANGELOG_TRIGGER_S},
                                 merge_max_changes=args.merge_max_changes)
     with ContinuousJob(spark, continuous, epoch=2) as running:
-        attempts = 0
+        attempts, warming_up = 0, True  # the first round the driver writes and the first MERGE: untimed
         while len(rounds) < args.repeat:
             attempts += 1
-            if attempts > 2 * args.repeat:
+            if attempts > 2 * args.repeat + 1:
                 raise RuntimeError("benchmark: the writes kept straddling two triggers; raise CHANGELOG_TRIGGER_S")
             chunks = bench.updates()
             seen = len(running.batches())
@@ -387,9 +388,11 @@ def bench_changelog(args, work: Path, store) -> dict:
             if running.error is not None:
                 raise running.error
             merge_s, keys_merged = bench.merge(before)
-            merges.append(merge_s)
-            if len(carried) == 1:  # else the writes straddled a trigger: two rounds, not measured
-                rounds.append(carried[0].durationMs["triggerExecution"] / 1000)
+            if not warming_up:
+                merges.append(merge_s)
+                if len(carried) == 1:  # else the writes straddled a trigger: two rounds, not measured
+                    rounds.append(carried[0].durationMs["triggerExecution"] / 1000)
+            warming_up = False
 
     available_now, runs = [], []
     for epoch in range(3, args.repeat + 3):  # an availableNow run per round, as a scheduler starts them
