@@ -52,10 +52,10 @@ REQUIRED_SPARK_CONF = {
 #: ``chmod`` and several ``readlink`` processes per file: ~35 ms for each of the two files a round
 #: writes (offsets, commits). The FileSystem-based manager writes the same temp-file-then-rename
 #: with one fork per file. On a local disk both check that the target is absent, then rename.
-CHECKPOINT_FILE_MANAGER = {
-    "spark.sql.streaming.checkpointFileManagerClass":
-        "org.apache.spark.sql.execution.streaming.checkpointing.FileSystemBasedCheckpointFileManager",
-}
+CHECKPOINT_FILE_MANAGER = (
+    "spark.sql.streaming.checkpointFileManagerClass",
+    "org.apache.spark.sql.execution.streaming.checkpointing.FileSystemBasedCheckpointFileManager",
+)
 
 RoundListener = Callable[[RoundOutcome], None]
 
@@ -118,8 +118,7 @@ class TieringJob:
         from tiering.lake.writers import make_round_writer
 
         config = self.context.config
-        for key, value in CHECKPOINT_FILE_MANAGER.items():
-            self.spark.conf.set(key, value)
+        self.spark.conf.set(*CHECKPOINT_FILE_MANAGER)
         self.spark.dataSource.register(KvTieringDataSource)
         committer = RoundCommitter(
             make_round_writer(self.spark, config.lake, self.context.job),

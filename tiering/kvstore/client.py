@@ -11,7 +11,6 @@ the requests.Session is created lazily and dropped on pickling.
 from __future__ import annotations
 
 import os
-
 from typing import Any
 from urllib.parse import quote
 

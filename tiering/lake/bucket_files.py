@@ -216,14 +216,14 @@ def _copy(task: BucketTask, source: str, schema: pa.Schema) -> WrittenFile:
 def _rows(task: BucketTask, schema: pa.Schema, changes: pa.Table | None) -> Iterator[pa.RecordBatch]:
     """The base's rows minus the changed keys, then the upserts (the file's columns)."""
     key = task.table.primary_key
-    keys = changes.select(key) if changes is not None and changes.num_rows else None
+    changed = changes.select(key) if changes is not None and changes.num_rows else None
     for batch in _batches(task.store, task.plan.base_files, schema):
-        if keys is None:
+        if changed is None:
             yield batch
         elif len(key) == 1:  # a hash lookup, without planning an Acero join per batch
-            yield batch.filter(pc.invert(pc.is_in(batch.column(key[0]), value_set=keys.column(0))))
+            yield batch.filter(pc.invert(pc.is_in(batch.column(key[0]), value_set=changed.column(0))))
         else:
-            kept = pa.Table.from_batches([batch]).join(keys, key, join_type="left anti")
+            kept = pa.Table.from_batches([batch]).join(changed, key, join_type="left anti")
             yield from kept.select(schema.names).to_batches()
     if changes is not None:
         upserts = changes.filter(pc.not_equal(changes[OP_COLUMN], _DELETE)).select(schema.names)
@@ -238,11 +238,11 @@ def _latest_changes(task: BucketTask) -> pa.Table:
     schema = file_schema(task.table).append(pa.field(OP_COLUMN, pa.string()))
     changes = pa.Table.from_batches(list(_batches(task.store, plan.log_files, schema)), schema)
     offsets = changes[OFFSET_COLUMN]
-    bounds = pc.min_max(offsets)
-    low, high = bounds["min"].as_py(), bounds["max"].as_py()
-    if low is not None and (low < plan.log_from or high >= plan.log_to):  # segments overlap the range's ends
-        lowest, end = pa.scalar(plan.log_from, pa.int64()), pa.scalar(plan.log_to, pa.int64())
-        changes = changes.filter(pc.and_(pc.greater_equal(offsets, lowest), pc.less(offsets, end)))
+    read = pc.min_max(offsets)
+    if read["min"].as_py() is not None and (read["min"].as_py() < plan.log_from or read["max"].as_py() >= plan.log_to):
+        # the segments reach past the round's range: keep [log_from, log_to) only
+        low, high = pa.scalar(plan.log_from, pa.int64()), pa.scalar(plan.log_to, pa.int64())
+        changes = changes.filter(pc.and_(pc.greater_equal(offsets, low), pc.less(offsets, high)))
     return newest_per_key(changes, task.table.primary_key)
 
 
