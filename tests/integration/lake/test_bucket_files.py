@@ -82,6 +82,19 @@ def test_a_snapshot_from_before_a_new_column_is_rewritten_with_nulls(store, tmp_
         assert pq.read_schema(handle).equals(file_schema(TABLE), check_metadata=False)
 
 
+def test_the_kept_rows_and_the_upserts_go_into_one_row_group(store, tmp_path):
+    snap = write_snapshot(tmp_path / "s", TABLE, [({"id": i, "v": "a"}, i) for i in range(10)])
+    log = write_log(tmp_path / "l", TABLE, [(10, "+U", {"id": 3, "v": "b"}), (11, "+I", {"id": 42, "v": "c"})])
+    plan = BucketPlan(bucket=0, base="snapshot", base_files=(snap,), log_files=(log,), log_from=10, log_to=12, snapshot_id=1)
+
+    (written,) = write_bucket(task(store, plan))
+
+    with store.filesystem.open_input_file(store.path(f"{store.uri('t')}/{written.path}")) as handle:
+        meta = pq.read_metadata(handle)
+    assert (meta.num_row_groups, meta.num_rows, written.num_records) == (1, 11, 11)
+    assert {r["id"]: r["v"] for r in read(store, [written])}[3] == "b"
+
+
 def test_a_bucket_that_ends_up_empty_writes_no_file(store, tmp_path):
     log = write_log(tmp_path / "l", TABLE, [(0, "+I", {"id": 1, "v": "a"}), (1, "-D", {"id": 1})])
     plan = BucketPlan(bucket=0, base="empty", base_files=(), log_files=(log,), log_from=0, log_to=2)

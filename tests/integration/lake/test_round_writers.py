@@ -25,6 +25,7 @@ from tiering.errors import ConfigError, FencedEpochError, LakeCommitError, NotLe
 from tiering.kvstore.models import Column, TableInfo
 from tiering.lake.delta_spark_writer import DeltaSparkRoundWriter, check_delta_jars
 from tiering.lake.round_protocol import RoundWriter
+from tiering.lake import round_writer
 from tiering.lake.round_writer import DeltaRsRoundWriter
 from tiering.lakestate.lake import Lake
 from tiering.lakestate.layout import FENCE_PROPERTY, app_id, txn_version
@@ -226,6 +227,21 @@ def test_delta_rs_writes_changelog_rounds_up_to_merge_max_changes_in_the_driver(
     assert len(spark.sparkContext.statusTracker().getJobIdsForGroup()) == jobs + (written_by == "executors")
     assert result.rows_in == 4 and result.rows_out == 3  # bucket 0 ends with ids 1, 4, 6
     assert {i: r[1] for i, r in lake_rows(lake).items() if r[0] == 0} == {1: "a2", 4: "d2", 6: "f2"}
+
+
+def test_a_driver_round_big_enough_for_bucket_threads_writes_the_same_rows(spark, lake, round1, tmp_path, monkeypatch):
+    monkeypatch.setattr(round_writer, "_THREADED_CHANGES", 1)  # every round counts as big
+    writer = DeltaRsRoundWriter(spark, lake, JOB)
+    commit(writer, round1)
+    log0 = write_log(tmp_path / "s0", ORDERS, [(15, "+U", row(1, "a2")), (16, "-D", {"id": 2}), (17, "+I", row(6, "f"))])
+    log2 = write_log(tmp_path / "s2", ORDERS, [(3, "+U", row(21, "q2")), (4, "+I", row(22, "r"))])
+
+    result = commit(writer, {LogSplit("orders", 0, 1, 15, 18): [log0], LogSplit("orders", 2, 1, 3, 5): [log2]}, round_id=2)
+
+    assert result.written_by == "driver" and result.log_buckets == (0, 2)
+    assert {i: (r[0], r[1]) for i, r in lake_rows(lake).items()} == {
+        1: (0, "a2"), 4: (0, "d2"), 6: (0, "f"), 10: (1, "x"), 21: (2, "q2"), 22: (2, "r"),
+    }
 
 
 EVENTS = TableInfo(

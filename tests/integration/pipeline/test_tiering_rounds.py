@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import threading
+from pathlib import Path
 
 import pyarrow as pa
 import pytest
 from deltalake import DeltaTable, write_deltalake
 
 from tests.integration.pipeline.harness import TableOracle, assert_lake_equals, lake_rows, make_config, wait_until
-from tiering.job import TieringJob
+from tiering.job import CHECKPOINT_FILE_MANAGER, TieringJob
 from tiering.context import TermContext
 from tiering.state.lease_file import load_or_create_lease_id
 
@@ -88,6 +89,28 @@ def test_restarted_query_reuses_the_lease_id_from_its_checkpoint(spark, kv_store
 
     assert seen_leases and all(ids in ([], [lease_id]) for ids in seen_leases), seen_leases
     assert client.list_leases() == []
+    assert_lake_equals(tmp_path / "lake", orders)
+
+
+def test_the_checkpoint_is_written_through_the_file_system_manager_and_resumed_from(spark, kv_store, tmp_path):
+    client = kv_store.client()
+    orders = TableOracle(client, "orders", num_buckets=2)
+    orders.upsert(range(40))
+    client.take_snapshots("orders")
+    config = make_config(tmp_path, kv_store.url, "127.0.0.1:1")
+    assert run_available_now(spark, config).ok
+    orders.upsert(range(30, 60))
+
+    assert run_available_now(spark, config, epoch=2).ok
+
+    key, manager = CHECKPOINT_FILE_MANAGER
+    assert spark.conf.get(key) == manager
+    checkpoint = Path(config.job.checkpoint)
+    offsets = sorted(int(p.name) for p in (checkpoint / "offsets").iterdir() if p.name.isdigit())
+    commits = sorted(int(p.name) for p in (checkpoint / "commits").iterdir() if p.name.isdigit())
+    assert offsets == commits == list(range(len(offsets))) and len(offsets) >= 2, (offsets, commits)
+    assert not [p.name for d in ("offsets", "commits") for p in (checkpoint / d).iterdir() if "tmp" in p.name]
+    assert DeltaTable(str(tmp_path / "lake" / "orders")).version() == 1, "the second run resumed: one more commit"
     assert_lake_equals(tmp_path / "lake", orders)
 
 

@@ -105,3 +105,18 @@ def test_pickles_without_its_session():
     copy = pickle.loads(pickle.dumps(client))
     assert copy._session is None and (copy.url, copy.token, copy.timeout_s) == ("http://127.0.0.1:1", "t", 5)
     assert copy.session.headers["Authorization"] == "Bearer t"
+
+
+def test_the_session_takes_proxies_and_ca_bundle_from_the_environment_once(monkeypatch):
+    monkeypatch.setenv("HTTP_PROXY", "http://proxy.example:3128")
+    monkeypatch.setenv("NO_PROXY", "direct.example")
+    monkeypatch.setenv("REQUESTS_CA_BUNDLE", "/etc/ssl/our-ca.pem")
+
+    proxied = KvStoreClient("http://store.example:8080").session
+    direct = KvStoreClient("http://direct.example:8080").session
+    monkeypatch.setenv("HTTP_PROXY", "http://changed.example:1")
+
+    assert proxied.proxies.get("http") == "http://proxy.example:3128", "read when the session was made"
+    assert "http" not in direct.proxies, "NO_PROXY names this store"
+    assert proxied.verify == "/etc/ssl/our-ca.pem"
+    assert not proxied.trust_env, "requests must not rescan the environment on every call"
