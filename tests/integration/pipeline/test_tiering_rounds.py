@@ -21,6 +21,14 @@ def run_available_now(spark, config, epoch: int = 1):
     return TieringJob(spark, TermContext.begin(config, epoch)).run()
 
 
+def snapshotted(client, name: str, rows: int, num_buckets: int) -> TableOracle:
+    """A table holding ids ``0..rows-1`` with a snapshot of every bucket."""
+    table = TableOracle(client, name, num_buckets=num_buckets)
+    table.upsert(range(rows))
+    client.take_snapshots(name)
+    return table
+
+
 def test_three_tables_interleaved_with_snapshots_match_store_row_by_row(spark, kv_store, tmp_path):
     client = kv_store.client()
     tables = [TableOracle(client, name, num_buckets=4) for name in ("orders", "customers", "items")]
@@ -50,9 +58,7 @@ def test_three_tables_interleaved_with_snapshots_match_store_row_by_row(spark, k
 
 def test_second_run_merges_only_new_changes_and_replay_adds_nothing(spark, kv_store, tmp_path):
     client = kv_store.client()
-    orders = TableOracle(client, "orders", num_buckets=4)
-    orders.upsert(range(200))
-    client.take_snapshots("orders")
+    orders = snapshotted(client, "orders", 200, num_buckets=4)
     config = make_config(tmp_path, kv_store.url, "127.0.0.1:1")
     assert run_available_now(spark, config).ok
     first_version = DeltaTable(str(tmp_path / "lake" / "orders")).version()
@@ -71,9 +77,7 @@ def test_second_run_merges_only_new_changes_and_replay_adds_nothing(spark, kv_st
 
 def test_restarted_query_reuses_the_lease_id_from_its_checkpoint(spark, kv_store, tmp_path):
     client = kv_store.client()
-    orders = TableOracle(client, "orders", num_buckets=2)
-    orders.upsert(range(50))
-    client.take_snapshots("orders")
+    orders = snapshotted(client, "orders", 50, num_buckets=2)
     config = make_config(tmp_path, kv_store.url, "127.0.0.1:1")
     lease_id = load_or_create_lease_id(config.job.checkpoint, config.job.name)
 
@@ -94,9 +98,7 @@ def test_restarted_query_reuses_the_lease_id_from_its_checkpoint(spark, kv_store
 
 def test_the_checkpoint_is_written_through_the_file_system_manager_and_resumed_from(spark, kv_store, tmp_path):
     client = kv_store.client()
-    orders = TableOracle(client, "orders", num_buckets=2)
-    orders.upsert(range(40))
-    client.take_snapshots("orders")
+    orders = snapshotted(client, "orders", 40, num_buckets=2)
     config = make_config(tmp_path, kv_store.url, "127.0.0.1:1")
     assert run_available_now(spark, config).ok
     orders.upsert(range(30, 60))
@@ -116,9 +118,7 @@ def test_the_checkpoint_is_written_through_the_file_system_manager_and_resumed_f
 
 def test_continuous_run_picks_up_new_writes_until_lag_is_zero(spark, kv_store, tmp_path):
     client = kv_store.client()
-    orders = TableOracle(client, "orders", num_buckets=4)
-    orders.upsert(range(100))
-    client.take_snapshots("orders")
+    orders = snapshotted(client, "orders", 100, num_buckets=4)
     config = make_config(tmp_path, kv_store.url, "127.0.0.1:1", **{"trigger.available_now": False})
     stop = threading.Event()
     job = TieringJob(spark, TermContext.begin(config, 1))
