@@ -30,6 +30,7 @@ __all__ = [
     "CoordinationError",
     "LeadershipLostError",
     "CheckpointError",
+    "OffsetLogFormatError",
 ]
 
 
@@ -148,3 +149,14 @@ class LeadershipLostError(NotLeaderError, CoordinationError):
 class CheckpointError(TieringError):
     """The checkpoint's own files (``<checkpoint>/tiering/``) cannot be used as they are; the
     message names the file. Never repaired silently: a new lease id would leak the old one."""
+
+
+class OffsetLogFormatError(CheckpointError):
+    """An entry of Spark's offsets log has a version this code does not read (another Spark
+    wrote it). Not corruption: the batch's rows still hold its splits. ``path`` names the file,
+    ``version`` is its version line as found."""
+
+    def __init__(self, message: str, *, path: str, version: str) -> None:
+        super().__init__(message)
+        self.path = path
+        self.version = version

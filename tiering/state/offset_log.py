@@ -6,16 +6,24 @@ the same file after a crash, and the source's ``partitions(start, end)`` derives
 exactly that offset. Reading the file costs a millisecond; reading the descriptor rows through
 Spark costs a job (about 200 ms a round on a warm driver: 40% of a round that changed one row).
 
-Failure mode: a file of another format (another Spark version) or no file for the batch. That is
-a :class:`CheckpointError` naming the file: never a guess, never an empty round.
+Failure modes: the file is Spark's internal format, and another Spark version may write another
+one. An entry whose version line is not the one this code knows is an
+:class:`OffsetLogFormatError` naming the file and the version found, and the round's splits come
+from the batch's rows instead (:mod:`tiering.round.batch_splits`). An entry of the known format
+that does not hold what that format says (other lines, a source offset that does not decode),
+or no file for the batch, is corruption: a :class:`CheckpointError` naming the file, never a
+guess, never an empty round.
 
-The file is Spark's ``OffsetSeqLog`` entry: a version line (``v1``), a JSON line of batch
-metadata, then one line per source — this query has one, the kv-tiering source's JSON offset.
+The known format is Spark's ``OffsetSeqLog`` entry: a version line (``v1``), a JSON object of
+batch metadata, then one line per source — this query has one, the kv-tiering source's JSON
+offset.
 """
 
 from __future__ import annotations
 
-from tiering.errors import CheckpointError
+import json
+
+from tiering.errors import CheckpointError, OffsetLogFormatError
 from tiering.state.lease_file import checkpoint_dir
 from tiering.state.offset import TieringOffset
 
@@ -31,10 +39,24 @@ def read_batch_offset(checkpoint: str, batch_id: int) -> TieringOffset:
         lines = path.read_text(encoding="utf-8").splitlines()
     except OSError as e:
         raise CheckpointError(f"offsets log entry {path} of batch {batch_id} is unreadable: {e}") from None
-    if len(lines) != 3 or lines[0] != _VERSION:
-        raise CheckpointError(f"offsets log entry {path}: expected '{_VERSION}', batch metadata and one source "
-                              f"offset, got {len(lines)} lines starting {lines[:1]!r}")
+    if not lines:
+        raise CheckpointError(f"offsets log entry {path} of batch {batch_id} is empty")
+    if lines[0] != _VERSION:
+        raise OffsetLogFormatError(
+            f"offsets log entry {path} is format {lines[0][:40]!r}; this code reads '{_VERSION}'",
+            path=str(path), version=lines[0][:40],
+        )
+    if len(lines) != 3 or not _is_json_object(lines[1]):
+        raise CheckpointError(f"offsets log entry {path}: expected '{_VERSION}', a JSON object of batch metadata "
+                              f"and one source offset, got {len(lines)} lines starting {[line[:60] for line in lines[:2]]!r}")
     try:
         return TieringOffset.from_json(lines[2])
     except ValueError as e:
         raise CheckpointError(f"offsets log entry {path}: the source offset does not decode: {e}") from None
+
+
+def _is_json_object(text: str) -> bool:
+    try:
+        return isinstance(json.loads(text), dict)
+    except ValueError:
+        return False

@@ -8,7 +8,7 @@ import pytest
 
 from tiering.enumerator.positions import BucketPosition
 from tiering.enumerator.splits import LogSplit
-from tiering.errors import CheckpointError
+from tiering.errors import CheckpointError, OffsetLogFormatError
 from tiering.state.offset import TableOffset, TieringOffset
 from tiering.state.offset_log import read_batch_offset
 
@@ -28,18 +28,32 @@ def test_the_source_offset_of_the_batch_is_read_back(tmp_path):
     assert read_batch_offset(f"file://{tmp_path}", 4) == OFFSET
 
 
+@pytest.mark.parametrize("version", ["v2", "v99", '{"batchWatermarkMs":0}'])
+def test_an_entry_of_another_version_is_a_format_error_naming_the_file_and_the_version(tmp_path, version):
+    log_entry(tmp_path, 0, f"{version}\n{{}}\n" + OFFSET.to_json())
+    with pytest.raises(OffsetLogFormatError) as raised:
+        read_batch_offset(str(tmp_path), 0)
+
+    assert raised.value.path == str(tmp_path / "offsets" / "0")
+    assert raised.value.version == version
+    assert str(tmp_path / "offsets" / "0") in str(raised.value) and repr(version) in str(raised.value)
+
+
 @pytest.mark.parametrize(
     ("text", "complaint"),
     [
-        ("v2\n{}\n{}", "expected 'v1'"),
         ('v1\n{}\n{"v": 1}', "the source offset does not decode"),
         ("v1\n{}", "got 2 lines"),
+        ("v1\n{}\n{}\n{}", "got 4 lines"),
+        ("v1\n[]\n{}", "a JSON object of batch metadata"),
+        ("", "is empty"),
     ],
 )
-def test_an_entry_it_cannot_read_names_the_file(tmp_path, text, complaint):
+def test_an_entry_of_the_known_version_it_cannot_read_is_corrupt_and_names_the_file(tmp_path, text, complaint):
     log_entry(tmp_path, 0, text)
-    with pytest.raises(CheckpointError, match=re.escape(str(tmp_path / "offsets" / "0")) + ".*" + complaint):
+    with pytest.raises(CheckpointError, match=re.escape(str(tmp_path / "offsets" / "0")) + ".*" + complaint) as raised:
         read_batch_offset(str(tmp_path), 0)
+    assert not isinstance(raised.value, OffsetLogFormatError), "corruption is not a format change"
 
 
 def test_a_missing_entry_names_the_batch(tmp_path):
