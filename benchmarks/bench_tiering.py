@@ -68,7 +68,7 @@ import pyarrow as pa  # noqa: E402
 import pyarrow.compute as pc  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
 
-from tiering.conf.model import DEFAULT_MERGE_MAX_CHANGES  # noqa: E402
+from tiering.conf.model import DEFAULT_DRIVER_MAX_CHANGES  # noqa: E402
 from tiering.kvstore.models import TableSpec  # noqa: E402
 
 CHUNK = 250_000
@@ -357,7 +357,7 @@ def bench_changelog(args, work: Path, store) -> dict:
     snapshots = client.take_snapshots("cl")
     spark = spark_session()
     spark.conf.set("spark.sql.streaming.noDataProgressEventInterval", "0")  # a progress report per idle trigger
-    config = service_config(work, store.url, "bench-changelog", merge_max_changes=args.merge_max_changes)
+    config = service_config(work, store.url, "bench-changelog", driver_max_changes=args.merge_max_changes)
     run_service(spark, config)  # bootstrap, untimed
     table_id = client.log_info("cl").table_id
     base = pa.concat_tables([pq.read_table(f) for s in snapshots.buckets for f in s.files]).select(["id", "name", "qty", "price"])
@@ -368,7 +368,7 @@ def bench_changelog(args, work: Path, store) -> dict:
 
     continuous = service_config(work, store.url, "bench-changelog",
                                 {"trigger.available_now": False, "trigger.interval_s": CHANGELOG_TRIGGER_S},
-                                merge_max_changes=args.merge_max_changes)
+                                driver_max_changes=args.merge_max_changes)
     with ContinuousJob(spark, continuous, epoch=2) as running:
         attempts, warming_up = 0, True  # the first round the driver writes and the first MERGE: untimed
         while len(rounds) < args.repeat:
@@ -563,7 +563,7 @@ def bench_tables(args, work: Path, store) -> dict:
             load_table(client, name, range(20), 4)
             client.take_snapshots(name)
         config = service_config(work, store.url, f"bench-tables-{count}", {"tables.include": [f"t{count}_*"]},
-                                merge_max_changes=args.merge_max_changes)
+                                driver_max_changes=args.merge_max_changes)
         run_service(spark, config)  # bootstrap, untimed
         for name in names:
             client.write_arrow(name, rows(pa.array([1, 7, 13], pa.int64()), salt=1))
@@ -658,8 +658,8 @@ def main() -> None:
     parser.add_argument("--buckets", type=int, default=None, help="default: 8 (snapshot, changelog), 1000 (leases), 16 (planning)")
     parser.add_argument("--repeat", type=int, default=None, help="default: 3 (changelog: rounds, medians reported), 10 otherwise")
     parser.add_argument(
-        "--merge-max-changes", type=int, default=DEFAULT_MERGE_MAX_CHANGES,
-        help="changelog: the writer's lake.merge_max_changes (0: Spark rewrites the buckets, as before the driver MERGE)",
+        "--merge-max-changes", type=int, default=DEFAULT_DRIVER_MAX_CHANGES,
+        help="changelog: the writer's lake.driver_max_changes (the flag keeps its old name; 0: Spark rewrites the buckets)",
     )
     parser.add_argument("--counts", default="10,50,200", help="tables: the table counts to measure, comma-separated")
     parser.add_argument("--rate", type=int, default=5000, help="lag: rows written per second")

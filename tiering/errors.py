@@ -26,6 +26,10 @@ __all__ = [
     "FencedEpochError",
     "DataLossError",
     "LakeCommitError",
+    "SchemaMismatchError",
+    "BucketWriteError",
+    "TableRecreatedError",
+    "RoundStateError",
     "LakeStorageError",
     "CoordinationError",
     "LeadershipLostError",
@@ -131,6 +135,23 @@ class DataLossError(TieringError):
 
 class LakeCommitError(TieringError):
     """A table's round could not be committed to Delta (schema mismatch, conflict, I/O)."""
+
+
+class SchemaMismatchError(LakeCommitError):
+    """The KV table's schema changed in a way the Delta table cannot follow (a type changed, a
+    column dropped, a NOT NULL column, another partitioning); names the table and the column."""
+
+
+class BucketWriteError(LakeCommitError):
+    """A bucket's data files could not be written; nothing of the table's round was committed."""
+
+
+class TableRecreatedError(TieringError):
+    """The table was dropped and re-created upstream mid-round (a new ``table_id``)."""
+
+
+class RoundStateError(TieringError):
+    """A table of a round was asked to take a step its state does not allow: a bug, never retried."""
 
 
 class LakeStorageError(TieringError):

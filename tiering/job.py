@@ -31,13 +31,15 @@ from dataclasses import dataclass, field
 from tiering.conf.model import TieringConfig
 from tiering.context import TermContext, store_client
 from tiering.errors import CoordinationError, LeadershipLostError, NotLeaderError, TieringError
-from tiering.lake.committer import RoundCommitter, RoundOutcome
 from tiering.lake.maintenance import LakeMaintainer, MaintenancePass
 from tiering.lakestate.lake import Lake
 from tiering.lease.job_lease import JobLease, LeaseRenewer
 from tiering.lease.release import LeaseReleases
+from tiering.round.committer import RoundCommitter
+from tiering.round.health import RoundFacts, after_round, read_health, write_health
+from tiering.round.outcome import RoundOutcome
+from tiering.round.states import TableFailure
 from tiering.source import CONTEXT_OPTION, KvTieringDataSource
-from tiering.state.table_health import RoundFacts, after_round, read_health, write_health
 
 log = logging.getLogger(__name__)
 
@@ -77,7 +79,7 @@ class JobResult:
     """How a run ended: rounds committed and the tables whose last round failed."""
 
     rounds: int = 0
-    failed_tables: dict[str, str] = field(default_factory=dict)
+    failed_tables: dict[str, TableFailure] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -212,7 +214,7 @@ class TieringJob:
         """Keep every table's health in the checkpoint for ``tiering status`` (advisory: a write
         that fails is logged, never fails the round, which has landed)."""
         committed = {t: (c.table_id, c.delta_version) for t, c in outcome.committed.items() if c.delta_version >= 0}
-        failed = {t: (outcome.table_ids[t], message) for t, message in outcome.failed.items()}
+        failed = {t: (outcome.table_ids[t], failure) for t, failure in outcome.failed.items()}
         facts = RoundFacts(int(time.time() * 1000), committed, failed, frozenset(outcome.dropped))
         self._health = after_round(self._health, facts)
         outcome.health = self._health

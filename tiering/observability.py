@@ -28,10 +28,10 @@ from pyspark.sql.streaming import StreamingQueryListener
 from tiering.context import TermContext
 from tiering.errors import TieringError
 from tiering.enumerator.positions import LakePosition
-from tiering.lake.committer import RoundOutcome
 from tiering.kvstore.client import KvStoreClient
 from tiering.lakestate.freshness import freshness_s, oldest_untiered_write_ms
 from tiering.lease.job_lease import JobLease
+from tiering.round.outcome import RoundOutcome
 from tiering.storage.object_store import ObjectStore
 
 __all__ = ["TieringMetrics", "FreshnessCollector", "RoundObserver", "ProgressListener", "attach", "serve_metrics"]
@@ -89,6 +89,14 @@ class TieringMetrics:
         self.rounds = Counter("kv_tiering_rounds", "Rounds finished (committed or not).", ["job"], registry=registry)
         self.table_rounds = Counter(
             "kv_tiering_table_rounds", "Table rounds by outcome.", [*by_table, "outcome"], registry=registry
+        )
+        self.failures = Counter(
+            "kv_tiering_table_failures", "Table rounds that failed, by what they failed on (the failure's typed cause).",
+            [*by_table, "cause"], registry=registry,
+        )
+        self.unreported = Counter(
+            "kv_tiering_table_reports_deferred", "Committed table rounds whose lake report the store refused (sent "
+            "again next round).", by_table, registry=registry,
         )
         self.splits = Counter("kv_tiering_splits", "Splits applied to the lake.", by_table, registry=registry)
         self.rows = Counter("kv_tiering_rows", "Snapshot rows and changelog records applied.", by_table, registry=registry)
@@ -185,22 +193,26 @@ class RoundObserver:
         for table, commit in sorted(outcome.committed.items()):
             splits = len(commit.bootstrap_buckets) + len(commit.log_buckets)
             offsets = dict(sorted(commit.positions.items()))
-            lag = outcome.lag.get(table, 0)
+            lag = outcome.lag.get(table)
             leased = held.get(commit.table_id, 0)
             m.table_rounds.labels(self.job, table, "committed").inc()
             m.splits.labels(self.job, table).inc(splits)
             m.rows.labels(self.job, table).inc(commit.rows_in)
             m.lake_offset.labels(self.job, table).set(sum(offsets.values()))
-            m.lag.labels(self.job, table).set(lag)
+            if lag is not None:  # unknown when the store could not say: the last known value stays
+                m.lag.labels(self.job, table).set(lag)
+            if table in outcome.unreported:
+                m.unreported.labels(self.job, table).inc()
             m.lake_version.labels(self.job, table).set(commit.delta_version)
             m.leased.labels(self.job, table).set(leased)
             m.freshness.track(self.job, table, LakePosition(commit.table_id, commit.positions), self._lease.client,
                               self._store)
             log.info(
-                "job=%s round=%d table=%s status=%s splits=%d rows=%d offsets=%s lag=%d delta_version=%d "
+                "job=%s round=%d table=%s status=%s splits=%d rows=%d offsets=%s lag=%s delta_version=%d "
                 "epoch=%d lease=%s leased_snapshots=%d",
                 self.job, outcome.round_id, table, "skipped" if commit.skipped else "committed", splits,
-                commit.rows_in, offsets, lag, commit.delta_version, self.epoch, lease_id, leased,
+                commit.rows_in, offsets, "unknown" if lag is None else lag, commit.delta_version, self.epoch, lease_id,
+                leased,
             )
         for table, health in outcome.health.items():
             if health.last_commit_ms is not None:
@@ -209,11 +221,12 @@ class RoundObserver:
             m.dropped.labels(self.job, table).set(1 if health.dropped else 0)
             if health.dropped:
                 m.freshness.forget(self.job, table)
-        for table, error in sorted(outcome.failed.items()):
+        for table, failure in sorted(outcome.failed.items()):
             m.table_rounds.labels(self.job, table, "failed").inc()
+            m.failures.labels(self.job, table, failure.cause).inc()
             log.warning(
-                "job=%s round=%d table=%s status=failed epoch=%d lease=%s error=%s",
-                self.job, outcome.round_id, table, self.epoch, lease_id, error,
+                "job=%s round=%d table=%s status=failed cause=%s state=%s epoch=%d lease=%s error=%s",
+                self.job, outcome.round_id, table, failure.cause, failure.state, self.epoch, lease_id, failure,
             )
 
 

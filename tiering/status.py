@@ -27,7 +27,7 @@ from tiering.lakestate.freshness import freshness_s, oldest_untiered_write_ms
 from tiering.lakestate.lake import Lake, LakeTable
 from tiering.lakestate.layout import SYSTEM_COLUMNS
 from tiering.state.lease_file import read_lease_id
-from tiering.state.table_health import TableHealth, read_health
+from tiering.round.health import TableHealth, read_health
 
 __all__ = [
     "TableStatus", "JobStatus", "job_status", "table_statuses", "held_snapshots", "job_leases", "drop_lease",
@@ -66,6 +66,10 @@ class TableStatus:
     leased_snapshots: int
     consecutive_failures: int = 0
     last_failure: str | None = None
+    #: what the last failure failed on (``schema``, ``files``, ``store`` ...: tiering.round.states.FailureCause)
+    last_failure_cause: str | None = None
+    #: the step the table had reached when it failed (tiering.round.states.TableState)
+    last_failure_state: str | None = None
     last_failure_ms: int | None = None
 
 
@@ -206,6 +210,8 @@ def _failure_fields(health: TableHealth | None) -> dict:
     return {
         "consecutive_failures": health.consecutive_failures,
         "last_failure": health.last_failure,
+        "last_failure_cause": None if health.last_failure_cause is None else str(health.last_failure_cause),
+        "last_failure_state": None if health.last_failure_state is None else str(health.last_failure_state),
         "last_failure_ms": health.last_failure_ms,
     }
 
@@ -280,8 +286,9 @@ def render_status(status: JobStatus, console=None) -> None:
     console.print(table)
     for t in status.tables:
         if t.last_failure is not None and (t.consecutive_failures or t.state == "dropped"):
+            cause = f" ({t.last_failure_cause}, in state {t.last_failure_state})" if t.last_failure_cause else ""
             console.print(f"{t.table}: {t.state}, {t.consecutive_failures} round(s) in a row, last at "
-                          f"{_when(t.last_failure_ms)}: {t.last_failure}", markup=False, highlight=False)
+                          f"{_when(t.last_failure_ms)}{cause}: {t.last_failure}", markup=False, highlight=False)
 
 
 def _when(ms: int | None) -> str:

@@ -14,10 +14,11 @@ from tiering.context import TermContext
 from tiering.kvstore import retry
 from tiering.kvstore.client import KvStoreClient
 from tiering.kvstore.models import SnapshotRef, TableSpec
-from tiering.lake.committer import RoundOutcome
 from tiering.lake.round_protocol import TableCommit
 from tiering.observability import RoundObserver, TieringMetrics
-from tiering.state.table_health import TableHealth
+from tiering.round.health import TableHealth
+from tiering.round.outcome import RoundOutcome
+from tiering.round.states import FailureCause, TableFailure, TableState
 
 pytestmark = pytest.mark.integration
 
@@ -33,6 +34,9 @@ def context(tmp_path, store_url: str = "http://127.0.0.1:9") -> TermContext:
     return TermContext(config=config, epoch=5, lease_id="obs-job-lease")
 
 
+DISK_FULL = TableFailure(FailureCause.COMMIT, TableState.WRITTEN, "LakeCommitError", "disk full")
+
+
 def outcome(table_id: int = 3, positions: dict[int, int] | None = None, round_id: int = 42) -> RoundOutcome:
     orders = TableCommit(
         table="orders", table_id=table_id, delta_version=7, positions=positions or {0: 120, 1: 80}, skipped=False,
@@ -44,7 +48,7 @@ def outcome(table_id: int = 3, positions: dict[int, int] | None = None, round_id
                              dropped_ms=1_700_000_000_000),
     }
     return RoundOutcome(round_id=round_id, epoch=5, committed={"orders": orders},
-                        failed={"users": "LakeCommitError: disk full"}, lag={"orders": 15}, health=health)
+                        failed={"users": DISK_FULL}, lag={"orders": 15}, health=health)
 
 
 def sample(registry: CollectorRegistry, name: str, **labels) -> float | None:
@@ -70,7 +74,8 @@ def test_a_round_logs_one_line_per_table_and_sets_the_metrics(tmp_path, caplog, 
     assert lines == [
         "job=obs-job round=42 table=orders status=committed splits=3 rows=250 offsets={0: 120, 1: 80} lag=15 "
         "delta_version=7 epoch=5 lease=obs-job-lease leased_snapshots=2",
-        "job=obs-job round=42 table=users status=failed epoch=5 lease=obs-job-lease error=LakeCommitError: disk full",
+        "job=obs-job round=42 table=users status=failed cause=commit state=written epoch=5 lease=obs-job-lease "
+        "error=LakeCommitError: disk full",
     ]
     assert sample(registry, "kv_tiering_lake_offset", job="obs-job", table="orders") == 200
     assert sample(registry, "kv_tiering_lag_records", job="obs-job", table="orders") == 15
@@ -79,6 +84,7 @@ def test_a_round_logs_one_line_per_table_and_sets_the_metrics(tmp_path, caplog, 
     assert sample(registry, "kv_tiering_lake_version", job="obs-job", table="orders") == 7
     assert sample(registry, "kv_tiering_leased_snapshots", job="obs-job", table="orders") == 2
     assert sample(registry, "kv_tiering_table_rounds_total", job="obs-job", table="users", outcome="failed") == 1
+    assert sample(registry, "kv_tiering_table_failures_total", job="obs-job", table="users", cause="commit") == 1
     assert sample(registry, "kv_tiering_epoch", job="obs-job") == 5
     assert sample(registry, "kv_tiering_round", job="obs-job") == 42
     assert sample(registry, "kv_tiering_rounds_total", job="obs-job") == 1

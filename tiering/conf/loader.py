@@ -10,6 +10,7 @@ unknown ``TIERING_*`` variable is an error, not ignored, because it is almost al
 from __future__ import annotations
 
 import difflib
+import logging
 import os
 import re
 import tomllib
@@ -24,10 +25,12 @@ from pydantic.fields import FieldInfo
 from pydantic_core import ErrorDetails
 
 from tiering.conf.fields import base_type, is_optional, is_secret, type_label
-from tiering.conf.model import SECTIONS, TieringConfig, flatten_spark
+from tiering.conf.model import RENAMED_KEYS, SECTIONS, TieringConfig, flatten_spark
 from tiering.errors import ConfigError
 
 __all__ = ["load_config", "ENV_PREFIX", "env_name"]
+
+log = logging.getLogger(__name__)
 
 ENV_PREFIX = "TIERING_"
 OVERRIDE_SOURCE = "override"
@@ -71,6 +74,7 @@ def load_config(
     file_read = path is None or _read_file(Path(path), layers)
     _apply_env(os.environ if env is None else env, layers)
     _apply_overrides(overrides or {}, layers)
+    _apply_renamed(layers)
     config = None
     if file_read:
         try:
@@ -122,8 +126,19 @@ def _unknown_top_level(name: str, value: Any) -> str:
     return "unknown section" + _did_you_mean(name, [*SECTIONS, "spark"])
 
 
+def _keys(section: str) -> list[str]:
+    """The keys ``section`` accepts: its fields and its renamed keys."""
+    return [*SECTIONS[section].model_fields, *(old for s, old in RENAMED_KEYS if s == section)]
+
+
+def _field(section: str, key: str) -> FieldInfo:
+    """The field that types ``key``; a renamed key is typed like the first key it now sets."""
+    fields = SECTIONS[section].model_fields
+    return fields[key] if key in fields else fields[RENAMED_KEYS[(section, key)][0]]
+
+
 def _apply_env(env: Mapping[str, str], layers: _Layers) -> None:
-    known = {env_name(s, k): (s, k) for s, model in SECTIONS.items() for k in model.model_fields}
+    known = {env_name(s, k): (s, k) for s in SECTIONS for k in _keys(s)}
     for name in sorted(env):
         if not name.startswith(ENV_PREFIX):
             continue
@@ -152,7 +167,7 @@ def _apply_overrides(overrides: Mapping[str, object], layers: _Layers) -> None:
         section, _, key = dotted.partition(".")
         if section == "spark" and key:
             layers.set("spark", key, value, OVERRIDE_SOURCE)
-        elif section in SECTIONS and key in SECTIONS[section].model_fields:
+        elif section in SECTIONS and key in _keys(section):
             if isinstance(value, str):
                 _set_text(layers, section, key, value, OVERRIDE_SOURCE)
             else:
@@ -166,13 +181,27 @@ def _apply_overrides(overrides: Mapping[str, object], layers: _Layers) -> None:
 
 def _set_text(layers: _Layers, section: str, key: str, text: str, source: str) -> None:
     """Parse ``text`` by the field's type; on failure keep the lower layer's value and report."""
-    info = SECTIONS[section].model_fields[key]
+    info = _field(section, key)
     try:
         layers.set(section, key, _parse_text(info, text), source)
     except ValueError:
         layers.problems.append(
             f"{section}.{key} ({source}): expected {type_label(info)}, got {_shown(text, is_secret(info))}"
         )
+
+
+def _apply_renamed(layers: _Layers) -> None:
+    """A renamed key sets each key it became that is not set itself, and a warning names them."""
+    for (section, old), new_keys in RENAMED_KEYS.items():
+        if old not in layers.raw[section]:
+            continue
+        value, source = layers.raw[section].pop(old), layers.sources.pop((section, old))
+        for key in new_keys:
+            if key not in layers.raw[section]:
+                layers.set(section, key, value, f"{source}, as {section}.{old}")
+        names = " and ".join(f"{section}.{key}" for key in new_keys)
+        log.warning("%s.%s (%s) is deprecated: it now sets %s (each unless set itself); set those instead",
+                    section, old, source, names)
 
 
 def _parse_text(info: FieldInfo, text: str) -> Any:

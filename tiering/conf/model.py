@@ -31,13 +31,23 @@ __all__ = [
     "MaintenanceConfig",
     "TieringConfig",
     "SECTIONS",
-    "DEFAULT_MERGE_MAX_CHANGES",
+    "DEFAULT_DRIVER_MAX_CHANGES",
+    "DEFAULT_MERGE_MAX_ROWS",
+    "RENAMED_KEYS",
     "MIN_FILE_RETENTION_HOURS",
     "flatten_spark",
 ]
 
-#: ``lake.merge_max_changes`` when not configured (also the writers' default outside a config).
-DEFAULT_MERGE_MAX_CHANGES = 1_000_000
+#: ``lake.driver_max_changes`` when not configured (also the writers' default outside a config).
+DEFAULT_DRIVER_MAX_CHANGES = 1_000_000
+#: ``lake.merge_max_rows`` when not configured (also the writers' default outside a config).
+DEFAULT_MERGE_MAX_ROWS = 1_000_000
+
+#: Keys that were split or renamed: ``(section, old key) -> the keys it now sets``. The old key
+#: keeps working (it sets each new key not given explicitly) and the loader warns, naming them.
+RENAMED_KEYS: dict[tuple[str, str], tuple[str, ...]] = {
+    ("lake", "merge_max_changes"): ("driver_max_changes", "merge_max_rows"),
+}
 
 #: The shortest ``maintenance.file_retention_hours`` accepted: an unreferenced file younger than
 #: this may be a round's file not yet committed, or one a reader of a recent version still reads.
@@ -174,12 +184,20 @@ class LakeConfig(_Section):
         "Spark's classpath). Same commit protocol.",
         "delta-rs",
     )
-    merge_max_changes: int = setting(
+    driver_max_changes: int = setting(
         "delta-rs writer: a round of a table with no bootstrap bucket and at most this many "
         "changes is written by the driver itself (no Spark job: the round of a few changed "
         "rows); bigger rounds and bootstraps are written by the executors. Bounds the changes "
-        "the driver holds; 0 means always the executors.",
-        DEFAULT_MERGE_MAX_CHANGES,
+        "the driver holds for a rewrite; 0 means always the executors. (Was half of "
+        "`merge_max_changes`, which still sets it and this key's sibling `merge_max_rows`.)",
+        DEFAULT_DRIVER_MAX_CHANGES,
+        ge=0,
+    )
+    merge_max_rows: int = setting(
+        "delta-rs writer with `change_data_feed` on: the most rows the source of a round's MERGE "
+        "may hold in the driver (the changes, and the whole content of a re-bootstrapped bucket); "
+        "a bigger round fails its table naming this key. (Was the other half of `merge_max_changes`.)",
+        DEFAULT_MERGE_MAX_ROWS,
         ge=0,
     )
     change_data_feed: bool = setting(
@@ -189,7 +207,7 @@ class LakeConfig(_Section):
         "change (`insert`, `update_preimage`/`update_postimage`, `delete`). delta-rs writer only: "
         "a round that changes rows already in the lake is then one MERGE in the driver, whose "
         "source (the changes, and the whole content of a re-bootstrapped bucket) must fit in "
-        "`merge_max_changes` rows, or the table's round fails naming both keys.",
+        "`merge_max_rows` rows, or the table's round fails naming both keys.",
         False,
     )
 
@@ -208,9 +226,9 @@ class LakeConfig(_Section):
                 "whole buckets (replaceWhere), which Delta records as every row of every touched bucket "
                 "deleted and inserted again, not as the round's changes"
             )
-        if self.change_data_feed and self.merge_max_changes == 0:
+        if self.change_data_feed and self.merge_max_rows == 0:
             raise ValueError(
-                "lake.change_data_feed = true needs lake.merge_max_changes > 0: rounds recorded in the feed "
+                "lake.change_data_feed = true needs lake.merge_max_rows > 0: rounds recorded in the feed "
                 "are MERGEs in the driver, bounded by it"
             )
         return self

@@ -18,7 +18,7 @@ from rich.table import Table
 from tiering.demo.scenario import Writer
 from tiering.kvstore.client import KvStoreClient
 from tiering.kvstore.models import TableInfo
-from tiering.lake.committer import RoundOutcome
+from tiering.round.outcome import RoundOutcome
 from tiering.lakestate.lake import Lake
 from tiering.status import held_snapshots, table_statuses
 

@@ -49,8 +49,8 @@ from tiering.kvstore.models import TableInfo
 from tiering.lake.bucket_rows import bucket_rows
 from tiering.lakestate.layout import BUCKET_COLUMN, lake_schema
 from tiering.lake.round_plan import BucketPlan
-from tiering.lake.bucket_files import BucketTask, WrittenFile
-from tiering.lake.round_protocol import PreparedRound, RoundWriter, TableCommit, output_rows
+from tiering.lake.bucket_files import WrittenFile
+from tiering.lake.round_protocol import PreparedRound, RoundWriter, TableCommit, WritePath, output_rows
 from tiering.lakestate.lake import Lake
 
 __all__ = ["DELTA_CLASS", "DeltaSparkRoundWriter", "check_delta_jars"]
@@ -90,9 +90,9 @@ class DeltaSparkRoundWriter(RoundWriter):
         check_delta_jars(spark)
         super().__init__(spark, lake, job)
 
-    def tasks(self, prepared: PreparedRound) -> list[BucketTask]:
-        """None: delta-spark writes the data inside its own commit (a Spark job per table)."""
-        return []
+    def _write_path(self, prepared: PreparedRound) -> WritePath:
+        """Always delta-spark: it writes the data inside its own commit (a Spark job per table)."""
+        return WritePath.DELTA_SPARK
 
     def _commit(self, prepared: PreparedRound, written: Sequence[WrittenFile]) -> TableCommit:
         rows = self._rows(prepared.table, prepared.plans)
@@ -118,7 +118,7 @@ class DeltaSparkRoundWriter(RoundWriter):
         except Exception as e:
             error = e
         self._ensure_landed(prepared, error)
-        return self._landed(prepared, rows_out=lambda commit: output_rows(commit, "numOutputRows"), written_by="delta-spark")
+        return self._landed(prepared, rows_out=lambda commit: output_rows(commit, "numOutputRows"))
 
     def _rows(self, table: TableInfo, plans: Sequence[BucketPlan]) -> DataFrame:
         """The buckets' new rows in the lake's column order.

@@ -2,11 +2,13 @@
 round, at most once, fenced by epoch. Each writer supplies only how the data is written and
 committed.
 
-A table's round goes through three steps, so a round of many tables can run each step for all
-of them at once (the committer does): :meth:`RoundWriter.prepare` checks the round against the
-lake and plans it per bucket; :meth:`RoundWriter.tasks` names the bucket files executors must
-write first (one Spark job for the whole round); :meth:`RoundWriter.commit` makes the table's one
-commit with those files. :meth:`RoundWriter.write_table_round` chains them for one table.
+A table's round goes through these steps, so a round of many tables can run each step for all
+of them at once (:mod:`tiering.round.committer` does): :meth:`RoundWriter.prepare` checks the round
+against the lake, plans it per bucket and decides its :class:`WritePath` (once: every later step
+reads it); :meth:`RoundWriter.tasks` names the bucket files executors must write first (one Spark
+job for the whole round); :meth:`RoundWriter.written_files` adds the files the driver writes
+itself and checks every bucket's; :meth:`RoundWriter.commit` makes the table's one commit with
+them. :meth:`RoundWriter.write_table_round` chains them for one table.
 
 Failure modes handled here, for every writer:
 - a replayed round (crash after the commit, a new leader re-running the checkpoint's batch):
@@ -18,9 +20,10 @@ Failure modes handled here, for every writer:
   the new schema): one commit, as fenced and idempotent as any other, and rows already in the
   lake read them as null;
 - a schema change the lake cannot follow (a type changed, a column dropped, a NOT NULL column
-  added; :mod:`tiering.lake.schema_change`), another incarnation of the table or another
-  partitioning -> :class:`LakeCommitError` naming the table and the column, before any file is
-  written; the round's other tables still commit;
+  added; :mod:`tiering.lake.schema_change`) or another partitioning -> :class:`SchemaMismatchError`
+  naming the table and the column, another incarnation of the table -> :class:`LakeCommitError`,
+  before any file is written; the round's other tables still commit;
+- a bucket file that could not be written -> :class:`BucketWriteError`, nothing committed;
 - a commit that raised may still have landed; when it did not, a newer epoch's commit means
   :class:`FencedEpochError` (this driver must stop), anything else :class:`LakeCommitError`.
 """
@@ -29,7 +32,8 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from enum import StrEnum
 from typing import Any
 
 from deltalake import DeltaTable, Schema
@@ -37,7 +41,7 @@ from pyspark.sql import SparkSession
 
 from tiering.enumerator.positions import LakePosition
 from tiering.enumerator.splits import Split
-from tiering.errors import FencedEpochError, LakeCommitError
+from tiering.errors import BucketWriteError, FencedEpochError, LakeCommitError, SchemaMismatchError
 from tiering.kvstore.models import TableInfo
 from tiering.lake.bucket_files import BucketResult, BucketTask, WrittenFile
 from tiering.lake.executor_writes import run_bucket_tasks
@@ -47,9 +51,22 @@ from tiering.lakestate.commits import LakeCommitInfo, commit_metadata, fence_epo
 from tiering.lakestate.lake import Lake, LakeTable, open_table
 from tiering.lakestate.layout import BUCKET_COLUMN, app_id, epoch_round, lake_schema, txn_version
 
-__all__ = ["PreparedRound", "RoundWriter", "TableCommit", "output_rows"]
+__all__ = ["PreparedRound", "RoundWriter", "TableCommit", "WritePath", "output_rows"]
 
 log = logging.getLogger(__name__)
+
+
+class WritePath(StrEnum):
+    """Who writes a table's round, decided once when it is prepared (see each writer)."""
+
+    #: Spark tasks rewrite the round's buckets (bootstraps, big rounds): no row passes through the driver
+    EXECUTORS = "executors"
+    #: the driver rewrites the buckets itself: a changelog round of a few changes needs no Spark job
+    DRIVER = "driver"
+    #: one delta-rs MERGE by the driver, so that the change data feed records the round's changes
+    DRIVER_MERGE = "driver (MERGE)"
+    #: delta-spark writes the data inside its own commit
+    DELTA_SPARK = "delta-spark"
 
 
 @dataclass(frozen=True)
@@ -67,9 +84,8 @@ class TableCommit:
     log_buckets: tuple[int, ...] = ()
     rows_in: int = 0
     rows_out: int = 0
-    #: who wrote the data files: "executors", "driver" (a small changelog round), "driver (MERGE)"
-    #: (a round recorded in the change data feed) or "delta-spark"
-    written_by: str = ""
+    #: who wrote the data files
+    written_by: WritePath = WritePath.EXECUTORS
     #: columns the commit added to the Delta schema (the KV table gained them)
     added_columns: tuple[str, ...] = ()
 
@@ -102,8 +118,10 @@ class PreparedRound:
     added_columns: tuple[str, ...] = ()
     #: buckets holding data files in the lake before the round
     lake_buckets: frozenset[int] = frozenset()
+    #: who writes this round (the writer decides it in :meth:`RoundWriter.prepare`)
+    write_path: WritePath = WritePath.EXECUTORS
 
-    def result(self, delta_version: int, rows_out: int, written_by: str) -> TableCommit:
+    def result(self, delta_version: int, rows_out: int) -> TableCommit:
         return TableCommit(
             table=self.table.name,
             table_id=self.table.table_id,
@@ -114,13 +132,13 @@ class PreparedRound:
             log_buckets=tuple(p.bucket for p in self.plans if p.has_changes),
             rows_in=sum(p.num_changes for p in self.plans),
             rows_out=rows_out,
-            written_by=written_by,
+            written_by=self.write_path,
             added_columns=self.added_columns,
         )
 
 
 class RoundWriter:
-    """The protocol; subclasses implement :meth:`tasks` and :meth:`_commit`."""
+    """The protocol; subclasses implement :meth:`_write_path` and :meth:`_commit`."""
 
     def __init__(self, spark: SparkSession, lake: Lake, job: str) -> None:
         app_id(job, "probe")
@@ -140,7 +158,7 @@ class RoundWriter:
         if isinstance(prepared, TableCommit):
             return prepared
         results = self.write_files(self.tasks(prepared)).get(table.name, [])
-        return self.commit(prepared, results)
+        return self.commit(prepared, self.written_files(prepared, results))
 
     def prepare(
         self,
@@ -193,38 +211,50 @@ class RoundWriter:
             lease_id=lease_id,
             snapshots={p.bucket: p.snapshot_id for p in plans if p.snapshot_id is not None},
         )
-        return PreparedRound(
+        prepared = PreparedRound(
             table, path, app, version, epoch, dt, replace_table, plans, positions, metadata, added, frozenset(lake_files)
         )
+        return replace(prepared, write_path=self._write_path(prepared))
+
+    def _write_path(self, prepared: PreparedRound) -> WritePath:
+        """Who writes ``prepared`` (its ``write_path`` is not set yet)."""
+        raise NotImplementedError
 
     def _adjust_table(self, dt: DeltaTable, epoch: int) -> None:
         """A table property this writer needs and ``dt`` lacks, set in a commit of its own before
         the round is checked against the table (which then sees that commit); none by default."""
 
     def tasks(self, prepared: PreparedRound) -> list[BucketTask]:
-        """The bucket files executors write before :meth:`commit` ([]: the commit writes its own)."""
-        raise NotImplementedError
+        """The bucket files executors write before :meth:`commit` ([]: not this round's path)."""
+        return self._bucket_tasks(prepared) if prepared.write_path is WritePath.EXECUTORS else []
+
+    def _bucket_tasks(self, prepared: PreparedRound) -> list[BucketTask]:
+        return [BucketTask(prepared.table, prepared.path, plan, self._lake.store) for plan in prepared.plans]
 
     def write_files(self, tasks: Sequence[BucketTask]) -> dict[str, list[BucketResult]]:
         """Run every table's tasks in one Spark job; the results by table name."""
         return run_bucket_tasks(self._spark, tasks)
 
-    def commit(self, prepared: PreparedRound, results: Sequence[BucketResult]) -> TableCommit:
-        """The table's one commit, with the files the executors wrote for :meth:`tasks` (and
-        those the driver writes now, for a round it writes itself); a failed task fails the
-        table (its siblings' files are deleted, nothing is committed)."""
+    def written_files(self, prepared: PreparedRound, results: Sequence[BucketResult]) -> list[WrittenFile]:
+        """The round's files: those the executors wrote for :meth:`tasks` and those the driver
+        writes now, for a round it writes itself. A failed bucket fails the table: its siblings'
+        files are deleted and :class:`BucketWriteError` names every failure."""
         results = [*results, *self._driver_writes(prepared)]
         errors = [r.error for r in results if r.error is not None]
         written = [f for r in results for f in r.files]
         if errors:
             self._remove(prepared.path, written)
             name = prepared.table.name
-            raise LakeCommitError(f"table {name!r}: writing the round's files failed: {'; '.join(errors)}", table=name)
-        return self._commit(prepared, written)
+            raise BucketWriteError(f"table {name!r}: writing the round's files failed: {'; '.join(errors)}", table=name)
+        return written
 
     def _driver_writes(self, prepared: PreparedRound) -> list[BucketResult]:
         """Bucket files this process writes itself right before the commit (none by default)."""
         return []
+
+    def commit(self, prepared: PreparedRound, written: Sequence[WrittenFile]) -> TableCommit:
+        """The table's one commit, with the :meth:`written_files` of the round."""
+        return self._commit(prepared, written)
 
     def _commit(self, prepared: PreparedRound, written: Sequence[WrittenFile]) -> TableCommit:
         raise NotImplementedError
@@ -238,9 +268,7 @@ class RoundWriter:
             except FileNotFoundError:
                 pass
 
-    def _landed(
-        self, prepared: PreparedRound, rows_out: Callable[[Mapping[str, Any] | None], int], written_by: str
-    ) -> TableCommit:
+    def _landed(self, prepared: PreparedRound, rows_out: Callable[[Mapping[str, Any] | None], int]) -> TableCommit:
         """The result of our landed commit, found in the history (writers do not return its
         version, and another commit may sit on top of it); ``rows_out`` reads its commit info."""
         committed = prepared.dt
@@ -252,7 +280,6 @@ class RoundWriter:
         return prepared.result(
             delta_version=int(ours["version"]) if ours is not None else committed.version(),
             rows_out=rows_out(ours),
-            written_by=written_by,
         )
 
     def _ensure_landed(
@@ -302,7 +329,7 @@ def _check_compatible(dt: DeltaTable, table: TableInfo, info: LakeCommitInfo | N
         )
     partitioning = list(dt.metadata().partition_columns)
     if partitioning != [BUCKET_COLUMN]:
-        raise LakeCommitError(
+        raise SchemaMismatchError(
             f"table {table.name!r}: the Delta table at {dt.table_uri} is partitioned by {partitioning}, "
             f"expected [{BUCKET_COLUMN!r}]",
             table=table.name,

@@ -23,14 +23,15 @@ rewritten (see :mod:`tiering.lake.bucket_files`), its files written straight int
 location; then one commit removes exactly those buckets' old files and adds the new ones.
 Partitioning by ``__bucket`` keeps that a metadata operation on the other buckets. Who writes:
 - Spark executors, for bootstraps and big rounds: no row passes through the driver;
-- the driver itself, for a changelog-only round of at most ``lake.merge_max_changes`` changes
+- the driver itself, for a changelog-only round of at most ``lake.driver_max_changes`` changes
   (DESIGN §6: changelog merges may pass through the driver, bounded): no Spark job for a round
   that changed a few rows. The bucket's base streams through in batches; the changes are held.
+Which of them is decided once per table per round (:class:`~tiering.lake.round_protocol.WritePath`).
 
 With ``lake.change_data_feed`` on, tables are created with the feed enabled (an existing table
 gets it in a commit of its own before its next round), and a round that changes rows already in
-the lake is not a rewrite but one delta-rs MERGE made by the driver, bounded by
-``lake.merge_max_changes`` (see :mod:`tiering.lake.change_feed` for why, and what the feed then
+the lake is not a rewrite but one delta-rs MERGE made by the driver, its source bounded by
+``lake.merge_max_rows`` (see :mod:`tiering.lake.change_feed` for why, and what the feed then
 holds). That commit carries the same txn and commit metadata, so it is as idempotent and fenced
 as a rewrite: it is planned on the version the round was checked against, and a concurrent
 commit (a newer term's round, a maintenance fence) makes it conflict.
@@ -46,10 +47,10 @@ from deltalake import DeltaTable, Schema
 from deltalake.transaction import CommitProperties, Transaction, create_table_with_add_actions
 from pyspark.sql import SparkSession
 
-from tiering.conf.model import DEFAULT_MERGE_MAX_CHANGES
-from tiering.lake.bucket_files import BucketResult, BucketTask, WrittenFile, run_task
+from tiering.conf.model import DEFAULT_DRIVER_MAX_CHANGES, DEFAULT_MERGE_MAX_ROWS
+from tiering.lake.bucket_files import BucketResult, WrittenFile, run_task
 from tiering.lake.change_feed import CHANGE_FEED_PROPERTY, check_source_rows, feed_enabled, merge_round, needs_merge
-from tiering.lake.round_protocol import PreparedRound, RoundWriter, TableCommit, output_rows
+from tiering.lake.round_protocol import PreparedRound, RoundWriter, TableCommit, WritePath, output_rows
 from tiering.lakestate.commits import maintenance_metadata
 from tiering.lakestate.lake import Lake
 from tiering.lakestate.layout import BUCKET_COLUMN, lake_schema
@@ -70,16 +71,13 @@ class DeltaRsRoundWriter(RoundWriter):
     and commits them with delta-rs."""
 
     def __init__(
-        self, spark: SparkSession, lake: Lake, job: str, *, merge_max_changes: int = DEFAULT_MERGE_MAX_CHANGES,
-        change_data_feed: bool = False,
+        self, spark: SparkSession, lake: Lake, job: str, *, driver_max_changes: int = DEFAULT_DRIVER_MAX_CHANGES,
+        merge_max_rows: int = DEFAULT_MERGE_MAX_ROWS, change_data_feed: bool = False,
     ) -> None:
         super().__init__(spark, lake, job)
-        self._merge_max_changes = merge_max_changes
+        self._driver_max_changes = driver_max_changes
+        self._merge_max_rows = merge_max_rows
         self._change_data_feed = change_data_feed
-
-    def tasks(self, prepared: PreparedRound) -> list[BucketTask]:
-        """One executor task per bucket, unless the driver writes this round itself."""
-        return self._bucket_tasks(prepared) if self._written_by(prepared) == "executors" else []
 
     def _adjust_table(self, dt: DeltaTable, epoch: int) -> None:
         """With the feed on, a table created without it gets it (only later versions have a feed)."""
@@ -93,7 +91,7 @@ class DeltaRsRoundWriter(RoundWriter):
     def _driver_writes(self, prepared: PreparedRound) -> list[BucketResult]:
         """The round's buckets written by this process, a few at a time (pyarrow and the
         object store release the GIL)."""
-        if self._written_by(prepared) != "driver":
+        if prepared.write_path is not WritePath.DRIVER:
             return []
         tasks = self._bucket_tasks(prepared)
         if sum(p.num_changes for p in prepared.plans) < _THREADED_CHANGES:
@@ -101,36 +99,33 @@ class DeltaRsRoundWriter(RoundWriter):
         with ThreadPoolExecutor(min(len(tasks), _DRIVER_BUCKET_THREADS), thread_name_prefix="bucket") as pool:
             return list(pool.map(run_task, tasks))
 
-    def _bucket_tasks(self, prepared: PreparedRound) -> list[BucketTask]:
-        return [BucketTask(prepared.table, prepared.path, plan, self._lake.store) for plan in prepared.plans]
-
-    def _written_by(self, prepared: PreparedRound) -> str:
-        """"driver (MERGE)" when the feed must record the round's changes; "driver" for only
-        buckets already in the lake (so no bootstrap, no replaced table), each planned because it
-        has changes, and few enough changes for the driver; else "executors"."""
+    def _write_path(self, prepared: PreparedRound) -> WritePath:
+        """A MERGE when the feed must record the round's changes; the driver for only buckets
+        already in the lake (so no bootstrap, no replaced table), each planned because it has
+        changes, and few enough changes for the driver; else the executors."""
         if self._change_data_feed and needs_merge(prepared):
-            return "driver (MERGE)"
+            return WritePath.DRIVER_MERGE
         if (
             all(p.base == "lake" for p in prepared.plans)
-            and sum(p.num_changes for p in prepared.plans) <= self._merge_max_changes
+            and sum(p.num_changes for p in prepared.plans) <= self._driver_max_changes
         ):
-            return "driver"
-        return "executors"
+            return WritePath.DRIVER
+        return WritePath.EXECUTORS
 
     def _commit(self, prepared: PreparedRound, written: Sequence[WrittenFile]) -> TableCommit:
-        if self._written_by(prepared) == "driver (MERGE)":
+        if prepared.write_path is WritePath.DRIVER_MERGE:
             return self._merge(prepared)
         return self._replace_buckets(prepared, written)
 
     def _merge(self, prepared: PreparedRound) -> TableCommit:
         """The round as one MERGE (its files are written by delta-rs inside the commit)."""
         tasks = self._bucket_tasks(prepared)
-        check_source_rows(prepared, tasks, self._merge_max_changes)
+        check_source_rows(prepared, tasks, self._merge_max_rows)
         try:
             merge_round(prepared, tasks, _commit_properties(prepared))
         except Exception as e:
             self._ensure_landed(prepared, e)
-        return self._landed(prepared, lambda commit: output_rows(commit, "num_output_rows"), "driver (MERGE)")
+        return self._landed(prepared, lambda commit: output_rows(commit, "num_output_rows"))
 
     def _replace_buckets(self, prepared: PreparedRound, written: Sequence[WrittenFile]) -> TableCommit:
         """One commit replacing the round's buckets with the files written for them."""
@@ -153,8 +148,7 @@ class DeltaRsRoundWriter(RoundWriter):
                 )
         except Exception as e:
             self._ensure_landed(prepared, e, cleanup=lambda: self._remove(path, written))
-        return self._landed(prepared, rows_out=lambda _: sum(f.num_records for f in written),
-                            written_by=self._written_by(prepared))
+        return self._landed(prepared, rows_out=lambda _: sum(f.num_records for f in written))
 
 
 def _commit_properties(prepared: PreparedRound) -> CommitProperties:

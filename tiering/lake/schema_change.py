@@ -6,7 +6,7 @@ so the lake can follow: a column the KV table has and the Delta table lacks is a
 Delta schema by the round's own commit (the writers put the new schema in the commit that adds
 the round's files), and rows already in the lake read it as null, because Delta readers fill a
 column a data file lacks. Whatever cannot be followed without rewriting or losing data fails
-that table's round before any file is written, with a :class:`LakeCommitError` naming the
+that table's round before any file is written, with a :class:`SchemaMismatchError` naming the
 table, the column and what was expected:
 
 - a column whose type differs (the store never changes one; a Delta table written by someone
@@ -25,7 +25,7 @@ from __future__ import annotations
 from deltalake import Schema
 from deltalake.schema import Field
 
-from tiering.errors import LakeCommitError
+from tiering.errors import SchemaMismatchError
 from tiering.lakestate.layout import SYSTEM_COLUMNS
 
 __all__ = ["added_columns"]
@@ -33,7 +33,7 @@ __all__ = ["added_columns"]
 
 def added_columns(table: str, uri: str, delta: Schema, kv: Schema) -> tuple[str, ...]:
     """The columns of ``kv`` (the KV table's lake schema) that the round adds to ``delta`` (the
-    Delta table's schema at ``uri``), in the KV table's order; :class:`LakeCommitError` when the
+    Delta table's schema at ``uri``), in the KV table's order; :class:`SchemaMismatchError` when the
     Delta table cannot follow ``kv`` by adding them."""
     have = {f.name: f for f in delta.fields}
     want = {f.name: f for f in kv.fields}
@@ -43,7 +43,7 @@ def added_columns(table: str, uri: str, delta: Schema, kv: Schema) -> tuple[str,
     added = tuple(n for n in want if n not in have)
     problems += [_not_addable(want[n]) for n in added if n in SYSTEM_COLUMNS or not want[n].nullable]
     if problems:
-        raise LakeCommitError(
+        raise SchemaMismatchError(
             f"table {table!r}: the Delta table at {uri} cannot follow the KV table's schema: " + "; ".join(problems),
             table=table,
         )

@@ -22,7 +22,8 @@ def make_round_writer(spark, lake: LakeConfig, job: str) -> RoundWriter:
     """The round writer ``lake.writer`` names; :class:`ConfigError` for anything not available."""
     if lake.writer == "delta-rs":
         return DeltaRsRoundWriter(
-            spark, Lake.of(lake), job, merge_max_changes=lake.merge_max_changes, change_data_feed=lake.change_data_feed
+            spark, Lake.of(lake), job, driver_max_changes=lake.driver_max_changes, merge_max_rows=lake.merge_max_rows,
+            change_data_feed=lake.change_data_feed,
         )
     if lake.writer == "delta-spark":
         return DeltaSparkRoundWriter(spark, Lake.of(lake), job)

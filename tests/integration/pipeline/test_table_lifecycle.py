@@ -15,15 +15,16 @@ import pyarrow as pa
 import pytest
 from deltalake import DeltaTable, write_deltalake
 
-from tests.integration.pipeline.harness import (
-    TableOracle, assert_lake_equals, lake_rows, make_config, tiering_cli, write_conf,
-)
+from tests.support.config import make_config, write_conf
+from tests.support.drivers import tiering_cli
+from tests.support.oracle import TableOracle, assert_lake_equals, lake_rows
 from tiering.cli import EXIT_OK, EXIT_TABLES_FAILING
 from tiering.context import TermContext
 from tiering.job import TieringJob
-from tiering.lake.committer import RoundOutcome
 from tiering.lake.round_protocol import RoundWriter
-from tiering.state.table_health import read_health
+from tiering.round.health import read_health
+from tiering.round.outcome import RoundOutcome
+from tiering.round.states import FailureCause
 
 pytestmark = pytest.mark.integration
 
@@ -43,7 +44,8 @@ def test_dropped_mid_round_fails_alone_is_released_reported_and_a_recreated_tabl
     # "bad" fails every round: an incompatible Delta table already sits where it would land.
     write_deltalake(str(tmp_path / "lake" / "bad"), pa.table({"id": pa.array(["x"]), "other": pa.array([1])}))
     config = make_config(tmp_path, kv_store.url, zk_server.hosts, job=unique_job)
-    conf = write_conf(config, tmp_path / "tiering.toml")
+    conf = write_conf(tmp_path / "tiering.toml", job=unique_job, checkpoint=config.job.checkpoint, lake_root=config.lake.root,
+                      store_url=kv_store.url, zk_hosts=zk_server.hosts)
 
     def run(epoch: int, on_round=lambda outcome: None):
         return TieringJob(spark, TermContext.begin(config, epoch), on_round=on_round).run()
@@ -78,7 +80,10 @@ def test_dropped_mid_round_fails_alone_is_released_reported_and_a_recreated_tabl
     result = run(2, lease_holdings)
     monkeypatch.undo()
 
-    assert set(result.failed_tables) == {"gone", "fresh", "bad"}, result.failed_tables
+    # "gone" fails reading its dropped log files; "fresh"'s snapshot files outlive the drop, so its
+    # commit lands and its report finds the table gone: committed and dropped, never failed.
+    assert set(result.failed_tables) == {"gone", "bad"}, result.failed_tables
+    assert result.failed_tables["gone"].cause is FailureCause.DROPPED
     assert_lake_equals(tmp_path / "lake", keep)
     assert not held_after_round[0] & dropped_ids, "the dropped tables' snapshots were released in the round"
     assert client.list_leases() == [], "a clean stop leaves no lease"
@@ -98,6 +103,9 @@ def test_dropped_mid_round_fails_alone_is_released_reported_and_a_recreated_tabl
     assert {t: tables[t]["state"] for t in tables} == {"keep": "ok", "bad": "failing", "gone": "dropped", "fresh": "dropped"}
     assert (tables["gone"]["table_id"], tables["gone"]["lake_version"]) == (gone.info.table_id, gone_version)
     assert tables["bad"]["consecutive_failures"] == failures and "partitioned by" in tables["bad"]["last_failure"]
+    assert (tables["bad"]["last_failure_cause"], tables["bad"]["last_failure_state"]) == ("schema", "acquired")
+    assert (health["gone"].last_failure_cause, health["fresh"].last_failure_cause) == ("dropped", None)
+    assert health["fresh"].last_commit_version == 0, "fresh's landed commit is recorded, not a failure"
     assert (tables["keep"]["lag"], tables["keep"]["freshness_s"], tables["keep"]["lake_commit_ms"] > 0) == (0, 0.0, True)
     assert status(conf, "--json", "--fail-after", str(failures + 1)).returncode == EXIT_OK
 

@@ -276,7 +276,7 @@ def test_file_retention_below_the_safe_minimum_is_refused_naming_the_key(tmp_pat
     "lake, message",
     [
         ('writer = "delta-spark"', 'needs lake.writer = "delta-rs": the delta-spark writer replaces whole buckets'),
-        ("merge_max_changes = 0", "needs lake.merge_max_changes > 0: rounds recorded in the feed are MERGEs"),
+        ("merge_max_rows = 0", "needs lake.merge_max_rows > 0: rounds recorded in the feed are MERGEs"),
     ],
 )
 def test_the_change_data_feed_refuses_a_writer_that_cannot_record_it(tmp_path, lake, message) -> None:
@@ -284,3 +284,26 @@ def test_the_change_data_feed_refuses_a_writer_that_cannot_record_it(tmp_path, l
     (problem,) = problems(path)
     assert problem.startswith(f"lake ({path}): lake.change_data_feed = true ") and message in problem
     assert load_config(write(tmp_path, MINIMAL.replace("[lake]", f"[lake]\n{lake}")), env={}).lake.change_data_feed is False
+
+
+@pytest.mark.parametrize("source", ["file", "env", "override"])
+def test_the_split_merge_max_changes_still_sets_both_keys_with_a_warning_naming_them(tmp_path, caplog, source) -> None:
+    old = {"file": {}, "env": {"TIERING_LAKE_MERGE_MAX_CHANGES": "12"}, "override": {}}[source]
+    text = MINIMAL.replace("[lake]", "[lake]\nmerge_max_changes = 12") if source == "file" else MINIMAL
+    overrides = {"lake.merge_max_changes": "12"} if source == "override" else None
+    with caplog.at_level("WARNING", logger="tiering.conf.loader"):
+        lake = load_config(write(tmp_path, text), env=old, overrides=overrides).lake
+    assert (lake.driver_max_changes, lake.merge_max_rows) == (12, 12)
+    (warning,) = [r.getMessage() for r in caplog.records]
+    assert "lake.merge_max_changes" in warning and "lake.driver_max_changes and lake.merge_max_rows" in warning
+
+
+def test_a_new_key_set_beside_the_old_one_wins_and_the_old_one_is_checked_like_it(tmp_path) -> None:
+    path = write(tmp_path, MINIMAL.replace("[lake]", "[lake]\nmerge_max_changes = 12\nmerge_max_rows = 5"))
+    lake = load_config(path, env={}).lake
+    assert (lake.driver_max_changes, lake.merge_max_rows) == (12, 5)
+    assert problems(path, env={"TIERING_LAKE_MERGE_MAX_CHANGES": "many"}) == [
+        "lake.merge_max_changes (env TIERING_LAKE_MERGE_MAX_CHANGES): expected integer >= 0, got 'many'"]
+    bad = write(tmp_path, MINIMAL.replace("[lake]", "[lake]\nmerge_max_changes = -1"), name="bad.toml")
+    assert problems(bad) == [f"lake.driver_max_changes ({bad}, as lake.merge_max_changes): expected integer >= 0, got -1",
+                             f"lake.merge_max_rows ({bad}, as lake.merge_max_changes): expected integer >= 0, got -1"]

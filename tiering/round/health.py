@@ -4,8 +4,8 @@ Failure mode this addresses: a table that fails every round for days while the j
 alive. The lake only records what landed, and the driver's log rolls away, so ``tiering
 status`` could not say why a table is stuck, since when, or that it was dropped upstream.
 The leader therefore rewrites ``<checkpoint>/tiering/tables.json`` after every round with,
-per table, its last commit, its last failure (message, time, how many rounds in a row) and
-when it was found dropped. The file is replaced atomically (write, fsync, rename): a reader
+per table, its last commit, its last failure (cause, step, message, time, how many rounds in a
+row) and when it was found dropped. The file is replaced atomically (write, fsync, rename): a reader
 sees the previous round's file or this one's, never half of one. It is advisory: a lost or
 unreadable file loses history, never data, so the job starts a fresh one instead of stopping.
 """
@@ -21,6 +21,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, RootModel, ValidationError
 
+from tiering.round.states import FailureCause, TableFailure, TableState
 from tiering.state.lease_file import checkpoint_dir
 
 __all__ = ["TableHealth", "RoundFacts", "health_file_path", "read_health", "write_health", "after_round"]
@@ -40,6 +41,9 @@ class TableHealth(BaseModel):
     last_commit_version: int | None = None
     last_commit_ms: int | None = None
     last_failure: str | None = None
+    #: what the last failure failed on, and the step the table had reached (typed, not parsed)
+    last_failure_cause: FailureCause | None = None
+    last_failure_state: TableState | None = None
     last_failure_ms: int | None = None
     consecutive_failures: int = 0
     dropped_ms: int | None = None
@@ -59,8 +63,8 @@ class RoundFacts:
 
     now_ms: int
     committed: Mapping[str, tuple[int, int]] = field(default_factory=dict)  # table -> (table_id, delta_version)
-    failed: Mapping[str, tuple[int, str]] = field(default_factory=dict)  # table -> (table_id, message)
-    dropped: frozenset[str] = frozenset()  # failed tables the store no longer has
+    failed: Mapping[str, tuple[int, TableFailure]] = field(default_factory=dict)  # table -> (table_id, failure)
+    dropped: frozenset[str] = frozenset()  # tables the store no longer has, failed or committed
 
 
 def health_file_path(checkpoint: str) -> Path:
@@ -97,8 +101,9 @@ def write_health(checkpoint: str, health: Mapping[str, TableHealth]) -> None:
 
 
 def after_round(health: Mapping[str, TableHealth], facts: RoundFacts) -> dict[str, TableHealth]:
-    """``health`` updated with one round: a commit clears the failure streak (and the dropped
-    mark: the name is back), a failure extends it; tables the round did not touch keep theirs."""
+    """``health`` updated with one round: a commit clears the failure streak, a failure extends
+    it; a table is marked dropped while the store lacks it (the mark goes when the name is back);
+    tables the round did not touch keep theirs."""
     out = dict(health)
 
     def incarnation(table: str, table_id: int) -> TableHealth:
@@ -106,16 +111,23 @@ def after_round(health: Mapping[str, TableHealth], facts: RoundFacts) -> dict[st
         old = out.get(table)
         return old if old is not None and old.table_id == table_id else TableHealth(table=table, table_id=table_id)
 
+    def dropped_ms(old: TableHealth, table: str) -> int | None:
+        return (old.dropped_ms or facts.now_ms) if table in facts.dropped else None
+
     for table, (table_id, version) in facts.committed.items():
-        out[table] = incarnation(table, table_id).model_copy(update={
-            "last_commit_version": version, "last_commit_ms": facts.now_ms, "consecutive_failures": 0, "dropped_ms": None,
-        })
-    for table, (table_id, message) in facts.failed.items():
         old = incarnation(table, table_id)
         out[table] = old.model_copy(update={
-            "last_failure": message,
+            "last_commit_version": version, "last_commit_ms": facts.now_ms, "consecutive_failures": 0,
+            "dropped_ms": dropped_ms(old, table),
+        })
+    for table, (table_id, failure) in facts.failed.items():
+        old = incarnation(table, table_id)
+        out[table] = old.model_copy(update={
+            "last_failure": str(failure),
+            "last_failure_cause": failure.cause,
+            "last_failure_state": failure.state,
             "last_failure_ms": facts.now_ms,
             "consecutive_failures": old.consecutive_failures + 1,
-            "dropped_ms": (old.dropped_ms or facts.now_ms) if table in facts.dropped else None,
+            "dropped_ms": dropped_ms(old, table),
         })
     return out

@@ -1,0 +1,332 @@
+"""The round committer driven with fakes: each table's states, a failure between every two of
+them, and what is released, reported and deferred. The real round (store, Spark, Delta) is
+covered by tests/integration/pipeline; here every step can be made to fail on demand."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pytest
+
+from tiering.conf.loader import load_config
+from tiering.context import TermContext
+from tiering.enumerator.positions import BucketPosition
+from tiering.enumerator.splits import LogSplit, SnapshotSplit, Split
+from tiering.errors import (
+    BucketWriteError,
+    FencedEpochError,
+    LakeCommitError,
+    RoundStateError,
+    SchemaMismatchError,
+    StoreUnavailableError,
+    TableNotFoundError,
+)
+from tiering.kvstore.models import LakeReport, SnapshotRef, TableInfo
+from tiering.lake.round_protocol import TableCommit, WritePath
+from tiering.lease.release import LeaseReleases
+from tiering.round.committer import RoundCommitter
+from tiering.round.outcome import RoundOutcome
+from tiering.round.states import FailureCause, TableFailure, TableState
+from tiering.round.table_round import TableRound
+from tiering.state.offset import TableOffset, TieringOffset
+
+pytestmark = pytest.mark.unit
+
+EPOCH = 4
+SCHEMA = [{"name": "id", "type": "bigint"}]
+
+
+def info(name: str, table_id: int) -> TableInfo:
+    return TableInfo.model_validate(
+        {"name": name, "table_id": table_id, "schema": SCHEMA, "primary_key": ["id"], "num_buckets": 2})
+
+
+#: Three tables: "a" bootstraps bucket 0 from snapshot 5 and applies bucket 1's log; "b" and "c" apply logs.
+SPLITS: tuple[Split, ...] = (
+    SnapshotSplit("a", 0, 1, 5, 10), LogSplit("a", 0, 1, 10, 12), LogSplit("a", 1, 1, 0, 3),
+    LogSplit("b", 0, 2, 0, 4), LogSplit("c", 1, 3, 2, 9),
+)
+TABLES = {"a": info("a", 1), "b": info("b", 2), "c": info("c", 3)}
+
+
+@dataclass
+class Prepared:
+    """What the fake writer hands from ``prepare`` to ``commit``."""
+
+    table: TableInfo
+    splits: tuple[Split, ...]
+
+
+@dataclass
+class FakeWriter:
+    """A round writer whose steps fail on demand, per table: ``fail[(step, table)] = error``."""
+
+    fail: dict[tuple[str, str], Exception] = field(default_factory=dict)
+    replayed: set[str] = field(default_factory=set)
+    committed: list[str] = field(default_factory=list)
+
+    def _maybe_fail(self, step: str, table: str) -> None:
+        if (step, table) in self.fail:
+            raise self.fail[(step, table)]
+
+    def prepare(self, table: TableInfo, splits, files, current, *, epoch, round_id, lease_id, replace_table=False):
+        self._maybe_fail("prepare", table.name)
+        assert set(files) == set(splits), "every split's files are resolved"
+        if table.name in self.replayed:
+            return commit_of(table.name, skipped=True)
+        return Prepared(table, tuple(splits))
+
+    def tasks(self, prepared: Prepared) -> list:
+        return [prepared.table.name]
+
+    def write_files(self, tasks) -> dict:
+        if ("write_files", "*") in self.fail:
+            raise self.fail[("write_files", "*")]
+        return {name: [f"result of {name}"] for name in tasks}
+
+    def written_files(self, prepared: Prepared, results) -> list:
+        self._maybe_fail("written_files", prepared.table.name)
+        assert results == [f"result of {prepared.table.name}"]
+        return []
+
+    def commit(self, prepared: Prepared, written) -> TableCommit:
+        self._maybe_fail("commit", prepared.table.name)
+        self.committed.append(prepared.table.name)
+        return commit_of(prepared.table.name)
+
+
+def commit_of(table: str, skipped: bool = False) -> TableCommit:
+    table_id = TABLES[table].table_id
+    return TableCommit(table=table, table_id=table_id, delta_version=3, positions={0: 12, 1: 9}, skipped=skipped,
+                       written_by=WritePath.DRIVER)
+
+
+@dataclass
+class FakeStore:
+    """The store calls a round makes, each able to fail: ``fail[call] = error`` (or per table)."""
+
+    tables: dict[str, TableInfo] = field(default_factory=lambda: dict(TABLES))
+    listed_after: dict[str, TableInfo] | None = None
+    fail: dict[str, Exception] = field(default_factory=dict)
+    reports: list[tuple[str, LakeReport]] = field(default_factory=list)
+    listings: int = 0
+
+    def _maybe_fail(self, call: str, table: str = "") -> None:
+        for key in (call, f"{call}:{table}"):
+            if key in self.fail:
+                raise self.fail[key]
+
+    def list_tables(self) -> list[TableInfo]:
+        self.listings += 1
+        if self.listings > 1 and self.listed_after is not None:
+            return list(self.listed_after.values())
+        return list(self.tables.values())
+
+    def get_snapshot(self, table: str, bucket: int, snapshot_id: int):
+        return type("Snapshot", (), {"files": [f"{table}/{bucket}/{snapshot_id}.parquet"]})
+
+    def table_segments(self, table: str, ranges):
+        return [[type("Segment", (), {"file": f"{table}/{r.bucket}.log"})] for r in ranges]
+
+    def report_lake(self, table: str, report: LakeReport) -> None:
+        self._maybe_fail("report_lake", table)
+        self.reports.append((table, report))
+
+    def log_info(self, table: str):
+        self._maybe_fail("log_info", table)
+        return type("Log", (), {"buckets": []})
+
+
+@dataclass
+class FakeLease:
+    """The job lease: what is acquired and released, each call able to fail."""
+
+    gone: list[SnapshotRef] = field(default_factory=list)
+    fail: dict[str, Exception] = field(default_factory=dict)
+    acquired: list[SnapshotRef] = field(default_factory=list)
+    released: list[tuple[int, tuple[int, ...]]] = field(default_factory=list)
+    lease_id: str = "lease-1"
+
+    def acquire(self, refs: list[SnapshotRef]) -> list[SnapshotRef]:
+        if "acquire" in self.fail:
+            raise self.fail["acquire"]
+        self.acquired.extend(refs)
+        return self.gone
+
+    def release_table(self, table_id: int, buckets: list[int]) -> None:
+        if f"release:{table_id}" in self.fail:
+            raise self.fail.pop(f"release:{table_id}")  # refused once
+        self.released.append((table_id, tuple(buckets)))
+
+
+class Round:
+    """A committer over the fakes, and the outcomes of the rounds it ran."""
+
+    def __init__(self, tmp_path, writer: FakeWriter | None = None, store: FakeStore | None = None,
+                 lease: FakeLease | None = None) -> None:
+        self.checkpoint = tmp_path / "ckpt"
+        config = load_config(None, env={}, overrides={
+            "job.name": "unit", "job.checkpoint": str(self.checkpoint), "kvstore.url": "http://127.0.0.1:9",
+            "zookeeper.hosts": "127.0.0.1:9", "lake.root": str(tmp_path / "lake"),
+        })
+        self.writer, self.store, self.lease = writer or FakeWriter(), store or FakeStore(), lease or FakeLease()
+        self.outcomes: list[RoundOutcome] = []
+        self.committer = RoundCommitter(self.writer, TermContext(config=config, epoch=EPOCH, lease_id="lease-1"),
+                                        self.store, LeaseReleases(self.lease), on_round=self.outcomes.append)
+
+    def run(self, batch_id: int, splits: tuple[Split, ...] = SPLITS) -> RoundOutcome:
+        """Round ``batch_id + 1`` with ``splits``, its offset in the offsets log as Spark writes it."""
+        offset = TieringOffset("lease-1", EPOCH, batch_id + 1, {
+            t: TableOffset(TABLES[t].table_id, {0: BucketPosition(1, None)}) for t in {s.table for s in splits}
+        }, splits)
+        (self.checkpoint / "offsets").mkdir(parents=True, exist_ok=True)
+        (self.checkpoint / "offsets" / str(batch_id)).write_text('v1\n{"batchWatermarkMs":0}\n' + offset.to_json())
+        self.committer(None, batch_id)
+        return self.outcomes[-1]
+
+
+def releases_of(lease: FakeLease) -> dict[int, list[tuple[int, ...]]]:
+    out: dict[int, list[tuple[int, ...]]] = {}
+    for table_id, buckets in lease.released:
+        out.setdefault(table_id, []).append(buckets)
+    return out
+
+
+def test_a_clean_round_commits_reports_and_releases_each_table_once(tmp_path):
+    r = Round(tmp_path)
+    outcome = r.run(0)
+
+    assert sorted(outcome.committed) == ["a", "b", "c"] and outcome.failed == {}
+    assert r.lease.acquired == [SnapshotRef(table_id=1, bucket=0, snapshot_id=5)], "one acquire, the round's snapshots"
+    assert releases_of(r.lease) == {1: [(0,)], 2: [()], 3: [()]}, "one release per table, its leased buckets"
+    assert [(t, rep.epoch, rep.lake_version, rep.buckets) for t, rep in r.store.reports] == [
+        (t, EPOCH, 3, {"0": 12, "1": 9}) for t in ("a", "b", "c")]
+    assert outcome.lag == {"a": 0, "b": 0, "c": 0} and outcome.unreported == set()
+    assert r.store.listings == 1, "no listing for dropped tables when nothing failed"
+
+
+@pytest.mark.parametrize(
+    "step, error, cause, state",
+    [
+        ("prepare", SchemaMismatchError("column 'x' is int in Delta"), FailureCause.SCHEMA, TableState.ACQUIRED),
+        ("prepare", StoreUnavailableError("store down"), FailureCause.STORE, TableState.ACQUIRED),
+        ("written_files", BucketWriteError("bucket 0: AccessDenied"), FailureCause.FILES, TableState.PREPARED),
+        ("commit", LakeCommitError("conflict"), FailureCause.COMMIT, TableState.WRITTEN),
+        ("commit", ValueError("a bug"), FailureCause.INTERNAL, TableState.WRITTEN),
+    ],
+)
+def test_a_failure_before_the_commit_fails_that_table_alone_with_its_typed_cause(tmp_path, step, error, cause, state):
+    r = Round(tmp_path, writer=FakeWriter(fail={(step, "a"): error}))
+    outcome = r.run(0)
+
+    assert outcome.failed == {"a": TableFailure(cause, state, type(error).__name__, str(error))}
+    assert sorted(outcome.committed) == ["b", "c"] and "a" not in r.writer.committed
+    assert releases_of(r.lease) == {1: [(0,)], 2: [()], 3: [()]}, "the failed table released once, the others too"
+    assert [t for t, _ in r.store.reports] == ["b", "c"]
+
+
+def test_a_snapshot_gone_before_it_was_read_fails_its_table(tmp_path):
+    r = Round(tmp_path, lease=FakeLease(gone=[SnapshotRef(table_id=1, bucket=0, snapshot_id=5)]))
+    outcome = r.run(0)
+
+    assert (outcome.failed["a"].cause, outcome.failed["a"].state) == (FailureCause.SNAPSHOT_GONE, TableState.ACQUIRED)
+    assert sorted(outcome.committed) == ["b", "c"]
+
+
+def test_a_dropped_or_recreated_table_fails_with_that_cause(tmp_path):
+    store = FakeStore(tables={"a": info("a", 11), "c": TABLES["c"]})  # "a" re-created, "b" dropped
+    outcome = Round(tmp_path, store=store).run(0)
+
+    assert {t: f.cause for t, f in outcome.failed.items()} == {"a": FailureCause.RECREATED, "b": FailureCause.DROPPED}
+    assert outcome.dropped == {"b"}
+
+
+def test_a_table_failing_for_another_reason_is_found_dropped_by_one_listing_after_the_round(tmp_path):
+    store = FakeStore(listed_after={"b": TABLES["b"], "c": TABLES["c"]})
+    outcome = Round(tmp_path, writer=FakeWriter(fail={("commit", "a"): LakeCommitError("file gone")}), store=store).run(0)
+
+    assert outcome.failed["a"].cause is FailureCause.DROPPED and outcome.dropped == {"a"}
+    assert outcome.failed["a"].message == "file gone" and store.listings == 2
+
+
+def test_a_refused_report_after_the_commit_keeps_the_table_committed_and_is_sent_next_round(tmp_path):
+    store = FakeStore(fail={"report_lake:a": StoreUnavailableError("store blip")})
+    r = Round(tmp_path, store=store)
+    outcome = r.run(0)
+
+    assert "a" in outcome.committed and outcome.failed == {} and outcome.unreported == {"a"}
+    assert releases_of(r.lease)[1] == [(0,)], "released once all the same"
+    assert [t for t, _ in store.reports] == ["b", "c"]
+
+    del store.fail["report_lake:a"]
+    second = r.run(1, (LogSplit("b", 0, 2, 4, 6),))
+    assert [t for t, _ in store.reports] == ["b", "c", "a", "b"], "the deferred report first, then the round's"
+    assert second.unreported == set() and releases_of(r.lease)[1] == [(0,)], "nothing released twice"
+
+
+def test_a_table_dropped_after_its_commit_is_committed_and_dropped_not_failed(tmp_path):
+    r = Round(tmp_path, store=FakeStore(fail={"report_lake:b": TableNotFoundError("table 'b' does not exist")}))
+    outcome = r.run(0)
+
+    assert sorted(outcome.committed) == ["a", "b", "c"] and outcome.failed == {} and outcome.dropped == {"b"}
+    assert outcome.unreported == set() and "b" not in outcome.lag and releases_of(r.lease)[2] == [()]
+    r.run(1, (LogSplit("c", 1, 3, 9, 10),))
+    assert [t for t, _ in r.store.reports] == ["a", "c", "c"], "nothing deferred for a dropped table"
+
+
+def test_a_refused_release_after_the_commit_is_sent_once_next_round(tmp_path):
+    lease = FakeLease(fail={"release:1": StoreUnavailableError("store blip")})
+    r = Round(tmp_path, lease=lease)
+    outcome = r.run(0)
+
+    assert "a" in outcome.committed and outcome.failed == {}
+    assert 1 not in releases_of(lease)
+    r.run(1, (LogSplit("b", 0, 2, 4, 6),))
+    assert releases_of(lease)[1] == [(0,)]
+
+
+def test_an_unknown_lag_does_not_fail_a_committed_table(tmp_path):
+    outcome = Round(tmp_path, store=FakeStore(fail={"log_info:b": StoreUnavailableError("slow")})).run(0)
+
+    assert sorted(outcome.committed) == ["a", "b", "c"] and outcome.failed == {}
+    assert outcome.lag == {"a": 0, "c": 0}
+
+
+def test_a_replayed_table_is_committed_without_a_commit_and_reported_again(tmp_path):
+    r = Round(tmp_path, writer=FakeWriter(replayed={"a"}))
+    outcome = r.run(0)
+
+    assert outcome.committed["a"].skipped and "a" not in r.writer.committed
+    assert [t for t, _ in r.store.reports] == ["a", "b", "c"] and releases_of(r.lease)[1] == [(0,)]
+
+
+def test_a_lost_term_stops_the_round_and_releases_nothing(tmp_path):
+    r = Round(tmp_path, writer=FakeWriter(fail={("commit", "b"): FencedEpochError("newer term", epoch=EPOCH)}))
+    with pytest.raises(FencedEpochError):
+        r.run(0)
+
+    assert r.outcomes == [] and 2 not in releases_of(r.lease), "the new leader owns the holds"
+
+
+@pytest.mark.parametrize("where", ["acquire", "write_files"])
+def test_an_aborted_round_releases_every_table_not_yet_released_and_raises(tmp_path, where):
+    error = StoreUnavailableError("store down") if where == "acquire" else RuntimeError("executors lost")
+    lease = FakeLease(fail={"acquire": error} if where == "acquire" else {})
+    writer = FakeWriter(fail={("write_files", "*"): error} if where == "write_files" else {})
+    r = Round(tmp_path, writer=writer, lease=lease)
+    with pytest.raises(type(error)):
+        r.run(0)
+
+    assert r.outcomes == [] and r.store.reports == []
+    assert releases_of(lease) == {1: [(0,)], 2: [()], 3: [()]}, "each table released once (failed over)"
+
+
+def test_a_table_takes_only_the_steps_of_a_round():
+    table = TableRound("t", (LogSplit("t", 0, 1, 0, 1),))
+    with pytest.raises(RoundStateError, match="no step from planned to committed"):
+        table.advance(TableState.COMMITTED)
+    table.advance(TableState.ACQUIRED)
+    table.committed_as(commit_of("a", skipped=True))
+    with pytest.raises(RoundStateError, match="no step from committed to failed"):
+        table.fail(LakeCommitError("late"))
+    assert table.state is TableState.COMMITTED and table.failure is None

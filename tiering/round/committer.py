@@ -1,0 +1,280 @@
+"""Commits one round (one micro-batch of splits) to the lake: every table at once.
+
+Each table of the round is a :class:`~tiering.round.table_round.TableRound` moving through
+explicit states (:mod:`tiering.round.states`): planned (the batch's splits) -> acquired (one
+acquire re-establishes every snapshot of the round under the lease, right before they are
+read) -> prepared (its Delta table read once, splits trimmed to what the lake lacks, files
+resolved and planned per bucket, its write path decided) -> written (one Spark job writes every
+table's executor buckets; a table the driver writes itself is written after the fence) ->
+committed (its one Delta commit) -> reported (its lake offsets to the store) -> released (its
+leased buckets let go). Tables are prepared and committed ``lake.table_parallelism`` at a time:
+delta-rs commits and store calls wait on I/O, and a round of hundreds of small tables must not
+pay for them one after the other.
+
+Failure modes and what happens:
+- a table fails before its commit landed (a schema change the lake cannot follow, snapshot
+  gone, a failed bucket write, I/O): it ends failed with a typed cause, its leased buckets are
+  released once, and the other tables still commit; it is re-planned next round from its lake
+  position, which did not move;
+- the store refuses a committed table's report or release (a blip): the commit stands and the
+  table counts as committed; the report or release is sent again first thing next round
+  (:mod:`tiering.round.deferred`), the lag is left unknown for the round;
+- a table is dropped upstream mid-round (its files vanish, a 404): before its commit it fails
+  like any table and its cause is ``dropped``, found by one listing of the store after the round;
+  after its commit (its report finds the table gone) it is committed and dropped; its lake table
+  is kept, and it is not planned again (a table re-created under the name has a new ``table_id``);
+- this driver is no longer the leader (:class:`NotLeaderError`: the store's fenced reply, a
+  lost ZooKeeper term, a newer Delta commit): the error propagates and stops the query —
+  nothing more of this round lands, and nothing is released (the new leader owns the lease);
+- the round aborts as a whole (any other error escaping): every table not yet released is
+  released (its readers failed over), with the releases still deferred, and the error stops
+  the query;
+- the round is a replay (crash, new leader): splits are trimmed to what the lake lacks, and the
+  writer skips a commit whose ``(epoch, round)`` is already there (acquired -> committed, and its
+  report is sent again).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import defaultdict
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+
+from tiering import failpoints
+from tiering.context import TermContext
+from tiering.enumerator.positions import LakePosition
+from tiering.enumerator.splits import LogSplit, SnapshotSplit, Split
+from tiering.errors import NotLeaderError, SnapshotUnavailableError, StoreError, TableNotFoundError, TableRecreatedError
+from tiering.kvstore.client import KvStoreClient
+from tiering.kvstore.models import LakeReport, LogRange, SnapshotRef, TableInfo
+from tiering.lake.bucket_files import BucketResult
+from tiering.lake.round_protocol import RoundWriter, TableCommit
+from tiering.lakestate.lake import LakeTables
+from tiering.lakestate.replay import missing_splits
+from tiering.lease.release import LeaseReleases
+from tiering.round.batch_splits import batch_splits
+from tiering.round.deferred import DeferredEnds
+from tiering.round.outcome import RoundOutcome
+from tiering.round.states import FailureCause, TableState
+from tiering.round.table_round import TableRound
+
+__all__ = ["RoundCommitter"]
+
+log = logging.getLogger(__name__)
+
+_Gone = set[tuple[int, int, int]]
+
+
+class RoundCommitter:
+    """The ``foreachBatch`` function of the tiering query (one per term)."""
+
+    def __init__(
+        self,
+        writer: RoundWriter,
+        context: TermContext,
+        client: KvStoreClient,
+        releases: LeaseReleases,
+        *,
+        fence: Callable[[], None] = lambda: None,
+        on_round: Callable[[RoundOutcome], None] = lambda outcome: None,
+    ) -> None:
+        self._writer = writer
+        self._context = context
+        self._client = client
+        self._releases = releases
+        self._fence = fence
+        self._on_round = on_round
+        self._lake = LakeTables(context.lake)
+        self._parallelism = context.config.lake.table_parallelism
+        self._deferred = DeferredEnds()
+        self._lock = threading.Lock()  # guards the deferred ends and the outcome across round threads
+
+    def __call__(self, batch_df, batch_id: int) -> None:
+        """Commit the round of batch ``batch_id`` (its splits: :mod:`tiering.round.batch_splits`)."""
+        batch = batch_splits(batch_df, batch_id, self._context.config.job.checkpoint)
+        by_table: dict[str, list[Split]] = defaultdict(list)
+        for split in batch.splits:
+            by_table[split.table].append(split)
+        tables = [TableRound(name, splits) for name, splits in sorted(by_table.items())]
+        outcome = RoundOutcome(batch.round_id, self._context.epoch, table_ids={t.name: t.table_id for t in tables})
+        try:
+            self._run(tables, outcome)
+        except NotLeaderError:
+            raise
+        except BaseException:
+            held = {t.table_id: t.leased for t in tables if not t.released}
+            for table_id, buckets in self._deferred.releases.items():
+                held[table_id] = sorted({*held.get(table_id, []), *buckets})
+            self._releases.failed_over(held)
+            raise
+        self._mark_dropped(tables)
+        outcome.failed = {t.name: t.failure for t in tables if t.failure is not None}
+        outcome.dropped.update(name for name, failure in outcome.failed.items() if failure.cause is FailureCause.DROPPED)
+        self._on_round(outcome)
+
+    def _run(self, tables: list[TableRound], outcome: RoundOutcome) -> None:
+        self._deferred.retry(self._client.report_lake, self._releases)
+        with ThreadPoolExecutor(self._parallelism, thread_name_prefix="round") as pool:
+
+            def each(step: Callable[[TableRound], None], state: TableState) -> None:
+                """``step`` for every table in ``state``; a table's failure fails it alone."""
+                list(pool.map(lambda t: self._settle(t, step, outcome), [t for t in tables if t.state is state]))
+
+            gone = self._acquire_snapshots(tables)
+            for table in tables:
+                table.advance(TableState.ACQUIRED)
+            # One call for the round, made after the round's offsets were planned: every change the
+            # round reads was written before it, so a column a change carries is in these schemas.
+            infos = {info.name: info for info in self._client.list_tables()}
+            each(lambda t: self._prepare(t, infos, gone, outcome), TableState.ACQUIRED)
+            prepared = [t for t in tables if t.state is TableState.PREPARED]
+            results = self._writer.write_files([task for t in prepared for task in self._writer.tasks(t.prepared)])
+            self._fence()
+            failpoints.hit("before_delta_commit")
+            each(lambda t: self._write_and_commit(t, results.get(t.name, []), outcome), TableState.PREPARED)
+
+    def _settle(self, table: TableRound, step: Callable[[TableRound], None], outcome: RoundOutcome) -> None:
+        """Run one table's ``step``; a failure before its commit fails the table alone."""
+        try:
+            step(table)
+        except NotLeaderError:
+            raise
+        except Exception as e:  # one table's failure must not stop the others
+            if table.state in (TableState.COMMITTED, TableState.REPORTED, TableState.RELEASED):
+                raise  # the steps after a commit handle their own errors: this is a bug, not the table's
+            failure = table.fail(e)
+            log.error("round=%d table=%s FAILED in state %s (%s) epoch=%d: %s (re-planned next round)",
+                      outcome.round_id, table.name, failure.state, failure.cause, self._context.epoch, failure)
+            self._release(table, self._releases.failed)
+
+    def _acquire_snapshots(self, tables: Iterable[TableRound]) -> _Gone:
+        """One acquire for every snapshot the round reads; the ones whose files are gone."""
+        refs = [SnapshotRef(table_id=s.table_id, bucket=s.bucket, snapshot_id=s.snapshot_id)
+                for t in tables for s in t.splits if isinstance(s, SnapshotSplit)]
+        gone = self._releases.lease.acquire(refs) if refs else []
+        return {(r.table_id, r.bucket, r.snapshot_id) for r in gone}
+
+    def _prepare(self, table: TableRound, infos: dict[str, TableInfo], gone: _Gone, outcome: RoundOutcome) -> None:
+        current = self._lake.load(table.name)  # the table's one read of this round
+        position = current.position() if current is not None else None
+        todo = missing_splits(table.splits, position)
+        info = infos.get(table.name)
+        if info is None:
+            raise TableNotFoundError(f"table {table.name!r} was dropped from the store", table=table.name)
+        if info.table_id != table.table_id:
+            raise TableRecreatedError(
+                f"table {table.name!r} was re-created (table_id {table.table_id} -> {info.table_id})", table=table.name)
+        lost = [s for s in todo if isinstance(s, SnapshotSplit) and (s.table_id, s.bucket, s.snapshot_id) in gone]
+        if lost:
+            raise SnapshotUnavailableError(f"table {table.name!r}: snapshots gone before they were read: {lost}",
+                                           table=table.name)
+        prepared = self._writer.prepare(
+            info, todo, self._files(table.name, todo), current,
+            epoch=self._context.epoch, round_id=outcome.round_id, lease_id=self._context.lease_id,
+            replace_table=position is not None and not position.belongs_to(info.table_id),
+        )
+        if isinstance(prepared, TableCommit):  # already in the lake: a replay; its report may be missing
+            table.committed_as(prepared)
+            self._finish(table, outcome)
+        else:
+            table.prepared_as(prepared)
+
+    def _files(self, table: str, splits: list[Split]) -> dict[Split, list[str]]:
+        """Every split's Parquet files: a snapshot's from the store, the log splits' segments in
+        one call for the table."""
+        files = {s: list(self._client.get_snapshot(table, s.bucket, s.snapshot_id).files)
+                 for s in splits if isinstance(s, SnapshotSplit)}
+        logs = [s for s in splits if isinstance(s, LogSplit)]
+        if logs:
+            ranges = [LogRange(bucket=s.bucket, from_offset=s.start_offset, to_offset=s.end_offset) for s in logs]
+            segments = self._client.table_segments(table, ranges)
+            files.update({s: [seg.file for seg in found] for s, found in zip(logs, segments)})
+        return files
+
+    def _write_and_commit(self, table: TableRound, results: list[BucketResult], outcome: RoundOutcome) -> None:
+        table.written_as(self._writer.written_files(table.prepared, results))
+        table.committed_as(self._writer.commit(table.prepared, table.written))
+        failpoints.hit("after_delta_commit")
+        self._finish(table, outcome)
+
+    def _finish(self, table: TableRound, outcome: RoundOutcome) -> None:
+        """A committed table's report, release and lag, in that order. None of them can fail the
+        table: its commit landed. What the store refuses waits for the next round."""
+        commit = table.commit
+        report = self._lake_report(table.table_id, commit)
+        try:
+            if report is not None:
+                self._client.report_lake(table.name, report)
+            table.advance(TableState.REPORTED)
+        except NotLeaderError:
+            raise
+        except TableNotFoundError:
+            log.warning("round=%d table=%s: Delta version %d committed, then the table was found dropped upstream",
+                        outcome.round_id, table.name, commit.delta_version)
+            with self._lock:
+                outcome.dropped.add(table.name)
+        except StoreError as e:
+            log.warning("round=%d table=%s: Delta version %d committed, its lake report refused (sent again next "
+                        "round): %s", outcome.round_id, table.name, commit.delta_version, e)
+            with self._lock:
+                self._deferred.add_report(table.name, report)
+                outcome.unreported.add(table.name)
+        failpoints.hit("after_store_report")
+        self._release(table, self._releases.finished)
+        lag = None if table.name in outcome.dropped else self._lag(table.name, LakePosition(table.table_id, commit.positions))
+        with self._lock:
+            outcome.committed[table.name] = commit
+            if lag is not None:
+                outcome.lag[table.name] = lag
+        log.info(
+            "round=%d table=%s table_id=%d epoch=%d lease=%s splits=%d %s offsets=%s lag=%s in %.2fs",
+            outcome.round_id, table.name, table.table_id, self._context.epoch, self._context.lease_id, len(table.splits),
+            commit, dict(sorted(commit.positions.items())), lag if lag is not None else "unknown", table.elapsed(),
+        )
+
+    def _release(self, table: TableRound, release: Callable[[int, list[int]], None]) -> None:
+        """The table's one release of the round; one the store refuses is sent again next round."""
+        try:
+            release(table.table_id, table.leased)
+        except NotLeaderError:
+            raise
+        except StoreError as e:
+            log.warning("table=%s: release of buckets %s refused (sent again next round): %s", table.name, table.leased, e)
+            with self._lock:
+                self._deferred.add_release(table.table_id, table.leased)
+        table.released = True
+        if table.state is TableState.COMMITTED or table.state is TableState.REPORTED:
+            table.advance(TableState.RELEASED)
+
+    def _lag(self, table: str, position: LakePosition) -> int | None:
+        """Records the store holds beyond ``position``; None when the store cannot say now."""
+        try:
+            return position.lag(self._client.log_info(table).buckets)
+        except StoreError as e:
+            log.warning("table=%s: lag unknown this round: %s", table, e)
+            return None
+
+    def _lake_report(self, table_id: int, commit: TableCommit) -> LakeReport | None:
+        """What the store is told of the lake after ``commit``; None when the lake has nothing yet."""
+        if commit.delta_version < 0:
+            return None
+        buckets = {str(b): offset for b, offset in sorted(commit.positions.items())}
+        return LakeReport(table_id=table_id, epoch=self._context.epoch, lake_version=commit.delta_version, buckets=buckets)
+
+    def _mark_dropped(self, tables: list[TableRound]) -> None:
+        """Failed tables the store no longer lists: whatever error a drop caused mid-round (a file
+        gone, a 404), the table's cause is ``dropped``, not what its last step happened to hit.
+        One listing, only when a table failed for a cause that could be a drop."""
+        unsure = [t for t in tables if t.failure is not None and t.failure.cause is not FailureCause.DROPPED]
+        if not unsure:
+            return
+        try:
+            present = {info.name for info in self._client.list_tables()}
+        except StoreError as e:
+            log.warning("cannot tell whether failed tables %s were dropped: %s", sorted(t.name for t in unsure), e)
+            return
+        for table in unsure:
+            if table.name not in present:
+                table.failure = table.failure.as_dropped()

@@ -1,0 +1,62 @@
+"""A committed table's lake report or lease release that the store refused, sent again next round.
+
+Failure mode: a store blip right after a Delta commit landed. Failing the table then would
+report a landed commit as failed and release its buckets a second time; dropping the report
+would leave the store believing the lake is behind (it keeps log segments it could delete and
+shows a lag that is not there) until the table changes again; dropping the release would pin
+the snapshot for as long as the renewed lease lives. So both are kept here, per term, and sent
+first thing in the next round; a report is superseded by a newer one of the same table. The
+lease's expiry stays the backstop for a driver that stops before the next round.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+from tiering.errors import NotFoundError, NotLeaderError, StoreError
+from tiering.kvstore.models import LakeReport
+from tiering.lease.release import LeaseReleases
+
+__all__ = ["DeferredEnds"]
+
+log = logging.getLogger(__name__)
+
+
+class DeferredEnds:
+    """Reports and releases waiting for the next round (one term's; not thread-safe by design:
+    the committer adds to it from its round threads under its own lock, and retries between rounds)."""
+
+    def __init__(self) -> None:
+        self.reports: dict[str, LakeReport] = {}
+        self.releases: dict[int, set[int]] = {}
+
+    def add_report(self, table: str, report: LakeReport) -> None:
+        self.reports[table] = report
+
+    def add_release(self, table_id: int, buckets: list[int]) -> None:
+        self.releases.setdefault(table_id, set()).update(buckets)
+
+    def retry(self, report: Callable[[str, LakeReport], None], releases: LeaseReleases) -> None:
+        """Send what waits; what the store refuses again waits for the round after. A table the
+        store no longer has needs no report. :class:`NotLeaderError` propagates (the term is over)."""
+        for table, pending in sorted(self.reports.items()):
+            try:
+                report(table, pending)
+            except NotLeaderError:
+                raise
+            except NotFoundError:
+                log.info("table=%s: lake report dropped, the store no longer has the table", table)
+            except StoreError as e:
+                log.warning("table=%s: lake report of Delta version %d still refused: %s", table, pending.lake_version, e)
+                continue
+            del self.reports[table]
+        for table_id, buckets in sorted(self.releases.items()):
+            try:
+                releases.finished(table_id, buckets)
+            except NotLeaderError:
+                raise
+            except StoreError as e:
+                log.warning("table_id=%d: release of buckets %s still refused: %s", table_id, sorted(buckets), e)
+                continue
+            del self.releases[table_id]

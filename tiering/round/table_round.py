@@ -1,0 +1,77 @@
+"""One table's share of a round, moving through the explicit steps of :mod:`tiering.round.states`.
+
+Failure mode this prevents: one table's progress inferred from which fields happen to be set,
+so that a failure after the commit marks a landed table as failed, or its leased buckets are
+released twice. :meth:`TableRound.advance` refuses a step its state does not allow; what a
+step produced (the prepared round, the written files, the commit) is kept with the state it
+belongs to; :attr:`TableRound.released` says whether its snapshots still wait for their one
+release.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from tiering.enumerator.splits import SnapshotSplit, Split
+from tiering.errors import RoundStateError
+from tiering.lake.bucket_files import WrittenFile
+from tiering.lake.round_protocol import PreparedRound, TableCommit
+from tiering.round.states import NEXT_STATES, TableFailure, TableState
+
+__all__ = ["TableRound"]
+
+
+@dataclass
+class TableRound:
+    """A table's splits of the round, its state, and what each step produced."""
+
+    name: str
+    splits: Sequence[Split]
+    started: float = field(default_factory=time.monotonic)
+    state: TableState = TableState.PLANNED
+    prepared: PreparedRound | None = None
+    written: list[WrittenFile] = field(default_factory=list)
+    commit: TableCommit | None = None
+    failure: TableFailure | None = None
+    #: its leased buckets were let go (or handed on to the next round's retry): never twice
+    released: bool = False
+
+    @property
+    def table_id(self) -> int:
+        return self.splits[0].table_id
+
+    @property
+    def leased(self) -> list[int]:
+        """The buckets whose snapshot the lease holds for this round."""
+        return sorted({s.bucket for s in self.splits if isinstance(s, SnapshotSplit)})
+
+    def elapsed(self) -> float:
+        """Seconds since the round planned the table."""
+        return time.monotonic() - self.started
+
+    def advance(self, to: TableState) -> None:
+        if to not in NEXT_STATES[self.state]:
+            raise RoundStateError(f"table {self.name!r}: no step from {self.state} to {to} in a round", table=self.name)
+        self.state = to
+
+    def prepared_as(self, prepared: PreparedRound) -> None:
+        self.advance(TableState.PREPARED)
+        self.prepared = prepared
+
+    def written_as(self, written: list[WrittenFile]) -> None:
+        self.advance(TableState.WRITTEN)
+        self.written = written
+
+    def committed_as(self, commit: TableCommit) -> None:
+        self.advance(TableState.COMMITTED)
+        self.commit = commit
+
+    def fail(self, error: BaseException) -> TableFailure:
+        """Record ``error`` as the table's failure in its current state (a committed table
+        cannot fail: :class:`RoundStateError`)."""
+        failure = TableFailure.of(error, self.state)
+        self.advance(TableState.FAILED)
+        self.failure = failure
+        return failure
