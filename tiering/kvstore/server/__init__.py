@@ -1,7 +1,8 @@
 """The reference KV store (DESIGN §3): a real server process with real files, real GC and
 persistent metadata — the embedded default upstream and the test double that is not a mock.
 
-Modules: ``store`` (operations), ``catalog``/``leases`` (metadata), ``files`` (Parquet layout),
+Modules: ``store`` (operations), ``catalog``/``lake_reports``/``leases`` (metadata), ``gc``
+(garbage collection, table by table), ``errors`` (refusals, raised), ``files`` (Parquet layout),
 ``rows`` (request validation), ``app`` (HTTP), ``guards`` (bearer token, body limit),
 ``openapi`` (the served document), ``main`` (``serve`` and its flags; ``python -m
 tiering.kvstore.server`` runs it), ``process`` (run it as a child process, for tests and the demo).

@@ -4,6 +4,9 @@ Every function runs inside a caller's transaction (``Database.tx``) so a caller 
 them atomically, e.g. "append these segments and move the log end". A lookup of a table by
 name sees only the live table of that name; a dropped table keeps its rows (its id is never
 reused) until GC has deleted its files.
+
+A refusal is raised (``ApiError``), rolling the caller's transaction back; only a ``find_*``
+lookup, whose miss is an answer rather than a failure, returns None.
 """
 
 from __future__ import annotations
@@ -46,10 +49,15 @@ def live_tables(conn: sqlite3.Connection) -> list[TableInfo]:
     return [TableInfo.model_validate_json(r["info"]) for r in rows]
 
 
-def tables_to_collect(conn: sqlite3.Connection) -> list[tuple[TableInfo, bool]]:
-    """Every table GC must visit, with whether it was dropped (then nothing is retained)."""
-    rows = conn.execute("SELECT info, state FROM tables WHERE state != 'purged' ORDER BY table_id").fetchall()
-    return [(TableInfo.model_validate_json(r["info"]), r["state"] == "dropped") for r in rows]
+def tables_to_collect(conn: sqlite3.Connection) -> list[TableInfo]:
+    """Every table GC must visit: live and dropped ones, until purged."""
+    rows = conn.execute("SELECT info FROM tables WHERE state != 'purged' ORDER BY table_id").fetchall()
+    return [TableInfo.model_validate_json(r["info"]) for r in rows]
+
+
+def table_state(conn: sqlite3.Connection, table_id: int) -> str:
+    """``live``, ``dropped`` or ``purged`` (an id is never reused, so its row stays)."""
+    return conn.execute("SELECT state FROM tables WHERE table_id = ?", (table_id,)).fetchone()["state"]
 
 
 def set_state(conn: sqlite3.Connection, table_id: int, state: str) -> None:
@@ -138,7 +146,8 @@ def latest_snapshots(conn: sqlite3.Connection, table_id: int) -> dict[int, Snaps
     return {r["bucket"]: _snapshot(r) for r in rows}
 
 
-def snapshot(conn: sqlite3.Connection, table_id: int, bucket: int, snapshot_id: int) -> Snapshot | None:
+def find_snapshot(conn: sqlite3.Connection, table_id: int, bucket: int, snapshot_id: int) -> Snapshot | None:
+    """The snapshot, or None when it never existed or GC deleted it (the caller says which)."""
     row = conn.execute(
         "SELECT * FROM snapshots WHERE table_id = ? AND bucket = ? AND snapshot_id = ?", (table_id, bucket, snapshot_id)
     ).fetchone()

@@ -3,6 +3,12 @@
 Raised anywhere below the HTTP layer and turned into ``{"error": CODE, "message": ...}`` by
 the app, so a storage function can refuse a request without knowing about HTTP. The codes are
 part of the protocol: the client maps them to typed errors (tiering.errors).
+
+One convention across the server: a refusal is raised, never returned (no error values, no
+None or flag meaning "refused"). Raised inside a transaction, it rolls that transaction back;
+a change that must outlive a refusal (deleting an expired lease) is committed in a
+transaction of its own first. Only a ``find_*`` lookup returns None, for a miss that is an
+answer (catalog.find_snapshot: the caller tells "never existed" from "deleted by GC").
 """
 
 from __future__ import annotations

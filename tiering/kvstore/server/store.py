@@ -5,9 +5,8 @@ metadata after, so a restart sees the old consistent state); two writers interle
 of one table (a lock per table serializes its writes and snapshots, while lease calls, which
 only touch metadata, never wait behind a large write); GC racing a snapshot build (GC never
 deletes a bucket's latest snapshot, nor log segments it does not cover, and builds only read
-those). Log segments are deleted only when tiered (end <= the table's reported lake offset)
-or older than the optional hard retention cap — and in both cases only once covered by the
-bucket's latest snapshot, because the store rebuilds its own state from snapshot + log.
+those; what GC keeps and in which order it deletes: gc.py). A refusal is raised as
+``ApiError`` (errors.py), from here and from the metadata modules alike.
 
 Deleting an absent key is a no-op: no ``-D`` record is written, so every ``-D`` in the log
 removes a key that existed. An upsert of a key absent from the bucket is ``+I``, else ``+U``.
@@ -17,11 +16,13 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
-import shutil
+import sqlite3
 import threading
 import time
 import zlib
 from collections import defaultdict
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -48,7 +49,7 @@ from tiering.kvstore.models import (
     WriteResult,
 )
 from tiering.kvstore.names import duplicate_names
-from tiering.kvstore.server import catalog, leases
+from tiering.kvstore.server import catalog, lake_reports, leases
 from tiering.kvstore.server.db import Database
 from tiering.kvstore.server.errors import LOG_TRUNCATED, NOT_FOUND, SNAPSHOT_GONE, ApiError, bad_request
 from tiering.kvstore.server.files import (
@@ -57,9 +58,9 @@ from tiering.kvstore.server.files import (
     log_schema,
     segment_path,
     snapshot_path,
-    table_dir,
     write_atomic,
 )
+from tiering.kvstore.server.gc import Collector, Retention
 from tiering.kvstore.server.metrics import StoreMetrics
 
 log = logging.getLogger(__name__)
@@ -71,14 +72,12 @@ def _now_ms() -> int:
 
 class Store:
     def __init__(self, data_dir: Path, num_retained: int = 2, log_retention_s: float | None = None) -> None:
-        if num_retained < 1:
-            raise ValueError(f"num_retained must be >= 1 (the latest snapshot is the store's own state), got {num_retained}")
+        retention = Retention(num_retained, log_retention_s)
         self.data_dir = data_dir
         self.remote = data_dir / "remote"
-        self.num_retained = num_retained
-        self.log_retention_s = log_retention_s
         self.db = Database(data_dir / "meta.sqlite")
         self.metrics = StoreMetrics(leases_held=self._count_leases)
+        self._collector = Collector(self.db, self.remote, retention, self.metrics)
         self._guard = threading.Lock()
         self._table_locks: dict[int, threading.Lock] = {}
         self._live: dict[tuple[int, int], set[Any]] = {}  # keys present per bucket; rebuilt lazily after restart
@@ -246,7 +245,7 @@ class Store:
         with self.db.tx() as conn:
             info = catalog.live_table(conn, name)
             _check_bucket(info, bucket)
-            snap = catalog.snapshot(conn, info.table_id, bucket, snapshot_id)
+            snap = catalog.find_snapshot(conn, info.table_id, bucket, snapshot_id)
             last_id = catalog.next_snapshot_id(conn, info.table_id, bucket) - 1
         where = f"snapshot {snapshot_id} of table {name!r} bucket {bucket}"
         if snap is None and 1 <= snapshot_id <= last_id:
@@ -296,31 +295,36 @@ class Store:
     def acquire_lease(self, lease_id: str, req: AcquireRequest) -> AcquireResult:
         with self.db.tx() as conn:
             def available(ref: SnapshotRef) -> bool:
-                snap = catalog.snapshot(conn, ref.table_id, ref.bucket, ref.snapshot_id)
+                snap = catalog.find_snapshot(conn, ref.table_id, ref.bucket, ref.snapshot_id)
                 return snap is not None and all(Path(f).exists() for f in snap.files)
 
             return leases.acquire(conn, lease_id, req, _now_ms(), available)
 
-    def renew_lease(self, lease_id: str, req: RenewRequest) -> Lease:
+    @contextmanager
+    def _lease_tx(self, lease_id: str) -> Iterator[tuple[sqlite3.Connection, int]]:
+        """The transaction of a call on an existing lease, after one of its own that deletes the
+        lease if it expired: that deletion stays when the call is then refused and rolls back."""
+        now = _now_ms()
         with self.db.tx() as conn:
-            result = leases.renew(conn, lease_id, req, _now_ms())
-        return _raise_or(result)
+            leases.forget_if_expired(conn, lease_id, now)
+        with self.db.tx() as conn:
+            yield conn, now
+
+    def renew_lease(self, lease_id: str, req: RenewRequest) -> Lease:
+        with self._lease_tx(lease_id) as (conn, now):
+            return leases.renew(conn, lease_id, req, now)
 
     def release_lease(self, lease_id: str, req: ReleaseRequest) -> Lease:
-        with self.db.tx() as conn:
-            result = leases.release(conn, lease_id, req, _now_ms())
-        return _raise_or(result)
+        with self._lease_tx(lease_id) as (conn, now):
+            return leases.release(conn, lease_id, req, now)
 
     def drop_lease(self, lease_id: str, epoch: int) -> None:
-        with self.db.tx() as conn:
-            error = leases.drop(conn, lease_id, epoch, _now_ms())
-        if error is not None:
-            raise error
+        with self._lease_tx(lease_id) as (conn, now):
+            leases.drop(conn, lease_id, epoch, now)
 
     def get_lease(self, lease_id: str) -> Lease:
-        with self.db.tx() as conn:
-            result = leases.get(conn, lease_id, _now_ms())
-        return _raise_or(result)
+        with self._lease_tx(lease_id) as (conn, now):
+            return leases.get(conn, lease_id, now)
 
     def list_leases(self) -> list[Lease]:
         with self.db.tx() as conn:
@@ -328,84 +332,25 @@ class Store:
 
     def _count_leases(self) -> float:
         with self.db.tx() as conn:
-            return conn.execute("SELECT COUNT(*) FROM leases WHERE expires_at_ms > ?", (_now_ms(),)).fetchone()[0]
+            return leases.count_unexpired(conn, _now_ms())
 
     # lake
 
     def put_lake(self, name: str, report: LakeReport) -> LakeReport:
         with self.db.tx() as conn:
             info = catalog.live_table(conn, name)
-            return leases.put_lake(conn, info, catalog.bucket_logs(conn, info.table_id), report)
+            return lake_reports.put(conn, info, catalog.bucket_logs(conn, info.table_id), report)
 
     def get_lake(self, name: str) -> LakeReport:
         with self.db.tx() as conn:
-            info = catalog.live_table(conn, name)
-            report = leases.get_lake(conn, info.table_id)
-        if report is None:
-            raise ApiError(404, NOT_FOUND, f"table {name!r} (table_id {info.table_id}) has no lake report yet")
-        return report
+            return lake_reports.get(conn, catalog.live_table(conn, name))
 
     # garbage collection
 
     def gc(self) -> dict[str, int]:
-        """One GC pass; returns how many leases, snapshots, segments and tables it removed."""
-        now = _now_ms()
-        counts = {"leases": 0, "snapshots": 0, "segments": 0, "tables": 0}
-        doomed: list[str] = []
-        purged: list[Path] = []
-        with self.db.tx() as conn:
-            counts["leases"] = leases.delete_expired(conn, now)
-            held = leases.held_snapshots(conn, now)
-            for info, dropped in catalog.tables_to_collect(conn):
-                lake = {} if dropped else leases.lake_offsets(conn, info.table_id)
-                remaining = 0
-                for bucket in range(info.num_buckets):
-                    snaps = catalog.snapshots_of_bucket(conn, info.table_id, bucket)
-                    keep = 0 if dropped else self.num_retained
-                    remaining += min(keep, len(snaps))
-                    for snap in snaps[keep:]:
-                        if (info.table_id, bucket, snap.snapshot_id) in held:
-                            remaining += 1
-                            continue
-                        catalog.delete_snapshot(conn, info.table_id, bucket, snap.snapshot_id)
-                        doomed.extend(snap.files)
-                        counts["snapshots"] += 1
-                    covered = snaps[0].log_offset if snaps and not dropped else 0
-                    cut = None
-                    for seg in catalog.segment_rows(conn, info.table_id, bucket):
-                        if not (dropped or self._collectable(seg, covered, lake.get(bucket, 0), now)):
-                            break
-                        cut = seg["end_offset"]
-                        doomed.append(seg["file"])
-                        counts["segments"] += 1
-                    if cut is not None:
-                        catalog.delete_segments_below(conn, info.table_id, bucket, cut)
-                if dropped and remaining == 0:
-                    catalog.set_state(conn, info.table_id, "purged")
-                    purged.append(table_dir(self.remote, info))
-                    counts["tables"] += 1
-        for file in doomed:
-            Path(file).unlink(missing_ok=True)
-        for directory in purged:
-            shutil.rmtree(directory, ignore_errors=True)
-        for kind, n in counts.items():
-            self.metrics.gc_deleted.labels(kind).inc(n)
-        self.metrics.gc_runs.inc()
-        if any(counts.values()):
-            log.info("gc deleted %s", counts)
-        return counts
-
-    def _collectable(self, seg: Any, covered: int, lake_offset: int, now_ms: int) -> bool:
-        if seg["end_offset"] > covered:
-            return False
-        expired = self.log_retention_s is not None and seg["created_at_ms"] < now_ms - self.log_retention_s * 1000
-        return seg["end_offset"] <= lake_offset or expired
-
-
-def _raise_or(result: Any) -> Any:
-    if isinstance(result, ApiError):
-        raise result
-    return result
+        """One GC pass (gc.py), table by table; returns how many leases, snapshots, segments
+        and tables it removed."""
+        return self._collector.run(_now_ms())
 
 
 def _check_bucket(info: TableInfo, bucket: int) -> None:
