@@ -9,6 +9,7 @@ File layout the store writes (the lake writer reads these with Spark):
   change that last wrote the row) and ``__timestamp`` (timestamp, UTC, of that change);
 - log segment files: Parquet, the user columns plus ``__offset``, ``__op`` (``+I``, ``+U``,
   ``-D``; a delete carries the primary key, other columns null) and ``__timestamp``.
+The system columns' names and the op codes are tiering.kvstore.protocol's.
 """
 
 from __future__ import annotations
@@ -19,9 +20,6 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, WithJsonSchem
 
 from tiering.kvstore.names import MAX_NAME_BYTES, check_column_name, check_table_name, duplicate_names
 from tiering.kvstore.types import normalize_type
-
-SYSTEM_COLUMNS = ("__offset", "__op", "__timestamp")
-OPS = ("+I", "+U", "-D")
 
 #: Every integer of the protocol is stored as a SQLite INTEGER / Arrow int64: larger values
 #: are refused as bad input instead of overflowing deep inside the store.

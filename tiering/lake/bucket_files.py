@@ -37,10 +37,11 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 from deltalake.transaction import AddAction
 
-from tiering.kvstore.changelog import DELETE, newest_per_key
+from tiering.kvstore.changelog import apply_changes, newest_per_key
 from tiering.kvstore.models import TableInfo
+from tiering.kvstore.protocol import OFFSET_COLUMN, OP_COLUMN, UPDATE
 from tiering.lake.round_plan import BucketPlan
-from tiering.lakestate.layout import BUCKET_COLUMN, OFFSET_COLUMN, OP_COLUMN, lake_schema
+from tiering.lakestate.layout import BUCKET_COLUMN, lake_schema
 from tiering.storage.object_store import ObjectStore
 
 __all__ = [
@@ -48,11 +49,9 @@ __all__ = [
 ]
 
 _BATCH_ROWS = 256 * 1024
-#: Compute arguments are Arrow scalars: a Python literal makes pyarrow try (and fail) to import
-#: pandas and dateutil on every call, a cost per bucket per round.
-_DELETE = pa.scalar(DELETE, pa.string())
-#: The change a snapshot row stands for in a MERGE's source: the key's row as it is now.
-_UPSERT = pa.scalar("+U", pa.string())
+#: The change a snapshot row stands for in a MERGE's source: the key's row as it is now. (An
+#: Arrow scalar: a Python literal makes pyarrow try to import pandas on every call.)
+_UPSERT = pa.scalar(UPDATE, pa.string())
 
 
 @dataclass(frozen=True)
@@ -215,21 +214,7 @@ def _copy(task: BucketTask, source: str, schema: pa.Schema) -> WrittenFile:
 
 def _rows(task: BucketTask, schema: pa.Schema, changes: pa.Table | None) -> Iterator[pa.RecordBatch]:
     """The base's rows minus the changed keys, then the upserts (the file's columns)."""
-    key = task.table.primary_key
-    changed = changes.select(key) if changes is not None and changes.num_rows else None
-    for batch in _batches(task.store, task.plan.base_files, schema):
-        if changed is None:
-            yield batch
-        elif len(key) == 1:  # a hash lookup, without planning an Acero join per batch
-            yield batch.filter(pc.invert(pc.is_in(batch.column(key[0]), value_set=changed.column(0))))
-        else:
-            kept = pa.Table.from_batches([batch]).join(changed, key, join_type="left anti")
-            yield from kept.select(schema.names).to_batches()
-    if changes is not None:
-        upserts = changes.filter(pc.not_equal(changes[OP_COLUMN], _DELETE)).select(schema.names)
-        if not upserts.schema.equals(schema, check_metadata=False):
-            upserts = upserts.cast(schema)
-        yield from upserts.to_batches(_BATCH_ROWS)
+    return apply_changes(_batches(task.store, task.plan.base_files, schema), changes, task.table.primary_key, schema)
 
 
 def _latest_changes(task: BucketTask) -> pa.Table:

@@ -18,9 +18,9 @@ from functools import reduce
 from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
-from tiering.kvstore.changelog import DELETE
 from tiering.kvstore.models import TableInfo
-from tiering.lakestate.layout import BUCKET_COLUMN, OFFSET_COLUMN, OP_COLUMN, TIMESTAMP_COLUMN
+from tiering.kvstore.protocol import DELETE, OFFSET_COLUMN, OP_COLUMN, TIMESTAMP_COLUMN
+from tiering.lakestate.layout import BUCKET_COLUMN
 from tiering.lake.round_plan import BucketPlan
 
 __all__ = ["bucket_rows", "output_columns"]

@@ -37,10 +37,10 @@ from deltalake import DeltaTable
 from deltalake.transaction import CommitProperties
 
 from tiering.errors import LakeCommitError
-from tiering.kvstore.changelog import DELETE
+from tiering.kvstore.protocol import DELETE, OFFSET_COLUMN, OP_COLUMN
 from tiering.lake.bucket_files import BucketTask, base_rows, merge_batches
 from tiering.lake.round_protocol import PreparedRound
-from tiering.lakestate.layout import BUCKET_COLUMN, OFFSET_COLUMN, OP_COLUMN, lake_schema
+from tiering.lakestate.layout import BUCKET_COLUMN, lake_schema
 
 __all__ = ["CHANGE_FEED_PROPERTY", "check_source_rows", "feed_enabled", "merge_round", "needs_merge"]
 

@@ -19,11 +19,12 @@ import pyarrow.parquet as pq
 from tiering.enumerator.positions import LakePosition
 from tiering.kvstore.client import KvStoreClient
 from tiering.kvstore.models import BucketLog, LogRange
+from tiering.kvstore.protocol import OFFSET_COLUMN, TIMESTAMP_COLUMN
 from tiering.storage.object_store import ObjectStore
 
 __all__ = ["oldest_untiered_write_ms", "freshness_s"]
 
-_COLUMNS = ["__offset", "__timestamp"]
+_COLUMNS = [OFFSET_COLUMN, TIMESTAMP_COLUMN]
 
 
 def oldest_untiered_write_ms(
@@ -45,8 +46,8 @@ def oldest_untiered_write_ms(
         for path in paths:
             with fs.open_input_file(path) as handle:
                 rows = pq.read_table(handle, columns=_COLUMNS)
-            after = rows.filter(pc.greater_equal(rows["__offset"], pa.scalar(r.from_offset, pa.int64())))
-            first_us = pc.min(after["__timestamp"].cast(pa.int64())).as_py()  # UTC microseconds
+            after = rows.filter(pc.greater_equal(rows[OFFSET_COLUMN], pa.scalar(r.from_offset, pa.int64())))
+            first_us = pc.min(after[TIMESTAMP_COLUMN].cast(pa.int64())).as_py()  # UTC microseconds
             if first_us is not None:
                 oldest = first_us // 1000 if oldest is None else min(oldest, first_us // 1000)
     return oldest

@@ -13,13 +13,11 @@ from __future__ import annotations
 import pyarrow as pa
 
 from tiering.kvstore.models import TableInfo
+from tiering.kvstore.protocol import OFFSET_COLUMN, OFFSET_TYPE, TIMESTAMP_COLUMN, TIMESTAMP_TYPE
 from tiering.kvstore.types import arrow_type
 
 __all__ = [
     "BUCKET_COLUMN",
-    "OFFSET_COLUMN",
-    "TIMESTAMP_COLUMN",
-    "OP_COLUMN",
     "SYSTEM_COLUMNS",
     "METADATA_KEY",
     "METADATA_VERSION",
@@ -34,9 +32,8 @@ __all__ = [
 ]
 
 BUCKET_COLUMN = "__bucket"
-OFFSET_COLUMN = "__offset"
-TIMESTAMP_COLUMN = "__timestamp"
-OP_COLUMN = "__op"  # only in the store's log files, never in the lake
+#: The lake's system columns: its own ``__bucket``, and the store's (tiering.kvstore.protocol)
+#: that every row keeps (``__op`` never reaches the lake).
 SYSTEM_COLUMNS = (BUCKET_COLUMN, OFFSET_COLUMN, TIMESTAMP_COLUMN)
 
 #: Top-level key of the commit info entry our writers add to every round commit.
@@ -104,7 +101,7 @@ def lake_schema(table: TableInfo) -> pa.Schema:
     fields = [pa.field(c.name, arrow_type(c.type)) for c in table.columns]
     fields += [
         pa.field(BUCKET_COLUMN, pa.int32()),
-        pa.field(OFFSET_COLUMN, pa.int64()),
-        pa.field(TIMESTAMP_COLUMN, pa.timestamp("us", tz="UTC")),
+        pa.field(OFFSET_COLUMN, OFFSET_TYPE),
+        pa.field(TIMESTAMP_COLUMN, TIMESTAMP_TYPE),
     ]
     return pa.schema(fields)

@@ -9,7 +9,8 @@ write of the same offsets. Layout (see tiering.kvstore.models for the columns)::
     <remote>/<table slug>-<table_id>/bucket-<b>/snapshots/snapshot-<id>.parquet
 
 A bucket's live state is *derived*: its latest snapshot plus the log segments after it,
-merged so the change with the highest offset per key wins and ``-D`` removes the key.
+merged so the change with the highest offset per key wins and ``-D`` removes the key
+(:mod:`tiering.kvstore.changelog`, the lake writers' merge too).
 """
 
 from __future__ import annotations
@@ -19,14 +20,14 @@ import re
 from pathlib import Path
 
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from tiering.kvstore.changelog import DELETE, newest_per_key
+from tiering.kvstore.changelog import apply_changes, newest_per_key
 from tiering.kvstore.models import LogSegment, Snapshot, TableInfo
+from tiering.kvstore.protocol import OFFSET_COLUMN, OFFSET_TYPE, OP_COLUMN, TIMESTAMP_COLUMN
+from tiering.kvstore.protocol import TIMESTAMP_TYPE as TIMESTAMP
 from tiering.kvstore.types import arrow_type
 
-TIMESTAMP = pa.timestamp("us", tz="UTC")
 _UNSAFE_IN_PATH = re.compile(r"[^A-Za-z0-9_-]")
 
 
@@ -35,12 +36,12 @@ def user_schema(info: TableInfo) -> pa.Schema:
 
 
 def log_schema(info: TableInfo) -> pa.Schema:
-    return user_schema(info).append(pa.field("__offset", pa.int64())).append(
-        pa.field("__op", pa.string())).append(pa.field("__timestamp", TIMESTAMP))
+    return user_schema(info).append(pa.field(OFFSET_COLUMN, OFFSET_TYPE)).append(
+        pa.field(OP_COLUMN, pa.string())).append(pa.field(TIMESTAMP_COLUMN, TIMESTAMP))
 
 
 def snapshot_schema(info: TableInfo) -> pa.Schema:
-    return user_schema(info).append(pa.field("__offset", pa.int64())).append(pa.field("__timestamp", TIMESTAMP))
+    return user_schema(info).append(pa.field(OFFSET_COLUMN, OFFSET_TYPE)).append(pa.field(TIMESTAMP_COLUMN, TIMESTAMP))
 
 
 def table_dir(remote: Path, info: TableInfo) -> Path:
@@ -75,15 +76,10 @@ def write_atomic(data: pa.Table, path: Path) -> int:
 
 def live_state(info: TableInfo, base: Snapshot | None, segments: list[LogSegment]) -> pa.Table:
     """The bucket's rows (snapshot layout) after applying ``segments`` on top of ``base``."""
-    log = log_schema(info)
-    parts = []
-    if base is not None and base.files:
-        snap = pq.read_table(base.files, schema=snapshot_schema(info))
-        snap = snap.append_column(pa.field("__op", pa.string()), pa.repeat(pa.scalar("+I"), snap.num_rows))
-        parts.append(snap.select(log.names))
-    parts.extend(pq.read_table(s.file, schema=log) for s in segments)
-    if not parts:
-        return snapshot_schema(info).empty_table()
-    data = newest_per_key(pa.concat_tables(parts), info.primary_key)
-    data = data.filter(pc.not_equal(data["__op"], pa.scalar(DELETE, pa.string())))
-    return data.select(snapshot_schema(info).names)
+    schema = snapshot_schema(info)
+    rows = pq.read_table(base.files, schema=schema).to_batches() if base is not None and base.files else []
+    newest = None
+    if segments:
+        log = log_schema(info)
+        newest = newest_per_key(pa.concat_tables(pq.read_table(s.file, schema=log) for s in segments), info.primary_key)
+    return pa.Table.from_batches(apply_changes(rows, newest, info.primary_key, schema), schema)
