@@ -47,6 +47,7 @@ from tiering.kvstore.models import (
     WriteResult,
 )
 from tiering.kvstore.names import duplicate_names
+from tiering.kvstore.protocol import DELETE, INSERT, UPDATE
 from tiering.kvstore.server import catalog, lake_reports, leases
 from tiering.kvstore.server.db import Database
 from tiering.kvstore.server.errors import LOG_TRUNCATED, NOT_FOUND, SNAPSHOT_GONE, ApiError, bad_request
@@ -370,10 +371,10 @@ def _changes(op: str, rows: list[int], keys: list[Any], live: set[Any]) -> tuple
         for i in rows:
             k = keys[i]
             if k in live or k in added:
-                ops.append("+U")
+                ops.append(UPDATE)
             else:
                 added.add(k)
-                ops.append("+I")
+                ops.append(INSERT)
         return rows, ops, added, removed
     kept = []
     for i in rows:
@@ -381,7 +382,7 @@ def _changes(op: str, rows: list[int], keys: list[Any], live: set[Any]) -> tuple
         if k in live and k not in removed:
             removed.add(k)
             kept.append(i)
-            ops.append("-D")
+            ops.append(DELETE)
     return kept, ops, added, removed
 
 
