@@ -31,6 +31,7 @@ __all__ = [
     "TableRecreatedError",
     "RoundStateError",
     "LakeStorageError",
+    "ObjectWriteError",
     "CoordinationError",
     "LeadershipLostError",
     "CheckpointError",
@@ -157,6 +158,20 @@ class RoundStateError(TieringError):
 class LakeStorageError(TieringError):
     """The lake's root cannot be used: unreachable, no such bucket, access denied, a file where
     the directory should be, or a store without conditional puts. Names the root and the reason."""
+
+
+class ObjectWriteError(LakeStorageError):
+    """A write to the lake's object store did not land: the object is missing, short, or the
+    store refused a step of its upload. ``key`` is the object's URI, ``operation`` the request
+    that failed (``PutObject``, ``UploadPart``, ``CompleteMultipartUpload``, ``HeadObject``...)
+    and ``answer`` what the store said (``ACCESS_DENIED``, ``SLOW_DOWN``, a timeout...). The
+    client already retried what its retry strategy deems transient; this is what remained."""
+
+    def __init__(self, key: str, operation: str, answer: str, **context) -> None:
+        super().__init__(f"object store write of {key} did not land: {operation} failed: {answer}", **context)
+        self.key = key
+        self.operation = operation
+        self.answer = answer
 
 
 class CoordinationError(TieringError):

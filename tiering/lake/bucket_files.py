@@ -20,11 +20,16 @@ Failure modes and what happens:
   commit adds, so a task that dies (or a commit that loses a race) leaves unreferenced files,
   which the driver deletes when it knows, and a full VACUUM removes otherwise;
 - an input column whose type differs from the table's: reading with the table's schema fails
-  the task, and the table's round with it; nothing is committed.
+  the task, and the table's round with it; nothing is committed;
+- a file that did not land (the store refused a part, timed out, lost it): each file is closed
+  explicitly and found by one HEAD with every byte written (:mod:`tiering.storage.landed`), else
+  an :class:`~tiering.errors.ObjectWriteError` names the object, the request and the store's
+  answer and fails the bucket, so no commit references a file that is not there.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import time
 import uuid
@@ -33,7 +38,6 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 from deltalake.transaction import AddAction
 
@@ -42,6 +46,7 @@ from tiering.kvstore.models import TableInfo
 from tiering.kvstore.protocol import OFFSET_COLUMN, OP_COLUMN, UPDATE
 from tiering.lake.round_plan import BucketPlan
 from tiering.lakestate.layout import BUCKET_COLUMN, lake_schema
+from tiering.storage.landed import LandedObject, copy_object
 from tiering.storage.object_store import ObjectStore
 
 __all__ = [
@@ -124,23 +129,17 @@ def _rewrite(task: BucketTask, schema: pa.Schema) -> list[WrittenFile]:
     changes = _latest_changes(task) if plan.has_changes else None
     rel = _file_name(plan)
     stats = _Stats(schema)
-    fs = task.store.filesystem
-    target = task.store.path(f"{task.table_uri}/{rel}")
-    writer: pq.ParquetWriter | None = None
-    try:
-        for group in _row_groups(_rows(task, schema, changes)):
-            if writer is None:
-                fs.create_dir(target.rsplit("/", 1)[0], recursive=True)
-                writer = pq.ParquetWriter(target, schema, filesystem=fs, compression="zstd")
-            writer.write_table(group)
-            stats.add(group)
-    finally:
-        if writer is not None:
-            writer.close()
-    if writer is None:
+    groups = _row_groups(_rows(task, schema, changes))
+    first = next(groups, None)
+    if first is None:
         return []
-    size = fs.get_file_info(target).size
-    return [WrittenFile(rel, plan.bucket, size, stats.rows, stats.to_json(), int(time.time() * 1000))]
+    landed = _landing(task, rel)
+    with landed as sink:
+        with pq.ParquetWriter(sink, schema, compression="zstd") as writer:
+            for group in itertools.chain((first,), groups):
+                writer.write_table(group)
+                stats.add(group)
+    return [WrittenFile(rel, plan.bucket, landed.size, stats.rows, stats.to_json(), int(time.time() * 1000))]
 
 
 def _row_groups(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.Table]:
@@ -202,14 +201,24 @@ def _copy(task: BucketTask, source: str, schema: pa.Schema) -> WrittenFile:
     """One snapshot file copied into the bucket as it is; statistics from its footer."""
     fs, (path,) = task.store.locate([source])
     rel = _file_name(task.plan)
-    target = task.store.path(f"{task.table_uri}/{rel}")
-    task.store.filesystem.create_dir(target.rsplit("/", 1)[0], recursive=True)
-    pafs.copy_files(path, target, source_filesystem=fs, destination_filesystem=task.store.filesystem)
-    meta = pq.read_metadata(fs.open_input_file(path))
+    with fs.open_input_file(path) as reader:
+        meta = pq.read_metadata(reader)
+        reader.seek(0)
+        size = copy_object(reader, _landing(task, rel))
     stats = _Stats(schema)
     stats.add_footer(meta)
-    size = task.store.filesystem.get_file_info(target).size
     return WrittenFile(rel, task.plan.bucket, size, stats.rows, stats.to_json(), int(time.time() * 1000))
+
+
+def _landing(task: BucketTask, rel: str) -> LandedObject:
+    """The new file ``rel`` of the task's table, checked to have landed when written (S3 has no
+    directories to create: a local one is made first)."""
+    store = task.store
+    uri = f"{task.table_uri}/{rel}"
+    target = store.path(uri)
+    if not store.is_s3:
+        store.filesystem.create_dir(target.rsplit("/", 1)[0], recursive=True)
+    return LandedObject(store.filesystem, target, uri)
 
 
 def _rows(task: BucketTask, schema: pa.Schema, changes: pa.Table | None) -> Iterator[pa.RecordBatch]:

@@ -37,6 +37,7 @@ from enum import StrEnum
 from typing import Any
 
 from deltalake import DeltaTable, Schema
+from deltalake.exceptions import DeltaError
 from pyspark.sql import SparkSession
 
 from tiering.enumerator.positions import LakePosition
@@ -260,13 +261,17 @@ class RoundWriter:
         raise NotImplementedError
 
     def _remove(self, table_uri: str, written: Sequence[WrittenFile]) -> None:
-        """Delete the files of a commit that did not land (nothing references them)."""
+        """Delete the files of a commit that did not land (nothing references them). Best
+        effort: a store that refuses the delete too (it is often why the commit failed) leaves
+        them to VACUUM, with a warning, and the round's own error is the one raised."""
         store = self._lake.store
         for f in written:
             try:
                 store.filesystem.delete_file(store.path(f"{table_uri}/{f.path}"))
             except FileNotFoundError:
                 pass
+            except OSError as e:
+                log.warning("unreferenced file %s/%s left to VACUUM: delete failed: %s", table_uri, f.path, e)
 
     def _landed(self, prepared: PreparedRound, rows_out: Callable[[Mapping[str, Any] | None], int]) -> TableCommit:
         """The result of our landed commit, found in the history (writers do not return its
@@ -287,8 +292,17 @@ class RoundWriter:
     ) -> None:
         """Did our commit land? A commit may raise after its log entry was written, and delta-spark
         skips a write silently when the app id's version is already at or above ours. If it did
-        not land, ``cleanup`` runs and the error says who won."""
-        after = open_table(prepared.path, self._lake.store.delta_options())
+        not land, ``cleanup`` runs and the error says who won. When the log cannot be read
+        either (the store is still failing), whether it landed is unknown: nothing is cleaned
+        up (the files may be referenced) and the next round's plan, read from the lake's
+        positions, settles it (the txn of a landed commit makes it re-plan only what is missing)."""
+        try:
+            after = open_table(prepared.path, self._lake.store.delta_options())
+        except (OSError, DeltaError) as e:
+            raise LakeCommitError(
+                f"table {prepared.table.name!r}: Delta commit failed: {error}; whether it landed could not be read "
+                f"from {prepared.path}: {e}", table=prepared.table.name, epoch=prepared.epoch,
+            ) from error
         done = after.transaction_version(prepared.app) if after is not None else None
         if done == prepared.version:
             return

@@ -7,7 +7,10 @@ and fsynced under a temporary name, then *linked* into place. ``os.link`` fails 
 target exists, so of two drivers racing on a fresh checkpoint exactly one id wins and both
 return it (``os.replace`` would let the loser overwrite the winner's id after the winner had
 started using it). A file that exists but does not parse is an error, never a reason to
-make a new id: it is a :class:`CheckpointError` naming the file.
+make a new id: it is a :class:`CheckpointError` naming the file. A write that did not land
+(a full or failing disk: a short file, an fsync error) is found before the id is used: the
+linked file is read back and must hold the id written, else a :class:`CheckpointError` names
+the file and what it holds.
 """
 
 from __future__ import annotations
@@ -75,8 +78,13 @@ def load_or_create_lease_id(checkpoint: str, job: str) -> str:
         except FileExistsError:
             return _read(path)
         _fsync_dir(path.parent)
+    except OSError as e:
+        raise CheckpointError(f"lease file {path}: writing it failed: {e}") from e
     finally:
         tmp.unlink(missing_ok=True)
+    landed = _read(path)
+    if landed != lease_id:
+        raise CheckpointError(f"lease file {path} holds {landed!r} right after {lease_id!r} was written to it")
     return lease_id
 
 

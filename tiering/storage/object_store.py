@@ -11,9 +11,20 @@ Failure modes this guards against:
   leads, names the root and the reason (no such bucket, unreachable, access denied, a file
   where the root should be), and writes nothing outside a probe directory it removes.
 
+- a store that slows down, errs or hangs (503 SlowDown, 500, resets, a frozen server): every
+  request retries transient answers with backoff and gives up after a bounded time, in both
+  clients, from one set of options (:data:`S3_CLIENT_DEFAULTS`, delta-rs/object_store names):
+  ``connect_timeout`` and ``timeout`` (per request; pyarrow's ``connect_timeout`` and
+  ``request_timeout``, the latter a low-speed limit under curl), ``max_retries`` (pyarrow's
+  ``AwsStandardS3RetryStrategy(max_attempts=max_retries + 1)``: exponential backoff with jitter,
+  for throttling, 5xx and network errors), and delta-rs's own ``retry_timeout`` and
+  ``backoff_config.*``. A write that still fails fails its bucket (:mod:`tiering.storage.landed`),
+  a commit its table's round; the next round writes and commits again.
+
 S3 settings come from ``[lake.storage]`` (delta-rs storage option names such as
 ``AWS_ENDPOINT_URL``, ``AWS_REGION``, ``AWS_ALLOW_HTTP``, ``AWS_ACCESS_KEY_ID``,
-``AWS_SECRET_ACCESS_KEY``), over the same ``AWS_*`` variables from the environment.
+``AWS_SECRET_ACCESS_KEY``, and the client settings above, which a key set there overrides),
+over the same ``AWS_*`` variables from the environment.
 """
 
 from __future__ import annotations
@@ -37,6 +48,21 @@ S3_ENV_KEYS = (
     "AWS_ENDPOINT_URL", "AWS_REGION", "AWS_DEFAULT_REGION", "AWS_ALLOW_HTTP", "AWS_ACCESS_KEY_ID",
     "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN",
 )
+#: Timeouts and retries of every S3 request, delta-rs (object_store) option names and values;
+#: the executors' pyarrow takes the same ones. Bounded: a request gives up after about
+#: ``max_retries`` x ``timeout`` plus backoff (delta-rs also stops at ``retry_timeout``), so a
+#: frozen store fails the round's tables instead of hanging the round. object_store's own
+#: defaults (10 retries within 3 min) would hold a round for minutes; pyarrow's (3 attempts,
+#: the SDK's 1 s connect timeout) gives up on the first SlowDown burst.
+S3_CLIENT_DEFAULTS = {
+    "connect_timeout": "5s",
+    "timeout": "30s",
+    "max_retries": "5",
+    "retry_timeout": "60s",
+    "backoff_config.init_backoff": "100ms",
+    "backoff_config.max_backoff": "5s",
+    "backoff_config.base": "2",
+}
 _UNSAFE = {"aws_s3_allow_unsafe_rename": "true", "aws_conditional_put": "disabled", "conditional_put": "disabled"}
 _SCHEMES = ("", "file", "s3")
 
@@ -64,6 +90,10 @@ class ObjectStore:
             options.update(storage or {})
             _refuse_unsafe(options)
             options.setdefault("aws_conditional_put", "etag")
+            for key, value in S3_CLIENT_DEFAULTS.items():
+                if _option(options, key) is None:
+                    options[key] = value
+            _client_settings(options)
             return cls(f"s3://{parts.netloc}/{parts.path.strip('/')}".rstrip("/"), options)
         if parts.scheme == "file" and parts.netloc not in ("", "localhost"):
             raise ConfigError([f"lake.root: {root!r}: file URI with remote host {parts.netloc!r}"])
@@ -170,7 +200,14 @@ def _option(options: Mapping[str, str], *names: str) -> str | None:
 
 def _pyarrow_s3_options(options: Mapping[str, str]) -> dict:
     """delta-rs option names to ``pyarrow.fs.S3FileSystem`` arguments."""
-    kwargs: dict = {"allow_bucket_creation": False, "connect_timeout": 5.0, "request_timeout": 30.0}
+    kwargs: dict = {
+        "allow_bucket_creation": False,
+        # a small file is one PutObject at close, not CreateMultipartUpload + UploadPart +
+        # Complete; a refused open then surfaces at close, where every write is checked anyway
+        "allow_delayed_open": True,
+    }
+    kwargs["connect_timeout"], kwargs["request_timeout"], retries = _client_settings(options)
+    kwargs["retry_strategy"] = pafs.AwsStandardS3RetryStrategy(max_attempts=retries + 1)
     endpoint = _option(options, "aws_endpoint_url", "aws_endpoint", "endpoint_url", "endpoint")
     if endpoint:
         parts = urlsplit(endpoint if "://" in endpoint else f"https://{endpoint}")
@@ -183,6 +220,30 @@ def _pyarrow_s3_options(options: Mapping[str, str]) -> dict:
     if key and secret:
         kwargs.update(access_key=key, secret_key=secret, session_token=_option(options, "aws_session_token", "session_token"))
     return kwargs
+
+
+def _client_settings(options: Mapping[str, str]) -> tuple[float, float, int]:
+    """``(connect timeout s, request timeout s, retries)``; :class:`ConfigError` naming the key."""
+
+    def value(key: str) -> str:
+        return str(_option(options, key) or S3_CLIENT_DEFAULTS[key])
+
+    retries = value("max_retries")
+    if not retries.isdigit():
+        raise ConfigError([f"lake.storage.max_retries: {retries!r} is not a whole number >= 0"])
+    return _seconds("connect_timeout", value("connect_timeout")), _seconds("timeout", value("timeout")), int(retries)
+
+
+def _seconds(key: str, duration: str) -> float:
+    """An object_store duration (``500ms``, ``30s``, ``2m``, or plain seconds) in seconds."""
+    text = str(duration).strip().lower()
+    for unit, factor in (("ms", 0.001), ("s", 1.0), ("m", 60.0)):
+        if text.endswith(unit) and text[: -len(unit)].replace(".", "", 1).isdigit():
+            return float(text[: -len(unit)]) * factor
+    try:
+        return float(text)
+    except ValueError:
+        raise ConfigError([f"lake.storage.{key}: {duration!r} is not a duration (e.g. '500ms', '30s', '2m')"]) from None
 
 
 def _reason(error: Exception) -> str:

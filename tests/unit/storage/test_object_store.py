@@ -7,7 +7,7 @@ import pickle
 import pytest
 
 from tiering.errors import ConfigError
-from tiering.storage.object_store import ObjectStore
+from tiering.storage.object_store import S3_CLIENT_DEFAULTS, ObjectStore, _pyarrow_s3_options
 
 pytestmark = pytest.mark.unit
 
@@ -30,7 +30,18 @@ def test_an_s3_root_takes_the_config_over_the_environment():
     assert store.uri("orders") == "s3://bucket/some/prefix/orders"
     assert store.path(store.uri("orders")) == "bucket/some/prefix/orders"
     assert store.delta_options() == {"AWS_REGION": "eu-west-1", "AWS_ACCESS_KEY_ID": "from-env",
-                                     "aws_conditional_put": "etag"}
+                                     "aws_conditional_put": "etag", **S3_CLIENT_DEFAULTS}
+
+
+def test_both_clients_take_one_set_of_timeouts_and_retries():
+    """delta-rs reads the options as they are; pyarrow gets the same timeouts and retries."""
+    store = ObjectStore.of("s3://b/lake", {**S3, "timeout": "1500ms", "CONNECT_TIMEOUT": "2s", "max_retries": "2"}, env={})
+    options = store.delta_options()
+    assert (options["timeout"], options["CONNECT_TIMEOUT"], options["max_retries"]) == ("1500ms", "2s", "2")
+    assert "connect_timeout" not in options, "a key set in [lake.storage] is not set twice"
+    kwargs = _pyarrow_s3_options(options)
+    assert (kwargs["request_timeout"], kwargs["connect_timeout"], kwargs["allow_delayed_open"]) == (1.5, 2.0, True)
+    assert kwargs["retry_strategy"].max_attempts == 3
 
 
 def test_the_store_pickles_without_its_filesystem():
@@ -49,6 +60,8 @@ def test_the_store_pickles_without_its_filesystem():
         ("/data/lake", {"AWS_REGION": "x"}, "lake.storage: only used with an s3:// lake.root"),
         ("s3://b/lake", {"AWS_S3_ALLOW_UNSAFE_RENAME": "true"}, "lake.storage.AWS_S3_ALLOW_UNSAFE_RENAME: 'true' makes"),
         ("s3://b/lake", {"aws_conditional_put": "disabled"}, "lake.storage.aws_conditional_put: 'disabled' makes"),
+        ("s3://b/lake", {"timeout": "soon"}, "lake.storage.timeout: 'soon' is not a duration"),
+        ("s3://b/lake", {"max_retries": "-1"}, "lake.storage.max_retries: '-1' is not a whole number"),
     ],
 )
 def test_unusable_roots_and_unsafe_options_are_config_errors(root, storage, named):
