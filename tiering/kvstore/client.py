@@ -64,11 +64,16 @@ def segment(value: str) -> str:
     return quote(value, safe="").replace(".", "%2E")
 
 
-def error_for(status: int, body: Any, method: str, path: str, **context: Any) -> StoreError:
-    """The typed error for an error response (``body`` is the decoded JSON, or text)."""
+def error_for(status: int, body: Any, method: str, path: str, *, store: str | None = None, **context: Any) -> StoreError:
+    """The typed error for an error response (``body`` is the decoded JSON, or text). A 5xx says
+    it came from the KV store (at ``store``): behind a proxy or in a table's failure, a bare
+    "HTTP 503" names no dependency."""
     code = body.get("error", "") if isinstance(body, dict) else ""
     server_message = body.get("message", "") if isinstance(body, dict) else str(body)[:500]
     message = f"{server_message or f'HTTP {status}'} ({method} {path})"
+    if status >= 500:
+        answered = " ".join(part for part in (str(status), code) if part)
+        message = f"KV store{f' at {store}' if store else ''} answered {answered}: {message}"
     kind: type[StoreError]
     if status in (400, 413):  # 413: the body is over the store's limit; resending it cannot help
         kind = BadRequestError
@@ -138,7 +143,7 @@ class KvStoreClient:
                 body: Any = response.json()
             except ValueError:
                 body = response.text
-            raise error_for(response.status_code, body, method, path, **context)
+            raise error_for(response.status_code, body, method, path, store=self.url, **context)
         return response
 
     def _call(self, method: str, path: str, *, table: str | None = None, lease_id: str | None = None,

@@ -47,7 +47,8 @@ def test_error_mapping(status, code, path, kind):
     error = error_for(status, {"error": code, "message": "why"}, "POST", path, lease_id="l", epoch=3)
     assert type(error) is kind
     assert (error.status, error.code, error.lease_id, error.epoch) == (status, code, "l", 3)
-    assert str(error) == f"why (POST {path})"
+    answered = f"KV store answered {status} {code}: " if status >= 500 else ""
+    assert str(error) == f"{answered}why (POST {path})"
 
 
 def test_fence_means_the_term_is_over_and_is_never_retryable():
@@ -59,7 +60,7 @@ def test_fence_means_the_term_is_over_and_is_never_retryable():
 def test_non_json_error_body_keeps_its_text():
     error = error_for(502, "<html>Bad Gateway</html>", "GET", "/v1/tables")
     assert isinstance(error, StoreUnavailableError)
-    assert str(error) == "<html>Bad Gateway</html> (GET /v1/tables)"
+    assert str(error) == "KV store answered 502: <html>Bad Gateway</html> (GET /v1/tables)"
 
 
 def test_policy_retries_only_unavailable_and_reraises_the_error():
