@@ -20,7 +20,7 @@ from tiering.conf.model import TieringConfig
 from tiering.context import store_client
 from tiering.coord.leader import read_status
 from tiering.enumerator.positions import LakePosition
-from tiering.errors import LeaseNotFoundError, TieringError
+from tiering.errors import LeaseNotFoundError, StoreError, TieringError
 from tiering.kvstore.client import KvStoreClient
 from tiering.kvstore.models import Lease, TableInfo
 from tiering.lakestate.freshness import freshness_s, oldest_untiered_write_ms
@@ -148,7 +148,9 @@ def _table_status(
     try:
         oldest = oldest_untiered_write_ms(client, lake.store, info.name, position, logs)
         freshness: float | None = freshness_s(oldest, now_ms)
-    except OSError:  # the store's files are out of this host's reach: unknown, not an error
+    except (OSError, StoreError):
+        # the store's files out of this host's reach, or its segment lookup failing (as it may for
+        # the very table whose rounds fail): unknown, not an error
         freshness = None
     if health is not None and health.table_id != info.table_id:
         health = None  # an earlier incarnation's history

@@ -98,6 +98,13 @@ class StoreUnderFault:
         for t in self.tables:
             t.churn(40, key_space=400)
 
+    def add_table(self, name: str) -> None:
+        """A new table with a snapshot: its first round leases, bootstraps and releases it."""
+        table = TableOracle(self.client, name, num_buckets=2, seed=SEED)
+        table.upsert(range(200))
+        self.client.take_snapshots(name)
+        self.tables.append(table)
+
     def hold(self, method: str, path: str) -> Hold:
         """Hold the job's next ``method`` request on ``path`` (a pattern): the round stops there."""
         return self.proxy.add(Rule(Hold(), method=method, path=path, times=1)).action
@@ -164,9 +171,12 @@ def _job_saw(run: StoreUnderFault, since: int) -> str:
 def _stall(run: StoreUnderFault, method: str, path: str, signum: int, down_s: float) -> tuple[str, float]:
     """Hold the job's next ``method path`` request, send the store ``signum`` (SIGSTOP or
     SIGKILL), let the request go on into the stopped store, ask `tiering status` meanwhile,
-    then bring the store back after ``down_s``. What status said, and when the fault cleared."""
-    run.churn()
+    then bring the store back after ``down_s``. What status said, and when the fault cleared.
+    Only a bootstrap holds snapshots, so a held release waits for a new table's round."""
     hold = run.hold(method, path)
+    run.churn()
+    if "release" in path:
+        run.add_table("c")
     hold.wait_arrived()
     down_at = time.monotonic()
     run.store.kill(signum)
