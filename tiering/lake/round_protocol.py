@@ -275,13 +275,22 @@ class RoundWriter:
 
     def _landed(self, prepared: PreparedRound, rows_out: Callable[[Mapping[str, Any] | None], int]) -> TableCommit:
         """The result of our landed commit, found in the history (writers do not return its
-        version, and another commit may sit on top of it); ``rows_out`` reads its commit info."""
+        version, and another commit may sit on top of it); ``rows_out`` reads its commit info.
+        The commit has landed: a store that fails the read of its history afterwards does not
+        fail the table; the version is then the one the handle knows (a warning says so)."""
         committed = prepared.dt
-        if committed is None:
-            committed = open_table(prepared.path, self._lake.store.delta_options())
-        else:
-            committed.update_incremental()
-        ours = find_round_commit(committed, self._job, prepared.version)
+        try:
+            if committed is None:
+                committed = open_table(prepared.path, self._lake.store.delta_options())
+            else:
+                committed.update_incremental()
+            ours = find_round_commit(committed, self._job, prepared.version)
+        except (OSError, DeltaError) as e:
+            if committed is None:
+                raise
+            log.warning("table=%s: committed; reading the commit back failed, its version taken as %d: %s",
+                        prepared.table.name, committed.version(), e)
+            ours = None
         return prepared.result(
             delta_version=int(ours["version"]) if ours is not None else committed.version(),
             rows_out=rows_out(ours),

@@ -163,17 +163,27 @@ class EmbeddedS3:
     def kill(self) -> None:
         self._kill()
 
+    def restart(self, timeout_s: float = 60.0) -> EmbeddedS3:
+        """Start again after :meth:`kill` or :meth:`stop`: the same data dir, ports and key pair,
+        so clients configured for the old process reach the new one with the objects it kept."""
+        self._launch(self.ports)
+        self._wait_ready(timeout_s)
+        log.info("embedded S3 restarted, pid %d at %s", self.pid, self.endpoint)
+        return self
+
     def __enter__(self) -> EmbeddedS3:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
-    def _launch(self) -> None:
+    def _launch(self, ports: dict[str, int] | None = None) -> None:
+        """Start ``weed mini`` on ``ports`` (fresh free ones when None)."""
         assert self.data_dir is not None
-        ports = dict(zip(_PORTS, _free_ports(len(_PORTS))))
-        admin = _admin_port(set(ports.values()))
-        ports.update({"admin.port": admin, "admin.port.grpc": admin + 10000})
+        if ports is None:
+            ports = dict(zip(_PORTS, _free_ports(len(_PORTS))))
+            admin = _admin_port(set(ports.values()))
+            ports.update({"admin.port": admin, "admin.port.grpc": admin + 10000})
         self.ports = ports
         d = self.data_dir
         command = [
