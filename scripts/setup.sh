@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Prepares a fresh machine for kv-tiering: Java 17 (Spark and the embedded ZooKeeper run on
-# it) and a virtualenv in .venv with the package and its test extras. Safe to run again.
+# it), tmux (the `tiering status --watch` test runs it in a terminal), a virtualenv in .venv with
+# the package and its test extras, and promtool in .venv/bin (the alert rules' tests). Safe to
+# run again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -15,6 +17,12 @@ if ! command -v java >/dev/null 2>&1; then
   fi
 fi
 
+if ! command -v tmux >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
+  echo "setup: installing tmux"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq tmux >/dev/null
+fi
+
 PY=${PYTHON:-python3}
 if ! "$PY" -c 'import sys; sys.exit(sys.version_info < (3, 11))'; then
   echo "setup: Python >= 3.11 is required, $PY is $("$PY" --version 2>&1)" >&2
@@ -23,4 +31,14 @@ fi
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
 .venv/bin/python -m pip install -q --upgrade pip
 .venv/bin/python -m pip install -q -e ".[test]"
+
+# promtool only, from Debian's prometheus package: installing the package would start a server.
+if ! command -v promtool >/dev/null 2>&1 && [ ! -x .venv/bin/promtool ] && command -v apt-get >/dev/null 2>&1; then
+  echo "setup: installing promtool (from Debian's prometheus package) into .venv/bin"
+  deb=$(mktemp -d)
+  (cd "$deb" && { apt-get download -qq prometheus 2>/dev/null || { apt-get update -qq && apt-get download -qq prometheus; }; })
+  dpkg-deb --fsys-tarfile "$deb"/prometheus_*.deb | tar -xO ./usr/bin/promtool > .venv/bin/promtool.part
+  chmod +x .venv/bin/promtool.part && mv .venv/bin/promtool.part .venv/bin/promtool
+  rm -rf "$deb"
+fi
 echo "setup: ready ($(.venv/bin/python --version), $(java -version 2>&1 | head -1))"

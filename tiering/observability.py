@@ -32,9 +32,10 @@ from tiering.kvstore.client import KvStoreClient
 from tiering.lakestate.freshness import freshness_s, oldest_untiered_write_ms
 from tiering.lease.job_lease import JobLease
 from tiering.round.outcome import RoundOutcome
+from tiering.round.states import FailureCause
 from tiering.storage.object_store import ObjectStore
 
-__all__ = ["TieringMetrics", "FreshnessCollector", "RoundObserver", "ProgressListener", "attach", "serve_metrics"]
+__all__ = ["TieringMetrics", "FreshnessCollector", "LeaseCollector", "RoundObserver", "ProgressListener", "attach", "serve_metrics"]
 
 log = logging.getLogger("tiering.progress")
 
@@ -81,6 +82,47 @@ class FreshnessCollector(Collector):
         yield family
 
 
+class LeaseCollector(Collector):
+    """``kv_tiering_lease_expiry_timestamp_seconds`` and ``kv_tiering_lease_duration_seconds``, per job.
+
+    Failure mode: a lease that lapses while the job runs (a renewer that died, a store that
+    refuses or never receives renewals) no longer keeps the store's GC off the snapshots a round
+    reads. The expiry is what the store last answered this driver (:attr:`JobLease.expires_at_ms`:
+    acquire, renewal, the round's lease read), read when scraped. A renewed lease stays at least
+    two thirds of its duration ahead of now, so an expiry closer than a third means two renewals
+    missed; one in the past, a lease that lapsed. No sample before the store first answered, nor
+    after a clean stop dropped the lease.
+    """
+
+    _EXPIRY = ("kv_tiering_lease_expiry_timestamp_seconds", "When the job's lease expires unless renewed (Unix time).")
+    _DURATION = ("kv_tiering_lease_duration_seconds", "Lease duration: each renewal extends the lease this far.")
+
+    def __init__(self) -> None:
+        self._leases: dict[str, JobLease] = {}
+        self._lock = threading.Lock()
+
+    def track(self, job: str, lease: JobLease) -> None:
+        with self._lock:
+            self._leases[job] = lease
+
+    def describe(self):
+        yield GaugeMetricFamily(*self._EXPIRY, labels=["job"])
+        yield GaugeMetricFamily(*self._DURATION, labels=["job"])
+
+    def collect(self):
+        expiry = GaugeMetricFamily(*self._EXPIRY, labels=["job"])
+        duration = GaugeMetricFamily(*self._DURATION, labels=["job"])
+        with self._lock:
+            leases = sorted(self._leases.items())
+        for job, lease in leases:
+            expires_at_ms = lease.expires_at_ms
+            if expires_at_ms is not None:
+                expiry.add_metric([job], expires_at_ms / 1000)
+                duration.add_metric([job], lease.duration_ms / 1000)
+        yield expiry
+        yield duration
+
+
 class TieringMetrics:
     """The job's Prometheus metrics; one set per registry (the default one in production)."""
 
@@ -110,6 +152,12 @@ class TieringMetrics:
         )
         self.freshness = FreshnessCollector()
         registry.register(self.freshness)
+        self.freshness_target = Gauge(
+            "kv_tiering_freshness_target_seconds", "The table's freshness target ([tables] freshness_target_s, "
+            "freshness_targets).", by_table, registry=registry,
+        )
+        self.lease = LeaseCollector()
+        registry.register(self.lease)
         self.last_commit = Gauge(
             "kv_tiering_last_commit_timestamp_seconds", "When the table last committed (Unix time).", by_table,
             registry=registry,
@@ -123,6 +171,10 @@ class TieringMetrics:
             by_table, registry=registry,
         )
         self.epoch = Gauge("kv_tiering_epoch", "Leadership epoch of this driver.", ["job"], registry=registry)
+        self.leader = Gauge(
+            "kv_tiering_leader", "1: this driver leads the job (set when its term begins; a driver exits when its "
+            "term ends, and its series with it).", ["job"], registry=registry,
+        )
         self.round = Gauge("kv_tiering_round", "Id of the last finished round.", ["job"], registry=registry)
         self.batch_seconds = Gauge(
             "kv_tiering_batch_duration_seconds", "Wall time of the last micro-batch (Spark).", ["job"], registry=registry
@@ -173,7 +225,10 @@ class RoundObserver:
         self._metrics = metrics or default_metrics()
         self._listeners = list(listeners)
         self._store = context.lake.store
+        self._tables = context.config.tables
         self._metrics.epoch.labels(self.job).set(self.epoch)
+        self._metrics.leader.labels(self.job).set(1)
+        self._metrics.lease.track(self.job, lease)
 
     def __call__(self, outcome: RoundOutcome) -> None:
         try:
@@ -190,6 +245,10 @@ class RoundObserver:
         held = Tally(ref.table_id for ref in state.snapshots) if state is not None else Tally()
         m.rounds.labels(self.job).inc()
         m.round.labels(self.job).set(outcome.round_id)
+        for table in outcome.table_ids:
+            m.freshness_target.labels(self.job, table).set(self._tables.freshness_target(table))
+            for cause in FailureCause:  # at 0 from the start: increase() misses a counter born at 1
+                m.failures.labels(self.job, table, cause)
         for table, commit in sorted(outcome.committed.items()):
             splits = len(commit.bootstrap_buckets) + len(commit.log_buckets)
             offsets = dict(sorted(commit.positions.items()))

@@ -254,12 +254,49 @@ class TablesConfig(_Section):
         [],
         label="list of glob patterns",
     )
+    freshness_target_s: float = setting(
+        "Freshness target in seconds: how stale a table's lake may get (the age of the oldest "
+        "store write it lacks) before the `KvTieringFreshnessOverTarget` alert fires. Exported "
+        "per table as `kv_tiering_freshness_target_seconds`; `freshness_targets` overrides it.",
+        300.0,
+        gt=0,
+    )
+    freshness_targets: dict[str, float] = setting(
+        "Per-table freshness targets in seconds, by table name or glob pattern "
+        "(`freshness_targets = { orders = 60, \"audit_*\" = 3600 }`): a table's exact name wins, "
+        "else the first pattern in file order that matches it, else `freshness_target_s`. "
+        "Each target must be > 0.",
+        {},
+        label="table of name or glob = seconds",
+    )
+
+    @field_validator("freshness_targets", mode="before")
+    @classmethod
+    def _positive_targets(cls, v: Any) -> Any:
+        """Checked here, whole, so the error names the key and every bad entry at once."""
+        if not isinstance(v, Mapping):
+            return v
+        bad = {
+            name: seconds for name, seconds in v.items()
+            if not name or isinstance(seconds, bool) or not isinstance(seconds, int | float)
+            or not 0 < seconds < float("inf")
+        }
+        if bad:
+            raise ValueError(f"each target needs a non-empty name and a number of seconds > 0: {bad}")
+        return v
 
     def selects(self, name: str) -> bool:
         """Whether table ``name`` is tiered. Case-sensitive on every OS, like the store's names."""
         return any(fnmatch.fnmatchcase(name, p) for p in self.include) and not any(
             fnmatch.fnmatchcase(name, p) for p in self.exclude
         )
+
+    def freshness_target(self, name: str) -> float:
+        """Table ``name``'s freshness target in seconds: its own, a pattern's, or the default."""
+        if name in self.freshness_targets:
+            return self.freshness_targets[name]
+        matched = (s for p, s in self.freshness_targets.items() if fnmatch.fnmatchcase(name, p))
+        return next(matched, self.freshness_target_s)
 
 
 class TriggerConfig(_Section):

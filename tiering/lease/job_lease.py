@@ -39,11 +39,15 @@ class JobLease:
         self.lease_id = lease_id
         self.epoch = epoch
         self.duration_ms = duration_ms
+        #: when the store said the lease expires (epoch ms), as of the last acquire, renewal or
+        #: :meth:`state`; None before the first and after a drop (the lease-expiry metric reads it)
+        self.expires_at_ms: int | None = None
 
     def acquire(self, refs: list[SnapshotRef]) -> list[SnapshotRef]:
         """Hold ``refs`` (creating or renewing the lease); returns the ones whose files are
         already gone: plan those buckets from a newer snapshot."""
         result = self.client.acquire_lease(self.lease_id, self.epoch, self.duration_ms, refs)
+        self.expires_at_ms = result.expires_at_ms
         return list(result.unavailable)
 
     def release_table(self, table_id: int, buckets: list[int]) -> None:
@@ -60,7 +64,7 @@ class JobLease:
     def renew(self) -> bool:
         """Extend the lease; False when the store no longer knows it (its holds are gone)."""
         try:
-            self.client.renew_lease(self.lease_id, self.epoch, self.duration_ms)
+            self.expires_at_ms = self.client.renew_lease(self.lease_id, self.epoch, self.duration_ms).expires_at_ms
         except LeaseNotFoundError:
             return False
         return True
@@ -71,13 +75,16 @@ class JobLease:
             self.client.drop_lease(self.lease_id, self.epoch)
         except LeaseNotFoundError:
             log.debug("lease %s: already gone when dropped", self.lease_id)
+        self.expires_at_ms = None
 
     def state(self) -> Lease | None:
         """What the store holds for this lease right now; None when unknown or expired."""
         try:
-            return self.client.get_lease(self.lease_id)
+            lease = self.client.get_lease(self.lease_id)
         except LeaseNotFoundError:
             return None
+        self.expires_at_ms = lease.expires_at_ms
+        return lease
 
 
 class LeaseRenewer:
