@@ -11,7 +11,12 @@ Failure modes:
   it after a few rounds and the job reports it (non-zero exit) instead of looping;
 - a clean stop: the query is stopped between rounds, then the lease is dropped (Spark does not
   call the source's ``stop()`` on every path, so the driver does it; see
-  :mod:`tiering.lease.release`);
+  :mod:`tiering.lease.release`); the query listener is removed once Spark delivered it the
+  query's end, so no callback reaches a Python process that is exiting;
+- a checkpoint that cannot be used (a file where a directory should be, a log Spark did not
+  write, a read-only or full disk): refused when the term is won, before anything is written to
+  it (:mod:`tiering.state.checkpoint_check`), and named when the query fails on it mid-run; the
+  next start after the fault is fixed resumes from it;
 - lake hygiene: the leader maintains the tables after every ``maintenance.every_rounds``-th
   round, in the round loop's thread, so never beside a round commit of its own;
   :func:`maintain_as_leader` (`tiering maintain`) runs a pass as a term of its own, refused while
@@ -30,7 +35,7 @@ from dataclasses import dataclass, field
 
 from tiering.conf.model import TieringConfig
 from tiering.context import TermContext, store_client
-from tiering.errors import CoordinationError, LeadershipLostError, NotLeaderError, TieringError
+from tiering.errors import CheckpointError, CoordinationError, LeadershipLostError, NotLeaderError, TieringError
 from tiering.lake.maintenance import LakeMaintainer, MaintenancePass
 from tiering.lakestate.lake import Lake
 from tiering.lease.job_lease import JobLease, LeaseRenewer
@@ -40,6 +45,7 @@ from tiering.round.health import RoundFacts, after_round, read_health, write_hea
 from tiering.round.outcome import RoundOutcome
 from tiering.round.states import TableFailure
 from tiering.source import CONTEXT_OPTION, KvTieringDataSource
+from tiering.state.checkpoint_check import check_checkpoint
 
 log = logging.getLogger(__name__)
 
@@ -171,13 +177,23 @@ class TieringJob:
                 while query.isActive and not any(event.is_set() for event in until):
                     query.awaitTermination(poll_s)
             except StreamingQueryException as e:  # the query failed while we waited
+                self._check_checkpoint_after(e)
                 raise TieringError(f"job {self.context.job!r}: query failed: {e}", epoch=self.context.epoch) from e
             error = query.exception()
             if error is not None:
+                self._check_checkpoint_after(error)
                 raise TieringError(f"job {self.context.job!r}: query failed: {error}", epoch=self.context.epoch)
         finally:
             self.stop()
         return self.result
+
+    def _check_checkpoint_after(self, error: Exception) -> None:
+        """A query that failed on its checkpoint (a disk that filled up or turned read-only) says
+        so in a Java stack trace naming no file; the pre-flight check, run again, names it."""
+        try:
+            check_checkpoint(self.context.config.job.checkpoint)
+        except CheckpointError as bad:
+            raise CheckpointError(f"job {self.context.job!r}: query failed on its checkpoint: {bad}") from error
 
     def stop(self) -> None:
         """Stop the query between rounds and stop renewing; drop the lease if still the leader."""
@@ -279,7 +295,8 @@ def run_as_leader(
     :class:`LeadershipLostError` (the caller exits non-zero: another driver now owns the job,
     or ZooKeeper was out of reach longer than the session timeout and a supervisor restarts it).
     ``listeners`` get every round's outcome after the job's own observer (the demo's view).
-    A lake root that cannot be used is refused before anything else (nothing is written).
+    A lake root that cannot be used is refused before anything else, a checkpoint that cannot be
+    used (:mod:`tiering.state.checkpoint_check`) as soon as the term is won: nothing is written.
     """
     from tiering import observability
 
@@ -294,10 +311,13 @@ def run_as_leader(
         raise
     log.info("job=%s leader with epoch=%d", config.job.name, term.epoch)
     try:
+        check_checkpoint(config.job.checkpoint)  # before the term writes to it: the lease file comes next
         context = TermContext.begin(config, term.epoch)
         spark = build_spark(config)
         lease = context.job_lease(context.store_client())
-        observer = observability.attach(spark, context, lease, listeners=listeners)
+        observer = observability.RoundObserver(context, lease, listeners=listeners)
+        progress = observability.ProgressListener(context.job)
+        spark.streams.addListener(progress)
         job = TieringJob(spark, context, lease=lease, fence=term.check, on_round=observer)
         try:
             result = job.run(stop, lost=term.lost)
@@ -311,6 +331,8 @@ def run_as_leader(
                 f"job {config.job.name!r}: leadership lost ({reason}); query stopped, lease left to the new leader",
                 epoch=term.epoch,
             ) from e
+        finally:
+            progress.detach(spark)  # before the process may exit: Spark still delivers the query's end to it
         if term.lost.is_set():
             raise LeadershipLostError(
                 f"job {config.job.name!r}: leadership lost ({term.lost_reason}); stopped without dropping the lease",

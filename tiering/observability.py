@@ -35,7 +35,7 @@ from tiering.round.outcome import RoundOutcome
 from tiering.round.states import FailureCause
 from tiering.storage.object_store import ObjectStore
 
-__all__ = ["TieringMetrics", "FreshnessCollector", "LeaseCollector", "RoundObserver", "ProgressListener", "attach", "serve_metrics"]
+__all__ = ["TieringMetrics", "FreshnessCollector", "LeaseCollector", "RoundObserver", "ProgressListener", "serve_metrics"]
 
 log = logging.getLogger("tiering.progress")
 
@@ -294,6 +294,12 @@ class ProgressListener(StreamingQueryListener):
 
     Spark calls these methods on its listener bus; they must return quickly and never raise.
     Only queries named ``kv-tiering:<job>`` are reported (the session may run others).
+
+    Spark delivers a query's last progress and its termination on its listener bus after the
+    query has stopped, through py4j's callback server into this process. A listener still
+    registered when the process exits is called on a closed server: Spark logs a
+    ``Py4JException`` stack trace after the job's last line. :meth:`detach` therefore waits until
+    the end of every run this listener saw start was delivered, then unregisters it.
     """
 
     def __init__(self, job: str, metrics: TieringMetrics | None = None) -> None:
@@ -301,9 +307,30 @@ class ProgressListener(StreamingQueryListener):
         self.query_name = f"kv-tiering:{job}"
         self._metrics = metrics or default_metrics()
         self.batches = 0
+        self._running: set[str] = set()  # run ids of this job's query, started and not yet ended
+        self._ended = threading.Condition()
+
+    def detach(self, spark, timeout_s: float = 10.0) -> None:
+        """Unregister from ``spark`` once the runs it saw start have ended (at most ``timeout_s``).
+
+        Spark calls :meth:`onQueryStarted` before ``start()`` returns, so a run started is known here."""
+        from py4j.protocol import Py4JError
+
+        with self._ended:
+            if not self._ended.wait_for(lambda: not self._running, timeout_s):
+                logging.getLogger(__name__).warning(
+                    "job=%s: Spark did not deliver the end of query run(s) %s within %.0fs",
+                    self.job, sorted(self._running), timeout_s,
+                )
+        try:
+            spark.streams.removeListener(self)
+        except Py4JError as e:  # the JVM is gone: nothing will call this listener again
+            logging.getLogger(__name__).warning("job=%s: query listener not removed: %s", self.job, e)
 
     def onQueryStarted(self, event) -> None:
         if event.name == self.query_name:
+            with self._ended:
+                self._running.add(str(event.runId))
             log.info("job=%s query %s started (run %s)", self.job, event.id, event.runId)
 
     def onQueryProgress(self, event) -> None:
@@ -326,6 +353,11 @@ class ProgressListener(StreamingQueryListener):
         pass
 
     def onQueryTerminated(self, event) -> None:
+        with self._ended:
+            if str(event.runId) not in self._running:
+                return
+            self._running.discard(str(event.runId))
+            self._ended.notify_all()
         if event.exception:
             log.error("job=%s query %s terminated with: %s", self.job, event.id, event.exception.splitlines()[0])
         else:
@@ -339,15 +371,3 @@ def _decoded(offset: object) -> dict:
     except ValueError:
         return {}
     return data if isinstance(data, dict) else {}
-
-
-def attach(
-    spark,
-    context: TermContext,
-    lease: JobLease,
-    *,
-    listeners: Sequence[Callable[[RoundOutcome], None]] = (),
-) -> RoundObserver:
-    """Register the query listener on ``spark`` and return the per-round hook for the job."""
-    spark.streams.addListener(ProgressListener(context.job))
-    return RoundObserver(context, lease, listeners=listeners)
