@@ -183,8 +183,10 @@ class LeadershipLostError(NotLeaderError, CoordinationError):
 
 
 class CheckpointError(TieringError):
-    """The checkpoint's own files (``<checkpoint>/tiering/``) cannot be used as they are; the
-    message names the file. Never repaired silently: a new lease id would leak the old one."""
+    """The streaming checkpoint cannot be used as it is: Spark's part (``offsets/``, ``commits/``,
+    ``metadata``...) or the job's own files (``<checkpoint>/tiering/``), or its disk refuses
+    writes; the message names the path. Never repaired silently: a new lease id would leak the
+    old one, and a removed log entry could replay a round the lake does not expect."""
 
 
 class OffsetLogFormatError(CheckpointError):
