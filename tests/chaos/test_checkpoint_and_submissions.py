@@ -22,8 +22,11 @@ import shutil
 import pytest
 from deltalake import DeltaTable
 
-from tests.chaos.harness import Driver, assert_lakes_equal, assert_leases_lapse, assert_no_orphans, write_conf
-from tests.integration.pipeline.harness import TableOracle, make_config
+from tests.support.config import CHAOS, make_config, write_conf
+from tests.support.drivers import Driver
+from tests.support.lake import assert_no_orphans
+from tests.support.oracle import TableOracle, assert_lakes_equal
+from tests.support.store import assert_leases_lapse
 from tiering.errors import TieringError
 from tiering.job import TieringJob
 from tiering.lakestate.commits import tiering_entry
@@ -160,14 +163,11 @@ def test_an_empty_checkpoint_continues_from_the_lake_under_a_new_lease(spark, kv
 
 
 def test_two_submissions_of_one_job_at_once_one_waits_both_succeed(kv_store, zk_server, tables, tmp_path):
-    conf = write_conf(
-        tmp_path / "tiering.toml", job="twice", checkpoint=tmp_path / "ckpt", lake=tmp_path / "lake",
-        store_url=kv_store.url, zk_hosts=zk_server.hosts,
-    )
-    drivers = [Driver.spawn(conf), Driver.spawn(conf)]
+    conf = write_conf(tmp_path / "tiering.toml", job="twice", store_url=kv_store.url, zk_hosts=zk_server.hosts, **CHAOS)
+    drivers = [Driver(conf, available_now=True), Driver(conf, available_now=True)]
     codes = [d.wait(timeout_s=400) for d in drivers]
 
-    outputs = [d.output(400) for d in drivers]
+    outputs = [d.output() for d in drivers]
     assert codes == [0, 0], "\n----\n".join(o[-2000:] for o in outputs)
     epochs = sorted(int(m.group(1)) for o in outputs for m in re.finditer(r"leader with epoch=(\d+)", o))
     assert len(epochs) == 2 and epochs[0] < epochs[1], f"two terms, one after the other: {epochs}"

@@ -18,9 +18,13 @@ import threading
 import pytest
 from deltalake import DeltaTable
 
-from tests.chaos.harness import assert_lakes_equal, assert_leases_lapse, assert_no_orphans, run_driver, write_conf
-from tests.chaos.running import Rounds, Writers, in_thread, wait_caught_up
-from tests.integration.pipeline.harness import TableOracle, lake_rows, make_config, wait_until
+from tests.support.config import CHAOS, make_config, write_conf
+from tests.support.drivers import run_driver
+from tests.support.lake import assert_no_orphans
+from tests.support.oracle import TableOracle, assert_lakes_equal, lake_rows
+from tests.support.running import Rounds, Writers, in_thread, wait_caught_up
+from tests.support.store import assert_leases_lapse
+from tests.support.waiting import wait_until
 from tiering.job import TieringJob
 from tiering.context import TermContext
 from tiering.lakestate.lake import Lake
@@ -102,8 +106,8 @@ def test_log_truncated_past_the_lake_fails_with_data_loss_or_rebootstraps(spark,
     offsets = _truncate_past_the_lake(client, orders, str(lake))
 
     conf = write_conf(
-        tmp_path / "strict.toml", job="t-job", checkpoint=tmp_path / "ckpt", lake=lake,
-        store_url=capped_store.url, zk_hosts=zk_server.hosts, limits={"fail_on_data_loss": True},
+        tmp_path / "strict.toml", job="t-job", store_url=capped_store.url, zk_hosts=zk_server.hosts,
+        **CHAOS, limits={"fail_on_data_loss": True},
     )
     rc, out = run_driver(conf)
     assert rc != 0, f"fail_on_data_loss must fail the run:\n{out[-2000:]}"

@@ -18,9 +18,11 @@ import time
 
 import pytest
 
-from tests.chaos.harness import LEASE_S, SESSION_TIMEOUT_S, assert_lakes_equal, assert_leases_lapse, assert_no_orphans
-from tests.chaos.running import Rounds, Writers, in_thread, wait_caught_up, wait_lake_commits
-from tests.integration.pipeline.harness import TableOracle, make_config
+from tests.support.config import CHAOS_LEASE_S, CHAOS_SESSION_TIMEOUT_S, make_config
+from tests.support.lake import assert_no_orphans
+from tests.support.oracle import TableOracle, assert_lakes_equal
+from tests.support.running import Rounds, Writers, in_thread, wait_caught_up, wait_lake_commits
+from tests.support.store import assert_leases_lapse
 from tiering.errors import LeadershipLostError
 from tiering.job import TieringJob, run_as_leader
 from tiering.context import TermContext
@@ -41,8 +43,8 @@ def _tables(client, n: int = 2) -> list[TableOracle]:
 def _continuous(tmp_path, store, zk_hosts: str, **overrides):
     return make_config(
         tmp_path, store.url, zk_hosts,
-        **{"trigger.available_now": False, "trigger.interval_s": 0.3, "lease.duration_s": LEASE_S,
-           "zookeeper.session_timeout_s": SESSION_TIMEOUT_S, **overrides},
+        **{"trigger.available_now": False, "trigger.interval_s": 0.3, "lease.duration_s": CHAOS_LEASE_S,
+           "zookeeper.session_timeout_s": CHAOS_SESSION_TIMEOUT_S, **overrides},
     )
 
 
@@ -104,7 +106,7 @@ def test_zookeeper_sigkilled_mid_round_and_restarted(spark, store_factory, zk_fa
     try:
         for outage in range(2):
             wait_lake_commits(str(tmp_path / "lake"), tables[0].name, 2)
-            delay, down = rng.uniform(0.0, 0.4), rng.choice((1.0, SESSION_TIMEOUT_S * 2))
+            delay, down = rng.uniform(0.0, 0.4), rng.choice((1.0, CHAOS_SESSION_TIMEOUT_S * 2))
             print(f"seed {SEED}: zookeeper outage {outage}: kill after {delay:.2f}s, down {down:.1f}s")
             time.sleep(delay)
             zk.kill(signal.SIGKILL)

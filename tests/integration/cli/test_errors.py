@@ -7,24 +7,16 @@ import subprocess
 from pathlib import Path
 
 import pytest
-import tomli_w
 
-from tests.integration.pipeline.harness import tiering_cli
+from tests.support.config import write_conf
+from tests.support.drivers import tiering_cli
 from tiering.cli import EXIT_FAILURE, EXIT_USAGE
 from tiering.kvstore.server.process import free_port
 
 pytestmark = pytest.mark.integration
 
-
-def write_conf(tmp_path: Path, store_url: str, zk_hosts: str, **lake) -> Path:
-    conf = tmp_path / "tiering.toml"
-    conf.write_bytes(tomli_w.dumps({
-        "job": {"name": "errors", "checkpoint": str(tmp_path / "ckpt")},
-        "kvstore": {"url": store_url},
-        "zookeeper": {"hosts": zk_hosts, "session_timeout_s": 2.0},
-        "lake": {"root": str(tmp_path / "lake"), **lake},
-    }).encode())
-    return conf
+#: ZooKeeper sessions of these drivers: short, an unreachable server is named quickly.
+SHORT_SESSION = {"session_timeout_s": 2.0}
 
 
 def assert_one_clear_line(result: subprocess.CompletedProcess, code: int, *named: str) -> None:
@@ -38,7 +30,8 @@ def assert_one_clear_line(result: subprocess.CompletedProcess, code: int, *named
 @pytest.mark.parametrize("command", [["status"], ["leases", "list"], ["leases", "drop"], ["run", "--available-now"]],
                          ids=" ".join)
 def test_a_malformed_lease_file_is_named_and_left_as_it_was(kv_store, zk_server, tmp_path, command):
-    conf = write_conf(tmp_path, kv_store.url, zk_server.hosts)
+    conf = write_conf(tmp_path / "tiering.toml", job="errors", store_url=kv_store.url, zk_hosts=zk_server.hosts,
+                      zookeeper=SHORT_SESSION)
     lease_file = tmp_path / "ckpt" / "tiering" / "lease.json"
     lease_file.parent.mkdir(parents=True)
     lease_file.write_text("{not json")
@@ -52,7 +45,8 @@ def test_a_malformed_lease_file_is_named_and_left_as_it_was(kv_store, zk_server,
 
 def test_an_unsupported_lake_root_is_refused_before_anything_is_written(kv_store, tmp_path):
     """Refused before the driver even asks ZooKeeper (which is not running here)."""
-    conf = write_conf(tmp_path, kv_store.url, f"127.0.0.1:{free_port()}")
+    conf = write_conf(tmp_path / "tiering.toml", job="errors", store_url=kv_store.url, zk_hosts=f"127.0.0.1:{free_port()}",
+                      zookeeper=SHORT_SESSION)
     conf.write_text(conf.read_text().replace(str(tmp_path / "lake"), "hdfs://namenode/lake"))
 
     result = tiering_cli("run", "--conf", str(conf), "--available-now")
@@ -63,7 +57,7 @@ def test_an_unsupported_lake_root_is_refused_before_anything_is_written(kv_store
 
 def test_an_unreachable_store_is_named(zk_server, tmp_path):
     url = f"http://127.0.0.1:{free_port()}"
-    conf = write_conf(tmp_path, url, zk_server.hosts)
+    conf = write_conf(tmp_path / "tiering.toml", job="errors", store_url=url, zk_hosts=zk_server.hosts, zookeeper=SHORT_SESSION)
 
     result = tiering_cli("status", "--conf", str(conf))
 

@@ -13,9 +13,10 @@ import sys
 from pathlib import Path
 
 import pytest
-import tomli_w
 
-from tests.integration.pipeline.harness import TableOracle, assert_lake_equals, build_pyfiles_zip
+from tests.support.config import write_conf
+from tests.support.drivers import build_pyfiles_zip
+from tests.support.oracle import TableOracle, assert_lake_equals
 
 pytestmark = pytest.mark.integration
 
@@ -30,14 +31,10 @@ def test_spark_submit_with_py_files_zip_tiers_every_table(kv_store, zk_server, t
         t.upsert(range(120))
         client.take_snapshots(t.name)
         t.churn(40, key_space=160)
-    conf = tmp_path / "tiering.toml"
-    conf.write_bytes(tomli_w.dumps({
-        "job": {"name": "submit-job", "checkpoint": str(tmp_path / "ckpt")},
-        "kvstore": {"url": kv_store.url},
-        "zookeeper": {"hosts": zk_server.hosts, "session_timeout_s": 6.0},
-        "lake": {"root": str(tmp_path / "lake")},
-        "spark": {"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "4"},
-    }).encode())
+    conf = write_conf(
+        tmp_path / "tiering.toml", job="submit-job", store_url=kv_store.url, zk_hosts=zk_server.hosts,
+        zookeeper={"session_timeout_s": 6.0}, spark={"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "4"},
+    )
     zip_path = build_pyfiles_zip(tmp_path / "kv_tiering.zip")
 
     env = {k: v for k, v in os.environ.items() if not k.startswith("TIERING_")}

@@ -14,9 +14,10 @@ import sys
 import time
 
 import pytest
-import tomli_w
 
-from tests.integration.pipeline.harness import TableOracle, make_config, tiering_cli, write_conf
+from tests.support.config import make_config, write_conf
+from tests.support.drivers import tiering_cli
+from tests.support.oracle import TableOracle
 from tiering.cli import EXIT_FAILURE, EXIT_OK
 from tiering.coord.leader import acquire_leadership
 from tiering.job import run_as_leader
@@ -42,7 +43,8 @@ def test_status_and_leases_show_lag_leader_and_holdings(spark, kv_store, zk_serv
     client.acquire_lease(lease_id, 1, 60_000, [
         SnapshotRef(table_id=users.info.table_id, bucket=s.bucket, snapshot_id=s.snapshot_id) for s in snapshots
     ])  # what a driver killed mid-round leaves behind
-    conf = write_conf(config, tmp_path / "tiering.toml")
+    conf = write_conf(tmp_path / "tiering.toml", job=unique_job, checkpoint=config.job.checkpoint, lake_root=config.lake.root,
+                      store_url=kv_store.url, zk_hosts=zk_server.hosts)
 
     status = tiering_cli("status", "--conf", str(conf), "--json")
     assert status.returncode == EXIT_OK, status.stderr
@@ -106,13 +108,8 @@ def test_unreachable_zookeeper_exits_1_naming_the_host_and_writes_nothing(kv_sto
     from tiering.kvstore.server.process import free_port
 
     hosts = f"127.0.0.1:{free_port()}"
-    conf = tmp_path / "tiering.toml"
-    conf.write_bytes(tomli_w.dumps({
-        "job": {"name": "unreachable", "checkpoint": str(tmp_path / "ckpt")},
-        "kvstore": {"url": kv_store.url},
-        "zookeeper": {"hosts": hosts, "session_timeout_s": 2.0},
-        "lake": {"root": str(tmp_path / "lake")},
-    }).encode())
+    conf = write_conf(tmp_path / "tiering.toml", job="unreachable", store_url=kv_store.url, zk_hosts=hosts,
+                      zookeeper={"session_timeout_s": 2.0})
 
     run = tiering_cli("run", "--conf", str(conf), "--available-now")
     assert run.returncode == EXIT_FAILURE, run.stderr[-2000:]

@@ -15,11 +15,12 @@ import sys
 from pathlib import Path
 
 import pytest
-import tomli_w
 
-from tests.integration.pipeline.harness import TableOracle, assert_lake_equals, build_pyfiles_zip
+from tests.support.config import write_conf
+from tests.support.drivers import build_pyfiles_zip
+from tests.support.lake import tiering_commits
+from tests.support.oracle import TableOracle, assert_lake_equals
 from tiering.failpoints import ENV as FAILPOINTS
-from tiering.lakestate.commits import tiering_entry
 from tiering.lakestate.lake import Lake
 from tiering.state.lease_file import read_lease_id
 
@@ -43,13 +44,6 @@ def submit(cluster, zip_path: Path, conf: Path, cwd: Path, failpoint: str | None
     return subprocess.run(command, env=env, cwd=cwd, capture_output=True, text=True, timeout=900)
 
 
-def tiering_commits(lake: Lake, table: str) -> list[dict]:
-    """The tiering entries of the table's commits, oldest first (none before its first commit)."""
-    loaded = lake.load(table)
-    history = reversed(loaded.dt.history()) if loaded is not None else ()
-    return [e for e in (tiering_entry(c) for c in history) if e is not None]
-
-
 def test_spark_submit_on_a_cluster_tiers_into_s3_and_survives_a_driver_kill(
     spark_cluster, kv_store, zk_server, s3_server, s3_root, tmp_path
 ):
@@ -59,13 +53,10 @@ def test_spark_submit_on_a_cluster_tiers_into_s3_and_survives_a_driver_kill(
         t.upsert(range(400))
         client.take_snapshots(t.name)
         t.churn(150, key_space=500)
-    conf = tmp_path / "tiering.toml"
-    conf.write_bytes(tomli_w.dumps({
-        "job": {"name": "cluster-job", "checkpoint": str(tmp_path / "ckpt")},
-        "kvstore": {"url": kv_store.url},
-        "zookeeper": {"hosts": zk_server.hosts, "session_timeout_s": 6.0},
-        "lake": {"root": s3_root, "storage": s3_server.storage_options(), "merge_max_changes": 0},
-    }).encode())
+    conf = write_conf(
+        tmp_path / "tiering.toml", job="cluster-job", store_url=kv_store.url, zk_hosts=zk_server.hosts, lake_root=s3_root,
+        zookeeper={"session_timeout_s": 6.0}, lake={"storage": s3_server.storage_options(), "driver_max_changes": 0},
+    )
     zip_path = build_pyfiles_zip(tmp_path / "kv_tiering.zip")
     lake = Lake.at(s3_root, s3_server.storage_options())
 
@@ -83,7 +74,7 @@ def test_spark_submit_on_a_cluster_tiers_into_s3_and_survives_a_driver_kill(
     for t in tables:
         assert_lake_equals(lake, t)  # duplicates fail here too
         commits = tiering_commits(lake, t.name)
-        assert {c["lease_id"] for c in commits} == {lease_id}, "every run of the job used the checkpoint's lease"
-        assert [c["epoch"] for c in commits] == sorted(c["epoch"] for c in commits)
+        assert {c.lease_id for c in commits} == {lease_id}, "every run of the job used the checkpoint's lease"
+        assert [c.epoch for c in commits] == sorted(c.epoch for c in commits)
     assert read_lease_id(str(tmp_path / "ckpt")) == lease_id
     assert client.list_leases() == [], "the clean stop dropped the lease"

@@ -26,11 +26,11 @@ REPO = Path(__file__).resolve().parents[3]
 
 
 class Contender:
-    """A ``tests.integration.coord.contender`` process and the JSON events it prints."""
+    """A ``tests.support.contender`` process and the JSON events it prints."""
 
     def __init__(self, hosts: str, job: str) -> None:
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "tests.integration.coord.contender", hosts, job, str(SESSION_S)],
+            [sys.executable, "-m", "tests.support.contender", hosts, job, str(SESSION_S)],
             cwd=REPO,
             stdout=subprocess.PIPE,
             text=True,

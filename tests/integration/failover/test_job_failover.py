@@ -28,8 +28,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.failover.drivers import Driver, Writer, lake_matches, tiering_commits, write_conf
-from tests.integration.pipeline.harness import TableOracle, assert_lake_equals, wait_until
+from tests.support.config import SPARK_LOCAL, write_conf
+from tests.support.drivers import Driver
+from tests.support.lake import tiering_commits
+from tests.support.oracle import TableOracle, assert_lake_equals, lake_matches
+from tests.support.running import Writers
+from tests.support.waiting import wait_until
 from tiering.coord import read_status
 from tiering.errors import LeaseNotFoundError
 from tiering.state.lease_file import load_or_create_lease_id
@@ -96,12 +100,16 @@ def test_the_job_survives_a_killed_leader_a_zombie_and_a_zookeeper_outage(
     oracle = TableOracle(client, TABLE, num_buckets=3)
     oracle.upsert(range(200))
     client.take_snapshots(TABLE)
-    conf = write_conf(tmp_path, unique_job, kv_store.url, zk.hosts, SESSION_S)
+    conf = write_conf(  # continuous: a round every second
+        tmp_path / "tiering.toml", job=unique_job, store_url=kv_store.url, zk_hosts=zk.hosts,
+        zookeeper={"session_timeout_s": SESSION_S}, trigger={"available_now": False, "interval_s": 1.0},
+        lease={"duration_s": 120.0}, spark={**SPARK_LOCAL, "spark.driver.memory": "512m"},
+    )
     job = Job(zk.hosts, unique_job, lake)
     measured: dict[str, float] = {}
     started = time.monotonic()
 
-    with Writer([oracle]) as writer:
+    with Writers([oracle], key_space=300, batch=5, every_s=1.0) as writer:
         # 1. Two drivers: one leads, one waits; the leader is SIGKILLed.
         first = drivers(conf)
         e1 = job.wait_owner(first)

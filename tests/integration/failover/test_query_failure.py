@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.integration.pipeline.harness import TableOracle, make_config
+from tests.support.config import make_config
+from tests.support.oracle import TableOracle
 from tiering.errors import LeadershipLostError, TieringError
 from tiering.job import TieringJob
 from tiering.context import TermContext

@@ -34,7 +34,7 @@ import requests
 import schemathesis
 from schemathesis.config import SchemathesisConfig
 
-from tests.integration.kvstore.helpers import orders_spec
+from tests.support.store import orders_spec
 from tiering.errors import LeaseNotFoundError, TableNotFoundError
 from tiering.kvstore.models import LakeReport, SnapshotRef
 from tiering.kvstore.server.app import create_app

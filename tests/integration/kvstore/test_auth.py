@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import requests
 
-from tests.integration.kvstore.helpers import orders_spec
+from tests.support.store import orders_spec
 
 pytestmark = pytest.mark.integration
 

@@ -6,7 +6,7 @@ import pyarrow as pa
 import pytest
 import requests
 
-from tests.integration.kvstore.helpers import orders_spec
+from tests.support.store import orders_spec
 from tiering.errors import (
     BadRequestError,
     ConflictError,

@@ -7,7 +7,7 @@ import signal
 import pyarrow.parquet as pq
 import pytest
 
-from tests.integration.kvstore.helpers import orders_spec
+from tests.support.store import orders_spec
 from tiering.kvstore.models import LakeReport, SnapshotRef
 
 pytestmark = pytest.mark.integration

@@ -10,7 +10,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from tests.integration.kvstore.helpers import wait_until
+from tests.support.waiting import STORE_PACE, wait_until
 from tiering.kvstore.bucketing import bucket_of
 from tiering.kvstore.models import TableSpec
 
@@ -119,10 +119,10 @@ def test_periodic_snapshots_only_for_changed_buckets(store_factory):
     client.create_table(TableSpec(name="t", schema=[{"name": "id", "type": "int"}], primary_key=["id"], num_buckets=4))
     client.upsert("t", [{"id": 1}])
     bucket = bucket_of({"id": 1}, ["id"], 4)
-    first = wait_until(lambda: client.latest_snapshots("t").buckets, "a periodic snapshot")
+    first = wait_until(lambda: client.latest_snapshots("t").buckets, "a periodic snapshot", **STORE_PACE)
     assert [(s.bucket, s.snapshot_id, s.row_count) for s in first] == [(bucket, 1, 1)]
     client.upsert("t", [{"id": 1}])
-    wait_until(lambda: client.latest_snapshots("t").buckets[0].snapshot_id == 2, "a second periodic snapshot")
+    wait_until(lambda: client.latest_snapshots("t").buckets[0].snapshot_id == 2, "a second periodic snapshot", **STORE_PACE)
     assert [(s.bucket, s.log_offset) for s in client.latest_snapshots("t").buckets] == [(bucket, 2)]
     metrics = client.metrics()
     assert 'kvstore_snapshots_taken_total{table="t"} 2.0' in metrics

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.kvstore.helpers import orders_spec, wait_gc_passes, wait_until
+from tests.support.store import orders_spec, wait_gc_passes
+from tests.support.waiting import STORE_PACE, wait_until
 from tiering.errors import (
     ConflictError,
     FencedEpochError,
@@ -47,7 +48,7 @@ def test_gc_keeps_leased_snapshot_until_release(store_factory):
     client = store.client()
     table_id, snaps = _three_snapshots(client, hold_first_as="job-a")
 
-    wait_until(lambda: _gone(client, "orders", 0, 2), "unleased snapshot 2 to be collected")
+    wait_until(lambda: _gone(client, "orders", 0, 2), "unleased snapshot 2 to be collected", **STORE_PACE)
     assert not Path(snaps[1].files[0]).exists()
     assert client.get_snapshot("orders", 0, 1) == snaps[0]  # leased: kept
     assert Path(snaps[0].files[0]).exists()
@@ -55,7 +56,7 @@ def test_gc_keeps_leased_snapshot_until_release(store_factory):
 
     released = client.release_lease("job-a", epoch=1, buckets=[BucketRef(table_id=table_id, bucket=0)])
     assert released.snapshots == []
-    wait_until(lambda: _gone(client, "orders", 0, 1), "released snapshot 1 to be collected")
+    wait_until(lambda: _gone(client, "orders", 0, 1), "released snapshot 1 to be collected", **STORE_PACE)
     assert not Path(snaps[0].files[0]).exists()
     assert [lease.lease_id for lease in client.list_leases()] == ["job-a"]  # release keeps the lease
 
@@ -66,7 +67,7 @@ def test_expired_lease_frees_its_snapshots_and_cannot_be_renewed(store_factory):
     table_id, snaps = _three_snapshots(client, hold_first_as="job-b", hold_ms=600)
     ref = SnapshotRef(table_id=table_id, bucket=0, snapshot_id=1)
 
-    wait_until(lambda: _gone(client, "orders", 0, 1), "snapshot 1 collected after its lease expired")
+    wait_until(lambda: _gone(client, "orders", 0, 1), "snapshot 1 collected after its lease expired", **STORE_PACE)
     assert not Path(snaps[0].files[0]).exists()
     with pytest.raises(LeaseNotFoundError) as renew:
         client.renew_lease("job-b", epoch=3, duration_ms=60_000)
@@ -147,4 +148,4 @@ def test_dropped_table_files_go_unless_leased_and_ids_are_never_reused(store_fac
     assert not Path(snaps[1].files[0]).exists()
     assert Path(snaps[2].files[0]).exists()  # held by the lease even though its table is gone
     client.drop_lease("job", epoch=1)
-    wait_until(lambda: not Path(snaps[2].files[0]).exists(), "the dropped table's leased snapshot to go")
+    wait_until(lambda: not Path(snaps[2].files[0]).exists(), "the dropped table's leased snapshot to go", **STORE_PACE)

@@ -7,7 +7,8 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from tests.integration.kvstore.helpers import orders_spec, wait_gc_passes, wait_until
+from tests.support.store import orders_spec, wait_gc_passes
+from tests.support.waiting import STORE_PACE, wait_until
 from tiering.errors import SnapshotUnavailableError
 from tiering.kvstore.models import LakeReport
 from tiering.kvstore.server.store import Store
@@ -34,7 +35,7 @@ def test_segments_live_until_the_lake_reports_them(store_factory):
     assert all(Path(s.file).exists() for s in segments)
 
     client.report_lake("orders", LakeReport(table_id=info.table_id, epoch=1, lake_version=1, buckets={"0": 2}))
-    wait_until(lambda: _log_start(client) == 2, "log start to advance to the lake offset")
+    wait_until(lambda: _log_start(client) == 2, "log start to advance to the lake offset", **STORE_PACE)
     assert client.log_segments("orders", 0, 2, 3) == segments[2:]
     assert [Path(s.file).exists() for s in segments] == [False, False, True]
     with pytest.raises(SnapshotUnavailableError) as truncated:
@@ -47,7 +48,7 @@ def test_segments_live_until_the_lake_reports_them(store_factory):
     wait_gc_passes(client)
     assert _log_start(client) == 3
     client.take_snapshots("orders")
-    wait_until(lambda: _log_start(client) == 4, "log start to reach the snapshot-covered lake offset")
+    wait_until(lambda: _log_start(client) == 4, "log start to reach the snapshot-covered lake offset", **STORE_PACE)
     assert client.log_segments("orders", 0, 4, 10) == []
 
 

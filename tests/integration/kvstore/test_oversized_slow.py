@@ -20,7 +20,7 @@ import pyarrow as pa
 import pytest
 import requests
 
-from tests.integration.kvstore.helpers import memory_mb, orders_spec
+from tests.support.store import memory_mb, orders_spec
 from tiering.errors import BadRequestError
 
 pytestmark = pytest.mark.integration

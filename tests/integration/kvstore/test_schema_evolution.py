@@ -15,7 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 import requests
 
-from tests.integration.kvstore.helpers import orders_spec
+from tests.support.store import orders_spec
 from tiering.errors import BadRequestError, TableNotFoundError
 
 pytestmark = pytest.mark.integration

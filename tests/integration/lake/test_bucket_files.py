@@ -8,7 +8,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from tests.integration.lake.store_files import write_log, write_snapshot
+from tests.support.store_files import write_log, write_snapshot
 from tiering.kvstore.models import TableInfo
 from tiering.lake.bucket_files import BucketTask, file_schema, run_task, write_bucket
 from tiering.lake.round_plan import BucketPlan

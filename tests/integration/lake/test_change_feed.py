@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 import pyarrow.fs as pafs
 import pytest
 
-from tests.integration.lake.feed_replay import read_feed, replayed
-from tests.integration.lake.store_files import ts, write_log, write_snapshot
-from tests.integration.lake.test_round_writers import JOB, ORDERS, commit, lake, lake_rows, log_entry, row  # noqa: F401 (lake: the fixture)
+from tests.support.lake import read_feed, replayed
+from tests.support.store_files import ts, write_log, write_snapshot
+from tests.support.writers import JOB, ORDERS, commit, log_entry, orders_rows, row
 from tiering.enumerator.splits import LogSplit, SnapshotSplit, Split
 from tiering.errors import LakeCommitError
 from tiering.lake.round_writer import DeltaRsRoundWriter
@@ -25,7 +25,7 @@ from tiering.lakestate.layout import txn_version
 
 pytestmark = pytest.mark.integration
 
-#: id -> (bucket, name, price, offset, timestamp), like ``lake_rows``
+#: id -> (bucket, name, price, offset, timestamp), like ``orders_rows``
 Rows = dict[int, tuple]
 #: (change type, id, bucket, name, price, offset, timestamp)
 Change = tuple
@@ -141,14 +141,14 @@ def test_each_version_of_the_feed_is_the_rounds_net_change_per_key(spark, lake, 
     first = commit(writer, files(tmp_path / "r1", ROUND1))
 
     assert (first.delta_version, first.written_by) == (0, "executors")  # only inserts: add actions say it all
-    assert lake_rows(lake) == rows1 and feed(lake, 0) == changes1
+    assert orders_rows(lake) == rows1 and feed(lake, 0) == changes1
     assert {c[0] for c in changes1} == {"insert"} and "cdc" not in log_entry(lake, 0)
 
     rows2, changes2 = expected(rows1, ROUND2)
     second = commit(writer, files(tmp_path / "r2", ROUND2), round_id=2)
 
     assert (second.delta_version, second.written_by) == (1, "driver (MERGE)")
-    assert lake_rows(lake) == rows2 and feed(lake, 1) == changes2
+    assert orders_rows(lake) == rows2 and feed(lake, 1) == changes2
     assert {c[0] for c in changes2} == {"insert", "update_preimage", "update_postimage", "delete"}
     untouched = {10, 21}  # a row the snapshot repeats as it is, a bucket the round did not touch
     assert untouched <= rows2.keys() and not untouched & {c[1] for c in changes2}
@@ -170,7 +170,7 @@ def test_with_the_feed_off_rounds_rewrite_buckets_and_a_table_gets_the_feed_when
 
     assert commit(off, files(tmp_path / "r2", change), round_id=2).written_by == "driver"
     assert "delta.enableChangeDataFeed" not in lake.load("orders").dt.metadata().configuration
-    assert "cdc" not in log_entry(lake, 1) and change_data_files(lake) == [] and lake_rows(lake) == rows2
+    assert "cdc" not in log_entry(lake, 1) and change_data_files(lake) == [] and orders_rows(lake) == rows2
 
     later = [BucketInput(0, 17, 19, changes=[(17, "+I", row(8, "h")), (18, "+U", row(4, "d9"))])]
     rows3, changes3 = expected(rows2, later)
@@ -178,16 +178,16 @@ def test_with_the_feed_off_rounds_rewrite_buckets_and_a_table_gets_the_feed_when
 
     assert result.delta_version == 3, "version 2 turned the feed on, version 3 is the round"
     assert lake.load("orders").dt.metadata().configuration["delta.enableChangeDataFeed"] == "true"
-    assert lake_rows(lake) == rows3 and feed(lake, 3) == changes3
+    assert orders_rows(lake) == rows3 and feed(lake, 3) == changes3
 
 
-def test_a_merge_source_beyond_merge_max_changes_fails_the_table_before_writing(spark, lake, tmp_path):
-    writer = feed_writer(spark, lake, merge_max_changes=5)
+def test_a_merge_source_beyond_merge_max_rows_fails_the_table_before_writing(spark, lake, tmp_path):
+    writer = feed_writer(spark, lake, merge_max_rows=5)
     commit(writer, files(tmp_path / "r1", ROUND1))
-    before = change_data_files(lake), lake_rows(lake)
+    before = change_data_files(lake), orders_rows(lake)
 
     with pytest.raises(LakeCommitError, match=r"7 rows, more than lake\.merge_max_changes = 5") as err:
         commit(writer, files(tmp_path / "r2", ROUND2[:1]), round_id=2)  # bucket 0's 7 changes
 
     assert "lake.change_data_feed" in str(err.value) and err.value.table == "orders"
-    assert lake.load("orders").version == 0 and (change_data_files(lake), lake_rows(lake)) == before
+    assert lake.load("orders").version == 0 and (change_data_files(lake), orders_rows(lake)) == before

@@ -17,13 +17,13 @@ import pyarrow.fs as pafs
 import pytest
 from deltalake import DeltaTable
 
-from tests.integration.lake.store_files import ts, write_log, write_snapshot
-from tiering.conf.model import DEFAULT_MERGE_MAX_CHANGES
+from tests.support.store_files import ts, write_log, write_snapshot
+from tests.support.writers import JOB, ORDERS, WRITERS, WRITTEN_BY, commit, log_entry, missing_delta_jars, orders_rows, row
 from tiering.enumerator.positions import LakePosition
-from tiering.enumerator.splits import LogSplit, SnapshotSplit, sort_key
-from tiering.errors import ConfigError, FencedEpochError, LakeCommitError, NotLeaderError
+from tiering.enumerator.splits import LogSplit, SnapshotSplit
+from tiering.errors import FencedEpochError, LakeCommitError, NotLeaderError
 from tiering.kvstore.models import Column, TableInfo
-from tiering.lake.delta_spark_writer import DeltaSparkRoundWriter, check_delta_jars
+from tiering.lake.delta_spark_writer import DeltaSparkRoundWriter
 from tiering.lake.round_protocol import RoundWriter
 from tiering.lake import round_writer
 from tiering.lake.round_writer import DeltaRsRoundWriter
@@ -32,39 +32,10 @@ from tiering.lakestate.layout import FENCE_PROPERTY, app_id, txn_version
 
 pytestmark = pytest.mark.integration
 
-#: Every writer, by data path: (id, merge_max_changes for delta-rs).
-WRITERS = [("delta-rs-executors", 0), ("delta-rs-driver", DEFAULT_MERGE_MAX_CHANGES), ("delta-rs-feed", DEFAULT_MERGE_MAX_CHANGES),
-           ("delta-spark", None)]
-
-JOB = "test-job"
-ORDERS = TableInfo(
-    name="orders",
-    table_id=1,
-    schema=[
-        {"name": "id", "type": "bigint"},
-        {"name": "name", "type": "string"},
-        {"name": "price", "type": "decimal(10,2)"},
-    ],
-    primary_key=["id"],
-    num_buckets=4,
-)
-
-
-def row(i: int, name: str, price: str = "1.00") -> dict:
-    return {"id": i, "name": name, "price": Decimal(price)}
-
 
 def delta(lake: Lake, table: str = "orders"):
     """The table's Delta log as it is now."""
     return lake.load(table).dt
-
-
-def lake_rows(lake: Lake, table: str = "orders") -> dict[int, tuple]:
-    """id -> (bucket, name, price, offset, timestamp), read with delta-rs; duplicates fail."""
-    data = lake.load(table).to_arrow().to_pylist()
-    out = {r["id"]: (r["__bucket"], r["name"], r["price"], r["__offset"], r["__timestamp"]) for r in data}
-    assert len(out) == len(data), "duplicate keys in the lake"
-    return out
 
 
 def bucket_files(lake: Lake, bucket: int) -> set[str]:
@@ -79,30 +50,14 @@ def data_files(lake: Lake, table: str = "orders") -> set[str]:
     return {prefix + f.path for f in found if f.path.endswith(".parquet") and "_delta_log" not in f.path}
 
 
-@pytest.fixture(params=["local", "s3"])
-def lake(request, tmp_path) -> Lake:
-    if request.param == "local":
-        return Lake.at(str(tmp_path / "lake"))
-    server = request.getfixturevalue("s3_server")
-    return Lake.at(request.getfixturevalue("s3_root"), server.storage_options())
-
-
-def missing_delta_jars(spark) -> str | None:
-    try:
-        check_delta_jars(spark)
-    except ConfigError as e:
-        return e.problems[0]
-    return None
-
-
 def build(kind: str, spark, lake: Lake, **attrs) -> RoundWriter:
     """The writer ``kind`` (a subclass of it with ``attrs`` overridden, for seams)."""
-    merge_max_changes = dict(WRITERS)[kind]
-    cls = DeltaSparkRoundWriter if merge_max_changes is None else DeltaRsRoundWriter
+    driver_max_changes = dict(WRITERS)[kind]
+    cls = DeltaSparkRoundWriter if driver_max_changes is None else DeltaRsRoundWriter
     cls = type(f"Test{cls.__name__}", (cls,), attrs) if attrs else cls
-    if merge_max_changes is None:
+    if driver_max_changes is None:
         return cls(spark, lake, JOB)
-    return cls(spark, lake, JOB, merge_max_changes=merge_max_changes, change_data_feed=kind == "delta-rs-feed")
+    return cls(spark, lake, JOB, driver_max_changes=driver_max_changes, change_data_feed=kind == "delta-rs-feed")
 
 
 @pytest.fixture(params=[k for k, _ in WRITERS])
@@ -149,14 +104,6 @@ def round1(tmp_path):
     return files
 
 
-def commit(writer, files, *, epoch=1, round_id=1, table=ORDERS, replace_table=False):
-    current = writer._lake.load(table.name)
-    return writer.write_table_round(
-        table, sorted(files, key=sort_key), files, current,
-        epoch=epoch, round_id=round_id, lease_id="lease-1", replace_table=replace_table,
-    )
-
-
 def lake_state(lake: Lake, table: str = "orders"):
     return lake.load(table).info
 
@@ -170,7 +117,7 @@ def test_bootstrap_applies_log_changes_row_by_row(writer, lake, round1):
     assert result.bootstrap_buckets == (0, 1) and result.log_buckets == (0, 2)
     assert result.rows_in == 8  # 5 changes in [10, 15) of bucket 0 + 3 of bucket 2
     assert result.rows_out == 5
-    assert lake_rows(lake) == {
+    assert orders_rows(lake) == {
         1: (0, "a", Decimal("1.00"), 2, ts(2)),
         2: (0, "b2", Decimal("2.50"), 10, ts(10)),
         4: (0, "d2", Decimal("1.00"), 13, ts(13)),
@@ -201,7 +148,7 @@ def test_second_round_merges_and_leaves_other_buckets_untouched(writer, lake, ro
     assert not result.skipped and result.delta_version == 1
     assert result.positions == {0: 19, 1: 3, 2: 3}
     assert result.bootstrap_buckets == () and result.log_buckets == (0,)
-    assert lake_rows(lake) == {
+    assert orders_rows(lake) == {
         1: (0, "a2", Decimal("1.00"), 15, ts(15)),
         4: (0, "d2", Decimal("1.00"), 13, ts(13)),
         6: (0, "f2", Decimal("1.00"), 18, ts(18)),
@@ -211,12 +158,12 @@ def test_second_round_merges_and_leaves_other_buckets_untouched(writer, lake, ro
     assert {b: bucket_files(lake, b) for b in (1, 2)} == untouched
     if not lake.store.is_s3:  # Spark reads S3 only with the Hadoop S3A jars
         spark_ids = {r.id for r in spark.read.parquet(*delta(lake, "orders").file_uris()).collect()}
-        assert spark_ids == set(lake_rows(lake)), "Spark reading the committed files sees the same rows"
+        assert spark_ids == set(orders_rows(lake)), "Spark reading the committed files sees the same rows"
 
 
 @pytest.mark.parametrize("limit, written_by", [(4, "driver"), (3, "executors")])
-def test_delta_rs_writes_changelog_rounds_up_to_merge_max_changes_in_the_driver(spark, lake, round1, tmp_path, limit, written_by):
-    writer = DeltaRsRoundWriter(spark, lake, JOB, merge_max_changes=limit)
+def test_delta_rs_writes_changelog_rounds_up_to_driver_max_changes_in_the_driver(spark, lake, round1, tmp_path, limit, written_by):
+    writer = DeltaRsRoundWriter(spark, lake, JOB, driver_max_changes=limit)
     assert commit(writer, round1).written_by == "executors"  # bootstrap buckets: always the executors
     log = write_log(tmp_path / "s", ORDERS, [(15, "+U", row(1, "a2")), (16, "-D", {"id": 2}), (17, "+I", row(6, "f")), (18, "+U", row(6, "f2"))])
     jobs = len(spark.sparkContext.statusTracker().getJobIdsForGroup())
@@ -226,7 +173,7 @@ def test_delta_rs_writes_changelog_rounds_up_to_merge_max_changes_in_the_driver(
     assert result.written_by == written_by
     assert len(spark.sparkContext.statusTracker().getJobIdsForGroup()) == jobs + (written_by == "executors")
     assert result.rows_in == 4 and result.rows_out == 3  # bucket 0 ends with ids 1, 4, 6
-    assert {i: r[1] for i, r in lake_rows(lake).items() if r[0] == 0} == {1: "a2", 4: "d2", 6: "f2"}
+    assert {i: r[1] for i, r in orders_rows(lake).items() if r[0] == 0} == {1: "a2", 4: "d2", 6: "f2"}
 
 
 def test_a_driver_round_big_enough_for_bucket_threads_writes_the_same_rows(spark, lake, round1, tmp_path, monkeypatch):
@@ -239,7 +186,7 @@ def test_a_driver_round_big_enough_for_bucket_threads_writes_the_same_rows(spark
     result = commit(writer, {LogSplit("orders", 0, 1, 15, 18): [log0], LogSplit("orders", 2, 1, 3, 5): [log2]}, round_id=2)
 
     assert result.written_by == "driver" and result.log_buckets == (0, 2)
-    assert {i: (r[0], r[1]) for i, r in lake_rows(lake).items()} == {
+    assert {i: (r[0], r[1]) for i, r in orders_rows(lake).items()} == {
         1: (0, "a2"), 4: (0, "d2"), 6: (0, "f"), 10: (1, "x"), 21: (2, "q2"), 22: (2, "r"),
     }
 
@@ -280,7 +227,7 @@ def test_a_composite_mixed_case_key_merges_by_every_key_column(writer, lake, tmp
 
 def test_replayed_and_stale_rounds_are_skipped(writer, lake, round1, tmp_path):
     commit(writer, round1, epoch=2, round_id=5)
-    before = lake_rows(lake)
+    before = orders_rows(lake)
 
     replay = commit(writer, round1, epoch=2, round_id=5)
     stale = commit(writer, round1, epoch=1, round_id=9)
@@ -289,24 +236,24 @@ def test_replayed_and_stale_rounds_are_skipped(writer, lake, round1, tmp_path):
         assert result.skipped and result.delta_version == 0
         assert result.positions == {0: 15, 1: 3, 2: 3}
     dt = delta(lake, "orders")
-    assert dt.version() == 0 and lake_rows(lake) == before
+    assert dt.version() == 0 and orders_rows(lake) == before
     # a newer term's round 0 outranks round 5 of the older term
     log = write_log(tmp_path / "s", ORDERS, [(3, "+U", row(10, "x2"))])
     newer = commit(writer, {LogSplit("orders", 1, 1, 3, 4): [log]}, epoch=3, round_id=0)
-    assert not newer.skipped and newer.delta_version == 1 and lake_rows(lake)[10][1] == "x2"
+    assert not newer.skipped and newer.delta_version == 1 and orders_rows(lake)[10][1] == "x2"
 
 
 def test_a_round_of_a_term_older_than_the_tables_maintenance_fence_is_refused(writer, lake, round1, tmp_path):
     commit(writer, round1, epoch=2, round_id=5)
     # `tiering maintain` ran at epoch 4 and fenced the table before compacting it
     delta(lake).alter.set_table_properties({FENCE_PROPERTY: "4"}, raise_if_not_exists=False)
-    before, version = lake_rows(lake), delta(lake).version()
+    before, version = orders_rows(lake), delta(lake).version()
     log = write_log(tmp_path / "s", ORDERS, [(3, "+U", row(10, "x2"))])
 
     with pytest.raises(FencedEpochError, match="maintenance pass of epoch 4 fenced the table; round 6 of epoch 3"):
         commit(writer, {LogSplit("orders", 1, 1, 3, 4): [log]}, epoch=3, round_id=6)
 
-    assert (lake_rows(lake), delta(lake).version()) == (before, version)
+    assert (orders_rows(lake), delta(lake).version()) == (before, version)
     assert not commit(writer, {LogSplit("orders", 1, 1, 3, 4): [log]}, epoch=4, round_id=0).skipped
 
 
@@ -339,18 +286,6 @@ def column(lake: Lake, name: str, table: str = "orders") -> dict[int, object]:
     return {r["id"]: r[name] for r in lake.load(table).to_arrow().to_pylist()}
 
 
-def log_entry(lake: Lake, version: int, table: str = "orders") -> dict[str, list[dict]]:
-    """The actions of one Delta log entry by kind, read from the ``_delta_log`` JSON itself."""
-    store = lake.store
-    with store.filesystem.open_input_stream(store.path(f"{lake.path(table)}/_delta_log/{version:020d}.json")) as f:
-        actions = [json.loads(line) for line in f.read().decode().splitlines()]
-    by_kind: dict[str, list[dict]] = {}
-    for action in actions:
-        (kind, body), = action.items()
-        by_kind.setdefault(kind, []).append(body)
-    return by_kind
-
-
 def assert_one_commit_evolves(lake: Lake, version: int, round_id: int, added: str, delta_type: str) -> None:
     """Log entry ``version`` is the round's one commit: the new schema, its files and its txn."""
     entry = log_entry(lake, version)
@@ -360,12 +295,6 @@ def assert_one_commit_evolves(lake: Lake, version: int, round_id: int, added: st
     assert new_field in json.loads(meta["schemaString"])["fields"]
     (txn,) = entry["txn"]
     assert (txn["appId"], txn["version"]) == (app_id(JOB, "orders"), txn_version(1, round_id))
-
-
-#: Who writes a changelog-only round's files, by writer.
-WRITTEN_BY = {
-    "delta-rs-executors": "executors", "delta-rs-driver": "driver", "delta-rs-feed": "driver (MERGE)", "delta-spark": "delta-spark",
-}
 
 
 def test_columns_added_upstream_evolve_the_schema_in_the_rounds_one_commit(writer, kind, lake, round1, tmp_path):
@@ -474,7 +403,7 @@ def test_a_stale_term_racing_a_newer_one_is_fenced(spark, lake, writer, kind, ro
 
     assert isinstance(err.value, NotLeaderError)
     dt = delta(lake, "orders")
-    assert dt.version() == 1 and lake_rows(lake)[1][1] == "newer"
+    assert dt.version() == 1 and orders_rows(lake)[1][1] == "newer"
     if kind == "delta-spark":
         return  # delta-spark does not say which files a lost write left (a full VACUUM removes them)
     # delta-rs refuses it as ConcurrentDeleteRead (a rewrite removes files) before its app-id check

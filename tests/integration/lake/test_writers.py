@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.integration.lake.test_round_writers import JOB, missing_delta_jars
+from tests.support.writers import JOB, missing_delta_jars
 from tiering.conf.model import LakeConfig
 from tiering.errors import ConfigError
 from tiering.lake.delta_spark_writer import DeltaSparkRoundWriter
@@ -22,9 +22,9 @@ def test_an_unknown_writer_is_a_config_error():
 
 
 def test_the_factory_builds_the_delta_rs_writer(spark, tmp_path):
-    config = LakeConfig(root=str(tmp_path / "lake"), merge_max_changes=7)
+    config = LakeConfig(root=str(tmp_path / "lake"), driver_max_changes=7, merge_max_rows=9)
     writer = make_round_writer(spark, config, JOB)
-    assert isinstance(writer, DeltaRsRoundWriter) and writer._merge_max_changes == 7
+    assert isinstance(writer, DeltaRsRoundWriter) and (writer._driver_max_changes, writer._merge_max_rows) == (7, 9)
     assert spark.conf.get("spark.sql.parquet.outputTimestampType") == "TIMESTAMP_MICROS"
 
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from collections.abc import Callable
 
 import pytest
 
+from tests.support.waiting import STORE_PACE, wait_until
 from tiering.errors import FencedEpochError, SnapshotUnavailableError
 from tiering.kvstore import retry
 from tiering.kvstore.client import KvStoreClient
@@ -18,14 +18,6 @@ from tiering.lease.job_lease import JobLease, LeaseRenewer
 pytestmark = pytest.mark.integration
 
 LONG_MS = 120_000
-
-
-def wait_until(check: Callable[[], bool], timeout_s: float = 15.0, what: str = "condition") -> None:
-    deadline = time.monotonic() + timeout_s
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout_s}s waiting for {what}")
-        time.sleep(0.05)
 
 
 def make_table(client: KvStoreClient, name: str, num_buckets: int = 2) -> str:
@@ -104,12 +96,12 @@ def test_a_held_snapshot_survives_gc_until_released(store_factory):
             return True
         return False
 
-    wait_until(lambda: all(gone(r) for r in superseded), what="GC of the unleased snapshots")
+    wait_until(lambda: all(gone(r) for r in superseded), what="GC of the unleased snapshots", **STORE_PACE)
     assert not any(gone(r) for r in held)  # the leased ones are still there after GC ran
     assert lease.acquire(superseded) == superseded  # the store checks files at acquire
 
     lease.release_table(held[0].table_id, [0])
-    wait_until(lambda: gone(held[0]), what="GC of the released snapshot")
+    wait_until(lambda: gone(held[0]), what="GC of the released snapshot", **STORE_PACE)
     assert not gone(held[1])
 
 
@@ -155,7 +147,7 @@ def test_renewer_reports_a_lapsed_lease_and_keeps_going(store_client, caplog):
     renewer = LeaseRenewer(lease, interval_s=0.5).start()  # slower than the lease lives
     try:
         wait_until(lambda: any("expired or unknown at renewal" in r.getMessage() for r in caplog.records),
-                   what="the renewer to report the lapse")
+                   what="the renewer to report the lapse", **STORE_PACE)
         assert lease.state() is None  # the store agrees: nothing is held any more
         renewer.check()  # lapsing is not a failure: the committer re-acquires before it reads
         assert renewer._thread.is_alive()
@@ -188,10 +180,10 @@ def test_renewer_stops_on_a_fenced_epoch_and_hands_it_to_the_caller(store_client
     JobLease(store_client, lid, epoch=9, duration_ms=LONG_MS).acquire([])
     renewer = LeaseRenewer(JobLease(store_client, lid, epoch=8, duration_ms=LONG_MS), interval_s=0.05).start()
     try:
-        wait_until(lambda: renewer.failure is not None, what="the renewer to hit the fence")
+        wait_until(lambda: renewer.failure is not None, what="the renewer to hit the fence", **STORE_PACE)
         with pytest.raises(FencedEpochError):
             renewer.check()
-        wait_until(lambda: not renewer._thread.is_alive(), what="the renewer thread to end")
+        wait_until(lambda: not renewer._thread.is_alive(), what="the renewer thread to end", **STORE_PACE)
     finally:
         renewer.stop()
 
@@ -221,10 +213,10 @@ def test_lease_and_renewer_survive_a_store_crash(kv_store, caplog, monkeypatch):
         kv_store.kill()
         wait_until(
             lambda: any("renewal failed, retrying" in r.getMessage() for r in caplog.records),
-            what="a renewal to fail while the store is down",
+            what="a renewal to fail while the store is down", **STORE_PACE,
         )
         kv_store.restart()
         before = renewer.renewals
-        wait_until(lambda: renewer.renewals > before + 1, what="renewals to resume after the restart")
+        wait_until(lambda: renewer.renewals > before + 1, what="renewals to resume after the restart", **STORE_PACE)
         renewer.check()  # an outage is not a failure: the renewer kept going
     assert set(kv_store.client().get_lease(lease.lease_id).snapshots) == set(refs)

@@ -11,7 +11,9 @@ import logging
 
 import pytest
 
-from tests.integration.pipeline.harness import TableOracle, make_config, wait_until
+from tests.support.config import make_config
+from tests.support.oracle import TableOracle
+from tests.support.waiting import wait_until
 from tiering.context import TermContext
 from tiering.round.batch_splits import BatchSplits, batch_splits
 from tiering.source import CONTEXT_OPTION, KvTieringDataSource

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from tests.integration.lake.feed_replay import read_feed, replayed
-from tests.integration.pipeline.harness import TableOracle, assert_lake_equals, make_config
+from tests.support.config import make_config
+from tests.support.lake import read_feed, replayed
+from tests.support.oracle import TableOracle, assert_lake_equals
 from tiering.context import TermContext
 from tiering.job import TieringJob
 from tiering.lakestate.lake import Lake

@@ -10,51 +10,39 @@ the crashed driver's checkpoint like a new process would (a restart in a new pro
 
 from __future__ import annotations
 
-import os
 import signal
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-import tomli_w
 from deltalake import DeltaTable
 from deltalake.exceptions import TableNotFoundError
 
-from tests.integration.pipeline.harness import TableOracle, assert_lake_equals, wait_until
+from tests.support.config import write_conf
+from tests.support.drivers import run_driver
+from tests.support.oracle import TableOracle, assert_lake_equals
+from tests.support.waiting import wait_until
 from tiering.errors import SnapshotUnavailableError
 from tiering.conf.loader import load_config
 from tiering.conf.model import TieringConfig
-from tiering.failpoints import ENV as FAILPOINTS_ENV
+from tiering.failpoints import fired
 from tiering.job import run_as_leader
 from tiering.state.lease_file import load_or_create_lease_id
 
 pytestmark = pytest.mark.integration
 
 
-def write_conf(tmp_path: Path, store_url: str, zk_hosts: str, **lease) -> Path:
-    conf = {
-        "job": {"name": "crash-job", "checkpoint": str(tmp_path / "ckpt")},
-        "kvstore": {"url": store_url},
-        "zookeeper": {"hosts": zk_hosts, "session_timeout_s": 4.0},
-        "lake": {"root": str(tmp_path / "lake")},
-        "lease": {"duration_s": lease.get("duration_s", 60.0)},
-        "spark": {"spark.master": "local[2]", "spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "4"},
-    }
-    path = tmp_path / "tiering.toml"
-    path.write_bytes(tomli_w.dumps(conf).encode())
-    return path
-
-
-def tiering_run(conf: Path, failpoint: str | None = None, timeout_s: float = 240) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("TIERING_")}
-    env["PYSPARK_PYTHON"] = sys.executable
-    if failpoint:
-        env[FAILPOINTS_ENV] = failpoint
-    return subprocess.run(
-        [sys.executable, "-m", "tiering.cli", "run", "--conf", str(conf), "--available-now"],
-        env=env, capture_output=True, text=True, timeout=timeout_s,
+def crash_conf(tmp_path: Path, store_url: str, zk_hosts: str, lease_s: float = 60.0) -> Path:
+    return write_conf(
+        tmp_path / "tiering.toml", job="crash-job", store_url=store_url, zk_hosts=zk_hosts,
+        zookeeper={"session_timeout_s": 4.0}, lease={"duration_s": lease_s},
+        spark={"spark.master": "local[2]", "spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "4"},
     )
+
+
+def crashed_at(conf: Path, failpoint: str) -> None:
+    """Run the driver armed with ``failpoint``: it must have died there, by SIGKILL."""
+    rc, out = run_driver(conf, failpoint=failpoint, timeout_s=240)
+    assert rc == -signal.SIGKILL and fired(failpoint) in out, f"exit {rc}, {failpoint} not fired:\n{out[-3000:]}"
 
 
 def restarted(conf: Path) -> TieringConfig:
@@ -76,10 +64,9 @@ def tables(kv_store):
 
 def test_killed_before_the_delta_commit_replays_the_round_with_the_same_lease(spark, kv_store, zk_server, tables, tmp_path):
     client = kv_store.client()
-    conf = write_conf(tmp_path, kv_store.url, zk_server.hosts)
+    conf = crash_conf(tmp_path, kv_store.url, zk_server.hosts)
 
-    crashed = tiering_run(conf, failpoint="before_delta_commit")
-    assert crashed.returncode == -signal.SIGKILL, crashed.stderr[-3000:]
+    crashed_at(conf, "before_delta_commit")
     lease_id = load_or_create_lease_id(str(tmp_path / "ckpt"), "crash-job")
     held = client.list_leases()
     assert [l.lease_id for l in held] == [lease_id] and held[0].snapshots, "the crashed round's snapshots stay leased"
@@ -94,10 +81,9 @@ def test_killed_before_the_delta_commit_replays_the_round_with_the_same_lease(sp
 
 def test_killed_after_the_delta_commit_skips_the_replayed_round(spark, kv_store, zk_server, tables, tmp_path):
     client = kv_store.client()
-    conf = write_conf(tmp_path, kv_store.url, zk_server.hosts)
+    conf = crash_conf(tmp_path, kv_store.url, zk_server.hosts)
 
-    crashed = tiering_run(conf, failpoint="after_delta_commit")
-    assert crashed.returncode == -signal.SIGKILL, crashed.stderr[-3000:]
+    crashed_at(conf, "after_delta_commit")
     committed = {t.name: _version(tmp_path / "lake" / t.name) for t in tables}
     assert any(v is not None for v in committed.values()), "killed right after a table's commit"
 
@@ -126,10 +112,9 @@ def test_after_a_crash_the_lease_expires_and_the_replay_bootstraps_from_a_fresh_
     orders = TableOracle(client, "orders", num_buckets=3)
     orders.upsert(range(150))
     first = {s.bucket: s.snapshot_id for s in client.take_snapshots("orders").buckets}
-    conf = write_conf(tmp_path, store.url, zk_server.hosts, duration_s=3.0)
+    conf = crash_conf(tmp_path, store.url, zk_server.hosts, lease_s=3.0)
 
-    crashed = tiering_run(conf, failpoint="before_delta_commit")
-    assert crashed.returncode == -signal.SIGKILL, crashed.stderr[-3000:]
+    crashed_at(conf, "before_delta_commit")
     assert len(client.list_leases()) == 1
     wait_until(lambda: client.list_leases() == [], timeout_s=20, what="the crashed driver's lease to expire")
 

@@ -14,10 +14,12 @@ import threading
 
 import pytest
 
-from tests.integration.pipeline.harness import TableOracle, assert_lake_equals, make_config, wait_until
+from tests.support.config import make_config
+from tests.support.oracle import TableOracle, assert_lake_equals
+from tests.support.waiting import wait_until
 from tiering.job import TieringJob
 from tiering.context import TermContext
-from tiering.lake.committer import RoundOutcome
+from tiering.round.outcome import RoundOutcome
 
 pytestmark = pytest.mark.integration
 

@@ -13,7 +13,8 @@ import pytest
 from deltalake import DeltaTable
 from deltalake.transaction import AddAction
 
-from tests.integration.pipeline.harness import TableOracle, assert_lake_equals, make_config
+from tests.support.config import make_config, write_conf
+from tests.support.oracle import TableOracle, assert_lake_equals
 from tiering import cli
 from tiering.context import TermContext
 from tiering.coord.leader import acquire_leadership
@@ -83,11 +84,7 @@ def test_compaction_keeps_rows_and_offsets_and_the_next_round_commits(spark, kv_
 
 
 def test_maintain_is_refused_while_a_leader_holds_the_election(zk_hosts, unique_job, tmp_path, capsys):
-    conf = tmp_path / "t.toml"
-    conf.write_text(
-        f'[job]\nname = "{unique_job}"\ncheckpoint = "{tmp_path / "ckpt"}"\n[kvstore]\nurl = "http://127.0.0.1:1"\n'
-        f'[zookeeper]\nhosts = "{zk_hosts}"\n[lake]\nroot = "{tmp_path / "lake"}"\n'
-    )
+    conf = write_conf(tmp_path / "t.toml", job=unique_job, store_url="http://127.0.0.1:1", zk_hosts=zk_hosts)
     with acquire_leadership(zk_hosts, unique_job, 5.0, timeout_s=10):
         code = cli.main(["maintain", "--conf", str(conf)])
     assert code == cli.EXIT_FAILURE

@@ -1,7 +1,7 @@
 """Names that attack, end to end: store -> tiering job -> Delta (issue 15).
 
-Every table and column name the store accepts (tests/integration/kvstore/test_names.py holds
-the lists and the refusals) is tiered row for row in one round, next to a plainly named table:
+Every table and column name the store accepts (tests/support/names.py holds the lists,
+tests/integration/kvstore/test_names.py the refusals) is tiered row for row in one round, next to a plainly named table:
 the lake directory of each table is one segment under the lake root (its name, ``%?#[]~``
 escaped: ``tiering.lakestate.layout.lake_directory``), never a path outside it; no name breaks the round of the other tables. Two rounds run: the bootstrap
 (snapshot splits) and a changelog round with updates and deletes on top.
@@ -16,8 +16,8 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 import pytest
 
-from tests.integration.kvstore.test_names import ACCEPTED_COLUMN_NAMES, ACCEPTED_TABLE_NAMES
-from tests.integration.pipeline.harness import make_config
+from tests.support.config import make_config
+from tests.support.names import ACCEPTED_COLUMN_NAMES, ACCEPTED_TABLE_NAMES
 from tiering.conf.model import TieringConfig
 from tiering.context import TermContext
 from tiering.job import TieringJob

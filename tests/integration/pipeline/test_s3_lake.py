@@ -14,9 +14,9 @@ import sys
 
 import pyarrow.fs as pafs
 import pytest
-import tomli_w
 
-from tests.integration.pipeline.harness import TableOracle, assert_lake_equals, make_config
+from tests.support.config import make_config, write_conf
+from tests.support.oracle import TableOracle, assert_lake_equals
 from tiering.cli import EXIT_FAILURE
 from tiering.context import TermContext
 from tiering.job import TieringJob
@@ -37,7 +37,7 @@ def test_three_tables_with_updates_and_deletes_land_in_s3_row_by_row(spark, kv_s
         t.upsert(range(300))
         client.take_snapshots(t.name)
         t.churn(100, key_space=400)
-    config = s3_config(tmp_path, kv_store.url, s3_root, s3_server.storage_options(), **{"lake.merge_max_changes": 0})
+    config = s3_config(tmp_path, kv_store.url, s3_root, s3_server.storage_options(), **{"lake.driver_max_changes": 0})
     lake = Lake.of(config.lake)
 
     assert TieringJob(spark, TermContext.begin(config, 1)).run().ok
@@ -74,13 +74,10 @@ def bad_roots(s3_server, s3_root):
 @pytest.mark.parametrize("case", ["no such bucket", "unreachable", "wrong secret", "a file"])
 def test_a_bad_s3_root_fails_at_start_naming_it_and_writes_nothing(kv_store, bad_roots, tmp_path, case):
     root, storage, reason = bad_roots[case]
-    conf = tmp_path / "tiering.toml"
-    conf.write_bytes(tomli_w.dumps({
-        "job": {"name": "bad-root", "checkpoint": str(tmp_path / "ckpt")},
-        "kvstore": {"url": kv_store.url},
-        "zookeeper": {"hosts": f"127.0.0.1:{free_port()}"},  # never reached: the root is checked first
-        "lake": {"root": root, "storage": storage},
-    }).encode())
+    conf = write_conf(  # ZooKeeper is never reached: the root is checked first
+        tmp_path / "tiering.toml", job="bad-root", store_url=kv_store.url, zk_hosts=f"127.0.0.1:{free_port()}",
+        lake_root=root, lake={"storage": storage},
+    )
     env = {k: v for k, v in os.environ.items() if not k.startswith(("TIERING_", "AWS_"))}
 
     run = subprocess.run([sys.executable, "-m", "tiering.cli", "run", "--conf", str(conf), "--available-now"],

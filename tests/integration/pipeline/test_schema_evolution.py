@@ -17,11 +17,12 @@ import pyarrow as pa
 import pytest
 from deltalake import DeltaTable, write_deltalake
 
-from tests.integration.lake.test_round_writers import WRITERS, WRITTEN_BY, missing_delta_jars
-from tests.integration.pipeline.harness import TableOracle, assert_lake_equals, make_config
+from tests.support.config import make_config
+from tests.support.oracle import TableOracle, assert_lake_equals
+from tests.support.writers import WRITERS, WRITTEN_BY, missing_delta_jars
 from tiering.context import TermContext
 from tiering.job import JobResult, TieringJob
-from tiering.lake.committer import RoundOutcome
+from tiering.round.outcome import RoundOutcome
 from tiering.lakestate.lake import Lake
 from tiering.lakestate.layout import lake_schema
 from tiering.verify import check_table
@@ -38,9 +39,9 @@ def write_path(request, spark) -> str:
 
 @pytest.fixture
 def config(write_path, kv_store, tmp_path):
-    merge_max_changes = dict(WRITERS)[write_path]
-    overrides = {"lake.writer": "delta-spark"} if merge_max_changes is None else {
-        "lake.merge_max_changes": merge_max_changes, "lake.change_data_feed": write_path == "delta-rs-feed"}
+    driver_max_changes = dict(WRITERS)[write_path]
+    overrides = {"lake.writer": "delta-spark"} if driver_max_changes is None else {
+        "lake.driver_max_changes": driver_max_changes, "lake.change_data_feed": write_path == "delta-rs-feed"}
     return make_config(tmp_path, kv_store.url, "127.0.0.1:1", **overrides)
 
 

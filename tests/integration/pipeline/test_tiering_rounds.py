@@ -9,7 +9,9 @@ import pyarrow as pa
 import pytest
 from deltalake import DeltaTable, write_deltalake
 
-from tests.integration.pipeline.harness import TableOracle, assert_lake_equals, lake_rows, make_config, wait_until
+from tests.support.config import make_config
+from tests.support.oracle import TableOracle, assert_lake_equals, lake_rows
+from tests.support.waiting import wait_until
 from tiering.job import CHECKPOINT_FILE_MANAGER, TieringJob
 from tiering.context import TermContext
 from tiering.state.lease_file import load_or_create_lease_id

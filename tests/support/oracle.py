@@ -1,23 +1,19 @@
-"""Test-side oracle and helpers for end-to-end runs: what was written, what the lake holds.
+"""The test's own record of a table, and the lake compared with it row by row.
 
 The oracle is the test's own record of every upsert and delete it sent, keyed by primary key:
-an independent truth to compare the lake with, row by row (not the store's files, which the
-service itself reads).
+an independent truth to compare the lake with (not the store's files, which the service itself
+reads). A lake table with a duplicate key or without its system columns fails every comparison.
 """
 
 from __future__ import annotations
 
-import os
 import random
-import subprocess
-import sys
-import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from tiering.conf.loader import load_config
-from tiering.conf.model import TieringConfig
+from deltalake.exceptions import TableNotFoundError
+
 from tiering.kvstore.client import KvStoreClient
 from tiering.kvstore.models import TableSpec
 from tiering.lakestate.lake import Lake
@@ -78,8 +74,9 @@ class TableOracle:
 def lake_rows(lake: Lake | Path, table: str) -> dict[int, dict]:
     """The lake table's user rows keyed by id (system columns checked, then dropped); ``lake``
     is a :class:`Lake` (any storage) or a local root."""
-    lake = lake if isinstance(lake, Lake) else Lake.at(str(lake))
-    data = lake.load(table).to_arrow().to_pylist()
+    loaded = (lake if isinstance(lake, Lake) else Lake.at(str(lake))).load(table)
+    assert loaded is not None, f"no lake table {table}"
+    data = loaded.to_arrow().to_pylist()
     rows: dict[int, dict] = {}
     for row in data:
         assert all(c in row for c in SYSTEM), f"system columns missing in {table}: {sorted(row)}"
@@ -99,56 +96,22 @@ def assert_lake_equals(lake_root: Lake | Path, oracle: TableOracle) -> None:
     )
 
 
-def make_config(tmp_path: Path, store_url: str, zk_hosts: str, job: str = "t-job", **overrides) -> TieringConfig:
-    base = {
-        "job.name": job,
-        "job.checkpoint": str(tmp_path / "ckpt"),
-        "kvstore.url": store_url,
-        "zookeeper.hosts": zk_hosts,
-        "zookeeper.session_timeout_s": 4.0,
-        "lake.root": str(tmp_path / "lake"),
-        "trigger.available_now": True,
-        "trigger.interval_s": 1.0,
-        "lease.duration_s": 60.0,
-    }
-    base.update(overrides)
-    return load_config(None, {}, base)
+def assert_lakes_equal(lake_root: Lake | Path, tables: Iterable[TableOracle]) -> None:
+    for table in tables:
+        assert_lake_equals(lake_root, table)
 
 
-def wait_until(predicate, timeout_s: float = 60.0, interval_s: float = 0.5, what: str = "condition"):
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(interval_s)
-    raise AssertionError(f"timed out after {timeout_s}s waiting for {what}")
+def lake_matches(lake_root: Lake | Path, oracle: TableOracle) -> bool:
+    """Whether the lake equals the oracle now (a table not created yet does not)."""
+    try:
+        assert_lake_equals(lake_root, oracle)
+    except (AssertionError, TableNotFoundError):
+        return False
+    return True
 
 
-def build_pyfiles_zip(dest: Path) -> Path:
-    """The package as spark-submit ships it (``--py-files``), built the documented way."""
-    repo = Path(__file__).resolve().parents[3]
-    built = subprocess.run([str(repo / "scripts" / "build_pyfiles.sh"), str(dest)],
-                           capture_output=True, text=True, env={**os.environ, "PYTHON": sys.executable})
-    assert built.returncode == 0, built.stderr
-    return dest
-
-
-def tiering_cli(*argv: str) -> subprocess.CompletedProcess:
-    """The ``tiering`` command as an operator runs it (no ``TIERING_*`` from the test's environment)."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("TIERING_")}
-    return subprocess.run([sys.executable, "-m", "tiering.cli", *argv], env=env, capture_output=True, text=True,
-                          timeout=120)
-
-
-def write_conf(config: TieringConfig, path: Path) -> Path:
-    """A TOML file with ``config``'s job, store, ZooKeeper and lake (what the CLI needs to find them)."""
-    import tomli_w
-
-    path.write_bytes(tomli_w.dumps({
-        "job": {"name": config.job.name, "checkpoint": config.job.checkpoint},
-        "kvstore": {"url": config.kvstore.url},
-        "zookeeper": {"hosts": config.zookeeper.hosts},
-        "lake": {"root": config.lake.root},
-    }).encode())
-    return path
+def assert_no_duplicates(lake_root: Path, tables: Iterable[TableOracle]) -> None:
+    """Holds at any time, even right after a kill: one row per key (lake_rows asserts it)."""
+    for table in tables:
+        if (lake_root / table.name / "_delta_log").exists():
+            lake_rows(lake_root, table.name)

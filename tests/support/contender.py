@@ -1,4 +1,4 @@
-"""A real leader process for the failover tests: ``python -m tests.integration.coord.contender``.
+"""A real leader process for the failover tests: ``python -m tests.support.contender``.
 
 It contends for ``JOB``, and while it leads writes ``<pid>:<epoch>:<n>`` to the job's ``data``
 znode through its term's fenced write every 100 ms. It reports facts as JSON lines on stdout:

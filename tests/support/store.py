@@ -1,17 +1,14 @@
-"""Shared helpers of the store's integration tests: table specs, waiting for GC passes, memory."""
+"""The store's side of a test: table specs, waiting for GC passes, leases lapsing, memory."""
 
 from __future__ import annotations
 
 import re
-import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import TypeVar
 
+from tests.support.config import CHAOS_LEASE_S
+from tests.support.waiting import STORE_PACE, wait_until
 from tiering.kvstore.client import KvStoreClient
 from tiering.kvstore.models import TableSpec
-
-T = TypeVar("T")
 
 
 def orders_spec(name: str = "orders", num_buckets: int = 1) -> TableSpec:
@@ -23,16 +20,6 @@ def orders_spec(name: str = "orders", num_buckets: int = 1) -> TableSpec:
     )
 
 
-def wait_until(predicate: Callable[[], T], what: str, timeout_s: float = 15.0) -> T:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        result = predicate()
-        if result:
-            return result
-        time.sleep(0.05)
-    raise AssertionError(f"timed out after {timeout_s}s waiting for {what}")
-
-
 def gc_runs(client: KvStoreClient) -> float:
     return float(re.search(r"^kvstore_gc_runs_total (\S+)$", client.metrics(), re.M).group(1))
 
@@ -40,7 +27,13 @@ def gc_runs(client: KvStoreClient) -> float:
 def wait_gc_passes(client: KvStoreClient, passes: int = 2) -> None:
     """Wait until ``passes`` complete GC passes started after this call (the first may be mid-way)."""
     start = gc_runs(client)
-    wait_until(lambda: gc_runs(client) >= start + passes + 1, f"{passes} GC passes")
+    wait_until(lambda: gc_runs(client) >= start + passes + 1, f"{passes} GC passes", **STORE_PACE)
+
+
+def assert_leases_lapse(client: KvStoreClient, duration_s: float = CHAOS_LEASE_S) -> None:
+    """No lease survives its duration: a crashed driver's lease expires, a live one was dropped."""
+    wait_until(lambda: client.list_leases() == [], f"every lease to lapse within {duration_s}s",
+               timeout_s=duration_s + 5, interval_s=0.25)
 
 
 def memory_mb(pid: int, field: str = "VmRSS") -> float:

@@ -1,0 +1,65 @@
+"""Job configurations for tests: a TOML file for a ``tiering`` process (:func:`write_conf`) or a
+validated :class:`TieringConfig` for a job run in the test's process (:func:`make_config`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import tomli_w
+
+from tiering.conf.loader import load_config
+from tiering.conf.model import TieringConfig
+
+#: A driver process's own Spark: two local cores, no UI, no progress bars in its output.
+SPARK_LOCAL = {
+    "spark.master": "local[2]",
+    "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
+    "spark.sql.shuffle.partitions": "2",
+    "spark.driver.memory": "1g",
+}
+#: Chaos runs use a short lease so a crashed driver's lease lapses within a trial...
+CHAOS_LEASE_S = 6.0
+#: ...and a short session: how long after a driver's death its leadership lingers.
+CHAOS_SESSION_TIMEOUT_S = 3.0
+#: The sections of a chaos driver's config (``write_conf(..., **CHAOS)``).
+CHAOS = {
+    "zookeeper": {"session_timeout_s": CHAOS_SESSION_TIMEOUT_S},
+    "lease": {"duration_s": CHAOS_LEASE_S, "renew": True},
+    "spark": SPARK_LOCAL,
+}
+
+
+def write_conf(path: Path, *, job: str, store_url: str, zk_hosts: str, checkpoint: Path | str | None = None,
+               lake_root: Path | str | None = None, **sections: dict) -> Path:
+    """A ``tiering`` TOML config at ``path``: the job, its store and ZooKeeper, its checkpoint and
+    lake root (by default ``ckpt`` and ``lake`` beside the file); each of ``sections`` adds keys
+    to a section or a whole section (``zookeeper={"session_timeout_s": 2.0}``, ``lake={"storage": ...}``,
+    ``spark=SPARK_LOCAL``)."""
+    conf: dict = {
+        "job": {"name": job, "checkpoint": str(checkpoint or path.parent / "ckpt")},
+        "kvstore": {"url": store_url},
+        "zookeeper": {"hosts": zk_hosts},
+        "lake": {"root": str(lake_root or path.parent / "lake")},
+    }
+    for section, values in sections.items():
+        conf.setdefault(section, {}).update(values)
+    path.write_bytes(tomli_w.dumps(conf).encode())
+    return path
+
+
+def make_config(tmp_path: Path, store_url: str, zk_hosts: str, job: str = "t-job", **overrides) -> TieringConfig:
+    """An availableNow job on ``tmp_path/ckpt`` and ``tmp_path/lake``; ``overrides`` by dotted key."""
+    base = {
+        "job.name": job,
+        "job.checkpoint": str(tmp_path / "ckpt"),
+        "kvstore.url": store_url,
+        "zookeeper.hosts": zk_hosts,
+        "zookeeper.session_timeout_s": 4.0,
+        "lake.root": str(tmp_path / "lake"),
+        "trigger.available_now": True,
+        "trigger.interval_s": 1.0,
+        "lease.duration_s": 60.0,
+    }
+    base.update(overrides)
+    return load_config(None, {}, base)

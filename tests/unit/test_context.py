@@ -1,0 +1,112 @@
+"""TermContext: one term's config, epoch and lease id, built once and handed on whole.
+
+What must hold: the lease id is the checkpoint's (created by the job's first term, the same for
+every later one); the context travels as one option and comes back equal, secrets included,
+while nothing else it prints shows them; a malformed or partial context is a ConfigError, never
+a context with defaults filled in; and every handle it builds acts for this term's epoch.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from pydantic import ValidationError
+
+from tiering.conf.loader import load_config
+from tiering.context import TermContext, store_client
+from tiering.errors import ConfigError
+from tiering.lakestate.lake import Lake
+from tiering.state.lease_file import read_lease_id
+
+pytestmark = pytest.mark.unit
+
+
+def config(tmp_path, **overrides):
+    return load_config(None, {}, {
+        "job.name": "orders-job", "job.checkpoint": str(tmp_path / "ckpt"), "kvstore.url": "http://127.0.0.1:1/",
+        "kvstore.token": "store-s3cret", "zookeeper.hosts": "127.0.0.1:1", "zookeeper.auth_user": "tiering",
+        "zookeeper.auth_password": "zk-s3cret", "lake.root": str(tmp_path / "lake"), "lease.duration_s": 2.5,
+        **overrides,
+    })
+
+
+def test_begin_takes_the_lease_id_from_the_checkpoint_and_every_later_term_reuses_it(tmp_path):
+    first = TermContext.begin(config(tmp_path), 1)
+    later = TermContext.begin(config(tmp_path), 7)
+
+    assert first.lease_id == read_lease_id(str(tmp_path / "ckpt")) and first.lease_id.startswith("orders-job-")
+    assert (later.epoch, later.lease_id) == (7, first.lease_id)
+    assert TermContext.begin(config(tmp_path, **{"job.checkpoint": str(tmp_path / "other")}), 7).lease_id != first.lease_id
+
+
+def test_the_option_round_trips_the_whole_context_secrets_included(tmp_path):
+    context = TermContext.begin(config(tmp_path), 4)
+
+    back = TermContext.from_option(context.to_option())
+
+    assert back == context
+    assert back.config.kvstore.token.get_secret_value() == "store-s3cret"
+    assert back.config.zookeeper.auth_password.get_secret_value() == "zk-s3cret"
+
+
+def test_secrets_are_in_the_option_only(tmp_path):
+    context = TermContext.begin(config(tmp_path), 4)
+
+    assert "store-s3cret" in context.to_option() and "zk-s3cret" in context.to_option()
+    for shown in (repr(context), str(context), context.model_dump_json()):
+        assert "store-s3cret" not in shown and "zk-s3cret" not in shown
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda d: d.pop("lease_id"),
+        lambda d: d.update(lease_id=""),
+        lambda d: d.update(epoch=-1),
+        lambda d: d.update(epoch="4"),  # strict: no coercion of what another process sent
+        lambda d: d.update(unknown=1),
+        lambda d: d["config"].pop("kvstore"),
+    ],
+    ids=["no lease id", "empty lease id", "negative epoch", "epoch as text", "unknown field", "no store"],
+)
+def test_a_malformed_context_is_a_config_error_naming_the_option(tmp_path, change):
+    data = json.loads(TermContext.begin(config(tmp_path), 4).to_option())
+    change(data)
+
+    with pytest.raises(ConfigError, match="kv-tiering source option: not a term context"):
+        TermContext.from_option(json.dumps(data))
+
+
+def test_not_json_is_a_config_error():
+    with pytest.raises(ConfigError, match="not a term context"):
+        TermContext.from_option("{epoch: 4")
+
+
+def test_a_context_is_immutable(tmp_path):
+    context = TermContext.begin(config(tmp_path), 4)
+
+    with pytest.raises(ValidationError):
+        context.epoch = 5
+    assert context.epoch == 4
+
+
+def test_handles_act_for_this_term(tmp_path):
+    context = TermContext.begin(config(tmp_path), 9)
+
+    client = context.store_client()
+    lease = context.job_lease(client)
+
+    assert context.job == "orders-job"
+    assert (client.url, client.token) == ("http://127.0.0.1:1", "store-s3cret")
+    assert (lease.client, lease.lease_id, lease.epoch, lease.duration_ms) == (client, context.lease_id, 9, 2500)
+    assert isinstance(context.lake, Lake) and context.lake == Lake.of(context.config.lake)
+    assert context.lake.store.root == str(tmp_path / "lake")
+
+
+def test_the_store_client_of_a_config_without_a_token_sends_none(tmp_path):
+    kvstore = config(tmp_path, **{"kvstore.token": ""}).kvstore
+
+    client = store_client(kvstore, timeout_s=3.0, retry_deadline_s=1.0)
+
+    assert (client.url, client.token, client.timeout_s, client.retry_deadline_s) == ("http://127.0.0.1:1", None, 3.0, 1.0)

@@ -1,0 +1,43 @@
+"""Failpoints: an armed point kills the process and says so first; an unarmed one does nothing."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+
+import pytest
+
+from tiering import failpoints
+
+pytestmark = pytest.mark.unit
+
+PROGRAM = "from tiering import failpoints; print('before', flush=True); failpoints.hit('p'); print('after')"
+
+
+def run(armed: str | None) -> subprocess.CompletedProcess:
+    env = {"PATH": "/usr/bin:/bin"} | ({failpoints.ENV: armed} if armed is not None else {})
+    return subprocess.run([sys.executable, "-c", PROGRAM], env=env, capture_output=True, text=True, timeout=60)
+
+
+@pytest.mark.parametrize("armed", ["p", "a,p", "p,b"])
+def test_an_armed_point_says_it_fired_then_sigkills_the_process(armed):
+    result = run(armed)
+
+    assert result.returncode == -signal.SIGKILL
+    assert result.stdout == "before\n", "nothing after the point ran"
+    assert result.stderr.startswith(failpoints.fired("p")) and result.stderr.count("\n") == 1, result.stderr
+
+
+@pytest.mark.parametrize("armed", [None, "", "q", "pp", "a,b"])
+def test_a_point_not_armed_does_nothing(armed):
+    result = run(armed)
+
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "before\nafter\n"
+    assert "failpoint" not in result.stderr
+
+
+def test_the_fired_line_names_the_point():
+    assert failpoints.fired("before_delta_commit") != failpoints.fired("after_delta_commit")
+    assert "before_delta_commit" in failpoints.fired("before_delta_commit")

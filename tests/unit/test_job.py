@@ -1,0 +1,83 @@
+"""The leader loop's pure decisions (tiering.job): which tables a job tiers, when a run is ok, and
+whether a failed query means the term was lost (a LeadershipLostError) or is an error of its own."""
+
+from __future__ import annotations
+
+import threading
+from types import SimpleNamespace
+
+import pytest
+
+from tiering.conf.loader import load_config
+from tiering.errors import LeadershipLostError, NotLeaderError, TieringError
+from tiering.job import JobResult, _lost_reason, included_tables
+
+pytestmark = pytest.mark.unit
+
+
+def config(**tables):
+    return load_config(None, {}, {
+        "job.name": "j", "job.checkpoint": "/tmp/c", "kvstore.url": "http://127.0.0.1:1",
+        "zookeeper.hosts": "127.0.0.1:1", "lake.root": "/tmp/l", **{f"tables.{k}": v for k, v in tables.items()},
+    })
+
+
+class Store:
+    """A client's ``list_tables``, in the store's order."""
+
+    def __init__(self, *names: str) -> None:
+        self.names = names
+
+    def list_tables(self):
+        return [SimpleNamespace(name=n) for n in self.names]
+
+
+def test_included_tables_are_the_stores_tables_the_config_selects_sorted():
+    store = Store("users", "orders_tmp", "orders", "orders_eu", "audit")
+
+    assert included_tables(config(), store) == ["audit", "orders", "orders_eu", "orders_tmp", "users"]
+    assert included_tables(config(include=["orders*"], exclude=["*_tmp"]), store) == ["orders", "orders_eu"]
+    assert included_tables(config(include=["nothing*"]), store) == []
+
+
+def test_a_run_is_ok_only_without_failed_tables():
+    assert JobResult().ok and JobResult(rounds=3).ok
+    assert not JobResult(rounds=3, failed_tables={"orders": "boom"}).ok
+
+
+class Term:
+    """What ``_lost_reason`` asks of a leader term."""
+
+    def __init__(self, lost_reason: str | None = None, check_raises: Exception | None = None) -> None:
+        self.lost = threading.Event()
+        if lost_reason is not None:
+            self.lost.set()
+        self.lost_reason = lost_reason
+        self._check_raises = check_raises
+        self.checked = 0
+
+    def check(self) -> None:
+        self.checked += 1
+        if self._check_raises is not None:
+            raise self._check_raises
+
+
+def test_a_fence_error_is_the_reason_without_asking_zookeeper():
+    term = Term(check_raises=AssertionError("must not be asked"))
+
+    assert _lost_reason(term, NotLeaderError("epoch 3 fenced by epoch 4")) == "epoch 3 fenced by epoch 4"
+    assert term.checked == 0
+
+
+def test_a_term_the_watchdog_ended_gives_its_own_reason():
+    term = Term(lost_reason="session expired", check_raises=AssertionError("must not be asked"))
+
+    assert _lost_reason(term, TieringError("query failed: py4j")) == "session expired"
+    assert term.checked == 0
+
+
+def test_otherwise_zookeeper_is_asked():
+    assert _lost_reason(Term(check_raises=LeadershipLostError("epoch moved on to 5")), RuntimeError("x")) == "epoch moved on to 5"
+    still_leading = Term()
+    assert _lost_reason(still_leading, TieringError("query failed: disk full")) is None
+    assert still_leading.checked == 1
