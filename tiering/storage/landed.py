@@ -29,7 +29,9 @@ from tiering.errors import ObjectWriteError
 __all__ = ["LandedObject", "copy_object", "store_answer"]
 
 #: pyarrow's S3 errors: "... AWS Error ACCESS_DENIED during UploadPart operation: Access Denied. (Request ID: ...)"
-_AWS_ERROR = re.compile(r"AWS Error (?P<code>\w+) during (?P<operation>\w+) operation:\s*(?P<detail>.*?)\s*(\(Request ID.*)?$")
+#: (a body-less answer, to a HEAD, is "AWS Error UNKNOWN (HTTP status 503) during HeadObject ...")
+_AWS_ERROR = re.compile(r"AWS Error (?P<code>\w+)(?: \(HTTP status (?P<status>\d+)\))? during (?P<operation>\w+) "
+                        r"operation:?\s*(?P<detail>.*?)\s*(\(Request ID.*)?$")
 _COPY_CHUNK = 8 * 1024 * 1024
 
 
@@ -43,6 +45,8 @@ def store_answer(error: BaseException, default_operation: str) -> tuple[str, str
     code, detail = found["code"], found["detail"][:300]
     if "curlCode: 28" in detail:
         code = "TIMEOUT"
+    elif code == "UNKNOWN" and found["status"]:
+        code = f"HTTP {found['status']}"
     return found["operation"], f"{code} ({detail})"
 
 
