@@ -23,7 +23,7 @@ feed would name every row of every touched bucket. Hence, with the feed on:
 
 Memory: DataFusion builds the MERGE's join from its source, so the driver holds the source's
 rows (the changes, and the whole content of bootstrap buckets already in the lake). A round
-whose source exceeds ``lake.merge_max_changes`` rows fails with :class:`LakeCommitError` naming
+whose source exceeds ``lake.merge_max_rows`` rows fails with :class:`LakeCommitError` naming
 both keys, before anything is written, instead of running the driver out of memory.
 """
 
@@ -65,7 +65,7 @@ def check_source_rows(prepared: PreparedRound, tasks: Sequence[BucketTask], max_
         name = prepared.table.name
         raise LakeCommitError(
             f"table {name!r}: with lake.change_data_feed on, this round is one MERGE whose source the driver holds: "
-            f"{rows} rows, more than lake.merge_max_changes = {max_rows}; raise lake.merge_max_changes (driver "
+            f"{rows} rows, more than lake.merge_max_rows = {max_rows}; raise lake.merge_max_rows (driver "
             "memory allowing) or bound rounds with limits.max_bytes_per_trigger",
             table=name, epoch=prepared.epoch,
         )

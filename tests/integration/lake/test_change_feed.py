@@ -186,7 +186,7 @@ def test_a_merge_source_beyond_merge_max_rows_fails_the_table_before_writing(spa
     commit(writer, files(tmp_path / "r1", ROUND1))
     before = change_data_files(lake), orders_rows(lake)
 
-    with pytest.raises(LakeCommitError, match=r"7 rows, more than lake\.merge_max_changes = 5") as err:
+    with pytest.raises(LakeCommitError, match=r"7 rows, more than lake\.merge_max_rows = 5") as err:
         commit(writer, files(tmp_path / "r2", ROUND2[:1]), round_id=2)  # bucket 0's 7 changes
 
     assert "lake.change_data_feed" in str(err.value) and err.value.table == "orders"

@@ -22,9 +22,10 @@ from tests.support.oracle import TableOracle, assert_lake_equals
 from tests.support.writers import WRITERS, WRITTEN_BY, missing_delta_jars
 from tiering.context import TermContext
 from tiering.job import JobResult, TieringJob
-from tiering.round.outcome import RoundOutcome
 from tiering.lakestate.lake import Lake
 from tiering.lakestate.layout import lake_schema
+from tiering.round.outcome import RoundOutcome
+from tiering.round.states import FailureCause, TableState
 from tiering.verify import check_table
 
 pytestmark = pytest.mark.integration
@@ -168,7 +169,8 @@ def test_a_change_the_lake_cannot_follow_fails_that_table_only(spark, kv_store, 
     result, outcomes = run(spark, config)
 
     failure = result.failed_tables["orders"]
-    assert failure.startswith("LakeCommitError: table 'orders': the Delta table at ") and message in failure
+    assert (failure.cause, failure.state) == (FailureCause.SCHEMA, TableState.ACQUIRED)
+    assert str(failure).startswith("SchemaMismatchError: table 'orders': the Delta table at ") and message in str(failure)
     assert list(result.failed_tables) == ["orders"]
     first = outcomes[0]  # later rounds re-plan orders alone, and fail it again
     assert (list(first.committed), list(first.failed)) == (["users"], ["orders"])
