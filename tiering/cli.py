@@ -83,8 +83,15 @@ def _maintain(args: argparse.Namespace) -> int:
 
 
 def _status(args: argparse.Namespace) -> int:
-    from tiering.status import job_status, render_status
+    """With ``--watch``, Ctrl-C is how it ends: exit 0."""
+    from tiering.status import job_status, render_status, watch_status
 
+    if args.watch:
+        try:
+            watch_status(_load(args), args.interval)  # returns only by Ctrl-C
+        except KeyboardInterrupt:
+            pass
+        return EXIT_OK
     status = job_status(_load(args))
     if args.json:
         print(json.dumps(status.as_dict(), indent=2, sort_keys=True))
@@ -120,6 +127,7 @@ def _leases_drop(args: argparse.Namespace) -> int:
 
 
 def _demo(args: argparse.Namespace) -> int:
+    from tiering.console import output_console
     from tiering.demo import DemoOptions, run_demo
 
     if args.duration <= 0 or args.tables < 1:
@@ -132,7 +140,7 @@ def _demo(args: argparse.Namespace) -> int:
         keep=args.keep,
         lake=args.lake,
     )
-    return EXIT_OK if run_demo(options) else EXIT_FAILURE
+    return EXIT_OK if run_demo(options, output_console()) else EXIT_FAILURE
 
 
 def _positive_int(text: str) -> int:
@@ -142,6 +150,16 @@ def _positive_int(text: str) -> int:
         value = 0
     if value < 1:
         raise argparse.ArgumentTypeError(f"expected a whole number of rounds >= 1, got {text!r}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a number of seconds > 0, got {text!r}")
     return value
 
 
@@ -195,7 +213,13 @@ def _parser() -> argparse.ArgumentParser:
     status = commands.add_parser("status", help="per table: state, store log end, lake offset, lag, freshness, "
                                  "last commit, last failure, leased snapshots; the job's leader and epoch")
     _conf_arg(status)
-    status.add_argument("--json", action="store_true", help="print JSON instead of tables")
+    shown = status.add_mutually_exclusive_group()
+    shown.add_argument("--json", action="store_true", help="print JSON instead of tables")
+    shown.add_argument("--watch", action="store_true",
+                       help="redraw the tables every --interval seconds until Ctrl-C (exit 0); off a terminal, "
+                            "print them one after another")
+    status.add_argument("--interval", type=_positive_float, default=2.0, metavar="S",
+                        help="seconds between refreshes of --watch (default 2)")
     status.add_argument("--fail-after", type=_positive_int, default=3, metavar="N",
                         help=f"exit {EXIT_TABLES_FAILING} when a table failed N or more rounds in a row (default 3)")
     status.set_defaults(func=_status)

@@ -10,13 +10,14 @@ nothing here writes to the lake, the checkpoint or ZooKeeper.
 
 from __future__ import annotations
 
-import sys
+import logging
 import time
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 
 from tiering.conf.model import TieringConfig
+from tiering.console import output_console
 from tiering.context import store_client
 from tiering.coord.leader import read_status
 from tiering.enumerator.positions import LakePosition
@@ -31,7 +32,7 @@ from tiering.round.health import TableHealth, read_health
 
 __all__ = [
     "TableStatus", "JobStatus", "job_status", "table_statuses", "held_snapshots", "job_leases", "drop_lease",
-    "render_status", "render_leases",
+    "render_status", "status_view", "watch_status", "render_leases",
 ]
 
 #: Store calls of ``status`` and ``leases`` give up sooner than the job's: an operator waits.
@@ -268,29 +269,73 @@ def expires_in_s(lease: Lease, now_ms: int | None = None) -> float:
 
 
 def render_status(status: JobStatus, console=None) -> None:
-    """Print ``status`` as a header line and one table row per store table."""
-    from rich.console import Console
-    from rich.table import Table
+    """Print ``status`` as a header line, one table row per store table, then the failing tables."""
+    (console or output_console()).print(status_view(status))
 
-    console = console or Console(width=None if sys.stdout.isatty() else 200)  # piped: no truncated names
+
+def status_view(status: JobStatus, note: str = ""):
+    """``status`` as one rich renderable (what :func:`render_status` prints and ``--watch`` redraws)."""
+    from rich.console import Group
+    from rich.table import Table
+    from rich.text import Text
+
     leader = status.leader or "none"
     epoch = "never led" if status.epoch is None else str(status.epoch)
-    console.print(f"job [bold]{status.job}[/]  leader {leader}  epoch {epoch}  "
-                  f"contenders {status.contenders}  lease {status.lease_id or 'none'}")
+    head = Text.assemble("job ", (status.job, "bold"), f"  leader {leader}  epoch {epoch}  "
+                         f"contenders {status.contenders}  lease {status.lease_id or 'none'}{note}")
     table = Table("table", "table_id", "state", "lake offset", "lag", "fresh (s)", "lake version", "lake epoch",
                   "last commit", "columns store/lake", "leased snapshots")
     for t in status.tables:
         table.add_row(
-            t.table, str(t.table_id), t.state, _or_dash(t.lake_offset), str(t.lag),
+            Text(t.table), str(t.table_id), t.state, _or_dash(t.lake_offset), str(t.lag),
             "-" if t.freshness_s is None else f"{t.freshness_s:.1f}", _or_dash(t.lake_version), _or_dash(t.lake_epoch),
             _when(t.lake_commit_ms), f"{_or_dash(t.store_columns)}/{_or_dash(t.lake_columns)}", str(t.leased_snapshots),
         )
-    console.print(table)
-    for t in status.tables:
-        if t.last_failure is not None and (t.consecutive_failures or t.state == "dropped"):
-            cause = f" ({t.last_failure_cause}, in state {t.last_failure_state})" if t.last_failure_cause else ""
-            console.print(f"{t.table}: {t.state}, {t.consecutive_failures} round(s) in a row, last at "
-                          f"{_when(t.last_failure_ms)}{cause}: {t.last_failure}", markup=False, highlight=False)
+    failures = [
+        Text(f"{t.table}: {t.state}, {t.consecutive_failures} round(s) in a row, last at {_when(t.last_failure_ms)}"
+             + (f" ({t.last_failure_cause}, in state {t.last_failure_state})" if t.last_failure_cause else "")
+             + f": {t.last_failure}")
+        for t in status.tables
+        if t.last_failure is not None and (t.consecutive_failures or t.state == "dropped")
+    ]
+    return Group(head, table, *failures)
+
+
+def watch_status(config: TieringConfig, every_s: float, console=None) -> None:
+    """Redraw the status every ``every_s`` seconds until interrupted (Ctrl-C: KeyboardInterrupt).
+
+    Failure mode: a monitor that dies on the first blip. A refresh that fails (ZooKeeper or the
+    store out of reach) keeps the last status on screen, says when and why it is stale, and the
+    next refresh tries again. In a terminal the view is redrawn in place; anywhere else (a file, a
+    pipe) each refresh is printed after the last, a log of the job's progress.
+    """
+    from rich.console import Group
+    from rich.live import Live
+    from rich.text import Text
+
+    console = console or output_console()
+    # every refresh opens and closes a ZooKeeper session: four INFO lines each, scrolling the view
+    logging.getLogger("kazoo.client").setLevel(logging.WARNING)
+
+    last: JobStatus | None = None
+
+    def refreshed():
+        nonlocal last
+        try:
+            last = job_status(config)
+        except (TieringError, OSError) as e:
+            stale = Text(f"refresh failed at {time.strftime('%H:%M:%S')}: {e}", style="bold red")
+            return stale if last is None else Group(stale, status_view(last))
+        return status_view(last, f"  updated {time.strftime('%H:%M:%S')}, every {every_s:g}s (Ctrl-C quits)")
+
+    if console.is_terminal:
+        with Live(console=console, auto_refresh=False, transient=False) as live:
+            while True:
+                live.update(refreshed(), refresh=True)
+                time.sleep(every_s)
+    while True:
+        console.print(refreshed(), "")
+        time.sleep(every_s)
 
 
 def _when(ms: int | None) -> str:
@@ -299,10 +344,9 @@ def _when(ms: int | None) -> str:
 
 def render_leases(leases: list[Lease], config: TieringConfig, console=None) -> None:
     """Print one row per lease; the checkpoint's lease is marked with ``*``."""
-    from rich.console import Console
     from rich.table import Table
 
-    console = console or Console()
+    console = console or output_console()
     mine = read_lease_id(config.job.checkpoint)
     table = Table("lease", "epoch", "expires in", "snapshots (by table_id)")
     for lease in leases:

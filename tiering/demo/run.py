@@ -145,6 +145,8 @@ def run_demo(options: DemoOptions, console: Console | None = None) -> bool:
             caught_up = watch.until(live, lambda up: up or time.monotonic() >= deadline)
             progress.phase = "caught up" if caught_up else "did not catch up"
             live.update(progress.render(writer, watch.elapsed_s, data_dir))
+        if not console.is_terminal:
+            console.line()  # off a terminal, rich's Live ends its last render without a newline
         job.stop()
         if writer.error is not None or job.error is not None:
             console.print(f"demo: FAILED: {writer.error or job.error}")

@@ -1,0 +1,143 @@
+"""`tiering status --watch` in a real terminal (tmux), and every table printed off a terminal
+with its names whole.
+
+Real ZooKeeper and store processes; no Spark (status needs none). The tables are never tiered,
+so their lag is every write: a number the test controls, and watches change.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import signal
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+
+from tests.support.config import write_conf
+from tests.support.drivers import REPO, driver_env, tiering_cli
+from tests.support.oracle import TableOracle
+from tests.support.waiting import wait_until
+from tiering.cli import EXIT_OK
+
+pytestmark = pytest.mark.integration
+
+#: longer than rich would leave them in 80 columns beside ten other columns
+LONG_NAMES = ("orders_of_the_european_webshop_2026", "leases_and_contracts_of_every_tenant")
+
+
+@pytest.fixture
+def conf(kv_store, zk_server, unique_job, tmp_path) -> Path:
+    client = kv_store.client()
+    for rows, name in zip((30, 12), LONG_NAMES):
+        TableOracle(client, name, num_buckets=2).upsert(range(rows))
+    return write_conf(tmp_path / "tiering.toml", job=unique_job, store_url=kv_store.url, zk_hosts=zk_server.hosts)
+
+
+class Tmux:
+    """A tmux server of the test's own (its own socket), one window running a plain shell."""
+
+    def __init__(self, width: int = 250, height: int = 50) -> None:
+        self.socket = f"kv-tiering-test-{uuid.uuid4().hex[:8]}"
+        env = " ".join(f"{k}={shlex.quote(v)}" for k, v in {**driver_env(), "PS1": "$ ", "TERM": "xterm-256color"}.items())
+        self.tmux("new-session", "-d", "-s", "watch", "-x", str(width), "-y", str(height),
+                  f"env -i {env} bash --noprofile --norc")
+
+    def tmux(self, *argv: str) -> str:
+        done = subprocess.run(["tmux", "-L", self.socket, "-f", "/dev/null", *argv], capture_output=True, text=True,
+                              timeout=30, check=True)
+        return done.stdout
+
+    def type(self, *keys: str) -> None:
+        self.tmux("send-keys", "-t", "watch", *keys)
+
+    def screen(self) -> str:
+        return self.tmux("capture-pane", "-p", "-t", "watch")
+
+    def wait_for(self, what: str, predicate) -> str:
+        return wait_until(lambda: (lambda s: s if predicate(s) else None)(self.screen()), what, timeout_s=60)
+
+    def close(self) -> None:
+        subprocess.run(["tmux", "-L", self.socket, "kill-server"], capture_output=True, timeout=30)
+
+
+@pytest.fixture
+def terminal():
+    if subprocess.run(["which", "tmux"], capture_output=True).returncode != 0:
+        pytest.skip("tmux not installed: scripts/setup.sh installs it (Debian's tmux package)")
+    term = Tmux()
+    yield term
+    term.close()
+
+
+def lag_of(screen: str, table: str) -> int | None:
+    """The lag column of ``table``'s row on the screen (the 5th cell)."""
+    for line in screen.splitlines():
+        cells = [c.strip() for c in line.split("│")]
+        if len(cells) > 5 and cells[1] == table:
+            return int(cells[5])
+    return None
+
+
+def test_watch_redraws_the_live_table_until_ctrl_c_which_exits_0(conf, terminal, kv_store, unique_job):
+    orders, leases = LONG_NAMES
+    command = f"cd {shlex.quote(str(REPO))} && {shlex.quote(sys.executable)} -m tiering.cli status --watch " \
+              f"--interval 0.5 --conf {shlex.quote(str(conf))}; echo exit=$?"
+    terminal.type(command, "Enter")
+
+    first = terminal.wait_for("the table with both tables' lag", lambda s: lag_of(s, orders) == 30 and lag_of(s, leases) == 12)
+    assert f"job {unique_job}  leader none  epoch never led" in first and "Ctrl-C quits" in first
+
+    kv_store.client().upsert(orders, [{"id": i, "name": "n", "amount": 1.0, "qty": 1} for i in range(100, 107)])
+    terminal.wait_for("the lag of the new writes", lambda s: lag_of(s, orders) == 37)
+
+    terminal.type("C-c")
+    last = terminal.wait_for("the exit status, then the shell prompt", lambda s: re.search(r"exit=\d+\n\$", s))
+    assert "exit=0" in last, last
+    assert "Traceback" not in last and "KeyboardInterrupt" not in last and "kazoo" not in last, last
+    assert lag_of(last, orders) == 37, "the last view stays on screen"
+    assert last.count(orders) == 1, "redrawn in place, not printed again"
+
+
+def watching_into(log: Path, conf: Path) -> subprocess.Popen:
+    """`tiering status --watch` with its output in ``log``: not a terminal."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TIERING_")}
+    with open(log, "w") as out:
+        return subprocess.Popen([sys.executable, "-m", "tiering.cli", "status", "--watch", "--interval", "0.2",
+                                 "--conf", str(conf)], env=env, stdout=out, stderr=subprocess.STDOUT, cwd=REPO)
+
+
+def test_off_a_terminal_no_name_is_shortened(conf, tmp_path):
+    printed = tiering_cli("status", "--conf", str(conf))
+    assert printed.returncode == EXIT_OK, printed.stderr
+    assert all(name in printed.stdout for name in LONG_NAMES) and "…" not in printed.stdout, printed.stdout
+
+    log = tmp_path / "watch.log"
+    watch = watching_into(log, conf)
+    try:
+        wait_until(lambda: log.read_text().count(LONG_NAMES[0]) >= 2, "two refreshes in the log", timeout_s=60)
+    finally:
+        watch.send_signal(signal.SIGINT)
+        assert watch.wait(30) == EXIT_OK
+    text = log.read_text()
+    assert "…" not in text and "Traceback" not in text and "\x1b[" not in text, text
+    assert all(lag_of(block, LONG_NAMES[0]) == 30 for block in text.split("\n\n") if LONG_NAMES[0] in block)
+
+
+def test_a_failed_refresh_keeps_the_last_status_and_says_why(conf, kv_store, tmp_path):
+    log = tmp_path / "watch.log"
+    watch = watching_into(log, conf)
+    try:
+        wait_until(lambda: LONG_NAMES[0] in log.read_text(), "the first status", timeout_s=60)
+        kv_store.stop()
+        wait_until(lambda: "refresh failed at" in log.read_text(), "a failed refresh", timeout_s=60)
+    finally:
+        watch.send_signal(signal.SIGINT)
+        assert watch.wait(30) == EXIT_OK
+    failed = log.read_text().split("refresh failed at", 1)[1]
+    assert kv_store.url.split("//")[1] in failed.splitlines()[0], failed[:500]
+    assert lag_of(failed, LONG_NAMES[0]) == 30, "the last status stays, under the error"
