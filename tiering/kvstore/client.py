@@ -109,6 +109,11 @@ class KvStoreClient:
         self.retry_deadline_s = retry_deadline_s
         self._session: requests.Session | None = None
 
+    def with_retry_deadline(self, seconds: float) -> KvStoreClient:
+        """The same store, its unavailable calls retried for at most ``seconds`` (a session of its own)."""
+        deadline = seconds if self.retry_deadline_s is None else min(seconds, self.retry_deadline_s)
+        return KvStoreClient(self.url, self.token, self.timeout_s, retry_deadline_s=deadline)
+
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
         state["_session"] = None

@@ -66,6 +66,12 @@ log = logging.getLogger(__name__)
 
 _Gone = set[tuple[int, int, int]]
 
+#: How long one table's store calls (its files, its report, its lag) retry an unavailable store:
+#: long enough to ride out a store restart, short enough that a table the store keeps refusing
+#: fails (or defers its report) without holding every other table of the round for the whole
+#: STORE_RETRY deadline. The round's own calls (the acquire, the listing) keep the full deadline.
+TABLE_CALL_RETRY_S = 10.0
+
 
 class RoundCommitter:
     """The ``foreachBatch`` function of the tiering query (one per term)."""
@@ -83,6 +89,7 @@ class RoundCommitter:
         self._writer = writer
         self._context = context
         self._client = client
+        self._table_client = client.with_retry_deadline(TABLE_CALL_RETRY_S)
         self._releases = releases
         self._fence = fence
         self._on_round = on_round
@@ -115,7 +122,7 @@ class RoundCommitter:
         self._on_round(outcome)
 
     def _run(self, tables: list[TableRound], outcome: RoundOutcome) -> None:
-        self._deferred.retry(self._client.report_lake, self._releases)
+        self._deferred.retry(self._table_client.report_lake, self._releases)
         with ThreadPoolExecutor(self._parallelism, thread_name_prefix="round") as pool:
 
             def each(step: Callable[[TableRound], None], state: TableState) -> None:
@@ -184,12 +191,12 @@ class RoundCommitter:
     def _files(self, table: str, splits: list[Split]) -> dict[Split, list[str]]:
         """Every split's Parquet files: a snapshot's from the store, the log splits' segments in
         one call for the table."""
-        files = {s: list(self._client.get_snapshot(table, s.bucket, s.snapshot_id).files)
+        files = {s: list(self._table_client.get_snapshot(table, s.bucket, s.snapshot_id).files)
                  for s in splits if isinstance(s, SnapshotSplit)}
         logs = [s for s in splits if isinstance(s, LogSplit)]
         if logs:
             ranges = [LogRange(bucket=s.bucket, from_offset=s.start_offset, to_offset=s.end_offset) for s in logs]
-            segments = self._client.table_segments(table, ranges)
+            segments = self._table_client.table_segments(table, ranges)
             files.update({s: [seg.file for seg in found] for s, found in zip(logs, segments)})
         return files
 
@@ -206,7 +213,7 @@ class RoundCommitter:
         report = self._lake_report(table.table_id, commit)
         try:
             if report is not None:
-                self._client.report_lake(table.name, report)
+                self._table_client.report_lake(table.name, report)
             table.advance(TableState.REPORTED)
         except NotLeaderError:
             raise
@@ -251,7 +258,7 @@ class RoundCommitter:
     def _lag(self, table: str, position: LakePosition) -> int | None:
         """Records the store holds beyond ``position``; None when the store cannot say now."""
         try:
-            return position.lag(self._client.log_info(table).buckets)
+            return position.lag(self._table_client.log_info(table).buckets)
         except StoreError as e:
             log.warning("table=%s: lag unknown this round: %s", table, e)
             return None

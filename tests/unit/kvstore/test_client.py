@@ -100,6 +100,19 @@ def test_a_retry_deadline_reports_a_down_store_within_it():
     assert time.monotonic() - started < 5
 
 
+def test_a_copy_with_a_retry_deadline_keeps_the_store_and_the_shorter_deadline():
+    client = KvStoreClient(f"http://127.0.0.1:{free_port()}", "secret", timeout_s=2)
+    table_calls = client.with_retry_deadline(0.5)
+    assert (table_calls.url, table_calls.token, table_calls.timeout_s, table_calls.retry_deadline_s) == (
+        client.url, "secret", 2, 0.5)
+    assert client.retry_deadline_s is None, "the original keeps the full deadline"
+    assert KvStoreClient(client.url, retry_deadline_s=0.2).with_retry_deadline(5).retry_deadline_s == 0.2
+    started = time.monotonic()
+    with pytest.raises(StoreUnavailableError, match="unreachable"):
+        table_calls.list_tables()
+    assert time.monotonic() - started < 5
+
+
 def test_pickles_without_its_session():
     client = KvStoreClient("http://127.0.0.1:1/", token="t", timeout_s=5)
     assert client.session.headers["Authorization"] == "Bearer t"
