@@ -1,6 +1,7 @@
 """Every metric and label the alert rules, their unit tests and the dashboard name is one a real
 driver exports: a `tiering run --metrics-port` process is scraped after it committed a table and
-failed another, so the failure series exist too.
+failed another 3 rounds in a row, so the failure series exist too; and the rules, evaluated by
+promtool on that very scrape, fire the failing-table alert and nothing else.
 
 Real ZooKeeper, store process, local Spark in the driver process; the failing table has an
 incompatible Delta table where its lake table would go (a schema failure every round).
@@ -12,16 +13,18 @@ import os
 import signal
 import subprocess
 import sys
+import time
 import urllib.request
 from pathlib import Path
 
 import pyarrow as pa
 import pytest
+import yaml
 from deltalake import write_deltalake
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.integration.monitoring.references import (
-    SCRAPE_LABELS, Expression, dashboard_expressions, input_series, rule_expressions,
+    RULE_FILES, SCRAPE_LABELS, Expression, dashboard_expressions, input_series, promtool, rule_expressions,
 )
 from tests.support.config import SPARK_LOCAL, write_conf
 from tests.support.drivers import REPO, driver_env
@@ -87,9 +90,12 @@ def driver_metrics(kv_store, zk_server, unique_job, tmp_path):
                 samples = scrape(port)
             except OSError:
                 return None
-            return samples if all(shows(samples, name, labels) for name, labels in AWAITED) else None
+            failing = [v for labels, v in samples.get("kv_tiering_table_consecutive_failures", []) if labels["table"] == "bad"]
+            awaited = all(shows(samples, name, labels) for name, labels in AWAITED)
+            return samples if awaited and failing and failing[0] >= 3 else None
 
-        yield wait_until(ready, "a committed and a failed table in the driver's metrics", timeout_s=180)
+        yield wait_until(ready, "a committed table and one failed 3 rounds in a row in the driver's metrics",
+                         timeout_s=240)
         proc.send_signal(signal.SIGTERM)
         proc.wait(60)
     finally:
@@ -98,6 +104,30 @@ def driver_metrics(kv_store, zk_server, unique_job, tmp_path):
         except ProcessLookupError:
             pass
         proc.wait()
+
+
+def as_promtool_test(samples: Samples, job: str, path: Path) -> Path:
+    """A promtool test holding the scrape for 10 minutes (as Prometheus stores it, `instance`
+    added): of the alerts, only ``bad`` failing 3 rounds in a row fires."""
+    instance = "driver:9108"
+    series = [
+        {"series": name + "{" + ", ".join(f'{k}="{v}"' for k, v in {**labels, "instance": instance}.items()) + "}",
+         "values": f"{value!r}x10"}
+        for name, got in samples.items() if name.startswith("kv_tiering_") for labels, value in got
+    ]
+    (failures,) = [v for labels, v in samples["kv_tiering_table_consecutive_failures"] if labels["table"] == "bad"]
+    rules = {r["alert"]: r for f in RULE_FILES for g in yaml.safe_load(f.read_text())["groups"] for r in g["rules"]}
+    quiet = [{"eval_time": "5m", "alertname": name, "exp_alerts": []} for name in rules if name != "KvTieringTableFailing"]
+    failing = {"eval_time": "5m", "alertname": "KvTieringTableFailing", "exp_alerts": [{
+        "exp_labels": {"severity": "critical", "job": job, "instance": instance, "table": "bad"},
+        "exp_annotations": {"summary": f"{job}/bad: {failures:g} rounds in a row failed",
+                            "description": rules["KvTieringTableFailing"]["annotations"]["description"]},
+    }]}
+    path.write_text(yaml.safe_dump({
+        "rule_files": [str(f) for f in RULE_FILES], "evaluation_interval": "1m",
+        "tests": [{"interval": "1m", "input_series": series, "alert_rule_test": [failing, *quiet]}],
+    }))
+    return path
 
 
 def problems(expression: Expression, exported: dict[str, set[str]]) -> list[str]:
@@ -116,7 +146,7 @@ def problems(expression: Expression, exported: dict[str, set[str]]) -> list[str]
     return out
 
 
-def test_rules_dashboard_and_rule_tests_name_only_what_a_running_job_exports(driver_metrics, unique_job):
+def test_rules_dashboard_and_rule_tests_name_only_what_a_running_job_exports(driver_metrics, unique_job, tmp_path):
     samples = driver_metrics
     exported = {name: set().union(*(set(labels) for labels, _ in got)) for name, got in samples.items()
                 if name.startswith("kv_tiering_")}
@@ -133,6 +163,14 @@ def test_rules_dashboard_and_rule_tests_name_only_what_a_running_job_exports(dri
                          f"the driver exports {sorted(exported[name])}")
     assert found == []
 
+    if promtool() is not None:  # test_rules says why when it is not
+        test = as_promtool_test(samples, unique_job, tmp_path / "scraped_test.yml")
+        tested = subprocess.run([promtool(), "test", "rules", str(test)], capture_output=True, text=True, timeout=120)
+        assert tested.returncode == 0, tested.stdout + tested.stderr
+
     targets = {labels["table"]: value for labels, value in samples["kv_tiering_freshness_target_seconds"]}
     assert targets == {"orders": 60.0, "bad": 300.0}, "[tables] freshness_targets, else freshness_target_s"
     assert [value for _, value in samples["kv_tiering_leader"]] == [1.0]
+    (_, duration), = samples["kv_tiering_lease_duration_seconds"]
+    (_, expiry), = samples["kv_tiering_lease_expiry_timestamp_seconds"]
+    assert duration == 6.0 and expiry > time.time(), "renewed every 2 s: the store's expiry is ahead of now"
