@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 
-from tests.integration.monitoring.references import (
+from tests.support.monitoring import (
     DASHBOARDS, MONITORING, RULE_FILES, RULE_TESTS, dashboard_expressions, promtool, rule_expressions,
 )
 

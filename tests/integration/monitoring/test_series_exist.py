@@ -23,7 +23,7 @@ import yaml
 from deltalake import write_deltalake
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.integration.monitoring.references import (
+from tests.support.monitoring import (
     RULE_FILES, SCRAPE_LABELS, Expression, dashboard_expressions, input_series, promtool, rule_expressions,
 )
 from tests.support.config import SPARK_LOCAL, write_conf
