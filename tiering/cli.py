@@ -14,7 +14,7 @@ import sys
 import threading
 from pathlib import Path
 
-from tiering.errors import ConfigError, TieringError
+from tiering.errors import ConfigError, TieringError, UsageError
 from tiering.kvstore.server.main import add_serve_arguments
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
@@ -80,6 +80,14 @@ def _maintain(args: argparse.Namespace) -> int:
     for table, error in sorted(result.failed.items()):
         print(f"tiering: table {table!r} was not maintained: {error}", file=sys.stderr)
     return EXIT_OK if result.ok else EXIT_FAILURE
+
+
+def _resync(args: argparse.Namespace) -> int:
+    from tiering.job import resync_as_leader
+
+    result = resync_as_leader(_load(args), args.table)
+    print(f"tiering: {args.table}: {result}")
+    return EXIT_OK
 
 
 def _status(args: argparse.Namespace) -> int:
@@ -192,6 +200,17 @@ def _parser() -> argparse.ArgumentParser:
     _conf_arg(maintain)
     maintain.set_defaults(func=_maintain)
 
+    resync = commands.add_parser(
+        "resync", help="rebuild one table's lake copy from a fresh snapshot of every bucket, as the job's leader",
+        description="Take the job's leadership (refused while a driver leads it), have the store snapshot every "
+        "bucket of TABLE, and replace the lake table's content and schema with them in one commit; the job's "
+        "next run continues from there. For a lake table deleted, damaged or written by hand, or one whose "
+        "schema the lake cannot follow.",
+    )
+    resync.add_argument("table", metavar="TABLE", help="the table to rebuild (as the store names it)")
+    _conf_arg(resync)
+    resync.set_defaults(func=_resync)
+
     demo = commands.add_parser(
         "demo", help="everything embedded: ZooKeeper, store, a writer and the job; verified at the end",
         description="Start ZooKeeper, the reference store and a writer of a few tables; tier them "
@@ -264,7 +283,7 @@ def main(argv: list[str] | None = None) -> int:
 
             serve_metrics(args.metrics_port)
         return args.func(args)
-    except ConfigError as e:
+    except (ConfigError, UsageError) as e:
         print(f"tiering: {e}", file=sys.stderr)
         return EXIT_USAGE
     except (TieringError, OSError) as e:  # OSError names its file

@@ -28,6 +28,7 @@ __all__ = [
     "LakeCommitError",
     "SchemaMismatchError",
     "BucketWriteError",
+    "ForeignCommitError",
     "TableRecreatedError",
     "RoundStateError",
     "LakeStorageError",
@@ -36,6 +37,7 @@ __all__ = [
     "LeadershipLostError",
     "CheckpointError",
     "OffsetLogFormatError",
+    "UsageError",
 ]
 
 
@@ -147,6 +149,17 @@ class BucketWriteError(LakeCommitError):
     """A bucket's data files could not be written; nothing of the table's round was committed."""
 
 
+class ForeignCommitError(LakeCommitError):
+    """Another writer changed the rows of a tiered table (an append, a delete, a restore made with
+    another tool): the lake no longer follows the store, and no round is written on top of it
+    until ``tiering resync`` rebuilds the table. ``version`` and ``operation`` name that commit."""
+
+    def __init__(self, message: str, *, version: int, operation: str, **context) -> None:
+        super().__init__(message, **context)
+        self.version = version
+        self.operation = operation
+
+
 class TableRecreatedError(TieringError):
     """The table was dropped and re-created upstream mid-round (a new ``table_id``)."""
 
@@ -180,6 +193,11 @@ class CoordinationError(TieringError):
 
 class LeadershipLostError(NotLeaderError, CoordinationError):
     """This driver is no longer the leader of its job (session lost, epoch moved on)."""
+
+
+class UsageError(TieringError):
+    """A command's argument names something it cannot act on (a table the store does not have or
+    the job does not tier); nothing was done. The command exits 2, like a bad configuration."""
 
 
 class CheckpointError(TieringError):

@@ -20,7 +20,10 @@ Failure modes:
 - lake hygiene: the leader maintains the tables after every ``maintenance.every_rounds``-th
   round, in the round loop's thread, so never beside a round commit of its own;
   :func:`maintain_as_leader` (`tiering maintain`) runs a pass as a term of its own, refused while
-  another driver leads.
+  another driver leads;
+- a lake table that no round can repair (deleted or changed by hand, another writer's rows, a
+  schema it cannot follow): :func:`resync_as_leader` (`tiering resync`) rebuilds it from the
+  store as a term of its own, refused while another driver leads; the next term continues from it.
 """
 
 from __future__ import annotations
@@ -32,10 +35,19 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from tiering.conf.model import TieringConfig
 from tiering.context import TermContext, store_client
-from tiering.errors import CheckpointError, CoordinationError, LeadershipLostError, NotLeaderError, TieringError
+from tiering.errors import (
+    CheckpointError,
+    CoordinationError,
+    LeadershipLostError,
+    NotLeaderError,
+    TableNotFoundError,
+    TieringError,
+    UsageError,
+)
 from tiering.lake.maintenance import LakeMaintainer, MaintenancePass
 from tiering.lakestate.lake import Lake
 from tiering.lease.job_lease import JobLease, LeaseRenewer
@@ -44,6 +56,9 @@ from tiering.round.committer import RoundCommitter
 from tiering.round.health import RoundFacts, after_round, read_health, write_health
 from tiering.round.outcome import RoundOutcome
 from tiering.round.states import TableFailure
+
+if TYPE_CHECKING:
+    from tiering.lake.resync import TableResync
 from tiering.source import CONTEXT_OPTION, KvTieringDataSource
 from tiering.state.checkpoint_check import check_checkpoint
 
@@ -261,25 +276,69 @@ def maintain_as_leader(config: TieringConfig, *, wait_s: float = 5.0) -> Mainten
     """One maintenance pass over the job's tables as a term of its own: a larger epoch than any
     before, so its commits fence every earlier term. Refused (:class:`TieringError`) while another
     driver leads the job: that leader maintains the tables itself, and two terms never act at once."""
+    busy = (f"its leader maintains the lake every {config.maintenance.every_rounds} rounds; "
+            "stop it to run `tiering maintain` by hand")
+    term = _term_of_its_own(config, "maintain", busy, wait_s)
+    try:
+        tables = included_tables(config, store_client(config.kvstore))
+        return LakeMaintainer(Lake.of(config.lake), config.job.name, config.maintenance, term.epoch,
+                              fence=term.check).run(tables)
+    finally:
+        term.resign()
+
+
+def resync_as_leader(config: TieringConfig, table: str, *, wait_s: float = 5.0) -> TableResync:
+    """Rebuild ``table``'s lake copy from a fresh snapshot of every bucket, in one commit of a
+    term of its own (:mod:`tiering.lake.resync`); the job's next term continues from it. A table
+    the store does not have or the job does not tier is a :class:`UsageError`, a driver leading
+    the job a :class:`TieringError`: both before anything is written."""
+    from tiering.lake.resync import resync_lease_id, resync_table
+    from tiering.lake.writers import make_round_writer
+
+    job = config.job.name
+    if not config.tables.selects(table):
+        raise UsageError(f"job {job!r} does not tier table {table!r} ([tables] include/exclude): nothing to resync")
+    client = store_client(config.kvstore)
+    try:
+        info = client.get_table(table)
+    except TableNotFoundError as e:
+        raise UsageError(f"table {table!r} is not in the store at {config.kvstore.url}: nothing to resync") from e
+    term = _term_of_its_own(config, "resync", "stop it to run `tiering resync`, then start it again", wait_s)
+    try:
+        lease = JobLease(client, resync_lease_id(job), term.epoch, int(config.lease.duration_s * 1000))
+        try:
+            writer = make_round_writer(build_spark(config), config.lake, job)
+            return resync_table(info, writer, Lake.of(config.lake), lease, fence=term.check)
+        finally:
+            _drop_quietly(lease)
+    finally:
+        term.resign()
+
+
+def _drop_quietly(lease: JobLease) -> None:
+    """Drop a one-off command's lease; one the store refuses lapses after its duration (the
+    command's own error, if any, is the one that matters)."""
+    try:
+        lease.drop()
+    except TieringError as e:
+        log.warning("lease %s not dropped (it lapses after %d ms): %s", lease.lease_id, lease.duration_ms, e)
+
+
+def _term_of_its_own(config: TieringConfig, command: str, busy: str, wait_s: float):
+    """A term for a one-off command (`tiering maintain`, `tiering resync`): a larger epoch than
+    any before, so its commits fence every earlier term. Refused (:class:`TieringError`) while a
+    driver leads the job (``busy`` says what to do), or when one takes the lead first."""
     from tiering.coord.leader import read_status
 
     Lake.of(config.lake).store.check()
     job = config.job.name
     leader = read_status(config.zookeeper.hosts, job)["leader"]
     if leader is not None:
-        raise TieringError(
-            f"job {job!r} is led by {leader} right now: its leader maintains the lake every "
-            f"{config.maintenance.every_rounds} rounds; stop it to run `tiering maintain` by hand"
-        )
+        raise TieringError(f"job {job!r} is led by {leader} right now: {busy}")
     try:
-        term = _lead(config, timeout_s=wait_s, role="maintain")
+        return _lead(config, timeout_s=wait_s, role=command)
     except CoordinationError as e:
-        raise TieringError(f"job {job!r}: maintenance refused, another driver took the lead: {e}") from e
-    try:
-        tables = included_tables(config, store_client(config.kvstore))
-        return LakeMaintainer(Lake.of(config.lake), job, config.maintenance, term.epoch, fence=term.check).run(tables)
-    finally:
-        term.resign()
+        raise TieringError(f"job {job!r}: `tiering {command}` refused, another driver took the lead: {e}") from e
 
 
 def run_as_leader(

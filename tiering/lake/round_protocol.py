@@ -23,6 +23,10 @@ Failure modes handled here, for every writer:
   added; :mod:`tiering.lake.schema_change`) or another partitioning -> :class:`SchemaMismatchError`
   naming the table and the column, another incarnation of the table -> :class:`LakeCommitError`,
   before any file is written; the round's other tables still commit;
+- another writer changed the table's rows since the job's last round commit (an append or a
+  delete with another tool; :mod:`tiering.lakestate.foreign`) -> :class:`ForeignCommitError`
+  naming that commit and ``tiering resync``, before anything is written (a commit that changes
+  no row, an OPTIMIZE or a vacuum, is fine);
 - a bucket file that could not be written -> :class:`BucketWriteError`, nothing committed;
 - a commit that raised may still have landed; when it did not, a newer epoch's commit means
   :class:`FencedEpochError` (this driver must stop), anything else :class:`LakeCommitError`.
@@ -31,6 +35,7 @@ Failure modes handled here, for every writer:
 from __future__ import annotations
 
 import logging
+import shlex
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
@@ -42,13 +47,20 @@ from pyspark.sql import SparkSession
 
 from tiering.enumerator.positions import LakePosition
 from tiering.enumerator.splits import Split
-from tiering.errors import BucketWriteError, FencedEpochError, LakeCommitError, SchemaMismatchError
+from tiering.errors import (
+    BucketWriteError,
+    FencedEpochError,
+    ForeignCommitError,
+    LakeCommitError,
+    SchemaMismatchError,
+)
 from tiering.kvstore.models import TableInfo
 from tiering.lake.bucket_files import BucketResult, BucketTask, WrittenFile
 from tiering.lake.executor_writes import run_bucket_tasks
 from tiering.lake.round_plan import BucketPlan, plan_buckets
 from tiering.lake.schema_change import added_columns
 from tiering.lakestate.commits import LakeCommitInfo, commit_metadata, fence_epoch, find_round_commit
+from tiering.lakestate.foreign import ForeignCommit
 from tiering.lakestate.lake import Lake, LakeTable, open_table
 from tiering.lakestate.layout import BUCKET_COLUMN, app_id, epoch_round, lake_schema, txn_version
 
@@ -178,7 +190,9 @@ class RoundWriter:
 
         ``files`` maps every split to its Parquet files; ``current`` is the Delta table as the
         round found it (None: none yet), read once by the caller. ``replace_table``: the table
-        was re-created upstream (new ``table_id``); every existing file and the schema are replaced.
+        was re-created upstream (new ``table_id``), or is resynced; every existing file and the
+        schema are replaced. Without it, a table another writer changed rows of since the job's
+        last round commit is refused (:class:`ForeignCommitError`), before anything is written.
         """
         path = self._lake.path(table.name)
         app, version = app_id(self._job, table.name), txn_version(epoch, round_id)
@@ -194,6 +208,8 @@ class RoundWriter:
                 f"table {table.name!r}: a maintenance pass of epoch {fenced} fenced the table; round {round_id} of "
                 f"epoch {epoch} refused", table=table.name, epoch=epoch,
             )
+        if current is not None and current.foreign is not None and not replace_table:
+            raise _foreign_commit(table.name, current.foreign, epoch)
         if dt is not None:  # after the replay and fence checks: a stale term changes nothing
             self._adjust_table(dt, epoch)
         added = _check_compatible(dt, table, info) if dt is not None and not replace_table else ()
@@ -329,6 +345,15 @@ class RoundWriter:
             f"({epoch_round(done) if done is not None else None}), the round's is {prepared.version}"
         )
         raise LakeCommitError(f"table {name!r}: {reason}", table=name, epoch=epoch) from error
+
+
+def _foreign_commit(table: str, commit: ForeignCommit, epoch: int) -> ForeignCommitError:
+    return ForeignCommitError(
+        f"table {table!r}: Delta version {commit.version} ({commit.operation}) was written by another writer and "
+        f"changed the table's rows: the lake no longer follows the store, and no round is written on top of it; "
+        f"repair: `tiering resync {shlex.quote(table)} --conf FILE` rebuilds the table from the store",
+        version=commit.version, operation=commit.operation, table=table, epoch=epoch,
+    )
 
 
 def _skipped(table: TableInfo, dt: DeltaTable | None, info: LakeCommitInfo | None) -> TableCommit:

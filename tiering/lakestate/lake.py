@@ -12,7 +12,7 @@ without a JVM (delta-rs).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import pyarrow as pa
 import pyarrow.fs as pafs
@@ -22,6 +22,7 @@ from deltalake.exceptions import TableNotFoundError
 from tiering.conf.model import LakeConfig
 from tiering.enumerator.positions import LakePosition
 from tiering.lakestate.commits import LakeCommitInfo, newest_commit
+from tiering.lakestate.foreign import ForeignCommit, first_foreign_change
 from tiering.lakestate.layout import BUCKET_COLUMN, lake_directory
 from tiering.storage.object_store import ObjectStore
 
@@ -38,13 +39,16 @@ def open_table(uri: str, storage_options: Mapping[str, str] | None = None) -> De
 
 @dataclass(frozen=True)
 class LakeTable:
-    """One Delta table loaded at one version, with its newest tiering commit (None if none)."""
+    """One Delta table loaded at one version, with its newest tiering commit (None if none) and
+    the first commit after it that another writer made and that changed rows (None if none:
+    :mod:`tiering.lakestate.foreign`)."""
 
     name: str
     path: str
     dt: DeltaTable
     info: LakeCommitInfo | None
     store: ObjectStore
+    foreign: ForeignCommit | None = None
 
     @property
     def version(self) -> int:
@@ -104,7 +108,12 @@ class Lake:
         """The table as it is now; None when no Delta table exists there yet."""
         path = self.path(table)
         dt = open_table(path, self.store.delta_options())
-        return LakeTable(table, path, dt, newest_commit(dt, table), self.store) if dt is not None else None
+        if dt is None:
+            return None
+        info = newest_commit(dt, table)
+        after = info.delta_version + 1 if info is not None else 0
+        foreign = first_foreign_change(self.store, path, range(after, dt.version() + 1))
+        return LakeTable(table, path, dt, info, self.store, foreign)
 
     def position(self, table: str, table_id: int) -> LakePosition | None:
         """Where the lake is for ``table`` as incarnation ``table_id``; None when nothing of that
@@ -120,7 +129,8 @@ class LakeTables:
     reads its log from the last checkpoint, and finding the newest tiering commit reads commit
     infos; the planner and the committer do both for every table every round. Here a table is
     opened once, then only its new log entries are read (``update_incremental``) and only the
-    commits newer than the ones already looked at are searched for a tiering entry. The
+    commits newer than the ones already looked at are searched for a tiering entry, and those
+    newer than the newest tiering entry for another writer's change of data. The
     returned :class:`LakeTable` shares the process's ``DeltaTable``: one caller at a time per
     table (the planner and the committer each own their :class:`LakeTables`).
     """
@@ -144,8 +154,12 @@ class LakeTables:
         if version == covered:
             return view
         newer = newest_commit(view.dt, table, newer_than=covered)
-        if newer is not None:
-            view = LakeTable(table, view.path, view.dt, newer, view.store)
+        if newer is not None:  # a round commit: only what came after it can be another writer's
+            foreign = first_foreign_change(view.store, view.path, range(newer.delta_version + 1, version + 1))
+            view = LakeTable(table, view.path, view.dt, newer, view.store, foreign)
+        elif view.foreign is None:
+            foreign = first_foreign_change(view.store, view.path, range(covered + 1, version + 1))
+            view = replace(view, foreign=foreign)
         self._seen[table] = (view, version)
         return view
 

@@ -17,6 +17,7 @@ from enum import StrEnum
 
 from tiering.errors import (
     BucketWriteError,
+    ForeignCommitError,
     LakeCommitError,
     SchemaMismatchError,
     SnapshotUnavailableError,
@@ -76,6 +77,8 @@ class FailureCause(StrEnum):
     SCHEMA = "schema"
     #: writing a bucket's data files failed (the object store, the executors)
     FILES = "files"
+    #: another writer changed the table's rows in the lake; needs `tiering resync`
+    FOREIGN_WRITE = "foreign_write"
     #: the Delta commit failed (conflict, the object store)
     COMMIT = "commit"
     #: a call to the KV store failed
@@ -91,6 +94,7 @@ _CAUSES: tuple[tuple[type[Exception], FailureCause], ...] = (
     (SnapshotUnavailableError, FailureCause.SNAPSHOT_GONE),
     (SchemaMismatchError, FailureCause.SCHEMA),
     (BucketWriteError, FailureCause.FILES),
+    (ForeignCommitError, FailureCause.FOREIGN_WRITE),
     (LakeCommitError, FailureCause.COMMIT),
     (StoreError, FailureCause.STORE),
 )
