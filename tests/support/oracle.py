@@ -17,6 +17,7 @@ from deltalake.exceptions import TableNotFoundError
 from tiering.kvstore.client import KvStoreClient
 from tiering.kvstore.models import TableSpec
 from tiering.lakestate.lake import Lake
+from tiering.verify import check_table
 
 SCHEMA = [
     {"name": "id", "type": "bigint"},
@@ -94,6 +95,14 @@ def assert_lake_equals(lake_root: Lake | Path, oracle: TableOracle) -> None:
         f"{oracle.name}: {len(missing)} missing {missing[:5]}, {len(extra)} extra {extra[:5]}, "
         f"{len(wrong)} differ {[(k, lake[k], oracle.rows[k]) for k in wrong[:3]]}"
     )
+
+
+def assert_equal_to_store(client: KvStoreClient, lake: Lake, *tables: TableOracle) -> None:
+    """The lake equals the test's own record and a snapshot the store takes now, column by column."""
+    for table in tables:
+        assert_lake_equals(lake, table)
+        check = check_table(client, lake, client.get_table(table.name))
+        assert check.equal, check
 
 
 def assert_lakes_equal(lake_root: Lake | Path, tables: Iterable[TableOracle]) -> None:

@@ -18,7 +18,7 @@ from deltalake import DeltaTable, Field
 
 from tests.support.config import write_conf
 from tests.support.lake import read_feed, replayed
-from tests.support.oracle import TableOracle, assert_lake_equals, lake_rows
+from tests.support.oracle import TableOracle, assert_equal_to_store, lake_rows
 from tiering import cli
 from tiering.conf.loader import load_config
 from tiering.coord.leader import acquire_leadership
@@ -26,7 +26,6 @@ from tiering.job import resync_as_leader, run_as_leader
 from tiering.lakestate.lake import Lake
 from tiering.lakestate.layout import lake_schema
 from tiering.round.states import FailureCause
-from tiering.verify import check_table
 
 pytestmark = pytest.mark.integration
 
@@ -52,13 +51,6 @@ def tables(kv_store) -> tuple[TableOracle, TableOracle]:
 
 def tier(conf: Path):
     return run_as_leader(load_config(conf, {}))
-
-
-def assert_equal_to_store(client, lake: Lake, *tables: TableOracle) -> None:
-    for t in tables:
-        assert_lake_equals(lake, t)
-        check = check_table(client, lake, client.get_table(t.name))
-        assert check.equal, check
 
 
 def test_resync_rebuilds_a_deleted_lake_table_and_the_job_continues_from_it(spark, kv_store, conf, tables, capsys):

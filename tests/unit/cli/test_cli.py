@@ -19,6 +19,8 @@ COMMANDS = [
     ["run"],
     ["demo"],
     ["status"],
+    ["maintain"],
+    ["resync"],
     ["leases"],
     ["leases", "list"],
     ["leases", "drop"],
@@ -62,6 +64,7 @@ def test_every_command_has_help_and_exits_zero(command, capsys):
         (["status"], "the following arguments are required: --conf"),
         (["demo", "--tables", "three"], "argument --tables: invalid int value: 'three'"),
         (["leases"], "the following arguments are required: COMMAND"),
+        (["resync", "--conf", "x.toml"], "the following arguments are required: TABLE"),
     ],
 )
 def test_bad_usage_exits_2_naming_the_problem(argv, complaint, capsys):
@@ -86,7 +89,9 @@ def test_demo_refuses_a_non_positive_duration(capsys):
     ],
     ids=["unknown section", "wrong type", "unknown key", "missing store url"],
 )
-@pytest.mark.parametrize("command", [["run"], ["status"], ["leases", "list"], ["leases", "drop"]], ids=" ".join)
+@pytest.mark.parametrize(
+    "command", [["run"], ["status"], ["leases", "list"], ["leases", "drop"], ["resync", "orders"]], ids=" ".join
+)
 def test_bad_config_exits_2_naming_the_key_and_writes_nothing(tmp_path, capsys, command, extra, url, named):
     conf = tmp_path / "tiering.toml"
     conf.write_text(conf_text(tmp_path, extra, url))
