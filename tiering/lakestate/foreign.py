@@ -10,7 +10,9 @@ is told apart by its log entry: no ``txn`` of the job (every round commit carrie
 OPTIMIZE (its actions say ``dataChange = false``), a vacuum, a property or a comment.
 
 Only commits newer than the table's newest round commit can be foreign: the job's own commits
-after a round are maintenance commits, none of which changes data. The log entries are read
+after a round are maintenance commits, none of which changes data. A table holding no round
+commit is not looked at: the job has no position in it yet, and one made by hand where a table
+would land fails on its schema or partitioning instead. The log entries are read
 once each (:class:`~tiering.lakestate.lake.LakeTables` looks only at versions it has not seen),
 and not at all while the newest commit is a round's.
 """

@@ -111,8 +111,7 @@ class Lake:
         if dt is None:
             return None
         info = newest_commit(dt, table)
-        after = info.delta_version + 1 if info is not None else 0
-        foreign = first_foreign_change(self.store, path, range(after, dt.version() + 1))
+        foreign = first_foreign_change(self.store, path, range(info.delta_version + 1, dt.version() + 1)) if info else None
         return LakeTable(table, path, dt, info, self.store, foreign)
 
     def position(self, table: str, table_id: int) -> LakePosition | None:
@@ -157,7 +156,7 @@ class LakeTables:
         if newer is not None:  # a round commit: only what came after it can be another writer's
             foreign = first_foreign_change(view.store, view.path, range(newer.delta_version + 1, version + 1))
             view = LakeTable(table, view.path, view.dt, newer, view.store, foreign)
-        elif view.foreign is None:
+        elif view.info is not None and view.foreign is None:
             foreign = first_foreign_change(view.store, view.path, range(covered + 1, version + 1))
             view = replace(view, foreign=foreign)
         self._seen[table] = (view, version)

@@ -88,3 +88,15 @@ def test_no_log_entry_is_read_while_the_newest_commit_is_a_round_commit(lake):
         DeltaTable(path).optimize.z_order(["id"])
         tables.load("t")
         assert check.call_args_list[-1].args[2] == range(2, 3), "one new version, looked at once"
+
+
+def test_a_table_with_no_round_commit_is_not_looked_at(lake):
+    path = lake.path("t")
+    write_deltalake(path, _rows(100), partition_by=["__bucket"])
+    tables = LakeTables(lake)
+    assert tables.load("t").foreign is None, "made by hand where a table lands: its schema check decides"
+    write_deltalake(path, _rows(200), mode="append")
+    assert tables.load("t").foreign is None
+    _round(path, 1, mode="append")
+    write_deltalake(path, _rows(300), mode="append")
+    assert tables.load("t").foreign == ForeignCommit(3, "WRITE")
