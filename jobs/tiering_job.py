@@ -8,8 +8,9 @@ stale copy of the package. The driver's Python must have the service's dependenc
 (`pip install kv-tiering` or its wheel); the `tiering` package itself comes from that install
 or from the `--py-files` zip built by `scripts/build_pyfiles.sh`, which spark-submit puts in
 front of the path on the driver and ships to the executors. The first log line names the
-copy in use. Exit codes are `tiering run`'s: 0 ok, 1 runtime failure, 2 bad config, 130
-interrupted.
+copy in use and the Spark version; a Spark outside the supported range (``tiering.spark_version``)
+exits 2 before anything starts. Exit codes are `tiering run`'s: 0 ok, 1 runtime failure, 2 bad
+config or Spark version, 130 interrupted.
 """
 
 from __future__ import annotations
@@ -19,9 +20,17 @@ import sys
 
 def main(argv: list[str]) -> int:
     import tiering
-    from tiering.cli import main as tiering_main
+    from tiering import spark_version
+    from tiering.cli import EXIT_USAGE, main as tiering_main
+    from tiering.errors import ConfigError
 
+    try:
+        version = spark_version.check()  # the Spark spark-submit runs: its pyspark is first on the path
+    except ConfigError as e:
+        print(f"tiering_job: {e}", file=sys.stderr, flush=True)
+        return EXIT_USAGE
     print(f"tiering_job: tiering package from {tiering.__file__}", file=sys.stderr, flush=True)
+    print(f"tiering_job: Spark {version}", file=sys.stderr, flush=True)
     return tiering_main(["run", *argv])
 
 

@@ -37,6 +37,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from tiering import spark_version
 from tiering.conf.model import TieringConfig
 from tiering.context import TermContext, store_client
 from tiering.errors import (
@@ -75,9 +76,10 @@ REQUIRED_SPARK_CONF = {
 #: ``chmod`` and several ``readlink`` processes per file: ~35 ms for each of the two files a round
 #: writes (offsets, commits). The FileSystem-based manager writes the same temp-file-then-rename
 #: with one fork per file. On a local disk both check that the target is absent, then rename.
+#: Its package depends on the Spark version (:mod:`tiering.spark_version`).
 CHECKPOINT_FILE_MANAGER = (
     "spark.sql.streaming.checkpointFileManagerClass",
-    "org.apache.spark.sql.execution.streaming.checkpointing.FileSystemBasedCheckpointFileManager",
+    spark_version.checkpoint_file_manager(spark_version.running()),
 )
 
 RoundListener = Callable[[RoundOutcome], None]

@@ -28,18 +28,33 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
-from pyspark.sql.streaming.datasource import (
-    ReadAllAvailable,
-    ReadLimit,
-    ReadMaxBytes,
-    ReadMaxFiles,
-    SupportsTriggerAvailableNow,
-)
 
 from tiering.context import TermContext
 from tiering.enumerator.descriptor import DESCRIPTOR_SCHEMA, to_descriptor
 from tiering.errors import ConfigError, FencedEpochError
 from tiering.state.offset import TableOffset, TieringOffset
+
+try:  # Spark >= 4.2: admission control and availableNow for Python sources
+    from pyspark.sql.streaming.datasource import (
+        ReadAllAvailable,
+        ReadLimit,
+        ReadMaxBytes,
+        ReadMaxFiles,
+        SupportsTriggerAvailableNow,
+    )
+
+    ADMISSION_CONTROL = True
+except ImportError:  # Spark 4.0, 4.1: latestOffset() gets no start and no limit (tiering.spark_version)
+    ADMISSION_CONTROL = False
+
+    class ReadLimit:  # stand-ins for the annotations: no limit ever reaches latestOffset there
+        pass
+
+    class ReadAllAvailable(ReadLimit):
+        pass
+
+    class SupportsTriggerAvailableNow:  # Spark runs availableNow through its own wrapper there
+        pass
 
 if TYPE_CHECKING:
     from tiering.enumerator.planner import RoundPlan, TableInput
@@ -144,6 +159,7 @@ class KvTieringStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         return TieringOffset.initial(self.context.lease_id, self.context.epoch).to_dict()
 
     def getDefaultReadLimit(self) -> ReadLimit:
+        """Spark >= 4.2 only (Spark 4.0 and 4.1 never call it)."""
         limits = self.context.config.limits
         if limits.max_splits_per_trigger:
             return ReadMaxFiles(limits.max_splits_per_trigger)
@@ -159,7 +175,13 @@ class KvTieringStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         }
         log.info("availableNow: tiering %d tables up to their current log ends", len(self._targets))
 
-    def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
+    def latestOffset(self, start: dict | None = None, limit: ReadLimit | None = None) -> dict:
+        """The next round's offset, or ``start`` when there is nothing to tier. Spark 4.0 and 4.1
+        pass neither argument: ``start`` is then the offset Spark logged last, which is what a
+        newer Spark passes, and the round is capped by ``limits.*`` as a default read limit
+        would cap it."""
+        if start is None:
+            start = self._logged_offset()
         previous = TieringOffset.from_dict(start)
         self._check_term(previous)
         plan = self._plan(previous.round + 1, limit, {s.table for s in previous.splits})
@@ -173,6 +195,19 @@ class KvTieringStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         for skipped in plan.skipped:
             log.info("round=%d table=%s bucket=%d skipped: %s", plan.round, skipped.table, skipped.bucket, skipped.reason)
         return checkpoint(previous, plan, lease_id=self.context.lease_id, epoch=self.context.epoch).to_dict()
+
+    def _logged_offset(self) -> dict:
+        """The end offset of the newest batch in the checkpoint's offsets log (Spark writes it
+        before the batch runs, so it is the next batch's start), or the initial offset."""
+        from tiering.state.lease_file import checkpoint_dir
+        from tiering.state.offset_log import read_batch_offset
+
+        checkpoint = self.context.config.job.checkpoint
+        logged = checkpoint_dir(checkpoint) / "offsets"
+        batches = [int(p.name) for p in logged.iterdir() if p.name.isdigit()] if logged.is_dir() else []
+        if not batches:
+            return self.initialOffset()
+        return read_batch_offset(checkpoint, max(batches)).to_dict()
 
     def _check_term(self, previous: TieringOffset) -> None:
         """The checkpoint's last offset says which term planned it and under which lease: a newer

@@ -1,5 +1,5 @@
 """The Spark source's pure parts: the term context option, partitions from offsets, availableNow caps,
-the epoch fence on the checkpoint's offsets."""
+the epoch fence on the checkpoint's offsets, the start offset Spark 4.0/4.1 do not pass."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from tiering.enumerator.positions import BucketPosition
 from tiering.enumerator.splits import LogSplit, SnapshotSplit
 from tiering.errors import ConfigError, FencedEpochError
 from tiering.kvstore.models import BucketLog
-from tiering.source import CONTEXT_OPTION, KvTieringDataSource, KvTieringStreamReader
+from tiering.source import ADMISSION_CONTROL, CONTEXT_OPTION, KvTieringDataSource, KvTieringStreamReader
 from tiering.state.offset import TableOffset, TieringOffset
 
 pytestmark = pytest.mark.unit
@@ -34,7 +34,8 @@ def test_the_one_option_rebuilds_the_term_context_secrets_included():
     r = reader()
     assert r.context == CONTEXT
     assert r.context.config.kvstore.token.get_secret_value() == "s3cret"
-    assert r.getDefaultReadLimit().max_files == 7
+    if ADMISSION_CONTROL:  # Spark >= 4.2; older ones never ask
+        assert r.getDefaultReadLimit().max_files == 7
     assert r.initialOffset() == {"v": 1, "lease_id": "j-lease", "epoch": 3, "round": 0, "tables": {}, "splits": []}
 
 
@@ -84,3 +85,25 @@ def test_available_now_caps_log_ends_at_the_targets():
     r._targets = {"a": {0: 50, 1: 5}}
     logs = [BucketLog(bucket=0, log_start_offset=0, log_end_offset=80), BucketLog(bucket=1, log_start_offset=10, log_end_offset=30)]
     assert [(b.log_start_offset, b.log_end_offset) for b in r._capped("a", logs)] == [(0, 50), (10, 10)]
+
+
+def logged(checkpoint, batch_id: int, offset: TieringOffset) -> None:
+    """An offsets log entry as Spark writes it: version line, batch metadata, the source's offset."""
+    offsets = checkpoint / "offsets"
+    offsets.mkdir(parents=True, exist_ok=True)
+    (offsets / str(batch_id)).write_text(f'v1\n{{"batchWatermarkMs":0}}\n{offset.to_json()}')
+
+
+def test_without_a_start_offset_the_newest_logged_one_is_used(tmp_path):
+    """Spark 4.0 and 4.1 call latestOffset() bare: the start is the newest batch's logged offset,
+    the initial offset while there is none (here it reaches the fence before any store call)."""
+    config = load_config(None, {}, {"job.name": "j", "job.checkpoint": str(tmp_path), "kvstore.url": "http://127.0.0.1:1",
+                                    "zookeeper.hosts": "127.0.0.1:1", "lake.root": str(tmp_path / "l")})
+    r = KvTieringDataSource({CONTEXT_OPTION: TermContext(config=config, epoch=3, lease_id="j-lease").to_option()}).streamReader(None)
+    assert r._logged_offset() == r.initialOffset()
+    logged(tmp_path, 0, TieringOffset("j-lease", 3, 1))
+    logged(tmp_path, 1, TieringOffset("j-lease", 4, 2))
+    (tmp_path / "offsets" / ".1.crc").write_text("")
+    assert r._logged_offset() == TieringOffset("j-lease", 4, 2).to_dict()
+    with pytest.raises(FencedEpochError, match="planned by epoch 4, this term is epoch 3"):
+        r.latestOffset()
