@@ -86,15 +86,28 @@ class LakeUnderFault:
     def commits(self, table: str) -> int:
         return len(tiering_commits(self.lake, table))
 
-    def failures(self) -> list[str]:
-        """The driver's ``status=failed`` lines so far, oldest first."""
-        return [line for line in self.driver.output().splitlines() if "status=failed" in line]
+    def failures(self, table: str = "") -> list[str]:
+        """The driver's ``status=failed`` lines so far (of ``table``, else of any), oldest first,
+        each with its continuation lines (delta-rs's error chain, when the log shows it so)."""
+        found: list[str] = []
+        for line in self.driver.output().splitlines():
+            if "status=failed" in line and f"table={table}" in line:
+                found.append(line)
+            elif found and line[:1].isspace():
+                found[-1] += " " + line.strip()
+        return found
 
-    def failing(self, table: str) -> dict | None:
-        """``table``'s entry in `tiering status --json` when it shows as failing."""
+    def status(self, table: str) -> tuple[dict | None, str]:
+        """``table``'s entry in `tiering status --json` when it shows as failing, and what the
+        command said in one line."""
         done = tiering_cli("status", "--conf", str(self.conf), "--json")
-        doc = json.loads(done.stdout) if done.returncode in (0, 3) else {"tables": []}
-        return next((t for t in doc["tables"] if t["table"] == table and t["state"] == "failing"), None)
+        if done.returncode not in (0, 3):
+            return None, f"status exit {done.returncode}: {done.stderr.strip().splitlines()[-1:]}"
+        entry = next((t for t in json.loads(done.stdout)["tables"] if t["table"] == table), None)
+        if entry is None or entry["state"] != "failing":
+            return None, f"status: {table} {entry['state'] if entry else 'not listed'}"
+        return entry, (f"status: {table} failing ({entry['last_failure_cause']} in {entry['last_failure_state']}): "
+                       f"{entry['last_failure']}")
 
     def finish(self, cleared_at: float) -> float:
         """Recovery seconds, then a clean stop that leaves no lease and no duplicate commit."""
@@ -208,41 +221,45 @@ def test_s3_failing_a_share_of_all_requests(s3_under_fault, fault_matrix: FaultM
     assert counted.clean, counted
 
 
-def _one_table_fails(run: LakeUnderFault, rule: Rule, hold_s: float = 15.0) -> tuple[dict, float]:
-    """With ``rule`` on table ``a``'s requests: ``a`` shows as failing in `tiering status`
-    while ``b`` commits; then the rule goes. ``a``'s status entry, and when the fault cleared."""
+def _one_table_fails(run: LakeUnderFault, rule: Rule, hold_s: float = 15.0) -> tuple[str, str, float]:
+    """With ``rule`` on table ``a``'s requests: ``a`` fails while ``b`` commits; then the rule
+    goes. ``a``'s failure as the driver logged it, what `tiering status` said meanwhile, and
+    when the fault cleared."""
     run.churn()
-    b_before = run.commits("b")
+    since, b_before = len(run.failures("a")), run.commits("b")
     run.proxy.add(rule)
     started = time.monotonic()
-    a = wait_until(lambda: run.failing("a"), "table a to show as failing in `tiering status`", timeout_s=60)
+    wait_until(lambda: run.failures("a")[since:], "table a to fail", timeout_s=60)
+    status = run.status("a")[1]
     run.tables[1].churn(20, key_space=400)
     wait_until(lambda: run.commits("b") > b_before, "b to commit while a fails", timeout_s=60)
     time.sleep(max(0.0, started + hold_s - time.monotonic()))
     run.proxy.remove(rule)
-    return a, time.monotonic()
+    return run.failures("a")[since], status, time.monotonic()
 
 
 @full_matrix_only
 @pytest.mark.timeout(600)
-@pytest.mark.parametrize(("fault", "rule", "named"), [
+@pytest.mark.parametrize(("fault", "rule", "named", "status_reads_it"), [
     pytest.param("503 SlowDown to every data-file PUT", Rule(slow_down(), method="PUT", path=DATA_PUT.format(table="a")),
-                 ("PutObject", "SLOW_DOWN"), id="data-put-503"),
+                 ("PutObject", "SLOW_DOWN"), True, id="data-put-503"),
+    # `tiering status` reads the table's Delta log too: while it fails, so does status (recorded)
     pytest.param("500 to every Delta log request", Rule(_internal_error(), path=LOG.format(table="a")),
-                 ("_delta_log",), id="delta-log-500"),
+                 ("_delta_log",), False, id="delta-log-500"),
 ])
-def test_s3_failing_one_tables_requests(s3_under_fault, fault_matrix: FaultMatrix, tmp_path, fault, rule, named):
+def test_s3_failing_one_tables_requests(s3_under_fault, fault_matrix: FaultMatrix, tmp_path, fault, rule, named,
+                                        status_reads_it):
     """Longer than the client retries: table ``a`` fails naming S3 and the request, ``b`` commits."""
     run = s3_under_fault
-    a, cleared_at = _one_table_fails(run, rule)
+    failure, status, cleared_at = _one_table_fails(run, rule)
 
-    _names_s3(a["last_failure"], named[0])
-    assert all(word in a["last_failure"] for word in named), a
+    _names_s3(failure, named[0])
+    assert all(word in failure for word in named), failure
+    assert not status_reads_it or status.startswith("status: a failing (files"), status
     recovery_s = run.finish(cleared_at)
     fault_matrix.record(FaultResult.of(
         f"S3 {fault} of table a ({rule.injected} answers)", recovery_s, tally(run.lake, run.tables),
-        f"status: a failing ({a['last_failure_cause']} in {a['last_failure_state']}): {a['last_failure']}; "
-        "b committed meanwhile", ci=False), tmp_path)
+        f"{status}; b committed meanwhile", ci=False), tmp_path)
 
 
 @full_matrix_only
@@ -277,7 +294,7 @@ def test_s3_sigkilled_during_a_commit_and_restarted(s3_under_fault, fault_matrix
     hold.release()
     wait_until(lambda: run.failures()[since:], "a table to fail while S3 is down", timeout_s=60)
     failure = run.failures()[since:][0]
-    a = run.failing("a") or run.failing("b")
+    status = run.status("a")[1]
     run.s3.restart()
     cleared_at = time.monotonic()
 
@@ -285,4 +302,4 @@ def test_s3_sigkilled_during_a_commit_and_restarted(s3_under_fault, fault_matrix
     recovery_s = run.finish(cleared_at)
     fault_matrix.record(FaultResult.of(
         "S3 SIGKILL during a commit, restarted on the same data dir", recovery_s, tally(run.lake, run.tables),
-        f"job: {failure}; status: {a['last_failure'] if a else 'no failing table'}", ci=False), tmp_path)
+        f"job: {failure}; {status}", ci=False), tmp_path)
