@@ -31,6 +31,7 @@ __all__ = [
     "ForeignCommitError",
     "TableRecreatedError",
     "RoundStateError",
+    "LakeReadError",
     "LakeStorageError",
     "ObjectWriteError",
     "CoordinationError",
@@ -166,6 +167,11 @@ class TableRecreatedError(TieringError):
 
 class RoundStateError(TieringError):
     """A table of a round was asked to take a step its state does not allow: a bug, never retried."""
+
+
+class LakeReadError(TieringError):
+    """A table's Delta log (or its files' listing) could not be read from the lake's object store:
+    names the table, its location and the store's answer. Passing, as a rule: the next round reads again."""
 
 
 class LakeStorageError(TieringError):

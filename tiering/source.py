@@ -31,7 +31,7 @@ from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPart
 
 from tiering.context import TermContext
 from tiering.enumerator.descriptor import DESCRIPTOR_SCHEMA, to_descriptor
-from tiering.errors import ConfigError, FencedEpochError
+from tiering.errors import ConfigError, FencedEpochError, LakeReadError
 from tiering.state.offset import TableOffset, TieringOffset
 
 try:  # Spark >= 4.2: admission control and availableNow for Python sources
@@ -247,8 +247,13 @@ class KvTieringStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         return planner.plan(round_id, inputs)
 
     def _table_input(self, info, planned_before: bool) -> TableInput | None:
-        """What the planner needs of one table; None when it is left out of this round."""
-        loaded = self.lake.load(info.name)
+        """What the planner needs of one table; None when it is left out of this round (also when
+        its Delta log cannot be read: the other tables are planned, this one next round)."""
+        try:
+            loaded = self.lake.load(info.name)
+        except LakeReadError as e:
+            log.warning("job=%s table=%s left out of this round: %s", self.context.job, info.name, e)
+            return None
         position = loaded.position() if loaded is not None else None
         if self._gave_up(info.name, position, planned_before):
             return None

@@ -17,9 +17,10 @@ from dataclasses import dataclass, replace
 import pyarrow as pa
 import pyarrow.fs as pafs
 from deltalake import DeltaTable
-from deltalake.exceptions import TableNotFoundError
+from deltalake.exceptions import DeltaError, TableNotFoundError
 
 from tiering.conf.model import LakeConfig
+from tiering.errors import LakeReadError
 from tiering.enumerator.positions import LakePosition
 from tiering.lakestate.commits import LakeCommitInfo, newest_commit
 from tiering.lakestate.foreign import ForeignCommit, first_foreign_change
@@ -139,7 +140,16 @@ class LakeTables:
         self._seen: dict[str, tuple[LakeTable, int]] = {}  # table -> (view, the version its info covers)
 
     def load(self, table: str) -> LakeTable | None:
-        """The table as it is now; None when no Delta table exists there yet."""
+        """The table as it is now; None when no Delta table exists there yet;
+        :class:`LakeReadError` naming the table and its location when the object store fails the read."""
+        try:
+            return self._load(table)
+        except (OSError, DeltaError) as e:
+            message = " ".join(str(e).split())  # delta-rs chains its causes over several lines
+            raise LakeReadError(f"table {table!r}: its Delta log at {self.lake.path(table)} cannot be read: "
+                                f"{type(e).__name__}: {message}", table=table) from e
+
+    def _load(self, table: str) -> LakeTable | None:
         seen = self._seen.get(table)
         if seen is None:
             return self._first_load(table)

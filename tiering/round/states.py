@@ -19,6 +19,7 @@ from tiering.errors import (
     BucketWriteError,
     ForeignCommitError,
     LakeCommitError,
+    LakeReadError,
     SchemaMismatchError,
     SnapshotUnavailableError,
     StoreError,
@@ -75,6 +76,8 @@ class FailureCause(StrEnum):
     SNAPSHOT_GONE = "snapshot_gone"
     #: the KV table's schema changed in a way the lake cannot follow; needs a person
     SCHEMA = "schema"
+    #: reading the table's Delta log from the lake's object store failed
+    LAKE_READ = "lake_read"
     #: writing a bucket's data files failed (the object store, the executors)
     FILES = "files"
     #: another writer changed the table's rows in the lake; needs `tiering resync`
@@ -93,6 +96,7 @@ _CAUSES: tuple[tuple[type[Exception], FailureCause], ...] = (
     (TableRecreatedError, FailureCause.RECREATED),
     (SnapshotUnavailableError, FailureCause.SNAPSHOT_GONE),
     (SchemaMismatchError, FailureCause.SCHEMA),
+    (LakeReadError, FailureCause.LAKE_READ),
     (BucketWriteError, FailureCause.FILES),
     (ForeignCommitError, FailureCause.FOREIGN_WRITE),
     (LakeCommitError, FailureCause.COMMIT),
