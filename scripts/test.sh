@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Runs the whole test suite: with no arguments, first the Airflow DAG test in its own venv
-# (scripts/test_airflow.sh), then the main suite in .venv (made by scripts/setup.sh). Arguments
-# go to the main pytest run and skip the Airflow part, e.g. `scripts/test.sh -m unit`.
+# (scripts/test_airflow.sh), then the main suite in .venv (made by scripts/setup.sh) on the
+# newest supported pyspark, then the tests that touch Spark again on the oldest, in .venv-oldest
+# (scripts/test_oldest.sh). Arguments go to the main pytest run and skip the Airflow and oldest
+# parts, e.g. `scripts/test.sh -m unit`.
 # pytest's "no tests collected" (exit 5) is not a failure. The suite runs in TEST_WORKERS
 # (default 2) pytest-xdist workers, a test module per worker at a time (--dist loadfile): most
 # of its time is spent waiting on JVM starts, processes and timeouts, which overlap well.
@@ -19,6 +21,15 @@ rc=$?
 if [ "$rc" -eq 5 ]; then
   echo "test: no tests were collected"
   rc=0
+fi
+oldest_rc=0
+if [ "$#" -eq 0 ]; then
+  ./scripts/test_oldest.sh
+  oldest_rc=$?
+fi
+if [ "$oldest_rc" -ne 0 ]; then
+  echo "test: the tests on the oldest supported pyspark failed (exit $oldest_rc)"
+  [ "$rc" -ne 0 ] || rc=$oldest_rc
 fi
 if [ "$airflow_rc" -ne 0 ]; then
   echo "test: the Airflow DAG test failed (exit $airflow_rc)"

@@ -44,15 +44,14 @@ def _load(args: argparse.Namespace, **overrides: object):
 
 def _run(args: argparse.Namespace) -> int:
     """SIGTERM/SIGINT stop the job between rounds (lease dropped, leadership given back, exit 0);
-    a second one interrupts at once (exit 130). A Spark outside the supported range, or settings
-    it cannot honour, exit 2 before anything starts."""
+    a second one interrupts at once (exit 130). A Spark outside the supported range exits 2
+    before anything starts."""
     from tiering import spark_version
 
-    version = spark_version.check()
-    config = _load(args, **{"trigger.available_now": True if args.available_now else None})
-    spark_version.check_config(config, version)
+    spark_version.check()
     from tiering.job import run_as_leader
 
+    config = _load(args, **{"trigger.available_now": True if args.available_now else None})
     stop = threading.Event()
 
     def request_stop(signum: int, frame: object) -> None:

@@ -60,7 +60,7 @@ from tiering.round.states import TableFailure
 
 if TYPE_CHECKING:
     from tiering.lake.resync import TableResync
-from tiering.source import CONTEXT_OPTION, KvTieringDataSource
+from tiering.source import ADMISSION_CONTROL, CONTEXT_OPTION, KvTieringDataSource
 from tiering.state.checkpoint_check import check_checkpoint
 
 log = logging.getLogger(__name__)
@@ -135,6 +135,7 @@ class TieringJob:
             context.lake, context.job, maintenance, context.epoch, fence=self._check
         ) if maintenance.enabled else None
         self._query = None
+        self._end_when_idle = False
         self._lock = threading.Lock()
         self._health = read_health(context.config.job.checkpoint)
 
@@ -154,11 +155,16 @@ class TieringJob:
             on_round=self._round_done,
         )
         stream = self.spark.readStream.format(KvTieringDataSource.name()).option(CONTEXT_OPTION, self.context.to_option()).load()
-        trigger = (
-            {"availableNow": True}
-            if config.trigger.available_now
-            else {"processingTime": f"{config.trigger.interval_s} seconds"}
-        )
+        # Spark 4.0/4.1 run a Python source's availableNow as one round: there the rounds are
+        # triggered back to back and the query ends at the first with nothing to tier (run()), as
+        # availableNow ends on a newer Spark (tiering.spark_version).
+        self._end_when_idle = config.trigger.available_now and not ADMISSION_CONTROL
+        if self._end_when_idle:
+            trigger = {"processingTime": "0 seconds"}
+        elif config.trigger.available_now:
+            trigger = {"availableNow": True}
+        else:
+            trigger = {"processingTime": f"{config.trigger.interval_s} seconds"}
         if config.lease.renew:
             self._renewer = LeaseRenewer(self.lease).start()
         self._query = (
@@ -193,6 +199,8 @@ class TieringJob:
             try:
                 while query.isActive and not any(event.is_set() for event in until):
                     query.awaitTermination(poll_s)
+                    if self._end_when_idle and query.status["message"] == "Waiting for data to arrive":
+                        break  # a trigger found nothing to tier: availableNow is done (stopped below)
             except StreamingQueryException as e:  # the query failed while we waited
                 self._check_checkpoint_after(e)
                 raise TieringError(f"job {self.context.job!r}: query failed: {e}", epoch=self.context.epoch) from e

@@ -178,10 +178,12 @@ class KvTieringStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
     def latestOffset(self, start: dict | None = None, limit: ReadLimit | None = None) -> dict:
         """The next round's offset, or ``start`` when there is nothing to tier. Spark 4.0 and 4.1
         pass neither argument: ``start`` is then the offset Spark logged last, which is what a
-        newer Spark passes, and the round is capped by ``limits.*`` as a default read limit
-        would cap it."""
+        newer Spark passes, the round is capped by ``limits.*`` as a default read limit would cap
+        it, and an availableNow run fixes its targets at its first call."""
         if start is None:
             start = self._logged_offset()
+            if self._targets is None and self.context.config.trigger.available_now:
+                self.prepareForTriggerAvailableNow()  # the job triggers the rounds itself there
         previous = TieringOffset.from_dict(start)
         self._check_term(previous)
         plan = self._plan(previous.round + 1, limit, {s.table for s in previous.splits})

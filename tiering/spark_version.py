@@ -9,11 +9,12 @@ What differs inside the range, each handled where it matters:
 
 - admission control for Python sources (``latestOffset(start, limit)``, ``getDefaultReadLimit``,
   ``SupportsTriggerAvailableNow``) exists from Spark 4.2 (:data:`ADMISSION_CONTROL_SINCE`). On
-  4.0 and 4.1 Spark calls ``latestOffset()`` with neither argument: the source reads the start from
-  the checkpoint's offsets log and applies ``limits.*`` itself, and Spark runs an availableNow
-  query as one round (its ``AvailableNowDataStreamWrapper`` asks for one offset and stops there),
-  so the limits together with availableNow are refused there (:func:`check_config`): a capped
-  round would end the run with data left behind;
+  4.0 and 4.1 Spark calls ``latestOffset()`` with neither argument, and runs a source without
+  ``SupportsTriggerAvailableNow`` as a single batch under availableNow (its
+  ``AvailableNowDataStreamWrapper``): one round, which would leave a failed table or a capped
+  round's rest behind. There the source reads its start from the checkpoint's offsets log and
+  applies ``limits.*`` itself, and the job runs availableNow as rounds triggered back to back,
+  ending the query at the first trigger with nothing to tier, which is when a newer Spark ends it;
 - the FileSystem-based checkpoint file manager moved to the ``checkpointing`` package in Spark
   4.1 (:func:`checkpoint_file_manager`).
 
@@ -32,7 +33,6 @@ __all__ = [
     "SUPPORTED",
     "admission_control",
     "check",
-    "check_config",
     "checkpoint_file_manager",
     "running",
 ]
@@ -67,6 +67,10 @@ def check(version: str | None = None) -> str:
     if minor is None or not SUPPORTED[0] <= minor < SUPPORTED[1]:
         raise ConfigError([f"Spark {version!r} is not supported: kv-tiering runs on pyspark {_RANGE} "
                            "(README, \"Spark versions\"); install one of those, or run spark-submit of one"])
+    if not admission_control(version):
+        log.info("Spark %s: Python sources have no admission control (Spark >= %s): the source reads its start "
+                 "from the offsets log and caps rounds by limits.* itself; availableNow runs rounds back to back "
+                 "until one finds nothing to tier", version, ".".join(map(str, ADMISSION_CONTROL_SINCE)))
     return version
 
 
@@ -74,25 +78,6 @@ def admission_control(version: str) -> bool:
     """Does Spark ``version`` give Python streaming sources admission control and availableNow?"""
     minor = _minor(version)
     return minor is not None and minor >= ADMISSION_CONTROL_SINCE
-
-
-def check_config(config, version: str) -> None:
-    """:class:`ConfigError` for settings Spark ``version`` cannot honour (see the module doc)."""
-    if admission_control(version):
-        return
-    needs = ".".join(map(str, ADMISSION_CONTROL_SINCE))
-    log.info("Spark %s: Python sources have no admission control (Spark >= %s): the source applies limits.* "
-             "itself, and an availableNow run is one round", version, needs)
-    if not config.trigger.available_now:
-        return
-    limits = config.limits
-    set_ = [f"limits.{key} = {value}" for key, value in
-            (("max_splits_per_trigger", limits.max_splits_per_trigger), ("max_bytes_per_trigger", limits.max_bytes_per_trigger))
-            if value]
-    if set_:
-        raise ConfigError([f"{', '.join(set_)} with trigger.available_now: Spark {version} has no admission control "
-                           f"for Python sources, so an availableNow run is one round and a capped round would leave "
-                           f"data behind; drop the limits for availableNow runs, or use Spark >= {needs}"])
 
 
 def checkpoint_file_manager(version: str) -> str:

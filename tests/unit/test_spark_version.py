@@ -11,7 +11,6 @@ import pytest
 
 from tiering import spark_version
 from tiering.cli import EXIT_USAGE, main
-from tiering.conf.loader import load_config
 from tiering.errors import ConfigError
 
 pytestmark = pytest.mark.unit
@@ -55,24 +54,12 @@ def test_the_checkpoint_file_manager_moved_package_in_spark_4_1():
             "org.apache.spark.sql.execution.streaming.checkpointing.FileSystemBasedCheckpointFileManager")
 
 
-def config(**overrides):
-    return load_config(None, {}, {"job.name": "j", "job.checkpoint": "/tmp/c", "kvstore.url": "http://127.0.0.1:1",
-                                  "zookeeper.hosts": "127.0.0.1:1", "lake.root": "/tmp/l", **overrides})
-
-
-def test_without_admission_control_limits_are_refused_for_available_now_only(caplog):
-    limited = {"limits.max_splits_per_trigger": 7, "limits.max_bytes_per_trigger": 1000}
-    with pytest.raises(ConfigError) as refused:
-        spark_version.check_config(config(**limited, **{"trigger.available_now": True}), "4.1.0")
-    message = str(refused.value)
-    assert "limits.max_splits_per_trigger = 7, limits.max_bytes_per_trigger = 1000 with trigger.available_now" in message
-    assert "Spark 4.1.0 has no admission control" in message and "Spark >= 4.2" in message
-
+def test_a_spark_without_admission_control_is_accepted_with_a_log_line(caplog):
     with caplog.at_level(logging.INFO, logger="tiering.spark_version"):
-        spark_version.check_config(config(**limited), "4.0.0")  # the source applies them itself
-        spark_version.check_config(config(**{"trigger.available_now": True}), "4.0.0")
-    assert [r.getMessage().startswith("Spark 4.0.0: Python sources have no admission control") for r in caplog.records] == [True, True]
-    spark_version.check_config(config(**limited, **{"trigger.available_now": True}), "4.2.0")
+        spark_version.check("4.1.0")
+        spark_version.check("4.2.0")
+    assert [r.getMessage().split(":")[0] for r in caplog.records] == ["Spark 4.1.0"]
+    assert "no admission control (Spark >= 4.2)" in caplog.records[0].getMessage()
 
 
 @pytest.fixture

@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Makes .venv-oldest: the package and its test extras on the oldest pyspark the job supports
+# (pyproject.toml's lower bound, README "Spark versions"), for scripts/test_oldest.sh. Called by
+# scripts/setup.sh (Java and the rest of the machine are its business). Safe to run again.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+OLDEST_PYSPARK=4.0.0
+VENV=.venv-oldest
+PY=${PYTHON:-python3}
+[ -x "$VENV/bin/python" ] || "$PY" -m venv "$VENV"
+"$VENV/bin/python" -m pip install -q --upgrade pip
+"$VENV/bin/python" -m pip install -q "pyspark==$OLDEST_PYSPARK" -e ".[test]"
+echo "setup_oldest: $VENV ready (pyspark $("$VENV/bin/python" -c 'import pyspark; print(pyspark.__version__)'))"
