@@ -16,6 +16,8 @@ from collections import Counter
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 
+from deltalake.exceptions import DeltaError
+
 from tiering.conf.model import TieringConfig
 from tiering.console import output_console
 from tiering.context import store_client
@@ -47,7 +49,8 @@ class TableStatus:
     ``lake_offset`` is None when the lake holds no tiering commit for this ``table_id``
     (never tiered, or the table was re-created since). ``state`` is ``ok``, ``failing`` (its
     last round failed), ``dropped`` (gone from the store; the lake table is kept),
-    ``re-created`` (the lake holds an earlier incarnation) or ``not tiered``. Times are epoch
+    ``re-created`` (the lake holds an earlier incarnation), ``not tiered`` or ``lake unreadable``
+    (its Delta log cannot be read now: ``lake_error`` says why). Times are epoch
     ms; ``freshness_s`` is the age of the oldest store write the lake lacks (0: none).
     """
 
@@ -72,6 +75,8 @@ class TableStatus:
     #: the step the table had reached when it failed (tiering.round.states.TableState)
     last_failure_state: str | None = None
     last_failure_ms: int | None = None
+    #: why the table's Delta log could not be read now (state ``lake unreadable``), else None
+    lake_error: str | None = None
 
 
 @dataclass(frozen=True)
@@ -144,7 +149,7 @@ def _table_status(
     client: KvStoreClient, lake: Lake, info: TableInfo, leased: int, health: TableHealth | None, now_ms: int
 ) -> TableStatus:
     logs = client.log_info(info.name).buckets
-    loaded = lake.load(info.name)
+    loaded, lake_error = _read_lake(lake, info.name)
     position, lake_fields = _lake_side(loaded, info.table_id)
     try:
         oldest = oldest_untiered_write_ms(client, lake.store, info.name, position, logs)
@@ -155,7 +160,9 @@ def _table_status(
         freshness = None
     if health is not None and health.table_id != info.table_id:
         health = None  # an earlier incarnation's history
-    if health is not None and health.consecutive_failures:
+    if lake_error is not None:
+        state = "lake unreadable"
+    elif health is not None and health.consecutive_failures:
         state = "failing"
     elif position is not None:
         state = "ok"
@@ -173,12 +180,23 @@ def _table_status(
         leased_snapshots=leased,
         **lake_fields,
         **_failure_fields(health),
+        lake_error=lake_error,
     )
+
+
+def _read_lake(lake: Lake, table: str) -> tuple[LakeTable | None, str | None]:
+    """The table's lake side, or why its Delta log cannot be read now: one table whose log the
+    object store refuses is shown as such, it does not fail the whole status."""
+    try:
+        return lake.load(table), None
+    except (OSError, DeltaError) as e:
+        return None, f"{type(e).__name__}: {' '.join(str(e).split())}"
 
 
 def _dropped_status(lake: Lake, health: TableHealth) -> TableStatus:
     """A table the job tiered and the store no longer lists: its lake table is kept as it was."""
-    position, lake_fields = _lake_side(lake.load(health.table), health.table_id)
+    loaded, lake_error = _read_lake(lake, health.table)
+    position, lake_fields = _lake_side(loaded, health.table_id)
     return TableStatus(
         table=health.table,
         table_id=health.table_id,
@@ -191,6 +209,7 @@ def _dropped_status(lake: Lake, health: TableHealth) -> TableStatus:
         leased_snapshots=0,
         **lake_fields,
         **_failure_fields(health),
+        lake_error=lake_error,
     )
 
 
@@ -297,7 +316,7 @@ def status_view(status: JobStatus, note: str = ""):
              + f": {t.last_failure}")
         for t in status.tables
         if t.last_failure is not None and (t.consecutive_failures or t.state == "dropped")
-    ]
+    ] + [Text(f"{t.table}: its Delta log cannot be read: {t.lake_error}") for t in status.tables if t.lake_error]
     return Group(head, table, *failures)
 
 
