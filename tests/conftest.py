@@ -1,4 +1,4 @@
-"""Test harness: real services as fixtures (DESIGN §9). Unit tests need none of them."""
+"""Test harness: real services as fixtures (docs/DESIGN.md §9). Unit tests need none of them."""
 
 import os
 import sys

@@ -1,4 +1,4 @@
-"""The `tiering` command (DESIGN §8). Each subcommand is a thin shell over a library function.
+"""The `tiering` command (docs/DESIGN.md §8). Each subcommand is a thin shell over a library function.
 
 Exit codes: 0 success, 1 runtime failure, 2 bad usage or configuration, 130 interrupted.
 """

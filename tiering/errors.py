@@ -116,7 +116,7 @@ class ConflictError(StoreError):
 class NotLeaderError(TieringError):
     """This driver's leadership term is over: stop acting, never retry.
 
-    The root of every way a stale term finds out, wherever the write lands (DESIGN §7): the
+    The root of every way a stale term finds out, wherever the write lands (docs/DESIGN.md §7): the
     store's fenced reply, ZooKeeper's epoch check, a newer term's Delta commit, a lost
     session. Whoever catches it stops the query and leaves the lease to the new leader.
     """

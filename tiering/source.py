@@ -1,6 +1,6 @@
 """The Spark streaming data source ``kv-tiering``: the enumerator that plans rounds.
 
-Failure modes it is built around (DESIGN §4):
+Failure modes it is built around (docs/DESIGN.md §4):
 - Spark calls ``initialOffset()`` more than once and again on replay, and compares offsets as
   JSON strings: the initial offset comes from the lease-id file, and offsets are encoded by
   :class:`TieringOffset` in one canonical form;

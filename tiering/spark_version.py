@@ -1,4 +1,4 @@
-"""The Spark versions the job runs on, checked when a driver starts (DESIGN §4).
+"""The Spark versions the job runs on, checked when a driver starts (docs/DESIGN.md §4).
 
 Failure mode it guards against: a driver started on a Spark the source was never run with fails
 late and obscurely inside Spark (a Python worker's ``TypeError``, a class Spark cannot load) after

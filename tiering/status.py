@@ -1,7 +1,7 @@
 """What an operator asks before touching a job: how far behind is it, who leads, what is pinned.
 
 Failure modes this guards against: acting on a guess. Lag is computed from the lake's own
-commit metadata (the truth of what was tiered, DESIGN §4), not from the store's last lake
+commit metadata (the truth of what was tiered, docs/DESIGN.md §4), not from the store's last lake
 report, which a crash can leave behind. Dropping a lease while a leader runs would let the
 store collect snapshots the leader is reading: ``drop_lease`` refuses unless no leader holds
 the job (or the operator forces it). Everything here is read-only except ``drop_lease``, and

@@ -91,7 +91,7 @@ def slow_down(path: str = "/") -> Respond:
 
 
 def store_error(status: int = 503, code: str = "UNAVAILABLE", message: str = "injected by the fault proxy") -> Respond:
-    """The KV store's JSON error envelope (DESIGN §3)."""
+    """The KV store's JSON error envelope (docs/DESIGN.md §3)."""
     return Respond(status, json.dumps({"error": code, "message": message}).encode(), "application/json")
 
 

@@ -1,6 +1,6 @@
 """The round writers under test, by data path, and the ``orders`` table their tests commit.
 
-Every writer runs the same round protocol tests (DESIGN §6: "same protocol, same tests"); a
+Every writer runs the same round protocol tests (docs/DESIGN.md §6: "same protocol, same tests"); a
 test names one data path only when it tests that path.
 """
 

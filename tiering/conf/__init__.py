@@ -1,4 +1,4 @@
-"""Typed configuration (DESIGN §8): TOML file, then ``TIERING_<SECTION>_<KEY>`` environment, then
+"""Typed configuration (docs/DESIGN.md §8): TOML file, then ``TIERING_<SECTION>_<KEY>`` environment, then
 CLI overrides; validated strictly, every problem reported at once as one ConfigError."""
 
 from tiering.conf.loader import ENV_PREFIX, env_name, load_config

@@ -1,4 +1,4 @@
-"""The typed configuration (DESIGN §8): one frozen model per TOML section.
+"""The typed configuration (docs/DESIGN.md §8): one frozen model per TOML section.
 
 Failure mode this prevents: a typo or a wrong type that silently falls back to a default (a
 misspelt ``fail_on_data_loss`` that leaves data loss unreported, ``interval_s = "5"`` read as
@@ -98,7 +98,7 @@ class JobConfig(_Section):
 
 
 class KvStoreConfig(_Section):
-    """[kvstore] — the upstream store speaking the HTTP protocol of DESIGN §3."""
+    """[kvstore] — the upstream store speaking the HTTP protocol of docs/DESIGN.md §3."""
 
     url: str = setting("Base URL of the KV store, without the `/v1` prefix.", label="http(s) URL")
     token: Secret = setting(
@@ -117,7 +117,7 @@ class KvStoreConfig(_Section):
 
 
 class ZooKeeperConfig(_Section):
-    """[zookeeper] — leader election and epoch fencing (DESIGN §7)."""
+    """[zookeeper] — leader election and epoch fencing (docs/DESIGN.md §7)."""
 
     hosts: str = setting(
         "ZooKeeper connect string, comma-separated `host:port` pairs.",
@@ -162,7 +162,7 @@ class ZooKeeperConfig(_Section):
 
 
 class LakeConfig(_Section):
-    """[lake] — where the Delta tables are written (DESIGN §6)."""
+    """[lake] — where the Delta tables are written (docs/DESIGN.md §6)."""
 
     root: str = setting(
         "Root of the lake; table `t` is written to `<root>/t`: a local path, a `file://` URI or "
@@ -315,7 +315,7 @@ class TriggerConfig(_Section):
 
 
 class LeaseConfig(_Section):
-    """[lease] — the job-scoped snapshot lease (DESIGN §1)."""
+    """[lease] — the job-scoped snapshot lease (docs/DESIGN.md §1)."""
 
     duration_s: float = setting(
         "Lease duration in seconds. Snapshots a crashed job held become collectable this long "
@@ -331,7 +331,7 @@ class LeaseConfig(_Section):
 
 
 class LimitsConfig(_Section):
-    """[limits] — admission control per round (DESIGN §5)."""
+    """[limits] — admission control per round (docs/DESIGN.md §5)."""
 
     max_splits_per_trigger: int = setting(
         "Most splits planned in one round; 0 means no limit.",
@@ -352,7 +352,7 @@ class LimitsConfig(_Section):
 
 
 class MaintenanceConfig(_Section):
-    """[maintenance] — lake hygiene the leader runs between rounds (DESIGN §6); `tiering maintain`
+    """[maintenance] — lake hygiene the leader runs between rounds (docs/DESIGN.md §6); `tiering maintain`
     runs one pass by hand."""
 
     enabled: bool = setting(

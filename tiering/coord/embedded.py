@@ -1,4 +1,4 @@
-"""A real standalone ZooKeeper server, started from the jars pyspark already ships (DESIGN §7).
+"""A real standalone ZooKeeper server, started from the jars pyspark already ships (docs/DESIGN.md §7).
 
 Failure modes it guards against: a JVM that dies at startup (port taken, bad data dir) is
 reported with the tail of its log instead of a bare timeout; a test run that crashes does not

@@ -1,4 +1,4 @@
-"""What the job uses to lead: ``acquire_leadership()`` -> a ``LeaderTerm`` (DESIGN §7).
+"""What the job uses to lead: ``acquire_leadership()`` -> a ``LeaderTerm`` (docs/DESIGN.md §7).
 
 Failure mode it encapsulates: a leader that keeps acting after it stopped being one. A term
 ends (``lost`` is set, ``on_lost`` runs) when the session watchdog gives up on the session,

@@ -1,4 +1,4 @@
-"""The znode layout of a job, in one place, so no two modules disagree on a path (DESIGN §7).
+"""The znode layout of a job, in one place, so no two modules disagree on a path (docs/DESIGN.md §7).
 
 Failure mode it prevents: a job name with a ``/`` (or an empty one) would silently address
 another job's subtree, or a parent node; it is refused with an error naming the job.

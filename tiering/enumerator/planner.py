@@ -1,4 +1,4 @@
-"""The round planner: which splits to read this round, from where the lake stands (DESIGN §5).
+"""The round planner: which splits to read this round, from where the lake stands (docs/DESIGN.md §5).
 
 Failure modes it exists for: re-reading or skipping changelog offsets (the plan starts every
 bucket exactly at the lake's exclusive offset), mixing two incarnations of a re-created table

@@ -1,4 +1,4 @@
-"""Where the lake stands for one table: the positions a round is planned from (DESIGN §4).
+"""Where the lake stands for one table: the positions a round is planned from (docs/DESIGN.md §4).
 
 Failure mode this guards against: planning from a position that belongs to another
 incarnation of the table. A position is only meaningful together with the ``table_id`` it

@@ -1,4 +1,4 @@
-"""HTTP client of the KV store protocol (DESIGN §3).
+"""HTTP client of the KV store protocol (docs/DESIGN.md §3).
 
 Failure modes: connection errors, timeouts and 5xx/503 raise StoreUnavailableError after the
 retry policy (tiering.kvstore.retry.STORE_RETRY) gives up; every 4xx maps to a typed error

@@ -1,4 +1,4 @@
-"""The KV store protocol's data model (DESIGN §3), shared by the reference server and the client.
+"""The KV store protocol's data model (docs/DESIGN.md §3), shared by the reference server and the client.
 
 Field names are the wire names: other tools speak this protocol too, so renaming a field here
 is a protocol change. Offsets are changelog positions; every ``*_end_offset`` and a

@@ -1,4 +1,4 @@
-"""Which table and column names the KV store accepts (DESIGN §3) — the rule, in one place.
+"""Which table and column names the KV store accepts (docs/DESIGN.md §3) — the rule, in one place.
 
 Failure mode: a name is data that ends up where code expects structure. A table name becomes a
 directory of the lake (``<lake.root>/<table>``) and part of the store's own file layout; a name

@@ -1,4 +1,4 @@
-"""The names the store's files and the lake's share: system columns and op codes (DESIGN §3).
+"""The names the store's files and the lake's share: system columns and op codes (docs/DESIGN.md §3).
 
 Failure mode this guards against: two modules spelling them differently. A ``-D`` read as
 anything else resurrects a deleted row; an ``__offset`` spelt otherwise makes the oldest change

@@ -1,5 +1,5 @@
 """A table's change data feed (``lake.change_data_feed``): what a round writes so that Delta's
-change feed holds exactly the round's changes (DESIGN §6).
+change feed holds exactly the round's changes (docs/DESIGN.md §6).
 
 Failure mode this guards against: a feed that reports what the writer did instead of what
 changed. A Delta change-feed reader takes a commit's ``cdc`` files when it has any; without them

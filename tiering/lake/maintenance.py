@@ -1,5 +1,5 @@
 """Lake hygiene: compaction, checkpoints with log cleanup, removal of unreferenced files — commits
-of the leader, fenced like a round's (DESIGN §6). The leader runs a pass between rounds; `tiering
+of the leader, fenced like a round's (docs/DESIGN.md §6). The leader runs a pass between rounds; `tiering
 maintain` runs one as a term of its own.
 
 Failure modes and what happens:

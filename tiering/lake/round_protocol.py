@@ -1,4 +1,4 @@
-"""The round commit protocol both lake writers follow (DESIGN §6): one commit per table per
+"""The round commit protocol both lake writers follow (docs/DESIGN.md §6): one commit per table per
 round, at most once, fenced by epoch. Each writer supplies only how the data is written and
 committed.
 

@@ -24,7 +24,7 @@ location; then one commit removes exactly those buckets' old files and adds the 
 Partitioning by ``__bucket`` keeps that a metadata operation on the other buckets. Who writes:
 - Spark executors, for bootstraps and big rounds: no row passes through the driver;
 - the driver itself, for a changelog-only round of at most ``lake.driver_max_changes`` changes
-  (DESIGN §6: changelog merges may pass through the driver, bounded): no Spark job for a round
+  (docs/DESIGN.md §6: changelog merges may pass through the driver, bounded): no Spark job for a round
   that changed a few rows. The bucket's base streams through in batches; the changes are held.
 Which of them is decided once per table per round (:class:`~tiering.lake.round_protocol.WritePath`).
 

@@ -1,4 +1,4 @@
-"""Following the KV table's schema into its Delta table (DESIGN §6, "upstream schema changes").
+"""Following the KV table's schema into its Delta table (docs/DESIGN.md §6, "upstream schema changes").
 
 Failure mode this guards against: a table whose KV schema grew stuck failing every round, as
 Fluss users saw. The store only ever appends nullable columns (``POST /v1/tables/{t}/columns``),

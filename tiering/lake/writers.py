@@ -1,4 +1,4 @@
-"""Choosing the lake writer named by ``[lake] writer`` (DESIGN §6, §8).
+"""Choosing the lake writer named by ``[lake] writer`` (docs/DESIGN.md §6, §8).
 
 Failure mode: a typo or an unavailable writer discovered mid-round, after leases were taken.
 The choice is checked when the job is wired, with the valid names in the error.

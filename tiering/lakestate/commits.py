@@ -3,7 +3,7 @@
 Failure mode this guards against: planning a round from anything but the lake. The
 checkpoint can be behind (a crash after the commit) or ahead (a failed table) of the lake;
 the per-bucket offsets written *in the same atomic commit* as the data are the only truth
-(DESIGN §4). Every round commit carries them cumulatively for the whole table, so the newest
+(docs/DESIGN.md §4). Every round commit carries them cumulatively for the whole table, so the newest
 tiering commit alone is enough. Commits by other tools (OPTIMIZE, VACUUM) carry none and are
 walked past. Both writers encode the entry here and every reader decodes it here.
 """

@@ -1,4 +1,4 @@
-"""Where a table lives in the lake and how its commits are named (DESIGN §6).
+"""Where a table lives in the lake and how its commits are named (docs/DESIGN.md §6).
 
 Failure mode this guards against: two terms (or two rounds) of a job writing the same table
 under transaction versions that do not order them. Delta keeps one version per app id and

@@ -3,7 +3,7 @@
 Failure mode this guards against: a round replayed after a crash, or by a new leader taking
 over a checkpoint, re-applying changes the lake already holds. Re-applying a log range over
 newer rows can resurrect a key deleted later (the lake keeps no tombstones), and re-applying
-an old snapshot regresses a bucket. The lake is the truth (DESIGN §4), so every split is cut
+an old snapshot regresses a bucket. The lake is the truth (docs/DESIGN.md §4), so every split is cut
 against the lake's position of its bucket right before it is written; what is left is
 exactly what is missing, whichever driver planned the round and however often it replays.
 """

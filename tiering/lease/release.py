@@ -4,7 +4,7 @@ Failure mode: a hold kept longer than needed pins snapshots the store wants to c
 grows, retention is defeated); a hold let go too early lets the store delete files a round is
 about to read. Snapshot splits are leased by the source *before* they are handed out
 (``KvTieringStreamReader.latestOffset``) and re-acquired by the committer right before their
-files are read. They are let go at exactly these points (DESIGN §1):
+files are read. They are let go at exactly these points (docs/DESIGN.md §1):
 
 - **finished** — a table's round landed in Delta and its offsets were reported: the lake now
   holds what the snapshot held (``RoundCommitter``, per table);

@@ -1,4 +1,4 @@
-"""The job's lease id, stored once in the streaming checkpoint (DESIGN §4).
+"""The job's lease id, stored once in the streaming checkpoint (docs/DESIGN.md §4).
 
 Failure mode: a query restarted from its checkpoint that made up a new lease id would leak
 the old lease's holds until it expires, and two ids for one job would each pin snapshots.

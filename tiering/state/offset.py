@@ -1,4 +1,4 @@
-"""The Spark source's checkpointed offset, versioned (DESIGN §4).
+"""The Spark source's checkpointed offset, versioned (docs/DESIGN.md §4).
 
 Failure modes: Spark compares offsets as JSON strings, so two encodings of the same state
 that differ in key order or whitespace look like new data and replay a batch; and a

@@ -1,4 +1,4 @@
-"""Epochs only grow, and a write fenced by a superseded epoch never lands (DESIGN §7)."""
+"""Epochs only grow, and a write fenced by a superseded epoch never lands (docs/DESIGN.md §7)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Failover between real leader processes (DESIGN §7, §9): a SIGKILLed leader is replaced by
+"""Failover between real leader processes (docs/DESIGN.md §7, §9): a SIGKILLed leader is replaced by
 the standby with the next epoch; a SIGSTOPped one is replaced too, and once resumed it learns
 it lost and its fenced writes are refused, so the successor's data stands."""
 

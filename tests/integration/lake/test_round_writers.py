@@ -1,5 +1,5 @@
 """The round commit protocol against every lake writer and every storage: real Delta tables,
-real Spark and store-shaped Parquet files (DESIGN §6: "same protocol, same tests").
+real Spark and store-shaped Parquet files (docs/DESIGN.md §6: "same protocol, same tests").
 
 Writers: delta-rs rewriting the round's buckets (executors write the files), delta-rs merging a
 small changelog round in the driver, delta-rs with the change data feed on (a round that changes

@@ -1,4 +1,4 @@
-"""The reference KV store (DESIGN §3): a real server process with real files, real GC and
+"""The reference KV store (docs/DESIGN.md §3): a real server process with real files, real GC and
 persistent metadata — the embedded default upstream and the test double that is not a mock.
 
 Modules: ``store`` (operations), ``catalog``/``lake_reports``/``leases`` (metadata), ``gc``

@@ -1,4 +1,4 @@
-"""The HTTP face of the reference store (DESIGN §3): routes, the error envelope, the document.
+"""The HTTP face of the reference store (docs/DESIGN.md §3): routes, the error envelope, the document.
 
 Failure mode: a client that cannot tell *why* a call failed retries what it should not (a
 fenced epoch) or gives up on what it should retry. Every failure therefore leaves as
