@@ -62,9 +62,10 @@ DELTA_CLASS = "io.delta.tables.DeltaTable"
 
 _MISSING_JARS = (
     "lake.writer: 'delta-spark' needs the Delta Lake jars on Spark's classpath, but {cls} is not "
-    "loadable ({why}); add them, e.g. spark.jars.packages = \"io.delta:delta-spark_2.13:<version "
-    "matching Spark {spark}>\" in the [spark] section (or --packages / spark.jars with "
-    "spark-submit), or use lake.writer = \"delta-rs\" (no JVM jars needed)"
+    "loadable ({why}); add them, e.g. spark.jars.packages = \"io.delta:delta-spark_{minor}_2.13:<version "
+    "matching Spark {spark}>\" in the [spark] section (Delta 4.4 and later name the artifact by Spark "
+    "version; earlier ones io.delta:delta-spark_2.13) (or --packages / spark.jars with spark-submit), or "
+    "use lake.writer = \"delta-rs\" (no JVM jars needed)"
 )
 
 
@@ -80,7 +81,8 @@ def check_delta_jars(spark: SparkSession) -> None:
         if isinstance(jvm.io.delta.tables.DeltaTable, JavaClass):
             return
         why = "class not found"
-    raise ConfigError([_MISSING_JARS.format(cls=DELTA_CLASS, why=why, spark=spark.version)])
+    minor = ".".join(spark.version.split(".")[:2])
+    raise ConfigError([_MISSING_JARS.format(cls=DELTA_CLASS, why=why, spark=spark.version, minor=minor)])
 
 
 class DeltaSparkRoundWriter(RoundWriter):

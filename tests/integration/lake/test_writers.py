@@ -38,6 +38,7 @@ def test_without_the_jars_delta_spark_refuses_to_start(spark, tmp_path):
     (problem,) = err.value.problems
     assert problem.startswith("lake.writer: 'delta-spark' needs the Delta Lake jars")
     assert "io.delta.tables.DeltaTable" in problem
-    assert "io.delta:delta-spark_2.13:" in problem and f"Spark {spark.version}" in problem
+    minor = ".".join(spark.version.split(".")[:2])
+    assert f"io.delta:delta-spark_{minor}_2.13:" in problem and f"Spark {spark.version}" in problem
     assert 'lake.writer = "delta-rs"' in problem
     assert not lake.exists()
