@@ -42,6 +42,8 @@ __all__ = [
 DEFAULT_DRIVER_MAX_CHANGES = 1_000_000
 #: ``lake.merge_max_rows`` when not configured (also the writers' default outside a config).
 DEFAULT_MERGE_MAX_ROWS = 1_000_000
+#: ``lake.target_file_mb`` when not configured (also the writers' default outside a config).
+DEFAULT_TARGET_FILE_MB = 32
 
 #: Keys that were split or renamed: ``(section, old key) -> the keys it now sets``. The old key
 #: keeps working (it sets each new key not given explicitly) and the loader warns, naming them.
@@ -209,6 +211,16 @@ class LakeConfig(_Section):
         "source (the changes, and the whole content of a re-bootstrapped bucket) must fit in "
         "`merge_max_rows` rows, or the table's round fails naming both keys.",
         False,
+    )
+
+    target_file_mb: int = setting(
+        "delta-rs writer: the size, in MiB, of the files a round writes. A bucket is kept as "
+        "key-sorted files of about this size, with their key range in their statistics, and a "
+        "round rewrites only the files whose range could hold a key it changed: smaller files "
+        "make a round of a few changes cheaper and the table's log longer. Compaction "
+        "(`maintenance.target_file_mb`) merges files smaller than its own target.",
+        DEFAULT_TARGET_FILE_MB,
+        ge=1,
     )
 
     table_parallelism: int = setting(

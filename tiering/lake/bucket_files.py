@@ -1,19 +1,31 @@
 """One bucket's new data files, written where the lake is, from inside a Spark task (executor side).
 
-A round rewrites each bucket it touches (copy-on-write per bucket): the bucket's base rows — a
-snapshot's files, or its current lake files — minus the keys the round changed, plus the newest
-upsert of each changed key. This module does that for one bucket with pyarrow, writes the result
-straight into ``<table>/__bucket=<b>/`` through the object store (local disk or S3), and returns
-the file descriptions the driver needs for its one Delta commit. No staging, no rename: the
-driver and the executors need not share a filesystem.
+A round rewrites what it touches copy-on-write: base rows — a snapshot's files, or lake files —
+minus the keys the round changed, plus the newest upsert of each changed key. This module does
+that for one bucket with pyarrow, writes the result straight into ``<table>/__bucket=<b>/``
+through the object store (local disk or S3), and returns the file descriptions the driver needs
+for its one Delta commit. No staging, no rename: the driver and the executors need not share a
+filesystem.
+
+Write amplification (a round's cost growing with the table, not with its changes) is what the
+layout is for: a bucket is kept as key-sorted files of about the round's file target, each with
+its first key column's min/max in its statistics. A bucket already in the lake is rewritten by
+file (:func:`rewrite_groups`): a changed key is removed from every file whose range covers it
+(ranges may overlap: a byte-copied snapshot file is not sorted; that is only slower), a new key
+no range covers goes into exactly one file's rewrite (the nearest file's), and only those files
+are read, sorted by key, split into files of about the target and replaced. Everything else
+(a bootstrap that decodes its rows, a whole-bucket rewrite) is written the same way: sorted,
+split at the target.
 
 A bootstrap bucket whose snapshot files already have the lake's columns, with no change on top,
 is not decoded at all: its files are copied byte for byte (the store writes immutable Parquet
 with exactly the lake file's columns), and their statistics come from the Parquet footers.
 
 Failure modes and what happens:
-- a snapshot bigger than memory: base rows stream through in record batches; only the bucket's
-  changes (newest per key, bounded by the round's offsets) are held at once;
+- a snapshot bigger than memory: rows are sorted in memory only when their files hold at most
+  ``SORT_MAX_BYTES``; a bigger base streams through in record batches, unsorted (split at the
+  target all the same: its files' ranges overlap, which later rounds pay for, and compaction
+  sorts). Only the bucket's changes (newest per key, bounded by the round's offsets) are held;
 - a change applied twice or out of order: only ``[log_from, log_to)`` is read, and the newest
   ``__offset`` per key wins; a resurrected row: a ``-D`` removes the key and inserts nothing;
 - a file a reader must not see yet: files get fresh names and Delta readers only see files a
@@ -31,10 +43,12 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 import time
 import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from operator import itemgetter
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -43,20 +57,28 @@ from deltalake.transaction import AddAction
 
 from tiering.kvstore.changelog import apply_changes, newest_per_key
 from tiering.kvstore.models import TableInfo
-from tiering.kvstore.protocol import OFFSET_COLUMN, OP_COLUMN, UPDATE
+from tiering.conf.model import DEFAULT_TARGET_FILE_MB
+from tiering.kvstore.protocol import DELETE, OFFSET_COLUMN, OP_COLUMN, UPDATE
 from tiering.lake.round_plan import BucketPlan
+from tiering.lakestate.lake import LakeFile
 from tiering.lakestate.layout import BUCKET_COLUMN, lake_schema
 from tiering.storage.landed import LandedObject, copy_object
 from tiering.storage.object_store import ObjectStore
 
 __all__ = [
-    "BucketTask", "BucketResult", "WrittenFile", "write_bucket", "run_task", "file_schema", "merge_batches", "base_rows",
+    "BucketTask", "BucketResult", "WrittenFile", "RewriteGroup", "write_bucket", "run_task", "file_schema",
+    "merge_batches", "base_rows", "rewrite_groups", "SORT_MAX_BYTES",
 ]
 
 _BATCH_ROWS = 256 * 1024
 #: The change a snapshot row stands for in a MERGE's source: the key's row as it is now. (An
 #: Arrow scalar: a Python literal makes pyarrow try to import pandas on every call.)
 _UPSERT = pa.scalar(UPDATE, pa.string())
+_DELETE = pa.scalar(DELETE, pa.string())
+_MIB = 1024 * 1024
+#: Rows are sorted in memory when the files they come from hold at most this many bytes (a
+#: decoded Parquet file is a few times its size); a bigger input streams through unsorted.
+SORT_MAX_BYTES = 512 * _MIB
 
 
 @dataclass(frozen=True)
@@ -67,6 +89,8 @@ class BucketTask:
     table_uri: str
     plan: BucketPlan
     store: ObjectStore
+    #: the size the files written aim at (the round's ``lake.target_file_mb``)
+    target_file_bytes: int = DEFAULT_TARGET_FILE_MB * _MIB
 
 
 @dataclass(frozen=True)
@@ -93,19 +117,31 @@ class WrittenFile:
 
 @dataclass(frozen=True)
 class BucketResult:
-    """What a task returns: its files, or why it failed (a message naming the table and bucket).
+    """What a task returns: its files and, for a rewrite by file, the lake files they replace
+    (paths as the log names them); or why it failed (a message naming the table and bucket).
     A failure is a value, not a raised error, so one bucket's failure fails its table only."""
 
     table: str
     bucket: int
     files: tuple[WrittenFile, ...] = ()
     error: str | None = None
+    replaced: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class RewriteGroup:
+    """Lake files rewritten together, and the changes that land in them: the keys in their
+    range, and new keys placed with them. Groups do not overlap: one key, one group."""
+
+    files: tuple[LakeFile, ...]
+    changes: pa.Table
 
 
 def run_task(task: BucketTask) -> BucketResult:
-    """:func:`write_bucket` as a Spark task: every error comes back as a result."""
+    """The bucket's write as a Spark task: every error comes back as a result."""
     try:
-        return BucketResult(task.table.name, task.plan.bucket, tuple(write_bucket(task)))
+        files, replaced = _write(task)
+        return BucketResult(task.table.name, task.plan.bucket, tuple(files), replaced=replaced)
     except Exception as e:  # noqa: BLE001 - reported to the driver, which fails the table
         return BucketResult(task.table.name, task.plan.bucket, error=f"bucket {task.plan.bucket}: {type(e).__name__}: {e}")
 
@@ -117,19 +153,153 @@ def file_schema(table: TableInfo) -> pa.Schema:
 
 
 def write_bucket(task: BucketTask) -> list[WrittenFile]:
-    """Write ``task``'s bucket as it is after the round; no file when it ends up empty."""
+    """Write ``task``'s bucket as it is after the round; no file when it ends up empty (for a
+    rewrite by file: the files replacing those it rewrote, see :func:`run_task`)."""
+    return _write(task)[0]
+
+
+def _write(task: BucketTask) -> tuple[list[WrittenFile], tuple[str, ...]]:
+    """The files written, and the lake files they replace when the bucket is rewritten by file."""
     schema = file_schema(task.table)
-    if _copyable(task, schema):
-        return [_copy(task, path, schema) for path in task.plan.base_files]
-    return _rewrite(task, schema)
-
-
-def _rewrite(task: BucketTask, schema: pa.Schema) -> list[WrittenFile]:
     plan = task.plan
+    if _copyable(task, schema):
+        return [_copy(task, path, schema) for path in plan.base_files], ()
     changes = _latest_changes(task) if plan.has_changes else None
+    if not plan.by_file:
+        size, rows = _footprint(task.store, plan.base_files)
+        return _write_rows(task, schema, plan.base_files, size, rows, changes), ()
+    written: list[WrittenFile] = []
+    groups = rewrite_groups(plan.lake_files, changes, task.table.primary_key[0]) if changes is not None else []
+    for group in groups:
+        files = group.files
+        size, rows = sum(f.size for f in files), sum(f.rows for f in files)
+        written += _write_rows(task, schema, [f.uri for f in files], size, rows, group.changes)
+    return written, tuple(f.path for g in groups for f in g.files)
+
+
+def rewrite_groups(files: Sequence[LakeFile], changes: pa.Table, key: str) -> list[RewriteGroup]:
+    """The files of a bucket a round must rewrite for ``changes`` (newest per key, deletes
+    included; ``key`` the first key column), in groups that share no key.
+
+    A file is rewritten when its range covers a changed key (every such file: ranges may
+    overlap). An upsert of a key no range covers joins the rewrite of the nearest file below or
+    above it, so it is written exactly once and ranges stay apart; a delete of such a key
+    changes nothing. Overlapping rewritten files form one group (their rows are sorted
+    together). A file without a range could hold any key: then every file is one group.
+
+    The changes are sorted by ``key`` once, so every range, gap and group is a slice of them,
+    found by binary search: the work in Python grows with the files, not with the changes.
+    """
+    if not changes.num_rows or not files:
+        return []
+    if not all(f.ranged for f in files) or not pa.types.is_integer(changes.schema.field(key).type):
+        return [RewriteGroup(tuple(files), changes)]
+    ordered = changes.take(pc.sort_indices(changes, [(key, "ascending")]))
+    keys = ordered[key].combine_chunks()
+
+    def between(low: int, high: int) -> tuple[int, int]:
+        return _bisect(keys, low, right=False), _bisect(keys, high, right=True)
+
+    chosen = {i for i, f in enumerate(files) if _nonempty(between(f.low, f.high))}
+    homeless: dict[int, list[tuple[int, int]]] = {}  # file -> slices of new keys placed with it
+    for (start, end), home in _gaps(files, keys):
+        if start < end and pc.any(pc.not_equal(ordered[OP_COLUMN].slice(start, end - start), _DELETE)).as_py():
+            chosen.add(home)
+            homeless.setdefault(home, []).append((start, end))
+    groups: list[list[int]] = []
+    for i in sorted(chosen, key=lambda i: files[i].low):  # merge overlapping ranges, by low end
+        if groups and files[i].low <= max(files[j].high for j in groups[-1]):
+            groups[-1].append(i)
+        else:
+            groups.append([i])
+    out = []
+    for members in groups:
+        # the members' ranges are contiguous: every key between their ends is covered by one
+        inside = between(files[members[0]].low, max(files[j].high for j in members))
+        slices = [inside, *(s for j in members for s in homeless.get(j, ()))]
+        parts = [ordered.slice(a, b - a) for a, b in slices if a < b]
+        out.append(RewriteGroup(tuple(files[j] for j in members), pa.concat_tables(parts)))
+    return out
+
+
+def _gaps(files: Sequence[LakeFile], keys: pa.Array) -> Iterator[tuple[tuple[int, int], int]]:
+    """The slices of sorted ``keys`` no file range covers, each with the file its new keys join:
+    below the lowest range, the file starting lowest; above the highest, the one ending highest;
+    between two, the file ending closest below or starting closest above (below on a tie)."""
+    spans: list[list[int]] = []  # [low, high, file starting lowest, file ending highest]
+    for i in sorted(range(len(files)), key=lambda i: files[i].low):
+        f = files[i]
+        if spans and f.low <= spans[-1][1]:
+            if f.high > spans[-1][1]:
+                spans[-1][1], spans[-1][3] = f.high, i
+        else:
+            spans.append([f.low, f.high, i, i])
+    yield (0, _bisect(keys, spans[0][0], right=False)), spans[0][2]
+    for below, above in zip(spans, spans[1:]):
+        middle = (below[1] + above[0]) // 2
+        yield (_bisect(keys, below[1], right=True), _bisect(keys, middle, right=True)), below[3]
+        yield (_bisect(keys, middle, right=True), _bisect(keys, above[0], right=False)), above[2]
+    yield (_bisect(keys, spans[-1][1], right=True), len(keys)), spans[-1][3]
+
+
+def _bisect(keys: pa.Array, value: int, *, right: bool) -> int:
+    """Where ``value`` goes in sorted ``keys``: before equal keys, or after them with ``right``."""
+    low, high = 0, len(keys)
+    while low < high:
+        mid = (low + high) // 2
+        key = keys[mid].as_py()
+        if key < value or (right and key == value):
+            low = mid + 1
+        else:
+            high = mid
+    return low
+
+
+def _nonempty(bounds: tuple[int, int]) -> bool:
+    return bounds[0] < bounds[1]
+
+
+def _write_rows(
+    task: BucketTask, schema: pa.Schema, files: Sequence[str], size: int, rows: int, changes: pa.Table | None
+) -> list[WrittenFile]:
+    """``files``' rows (``size`` bytes, ``rows`` rows) with ``changes`` applied, sorted by key
+    when they fit :data:`SORT_MAX_BYTES`, written as files of about the task's target."""
+    batches = _rows(task.store, files, task.table.primary_key, schema, changes)
+    per_file = max(1, int(task.target_file_bytes * rows / size)) if size and rows else None
+    if size <= SORT_MAX_BYTES:
+        data = pa.Table.from_batches(list(batches), schema)
+        if not data.num_rows:
+            return []
+        data = data.sort_by([(k, "ascending") for k in task.table.primary_key])
+        if per_file is None:  # no input files (only changes): their decoded size is an upper bound
+            per_file = max(1, int(task.target_file_bytes * data.num_rows / max(data.nbytes, 1)))
+        pieces = max(1, round(data.num_rows / per_file))  # even pieces: no small tail file
+        per_file = math.ceil(data.num_rows / pieces)
+        batches = iter(data.to_batches(_BATCH_ROWS))
+    written = []
+    for _, part in itertools.groupby(_split(batches, per_file or _BATCH_ROWS * 16), key=itemgetter(0)):
+        written += _write_file(task, schema, (batch for _, batch in part))
+    return written
+
+
+def _split(batches: Iterator[pa.RecordBatch], per_file: int) -> Iterator[tuple[int, pa.RecordBatch]]:
+    """``batches`` sliced so that each file index gets ``per_file`` rows (the last one fewer)."""
+    file, room = 0, per_file
+    for batch in batches:
+        while batch.num_rows:
+            if not room:
+                file, room = file + 1, per_file
+            part = batch.slice(0, room)
+            batch, room = batch.slice(part.num_rows), room - part.num_rows
+            yield file, part
+
+
+def _write_file(task: BucketTask, schema: pa.Schema, batches: Iterator[pa.RecordBatch]) -> list[WrittenFile]:
+    """One new file of ``batches`` (none when they hold no row)."""
+    plan = task.plan
     rel = _file_name(plan)
     stats = _Stats(schema)
-    groups = _row_groups(_rows(task, schema, changes))
+    groups = _row_groups(batches)
     first = next(groups, None)
     if first is None:
         return []
@@ -140,6 +310,15 @@ def _rewrite(task: BucketTask, schema: pa.Schema) -> list[WrittenFile]:
                 writer.write_table(group)
                 stats.add(group)
     return [WrittenFile(rel, plan.bucket, landed.size, stats.rows, stats.to_json(), int(time.time() * 1000))]
+
+
+def _footprint(store: ObjectStore, files: Sequence[str]) -> tuple[int, int]:
+    """Bytes and rows of ``files`` (sizes from one listing call, rows from their footers)."""
+    if not files:
+        return 0, 0
+    fs, paths = store.locate(files)
+    size = sum(info.size or 0 for info in fs.get_file_info(paths))
+    return size, sum(pq.read_metadata(fs.open_input_file(p)).num_rows for p in paths)
 
 
 def _row_groups(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.Table]:
@@ -168,7 +347,7 @@ def merge_batches(task: BucketTask, schema: pa.Schema) -> Iterator[pa.RecordBatc
     if plan.base != "snapshot":
         rows: Iterator[pa.RecordBatch] = iter(changes.to_batches(_BATCH_ROWS) if changes is not None else ())
     else:
-        rows = _rows(task, file_schema(task.table), changes)
+        rows = _rows(task.store, plan.base_files, task.table.primary_key, file_schema(task.table), changes)
     bucket = pa.scalar(plan.bucket, schema.field(BUCKET_COLUMN).type)
     for batch in rows:
         if batch.num_rows:
@@ -221,9 +400,11 @@ def _landing(task: BucketTask, rel: str) -> LandedObject:
     return LandedObject(store.filesystem, target, uri)
 
 
-def _rows(task: BucketTask, schema: pa.Schema, changes: pa.Table | None) -> Iterator[pa.RecordBatch]:
-    """The base's rows minus the changed keys, then the upserts (the file's columns)."""
-    return apply_changes(_batches(task.store, task.plan.base_files, schema), changes, task.table.primary_key, schema)
+def _rows(
+    store: ObjectStore, files: Sequence[str], keys: Sequence[str], schema: pa.Schema, changes: pa.Table | None
+) -> Iterator[pa.RecordBatch]:
+    """``files``' rows minus the changed keys, then the upserts (the file's columns)."""
+    return apply_changes(_batches(store, files, schema), changes, keys, schema)
 
 
 def _latest_changes(task: BucketTask) -> pa.Table:

@@ -18,6 +18,7 @@ from tiering.enumerator.positions import LakePosition
 from tiering.enumerator.splits import LogSplit, SnapshotSplit, Split
 from tiering.errors import LakeCommitError
 from tiering.kvstore.models import TableInfo
+from tiering.lakestate.lake import LakeFile
 
 __all__ = ["BucketPlan", "plan_buckets"]
 
@@ -30,6 +31,12 @@ class BucketPlan:
     bucket's current Delta files) or "empty" (never tiered, no snapshot). ``log_from`` is the
     base's exclusive end, so nothing below it is re-applied; ``position`` is the bucket's
     exclusive offset after the round.
+
+    ``lake_files`` are the bucket's files in the lake before the round, with their key ranges.
+    On a "lake" base they make the rewrite one by file (:attr:`by_file`): only the files whose
+    range could hold a changed key are rewritten, and the commit removes exactly those. Without
+    them the whole base is rewritten and the commit replaces the whole bucket; on another base
+    the commit removes them all (a bootstrap replaces the bucket).
     """
 
     bucket: int
@@ -39,6 +46,12 @@ class BucketPlan:
     log_from: int
     log_to: int
     snapshot_id: int | None = None
+    lake_files: tuple[LakeFile, ...] = ()
+
+    @property
+    def by_file(self) -> bool:
+        """Whether only the files that could hold a changed key are rewritten."""
+        return self.base == "lake" and bool(self.lake_files)
 
     @property
     def position(self) -> int:
@@ -64,12 +77,13 @@ def plan_buckets(
     splits: Sequence[Split],
     files: Mapping[Split, Sequence[str]],
     lake: LakePosition | None,
-    lake_files: Mapping[int, Sequence[str]],
+    lake_files: Mapping[int, Sequence[LakeFile]],
 ) -> list[BucketPlan]:
     """One plan per bucket the splits touch, ordered by bucket.
 
     ``lake`` is the table's position before the round (None: nothing of this ``table_id``
-    tiered, e.g. a replaced table); ``lake_files`` its current Delta files per bucket.
+    tiered, e.g. a replaced table); ``lake_files`` its current Delta files per bucket (none for
+    a table the round replaces).
     """
     snapshots: dict[int, SnapshotSplit] = {}
     logs: dict[int, list[LogSplit]] = defaultdict(list)
@@ -98,12 +112,13 @@ def _plan_bucket(
     logs: list[LogSplit],
     files: Mapping[Split, Sequence[str]],
     lake: LakePosition | None,
-    lake_files: Mapping[int, Sequence[str]],
+    lake_files: Mapping[int, Sequence[LakeFile]],
 ) -> BucketPlan:
+    current = tuple(lake_files.get(bucket, ()))
     if snapshot is not None:
         base, base_files, start = "snapshot", tuple(files[snapshot]), snapshot.log_offset
     elif lake is not None and bucket in lake.buckets:
-        base, base_files, start = "lake", tuple(lake_files.get(bucket, ())), lake.buckets[bucket]
+        base, base_files, start = "lake", tuple(f.uri for f in current), lake.buckets[bucket]
     else:
         base, base_files, start = "empty", (), 0
     reached = start
@@ -126,6 +141,7 @@ def _plan_bucket(
         log_from=start,
         log_to=reached,
         snapshot_id=snapshot.snapshot_id if snapshot is not None else None,
+        lake_files=current,
     )
 
 

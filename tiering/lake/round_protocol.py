@@ -55,6 +55,7 @@ from tiering.errors import (
     LakeCommitError,
     SchemaMismatchError,
 )
+from tiering.conf.model import DEFAULT_TARGET_FILE_MB
 from tiering.kvstore.models import TableInfo
 from tiering.lake.bucket_files import BucketResult, BucketTask, WrittenFile
 from tiering.lake.executor_writes import run_bucket_tasks
@@ -134,6 +135,10 @@ class PreparedRound:
     lake_buckets: frozenset[int] = frozenset()
     #: who writes this round (the writer decides it in :meth:`RoundWriter.prepare`)
     write_path: WritePath = WritePath.EXECUTORS
+    #: per bucket rewritten by file, the lake files its new files replace (paths as the log names
+    #: them), recorded by :meth:`RoundWriter.written_files` for :meth:`RoundWriter.commit`: known only
+    #: once the changes are read, and the round keeps only the written files between the two steps
+    replaced: dict[int, tuple[str, ...]] = field(default_factory=dict, hash=False, compare=False)
 
     def result(self, delta_version: int, rows_out: int) -> TableCommit:
         return TableCommit(
@@ -153,6 +158,9 @@ class PreparedRound:
 
 class RoundWriter:
     """The protocol; subclasses implement :meth:`_write_path` and :meth:`_commit`."""
+
+    #: the size of the files bucket tasks write (a writer with a setting for it overrides it)
+    _target_file_bytes = DEFAULT_TARGET_FILE_MB * 1024 * 1024
 
     def __init__(self, spark: SparkSession, lake: Lake, job: str) -> None:
         app_id(job, "probe")
@@ -215,8 +223,10 @@ class RoundWriter:
             self._adjust_table(dt, epoch)
         added = _check_compatible(dt, table, info) if dt is not None and not replace_table else ()
         lake = info.position if info is not None and not replace_table else None
-        lake_files = current.files_by_bucket() if current is not None and not replace_table else {}
+        lake_files = current.files_by_bucket(table.primary_key[0]) if current is not None and not replace_table else {}
         plans = tuple(p for p in plan_buckets(table, splits, files, lake, lake_files) if p.rewrites)
+        if added:  # the schema changes in an overwrite of whole buckets: no rewrite by file
+            plans = tuple(replace(p, lake_files=()) for p in plans)
         if not plans:
             return _skipped(table, dt, info)
         positions = dict(lake.buckets) if lake is not None else {}
@@ -228,6 +238,7 @@ class RoundWriter:
             round_id=round_id,
             lease_id=lease_id,
             snapshots={p.bucket: p.snapshot_id for p in plans if p.snapshot_id is not None},
+            sort_key=table.primary_key[0],
         )
         prepared = PreparedRound(
             table, path, app, version, epoch, dt, replace_table, plans, positions, metadata, added, frozenset(lake_files)
@@ -247,7 +258,10 @@ class RoundWriter:
         return self._bucket_tasks(prepared) if prepared.write_path is WritePath.EXECUTORS else []
 
     def _bucket_tasks(self, prepared: PreparedRound) -> list[BucketTask]:
-        return [BucketTask(prepared.table, prepared.path, plan, self._lake.store) for plan in prepared.plans]
+        return [
+            BucketTask(prepared.table, prepared.path, plan, self._lake.store, self._target_file_bytes)
+            for plan in prepared.plans
+        ]
 
     def write_files(self, tasks: Sequence[BucketTask]) -> dict[str, list[BucketResult]]:
         """Run every table's tasks in one Spark job; the results by table name."""
@@ -264,6 +278,7 @@ class RoundWriter:
             self._remove(prepared.path, written)
             name = prepared.table.name
             raise BucketWriteError(f"table {name!r}: writing the round's files failed: {'; '.join(errors)}", table=name)
+        prepared.replaced.update((r.bucket, r.replaced) for r in results if r.replaced)
         return written
 
     def _driver_writes(self, prepared: PreparedRound) -> list[BucketResult]:

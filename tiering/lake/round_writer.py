@@ -18,10 +18,16 @@ directory or S3, where delta-rs commits with a conditional put). Failure modes o
   txn: a crash between the two would leave the lake evolved but the round not done.) A stale
   term racing a newer one is refused as above, schema change or not.
 
-One data path, copy-on-write per bucket (Hudi-style): every bucket the round touches is
-rewritten (see :mod:`tiering.lake.bucket_files`), its files written straight into the table
-location; then one commit removes exactly those buckets' old files and adds the new ones.
-Partitioning by ``__bucket`` keeps that a metadata operation on the other buckets. Who writes:
+One data path, copy-on-write per file (Hudi-style): in every bucket the round touches, the files
+whose key range could hold a changed key are rewritten (see :mod:`tiering.lake.bucket_files`),
+sorted and split at ``lake.target_file_mb``, straight into the table location; then one commit
+removes exactly those files (``remove`` actions, ``dataChange`` true) and adds their replacements
+— the round's cost follows its changes, not the table's size. A bootstrap replaces its bucket's
+files, all of them. The stale-term race above still conflicts: a newer round removed files this
+one read (``ConcurrentDeleteRead``), or carries the same app id (``ConcurrentTransaction``). A
+round that adds columns replaces its buckets whole instead (``overwrite`` with the buckets as
+partition filters): only that mode carries the new schema in the round's log entry, and it
+derives its removes itself. Who writes:
 - Spark executors, for bootstraps and big rounds: no row passes through the driver;
 - the driver itself, for a changelog-only round of at most ``lake.driver_max_changes`` changes
   (docs/DESIGN.md §6: changelog merges may pass through the driver, bounded): no Spark job for a round
@@ -40,14 +46,15 @@ commit (a newer term's round, a maintenance fence) makes it conflict.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 from deltalake import DeltaTable, Schema
-from deltalake.transaction import CommitProperties, Transaction, create_table_with_add_actions
+from deltalake.transaction import AddAction, CommitProperties, RemoveAction, Transaction, create_table_with_add_actions
 from pyspark.sql import SparkSession
 
-from tiering.conf.model import DEFAULT_DRIVER_MAX_CHANGES, DEFAULT_MERGE_MAX_ROWS
+from tiering.conf.model import DEFAULT_DRIVER_MAX_CHANGES, DEFAULT_MERGE_MAX_ROWS, DEFAULT_TARGET_FILE_MB
 from tiering.lake.bucket_files import BucketResult, WrittenFile, run_task
 from tiering.lake.change_feed import CHANGE_FEED_PROPERTY, check_source_rows, feed_enabled, merge_round, needs_merge
 from tiering.lake.round_protocol import PreparedRound, RoundWriter, TableCommit, WritePath, output_rows
@@ -73,8 +80,10 @@ class DeltaRsRoundWriter(RoundWriter):
     def __init__(
         self, spark: SparkSession, lake: Lake, job: str, *, driver_max_changes: int = DEFAULT_DRIVER_MAX_CHANGES,
         merge_max_rows: int = DEFAULT_MERGE_MAX_ROWS, change_data_feed: bool = False,
+        target_file_mb: int = DEFAULT_TARGET_FILE_MB,
     ) -> None:
         super().__init__(spark, lake, job)
+        self._target_file_bytes = target_file_mb * 1024 * 1024
         self._driver_max_changes = driver_max_changes
         self._merge_max_rows = merge_max_rows
         self._change_data_feed = change_data_feed
@@ -128,9 +137,9 @@ class DeltaRsRoundWriter(RoundWriter):
         return self._landed(prepared, lambda commit: output_rows(commit, "num_output_rows"))
 
     def _replace_buckets(self, prepared: PreparedRound, written: Sequence[WrittenFile]) -> TableCommit:
-        """One commit replacing the round's buckets with the files written for them."""
+        """One commit replacing the files the round rewrote with the files written for them."""
         table, path, dt = prepared.table, prepared.path, prepared.dt
-        adds = [f.add_action() for f in written]
+        adds: list[AddAction | RemoveAction] = [f.add_action() for f in written]
         properties = _commit_properties(prepared)
         schema = Schema.from_arrow(lake_schema(table))
         try:
@@ -140,15 +149,33 @@ class DeltaRsRoundWriter(RoundWriter):
                     configuration={CHANGE_FEED_PROPERTY: "true"} if self._change_data_feed else None,
                     storage_options=self._lake.store.delta_options(),
                 )
-            else:
+            elif prepared.replace_table or prepared.added_columns:
                 filters = None if prepared.replace_table else [(BUCKET_COLUMN, "in", [str(p.bucket) for p in prepared.plans])]
                 dt.create_write_transaction(
                     adds, "overwrite", schema, partition_by=[BUCKET_COLUMN], partition_filters=filters,
                     commit_properties=properties,
                 )
+            else:
+                dt.create_write_transaction(
+                    adds + _removes(prepared), "append", schema, partition_by=[BUCKET_COLUMN],
+                    commit_properties=properties,
+                )
         except Exception as e:
             self._ensure_landed(prepared, e, cleanup=lambda: self._remove(path, written))
         return self._landed(prepared, rows_out=lambda _: sum(f.num_records for f in written))
+
+
+def _removes(prepared: PreparedRound) -> list[RemoveAction]:
+    """The lake files the round replaces: those a rewrite by file rewrote, every file of any
+    other bucket it writes (a bootstrap replaces the bucket)."""
+    now = int(time.time() * 1000)
+    removes = []
+    for plan in prepared.plans:
+        replaced = set(prepared.replaced.get(plan.bucket, ())) if plan.by_file else None
+        for f in plan.lake_files:
+            if replaced is None or f.path in replaced:
+                removes.append(RemoveAction(f.path, True, now, f.size, {BUCKET_COLUMN: str(plan.bucket)}))
+    return removes
 
 
 def _commit_properties(prepared: PreparedRound) -> CommitProperties:

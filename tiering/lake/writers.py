@@ -23,7 +23,7 @@ def make_round_writer(spark, lake: LakeConfig, job: str) -> RoundWriter:
     if lake.writer == "delta-rs":
         return DeltaRsRoundWriter(
             spark, Lake.of(lake), job, driver_max_changes=lake.driver_max_changes, merge_max_rows=lake.merge_max_rows,
-            change_data_feed=lake.change_data_feed,
+            change_data_feed=lake.change_data_feed, target_file_mb=lake.target_file_mb,
         )
     if lake.writer == "delta-spark":
         return DeltaSparkRoundWriter(spark, Lake.of(lake), job)

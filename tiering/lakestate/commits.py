@@ -49,6 +49,9 @@ class LakeCommitInfo:
     lease_id: str
     snapshots: Mapping[int, int] = field(default_factory=dict, hash=False)
     committed_ms: int | None = field(default=None, compare=False)  # the Delta commit's timestamp
+    #: the column the writer keeps each bucket's files sorted by (the first key column; None:
+    #: a writer that did not say), for compaction to keep them so
+    sort_key: str | None = None
 
 
 def commit_metadata(
@@ -59,20 +62,22 @@ def commit_metadata(
     round_id: int,
     lease_id: str,
     snapshots: Mapping[int, int],
+    sort_key: str | None = None,
 ) -> dict[str, Any]:
     """The custom commit info entry of a round commit (JSON; bucket keys are strings)."""
-    return {
-        METADATA_KEY: {
-            "v": METADATA_VERSION,
-            "job": job,
-            "table_id": position.table_id,
-            "epoch": epoch,
-            "round": round_id,
-            "lease_id": lease_id,
-            "buckets": {str(b): o for b, o in sorted(position.buckets.items())},
-            "snapshots": {str(b): s for b, s in sorted(snapshots.items())},
-        }
+    entry = {
+        "v": METADATA_VERSION,
+        "job": job,
+        "table_id": position.table_id,
+        "epoch": epoch,
+        "round": round_id,
+        "lease_id": lease_id,
+        "buckets": {str(b): o for b, o in sorted(position.buckets.items())},
+        "snapshots": {str(b): s for b, s in sorted(snapshots.items())},
     }
+    if sort_key is not None:
+        entry["sort_key"] = sort_key
+    return {METADATA_KEY: entry}
 
 
 def maintenance_metadata(*, job: str, epoch: int, operation: str) -> dict[str, Any]:
@@ -151,6 +156,7 @@ def _decode(entry: Any, commit: Mapping[str, Any], table: str) -> LakeCommitInfo
             lease_id=str(entry["lease_id"]),
             snapshots={int(b): int(s) for b, s in entry.get("snapshots", {}).items()},
             committed_ms=commit.get("timestamp"),
+            sort_key=entry.get("sort_key"),
         )
     except (KeyError, TypeError, ValueError) as e:
         raise LakeCommitError(

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.fs as pafs
 from deltalake import DeltaTable
 from deltalake.exceptions import DeltaError, TableNotFoundError
@@ -27,7 +28,7 @@ from tiering.lakestate.foreign import ForeignCommit, first_foreign_change
 from tiering.lakestate.layout import BUCKET_COLUMN, lake_directory
 from tiering.storage.object_store import ObjectStore
 
-__all__ = ["Lake", "LakeTable", "LakeTables", "open_table"]
+__all__ = ["Lake", "LakeFile", "LakeTable", "LakeTables", "open_table"]
 
 
 def open_table(uri: str, storage_options: Mapping[str, str] | None = None) -> DeltaTable | None:
@@ -36,6 +37,28 @@ def open_table(uri: str, storage_options: Mapping[str, str] | None = None) -> De
         return DeltaTable(uri, storage_options=dict(storage_options) if storage_options else None)
     except TableNotFoundError:
         return None
+
+
+@dataclass(frozen=True)
+class LakeFile:
+    """One data file of a bucket, as the table's add action describes it.
+
+    ``low``/``high`` bound the file's first primary-key column (its statistics' min and max):
+    a key whose first column lies outside them is not in the file. None when the statistics
+    do not say (a column of another type than an integer, a writer that wrote none): the file
+    could hold any key. A composite key's first column alone is still a sound bound.
+    """
+
+    uri: str  #: absolute, to read it
+    path: str  #: as the log names it, to remove it
+    size: int
+    rows: int
+    low: int | None = None
+    high: int | None = None
+
+    @property
+    def ranged(self) -> bool:
+        return self.low is not None and self.high is not None
 
 
 @dataclass(frozen=True)
@@ -64,14 +87,20 @@ class LakeTable:
     def transaction_version(self, app: str) -> int | None:
         return self.dt.transaction_version(app)
 
-    def files_by_bucket(self) -> dict[int, list[str]]:
-        """The table's current data files (absolute), per ``__bucket``."""
-        actions = pa.table(self.dt.get_add_actions(flatten=True))
-        out: dict[int, list[str]] = {}
-        paths = actions.column("path").to_pylist()
-        buckets = actions.column(f"partition.{BUCKET_COLUMN}").to_pylist()
-        for rel, bucket in zip(paths, buckets):
-            out.setdefault(int(bucket), []).append(rel if rel.startswith("/") or "://" in rel else f"{self.path}/{rel}")
+    def files_by_bucket(self, key: str | None = None) -> dict[int, list[LakeFile]]:
+        """The table's current data files per ``__bucket``, with the bounds of column ``key``
+        (the first primary-key column) where the statistics hold exact integer ones."""
+        actions = pa.table(self.dt.get_add_actions(flatten=False))
+        lows, highs = _bounds(actions, "min", key), _bounds(actions, "max", key)
+        out: dict[int, list[LakeFile]] = {}
+        rows = zip(
+            actions.column("path").to_pylist(), actions.column("size_bytes").to_pylist(),
+            actions.column("num_records").to_pylist(), pc.struct_field(actions.column("partition"), BUCKET_COLUMN).to_pylist(),
+            lows, highs,
+        )
+        for rel, size, records, bucket, low, high in rows:
+            uri = rel if rel.startswith("/") or "://" in rel else f"{self.path}/{rel}"
+            out.setdefault(int(bucket), []).append(LakeFile(uri, rel, int(size), int(records or 0), low, high))
         return out
 
     def to_arrow(self) -> pa.Table:
@@ -80,6 +109,20 @@ class LakeTable:
         return self.dt.to_pyarrow_dataset(
             filesystem=pafs.SubTreeFileSystem(self.store.path(self.path), self.store.filesystem)
         ).to_table() if self.store.is_s3 else self.dt.to_pyarrow_table()
+
+
+def _bounds(actions: pa.Table, stat: str, key: str | None) -> list[int | None]:
+    """Per file, the ``stat`` ("min" or "max") of integer column ``key``; None where unknown."""
+    if key is None or stat not in actions.column_names:
+        return [None] * actions.num_rows
+    column = actions.column(stat)
+    if not pa.types.is_struct(column.type) or column.type.get_field_index(key) < 0:
+        return [None] * actions.num_rows
+    if not column.num_chunks:
+        return []
+    struct = column.combine_chunks()
+    values = struct.flatten()[struct.type.get_field_index(key)]  # flatten: a file without stats reads null
+    return values.to_pylist() if pa.types.is_integer(values.type) else [None] * actions.num_rows
 
 
 @dataclass(frozen=True)

@@ -9,12 +9,16 @@ from tiering.enumerator.splits import LogSplit, SnapshotSplit
 from tiering.errors import LakeCommitError
 from tiering.kvstore.models import TableInfo
 from tiering.lake.round_plan import BucketPlan, plan_buckets
+from tiering.lakestate.lake import LakeFile
 
 pytestmark = pytest.mark.unit
 
 T = TableInfo(name="t", table_id=3, num_buckets=4, primary_key=["k"], schema=[{"name": "k", "type": "bigint"}])
 LAKE = LakePosition(3, {1: 20, 2: 5})
-LAKE_FILES = {1: ["/lake/t/__bucket=1/a.parquet"], 2: ["/lake/t/__bucket=2/b.parquet"]}
+LAKE_FILES = {
+    1: [LakeFile("/lake/t/__bucket=1/a.parquet", "__bucket=1/a.parquet", 100, 3, 1, 9)],
+    2: [LakeFile("/lake/t/__bucket=2/b.parquet", "__bucket=2/b.parquet", 100, 3, 2, 8)],
+}
 
 
 def plan(files, lake=LAKE):
@@ -32,10 +36,17 @@ def test_each_bucket_gets_its_base_and_the_changes_it_lacks():
     }
     assert plan(files) == [
         BucketPlan(0, "snapshot", ("s0",), ("l0a", "l0b", "l0c"), 10, 15, snapshot_id=9),
-        BucketPlan(1, "lake", tuple(LAKE_FILES[1]), ("l1",), 20, 25),
+        BucketPlan(1, "lake", ("/lake/t/__bucket=1/a.parquet",), ("l1",), 20, 25, lake_files=tuple(LAKE_FILES[1])),
         BucketPlan(3, "empty", (), ("l3",), 0, 4),
     ]
     assert [p.position for p in plan(files)] == [15, 25, 4]
+
+
+def test_a_lake_bucket_is_rewritten_by_file_and_a_bootstrap_carries_the_files_it_replaces():
+    log, snap = LogSplit("t", 1, 3, 20, 25), SnapshotSplit("t", 2, 3, snapshot_id=4, log_offset=30)
+    by_file, bootstrap = plan({log: ["l1"], snap: ["s2"]})
+    assert (by_file.by_file, by_file.lake_files) == (True, tuple(LAKE_FILES[1]))
+    assert (bootstrap.by_file, bootstrap.base_files, bootstrap.lake_files) == (False, ("s2",), tuple(LAKE_FILES[2]))
 
 
 def test_a_bucket_whose_changes_are_all_in_the_lake_is_not_rewritten():
