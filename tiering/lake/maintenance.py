@@ -18,7 +18,13 @@ Failure modes and what happens:
   commit (the writers' own every ``checkpoint_interval`` versions, or this module's, made at the
   newest round commit's version); maintenance commits make none;
 - a file a reader of a recent version or a round not yet committed needs: only files unreferenced
-  for ``file_retention_hours`` (at least a day) are deleted.
+  for ``file_retention_hours`` (at least a day) are deleted;
+- a compaction that undoes the rounds' layout (docs/DESIGN.md §6: key-sorted files whose key ranges
+  let a round rewrite only the files its changes touch): files merged in any order would each
+  span most of the bucket's keys, so every round would rewrite them all. A bucket of a table whose
+  round commits name their sort key (the first key column) is compacted sorted by it (delta-rs's
+  Z-order over that one column is its order), into files of about ``target_file_mb`` with their
+  statistics; a table whose rounds name none is bin-packed as before.
 """
 
 from __future__ import annotations
@@ -127,7 +133,7 @@ class LakeMaintainer:
         buckets = self._to_compact(sizes)
         self._set_properties(table, dt, fence=bool(buckets))
         if buckets:
-            self._compact(table, dt, buckets)
+            self._compact(table, dt, buckets, info.sort_key)
         checkpoint = self._checkpoint(path, dt, info)
         dt.cleanup_metadata()
         vacuumed = dt.vacuum(
@@ -180,13 +186,19 @@ class LakeMaintainer:
                 post_commithook_properties=_NO_HOOKS,
             ))
 
-    def _compact(self, table: str, dt: DeltaTable, buckets: list[int]) -> None:
-        self._guarded(table, f"compaction of buckets {buckets}", lambda: dt.optimize.compact(
+    def _compact(self, table: str, dt: DeltaTable, buckets: list[int], sort_key: str | None) -> None:
+        """Rewrite ``buckets`` into files of about the target, sorted by ``sort_key`` when given."""
+        options = dict(
             partition_filters=[(BUCKET_COLUMN, "in", [str(b) for b in buckets])],
             target_size=self._config.target_file_mb * _MIB,
             commit_properties=self._properties("compact"),
             post_commithook_properties=_NO_HOOKS,
-        ))
+        )
+        what = f"compaction of buckets {buckets}"
+        if sort_key is None:
+            self._guarded(table, what, lambda: dt.optimize.compact(**options))
+        else:
+            self._guarded(table, f"sorted {what} by {sort_key!r}", lambda: dt.optimize.z_order([sort_key], **options))
 
     def _guarded(self, table: str, what: str, commit: Callable[[], object]) -> None:
         """``commit``, whose failure is a lost race: :class:`FencedEpochError` when a newer term

@@ -1,4 +1,5 @@
-"""One bucket's files as an executor writes them: copied, rewritten, or refused (local and S3)."""
+"""One bucket's files as an executor writes them: copied, rewritten (whole or by file), or refused
+(local and S3)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from tests.support.store_files import write_log, write_snapshot
 from tiering.kvstore.models import TableInfo
 from tiering.lake.bucket_files import BucketTask, file_schema, run_task, write_bucket
 from tiering.lake.round_plan import BucketPlan
+from tiering.lakestate.lake import LakeFile
 from tiering.storage.object_store import ObjectStore
 
 pytestmark = pytest.mark.integration
@@ -110,3 +112,21 @@ def test_a_file_of_another_type_fails_the_task_as_a_result_naming_the_bucket(sto
     result = run_task(task(store, plan))
 
     assert result.files == () and result.error.startswith("bucket 1: ")
+
+
+def test_a_lake_bucket_rewrites_only_the_files_whose_range_holds_a_change_sorted_and_split(store, tmp_path):
+    snaps = [write_snapshot(tmp_path / "s", TABLE, [({"id": i, "v": "a"}, i) for i in ids]) for ids in
+             ([0, 1, 2, 3], [10, 11, 12, 13], [20, 21, 22, 23])]
+    copied = write_bucket(task(store, BucketPlan(0, "snapshot", tuple(snaps), (), 24, 24)))
+    lake = tuple(LakeFile(f"{store.uri('t')}/{f.path}", f.path, f.size, f.num_records, low, high)
+                 for f, (low, high) in zip(copied, [(0, 3), (10, 13), (20, 23)]))
+    log = write_log(tmp_path / "l", TABLE, [(24, "+U", {"id": 12, "v": "b"}), (25, "+I", {"id": 15, "v": "new"}),
+                                            (26, "-D", {"id": 30})])
+    plan = BucketPlan(0, "lake", tuple(f.uri for f in lake), (log,), 24, 27, lake_files=lake)
+
+    result = run_task(BucketTask(TABLE, store.uri("t"), plan, store, target_file_bytes=1))
+
+    assert result.error is None and result.replaced == (copied[1].path,), "12 and the new 15 land in the middle file"
+    assert [r["id"] for r in read(store, result.files)] == [10, 11, 12, 13, 15]
+    assert [f.num_records for f in result.files] == [1] * 5, "a file per row at a 1-byte target"
+    assert [json.loads(f.stats)["minValues"]["id"] for f in result.files] == [10, 11, 12, 13, 15]

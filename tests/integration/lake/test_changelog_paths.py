@@ -6,6 +6,11 @@ absent keys, one- and two-column keys) on a random base go to: the store's own s
 MERGE whose source ``merge_batches`` builds (``merge_round`` on a real Delta table), and the
 Spark rows of the delta-spark writer (``bucket_rows``). Each is compared with a plain-Python
 model of the changelog: the newest change of a key wins, a ``-D`` leaves no row.
+
+A lake base is a bucket of several files — key-sorted ones with ranges apart, or files of
+arbitrary rows whose ranges overlap (as byte-copied snapshot files are) — and the rewrites go
+by file: the bucket after the round is the files they did not replace plus the ones they wrote,
+at a file target small enough to split a rewrite into several files.
 """
 
 from __future__ import annotations
@@ -32,7 +37,7 @@ from tiering.lake.change_feed import merge_round
 from tiering.lake.executor_writes import run_bucket_tasks
 from tiering.lake.round_plan import BucketPlan
 from tiering.lake.round_protocol import PreparedRound
-from tiering.lakestate.lake import Lake
+from tiering.lakestate.lake import Lake, LakeFile
 from tiering.lakestate.layout import BUCKET_COLUMN, lake_schema
 
 pytestmark = pytest.mark.integration
@@ -58,6 +63,11 @@ class Case:
     base: tuple[dict, ...]
     segments: tuple[tuple[tuple[str, dict], ...], ...]
     base_kind: str
+    #: a lake base's files: how many, and whether they are key-sorted (else rows as drawn)
+    files: int = 1
+    sorted_files: bool = True
+    #: the file target of the rewrites (1: a file per row)
+    target_file_bytes: int = 1 << 30
 
     @property
     def log_from(self) -> int:
@@ -107,7 +117,10 @@ def cases(draw: st.DrawFn) -> Case:
         rows = st.builds(lambda i, p, v: {"id": i, "part": p, "v": v}, ids, st.sampled_from(["a", "b"]), text)
     base = draw(st.lists(rows, max_size=6, unique_by=lambda r: tuple(r[k] for k in table.primary_key)))
     segments = draw(st.lists(st.lists(st.tuples(st.sampled_from(OPS), rows), min_size=1, max_size=6), max_size=3))
-    return Case(table, tuple(base), tuple(tuple(s) for s in segments), draw(st.sampled_from(["snapshot", "lake"])))
+    return Case(
+        table, tuple(base), tuple(tuple(s) for s in segments), draw(st.sampled_from(["snapshot", "lake"])),
+        files=draw(st.integers(1, 3)), sorted_files=draw(st.booleans()), target_file_bytes=draw(st.sampled_from([1, 1 << 30])),
+    )
 
 
 def _row(i: int, v: str | None) -> dict:
@@ -120,6 +133,15 @@ MANY_TIMES = Case(ONE, (_row(1, "a"), _row(2, "b")), (
     ((DELETE, _row(1, None)), (INSERT, _row(1, "a3")), (DELETE, _row(2, None))),
     ((UPDATE, _row(1, "a4")),),
 ), "lake")
+#: A bucket of three key-sorted files: changes land in the first and the last, a new key between
+#: two ranges joins the nearest file, a delete of a key no range covers changes nothing.
+SOME_FILES = Case(ONE, tuple(_row(i, "b") for i in (0, 1, 4, 5, 8, 9)), (
+    ((UPDATE, _row(1, "c")), (INSERT, _row(6, "n")), (DELETE, _row(3, None)), (DELETE, _row(9, None))),
+), "lake", files=3, sorted_files=True, target_file_bytes=1)
+#: Overlapping files (rows as drawn): a changed key goes from every file whose range covers it.
+OVERLAPPING = Case(ONE, tuple(_row(i, "b") for i in (0, 9, 4, 1, 8, 5)), (
+    ((UPDATE, _row(4, "c")), (INSERT, _row(10, "n"))),
+), "lake", files=2, sorted_files=False)
 #: Two-column keys sharing an ``id``: only the changed (id, part) moves.
 COMPOSITE = Case(TWO, ({"id": 1, "part": "a", "v": "x"}, {"id": 1, "part": "b", "v": "y"}), (
     ((DELETE, {"id": 1, "part": "a", "v": None}), (UPDATE, {"id": 1, "part": "b", "v": "z"}),
@@ -130,6 +152,8 @@ COMPOSITE = Case(TWO, ({"id": 1, "part": "a", "v": "x"}, {"id": 1, "part": "b", 
 @settings(max_examples=15, deadline=None, database=None)
 @example(MANY_TIMES)
 @example(COMPOSITE)
+@example(SOME_FILES)
+@example(OVERLAPPING)
 @given(case=cases())
 def test_every_path_applies_a_changelog_to_its_base_alike(spark, tmp_path_factory, case: Case):
     directory = Path(tempfile.mkdtemp(dir=tmp_path_factory.getbasetemp()))
@@ -137,12 +161,13 @@ def test_every_path_applies_a_changelog_to_its_base_alike(spark, tmp_path_factor
     table, uri = case.table, lake.path(case.table.name)
     snapshot = write_snapshot(directory / "store", table, [(r, o) for o, r in enumerate(case.base)])
     logs = [write_log(directory / "store", table, changes) for changes in case.changes()]
-    lake_files = _lake_table(lake, table, snapshot)
+    lake_files = _lake_table(lake, table, _file_layout(directory / "store", case))
+    base_files = (snapshot,) if case.base_kind == "snapshot" else tuple(f.uri for f in lake_files)
     plan = BucketPlan(
-        bucket=0, base=case.base_kind, base_files=(snapshot,) if case.base_kind == "snapshot" else lake_files,
-        log_files=tuple(logs), log_from=case.log_from, log_to=case.log_to,
+        bucket=0, base=case.base_kind, base_files=base_files, log_files=tuple(logs), log_from=case.log_from,
+        log_to=case.log_to, lake_files=lake_files if case.base_kind == "lake" else (),
     )
-    task = BucketTask(table, uri, plan, lake.store)
+    task = BucketTask(table, uri, plan, lake.store, case.target_file_bytes)
     segments = [LogSegment(start_offset=c[0][0], end_offset=c[-1][0] + 1, file=f) for c, f in zip(case.changes(), logs)]
     store_snapshot = Snapshot(bucket=0, snapshot_id=1, log_offset=case.log_from, files=[snapshot],
                               row_count=len(case.base), size_bytes=1)
@@ -160,20 +185,33 @@ def test_every_path_applies_a_changelog_to_its_base_alike(spark, tmp_path_factor
     assert {name: _rows(table, data) for name, data in paths.items()} == dict.fromkeys(paths, expected)
 
 
-def _lake_table(lake: Lake, table: TableInfo, snapshot: str) -> tuple[str, ...]:
-    """A Delta table holding the base in bucket 0, as a round writes it; its data files."""
-    plan = BucketPlan(bucket=0, base="snapshot", base_files=(snapshot,), log_files=(), log_from=0, log_to=0)
+def _file_layout(directory: Path, case: Case) -> list[str]:
+    """The base as ``case.files`` snapshot files: consecutive keys each (ranges apart), or rows
+    as drawn (ranges that may overlap)."""
+    rows = [(r, o) for o, r in enumerate(case.base)]
+    if case.sorted_files:
+        rows.sort(key=lambda item: tuple(item[0][k] for k in case.table.primary_key))
+    size = -(-len(rows) // case.files) or 1
+    return [write_snapshot(directory, case.table, rows[i:i + size]) for i in range(0, max(len(rows), 1), size)]
+
+
+def _lake_table(lake: Lake, table: TableInfo, snapshots: list[str]) -> tuple[LakeFile, ...]:
+    """A Delta table holding the base in bucket 0, each snapshot file copied into it as a
+    bootstrap writes it (ranges from its footer); its data files as a round plans them."""
+    plan = BucketPlan(bucket=0, base="snapshot", base_files=tuple(snapshots), log_files=(), log_from=0, log_to=0)
     written = write_bucket(BucketTask(table, lake.path(table.name), plan, lake.store))
     create_table_with_add_actions(
         lake.path(table.name), Schema.from_arrow(lake_schema(table)), [f.add_action() for f in written],
         mode="error", partition_by=[BUCKET_COLUMN],
     )
-    return tuple(f"{lake.path(table.name)}/{f.path}" for f in written)
+    return tuple(lake.load(table.name).files_by_bucket(table.primary_key[0]).get(0, ()))
 
 
 def _written(task: BucketTask, result: BucketResult) -> pa.Table:
+    """The bucket after a rewrite: the lake files it did not replace, and the files it wrote."""
     assert result.error is None, result.error
-    parts = [pq.read_table(f"{task.table_uri}/{f.path}") for f in result.files]
+    kept = [f.uri for f in task.plan.lake_files if f.path not in result.replaced]
+    parts = [pq.read_table(uri) for uri in kept] + [pq.read_table(f"{task.table_uri}/{f.path}") for f in result.files]
     return pa.concat_tables(parts) if parts else pa.table({})
 
 

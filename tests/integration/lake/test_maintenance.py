@@ -38,10 +38,11 @@ def _rows(start: int, n: int) -> pa.Table:
     })
 
 
-def _round(path: str, epoch: int, round_id: int, rows: pa.Table) -> None:
+def _round(path: str, epoch: int, round_id: int, rows: pa.Table, sort_key: str | None = None) -> None:
     """One appending round commit: the round's offsets in its metadata, its txn version."""
     position = LakePosition(1, {b: round_id * 10 for b in range(BUCKETS)})
-    meta = commit_metadata(job=JOB, position=position, epoch=epoch, round_id=round_id, lease_id="l", snapshots={})
+    meta = commit_metadata(job=JOB, position=position, epoch=epoch, round_id=round_id, lease_id="l", snapshots={},
+                           sort_key=sort_key)
     write_deltalake(path, rows, mode="append", partition_by=["__bucket"], commit_properties=CommitProperties(
         custom_metadata=meta, app_transactions=[Transaction(app_id(JOB, TABLE), txn_version(epoch, round_id))]))
 
@@ -85,6 +86,24 @@ def test_compaction_merges_each_bucket_and_keeps_rows_position_and_txn(tmp_path)
     assert DeltaTable(path).metadata().configuration["kvTiering.fenceEpoch"] == "3"
     again = LakeMaintainer(lake, JOB, CONFIG, epoch=3).maintain(TABLE)
     assert again.compacted == () and again.version_after == again.version_before, "nothing left to do"
+
+
+def test_a_table_whose_rounds_name_their_sort_key_is_compacted_sorted_by_it_with_its_range_in_the_stats(tmp_path):
+    lake = Lake.at(str(tmp_path / "lake"))
+    path = lake.path(TABLE)
+    for r in range(1, 9):  # each round's ids lower than the last one's, each file descending
+        _round(path, 3, r, _rows((9 - r) * 100, 6).take(list(range(5, -1, -1))), sort_key="id")
+    expected = _ids(path)
+
+    done = LakeMaintainer(lake, JOB, CONFIG, epoch=3).maintain(TABLE)
+
+    assert (done.compacted, _files_per_bucket(path)) == ((0, 1), {0: 1, 1: 1})
+    assert _ids(path) == expected
+    actions = pa.table(DeltaTable(path).get_add_actions(flatten=True)).to_pylist()
+    for action in actions:
+        ids = pq.read_table(f"{path}/{action['path']}").column("id").to_pylist()
+        assert ids == sorted(ids), "the compacted file is sorted by the key"
+        assert (action["min.id"], action["max.id"]) == (ids[0], ids[-1])
 
 
 def test_checkpoint_is_made_at_the_newest_round_commit_and_old_log_entries_go(tmp_path):
