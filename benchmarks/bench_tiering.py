@@ -28,9 +28,13 @@ belongs to one measurement) and prints one JSON object:
 - ``empty-round``: one tiered table (8 buckets, 100k rows) under a continuous job; the wall
   time of rounds where nothing changed (Spark's ``triggerExecution``: planning, no batch) and of
   rounds carrying one changed row (planning, the batch, the MERGE, the report, the release);
-- ``tables --tables 10,50,200``: per count, that many tables of 4 buckets, tiered once
-  (untimed), then a few rows changed in every table: the wall time of the one round that tiers
-  them all (``triggerExecution``), and per table;
+- ``tables --counts 10,50,200`` (up to 1,000 and 10,000): per count, that many tables of 4
+  buckets, tiered once (``bootstrap_s``); then a continuous job over them with nothing
+  changing: its first trigger (every table's lake read once), the empty rounds after it (p50,
+  max) and the peak RSS of the driver's Python and JVM meanwhile; then (counts up to
+  ``--changed-max``) a few rows changed in every table between two triggers of a running job:
+  the wall time of the one round that tiers them all (``triggerExecution``, Spark's
+  breakdown), per table, and the bytes of the offsets entry Spark wrote for it;
 - ``lag --rate R --duration S``: a steady writer of R rows/s (upserts) while a continuous job
   runs with the default trigger: seconds from each write's acknowledgement to the lake reaching
   its offsets, p50/p99/max;
@@ -553,33 +557,97 @@ def bench_empty_round(args, work: Path, store) -> dict:
     }
 
 
+def _tiny_tables(client, names: list[str]) -> float:
+    """``names`` as tables of 20 rows in 4 buckets with a snapshot each; the seconds it took
+    (8 at a time: setting up 10,000 tables one call after the other takes minutes)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    def one(name: str) -> None:
+        load_table(client, name, range(20), 4)
+        client.take_snapshots(name)
+
+    started = time.perf_counter()
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(one, names))
+    return time.perf_counter() - started
+
+
+def _offset_entries(config) -> list[int]:
+    """Bytes of each entry of the job's checkpoint offsets log (one per round Spark planned)."""
+    from tiering.state.lease_file import checkpoint_dir
+
+    logged = checkpoint_dir(config.job.checkpoint) / "offsets"
+    entries = sorted((p for p in logged.iterdir() if p.name.isdigit()), key=lambda p: int(p.name))
+    return [p.stat().st_size for p in entries]
+
+
+def _write_changes(client, names: list[str]) -> None:
+    """Three rows changed in every table, 8 tables at a time."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    changed = rows(pa.array([1, 7, 13], pa.int64()), salt=1)
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(lambda name: client.write_arrow(name, changed), names))
+
+
+def _idle_rounds(spark, config, repeat: int) -> dict:
+    """A continuous job over tables where nothing changes: the first trigger (every table's lake
+    read once) and the empty rounds after it, with the driver's peak memory meanwhile."""
+    pids = {"python": os.getpid(), "jvm": jvm_pid(spark)}
+    for pid in pids.values():
+        if pid is not None:
+            reset_peak(pid)
+    with ContinuousJob(spark, config, epoch=2) as running:
+        wait_for(lambda: len(running.batches()) >= repeat + 1 or running.error, timeout_s=600, what="idle rounds")
+        if running.error is not None:
+            raise running.error
+        idle = [b.durationMs for b in running.batches()]
+    if any("addBatch" in b for b in idle):
+        raise RuntimeError("benchmark: an idle round tiered something")
+    rest = [b["triggerExecution"] for b in idle[1:]]
+    peaks = {name: peak_rss_mb(pid) if pid is not None else None for name, pid in pids.items()}
+    return {"first_trigger_ms": idle[0]["triggerExecution"], "first_planning_ms": idle[0].get("latestOffset"),
+            "empty_round_p50_ms": statistics.median(rest), "empty_round_max_ms": max(rest),
+            "peak_rss_mb": {**peaks, "total": round(sum(v or 0 for v in peaks.values()), 1)}}
+
+
+def _changed_round(spark, client, config, names: list[str]) -> dict:
+    """A continuous job's round that tiers a few changed rows of every table: the changes are
+    written between two triggers (after the query's first, idle trigger read every table once),
+    so the round is one of a running job. Its time, Spark's breakdown, the offsets entry."""
+    with ContinuousJob(spark, config, epoch=3) as running:
+        wait_for(lambda: running.batches() or running.error, timeout_s=600, what="the first trigger")
+        _write_changes(client, names)
+        batch = wait_for(lambda: next((b for b in running.batches() if "addBatch" in b.durationMs), None)
+                         or running.error, timeout_s=600, what="the changed round")
+        if running.error is not None:
+            raise running.error
+    round_ms = batch.durationMs["triggerExecution"]
+    return {"round_ms": round_ms, "per_table_ms": round(round_ms / len(names), 2), "splits": batch.numInputRows,
+            "breakdown_ms": {k: v for k, v in sorted(batch.durationMs.items()) if v},
+            "offset_entry_bytes": _offset_entries(config)[-1]}
+
+
 def bench_tables(args, work: Path, store) -> dict:
     client = store.client(timeout_s=600)
     spark = spark_session()
+    spark.conf.set("spark.sql.streaming.noDataProgressEventInterval", "0")  # a progress report per idle trigger
     results = []
     for count in (int(n) for n in args.counts.split(",")):
-        names = [f"t{count}_{i:04d}" for i in range(count)]
-        for name in names:
-            load_table(client, name, range(20), 4)
-            client.take_snapshots(name)
-        config = service_config(work, store.url, f"bench-tables-{count}", {"tables.include": [f"t{count}_*"]},
-                                driver_max_changes=args.merge_max_changes)
-        run_service(spark, config)  # bootstrap, untimed
-        for name in names:
-            client.write_arrow(name, rows(pa.array([1, 7, 13], pa.int64()), salt=1))
-        from tiering.context import TermContext
-        from tiering.job import TieringJob
-
-        job = TieringJob(spark, TermContext.begin(config, 2))
-        started = time.perf_counter()
-        result = job.run()
-        wall = time.perf_counter() - started
-        if not result.ok:
-            raise RuntimeError(f"service run failed: {result.failed_tables}")
-        (batch,) = [b for b in job.query.recentProgress if "addBatch" in b.durationMs]
-        round_ms = batch.durationMs["triggerExecution"]
-        results.append({"tables": count, "round_ms": round_ms, "per_table_ms": round(round_ms / count, 1),
-                        "run_with_query_start_s": round(wall, 2)})
+        names = [f"t{count}_{i:05d}" for i in range(count)]
+        setup_s = _tiny_tables(client, names)
+        job = f"bench-tables-{count}"
+        settings = {"tables.include": [f"t{count}_*"]}
+        lake = {"driver_max_changes": args.merge_max_changes}
+        bootstrap = run_service(spark, service_config(work, store.url, job, settings, **lake))
+        measured = {"tables": count, "setup_s": round(setup_s, 1), "bootstrap_s": round(bootstrap.wall_s, 1)}
+        idle = {**settings, "trigger.available_now": False, "trigger.interval_s": 0.5}
+        measured["idle"] = _idle_rounds(spark, service_config(work, store.url, job, idle, **lake), args.repeat)
+        if count <= args.changed_max:
+            changing = {**settings, "trigger.available_now": False, "trigger.interval_s": 20.0}
+            measured.update(_changed_round(spark, client, service_config(work, store.url, job, changing, **lake), names))
+        results.append(measured)
+        print(json.dumps(measured), file=sys.stderr, flush=True)
     spark.stop()
     return {"buckets_per_table": 4, "rounds": results}
 
@@ -662,6 +730,8 @@ def main() -> None:
         help="changelog: the writer's lake.driver_max_changes (the flag keeps its old name; 0: Spark rewrites the buckets)",
     )
     parser.add_argument("--counts", default="10,50,200", help="tables: the table counts to measure, comma-separated")
+    parser.add_argument("--changed-max", type=int, default=1000,
+                        help="tables: the largest count whose changed round is measured (larger ones: idle rounds only)")
     parser.add_argument("--rate", type=int, default=5000, help="lag: rows written per second")
     parser.add_argument("--duration", type=float, default=60.0, help="lag: seconds of steady writing")
     parser.add_argument("--lake", choices=("local", "s3"), default="local",

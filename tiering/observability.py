@@ -29,6 +29,7 @@ from tiering.context import TermContext
 from tiering.errors import TieringError
 from tiering.enumerator.positions import LakePosition
 from tiering.kvstore.client import KvStoreClient
+from tiering.kvstore.models import TableLog
 from tiering.lakestate.freshness import freshness_s, oldest_untiered_write_ms
 from tiering.lease.job_lease import JobLease
 from tiering.round.outcome import RoundOutcome
@@ -73,13 +74,32 @@ class FreshnessCollector(Collector):
         with self._lock:
             tables = sorted(self._tables.items())
         now_ms = int(time.time() * 1000)
+        logs = self._log_ends(tables)
         for (job, table), (position, client, store) in tables:
+            found = logs.get(id(client), {}).get(table)
+            if found is None:
+                continue
             try:
-                oldest = oldest_untiered_write_ms(client, store, table, position, client.log_info(table).buckets)
+                oldest = oldest_untiered_write_ms(client, store, table, position, found.buckets)
             except (TieringError, OSError):
                 continue
             family.add_metric([job, table], freshness_s(oldest, now_ms))
         yield family
+
+    @staticmethod
+    def _log_ends(tables) -> dict[int, dict[str, TableLog]]:
+        """Every tracked table's log ends, one store call per client (a scrape of a job with a
+        thousand tables must not make a thousand calls); a client's store that fails answers none."""
+        names: dict[int, tuple[KvStoreClient, list[str]]] = {}
+        for (_, table), (_, client, _) in tables:
+            names.setdefault(id(client), (client, []))[1].append(table)
+        logs: dict[int, dict[str, TableLog]] = {}
+        for key, (client, wanted) in names.items():
+            try:
+                logs[key] = client.logs(wanted)
+            except TieringError:
+                logs[key] = {}
+        return logs
 
 
 class LeaseCollector(Collector):

@@ -74,8 +74,8 @@ CONTEXT_OPTION = "term_context_secret"
 
 
 def checkpoint(previous: TieringOffset, plan: RoundPlan, *, lease_id: str, epoch: int) -> TieringOffset:
-    """The offset Spark checkpoints for ``plan``: the round's splits and every table's positions
-    after it (tables the round leaves alone keep theirs)."""
+    """The offset Spark checkpoints for ``plan``: the round's splits and its tables' positions
+    after it (its size follows the round, not the number of tables the job tiers)."""
     tables = {t.table: TableOffset(t.table_id, dict(t.positions)) for t in plan.tables}
     return previous.next_round(plan.round, plan.splits, tables, lease_id=lease_id, epoch=epoch)
 
@@ -119,6 +119,7 @@ class KvTieringStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         self._client = None
         self._lease = None
         self._lake = None
+        self._settled = None
         self._targets: dict[str, dict[int, int]] | None = None
         self._stalled: dict[str, tuple[tuple, int]] = {}
 
@@ -147,6 +148,15 @@ class KvTieringStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         return self._lease
 
     @property
+    def settled(self):
+        """The tables this process found caught up, skipped while their log ends stay put."""
+        if self._settled is None:
+            from tiering.enumerator.settled import SettledTables
+
+            self._settled = SettledTables()
+        return self._settled
+
+    @property
     def lake(self):
         """The lake's tables as this process last saw them (read incrementally round by round)."""
         if self._lake is None:
@@ -169,9 +179,10 @@ class KvTieringStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
 
     def prepareForTriggerAvailableNow(self) -> None:
         """Fix the log ends to reach now, so an availableNow run ends even while writes go on."""
+        selected = {t.name for t in self._tables()}
         self._targets = {
-            t.name: {b.bucket: b.log_end_offset for b in self.client.log_info(t.name).buckets}
-            for t in self._tables()
+            name: {b.bucket: b.log_end_offset for b in logs.buckets}
+            for name, logs in self.client.logs().items() if name in selected
         }
         log.info("availableNow: tiering %d tables up to their current log ends", len(self._targets))
 
@@ -229,16 +240,27 @@ class KvTieringStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         return [t for t in self.client.list_tables() if self.context.config.tables.selects(t.name)]
 
     def _plan(self, round_id: int, limit: ReadLimit, planned_before: set[str]) -> RoundPlan:
-        """The round over every selected table; the tables' lake and store reads run
-        ``lake.table_parallelism`` at a time (they wait on I/O), in a stable order."""
+        """The round over every selected table. Every table's log ends come in one call; a table
+        settled with these very ends is skipped (:mod:`tiering.enumerator.settled`), the others'
+        lake and store reads run ``lake.table_parallelism`` at a time (they wait on I/O), in a
+        stable order."""
         from concurrent.futures import ThreadPoolExecutor
 
         from tiering.enumerator.planner import RoundPlanner
 
         tables = [t for t in self._tables() if self._targets is None or t.name in self._targets]
+        logs = self.client.logs()
+        moved = []
+        for info in tables:
+            found = logs.get(info.name)
+            if found is None or found.table_id != info.table_id:
+                continue  # created, dropped or re-created between the two calls: next round
+            buckets = self._capped(info.name, found.buckets)
+            if not self.settled.unchanged(info.name, info.table_id, buckets):
+                moved.append((info, buckets))
         with ThreadPoolExecutor(self.context.config.lake.table_parallelism, thread_name_prefix="plan") as pool:
-            found = list(pool.map(lambda info: self._table_input(info, info.name in planned_before), tables))
-        inputs = [table for table in found if table is not None]
+            found_inputs = list(pool.map(lambda m: self._table_input(*m, m[0].name in planned_before), moved))
+        inputs = [table for table in found_inputs if table is not None]
         unlimited = isinstance(limit, ReadAllAvailable)
         limits = self.context.config.limits
         planner = RoundPlanner(
@@ -246,26 +268,35 @@ class KvTieringStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
             max_bytes=0 if unlimited else limits.max_bytes_per_trigger,
             fail_on_data_loss=limits.fail_on_data_loss,
         )
+        log.debug("round=%d planning %d of %d tables (%d settled)", round_id, len(moved), len(tables), len(self.settled))
         return planner.plan(round_id, inputs)
 
-    def _table_input(self, info, planned_before: bool) -> TableInput | None:
-        """What the planner needs of one table; None when it is left out of this round (also when
-        its Delta log cannot be read: the other tables are planned, this one next round)."""
+    def _table_input(self, info, logs: list[BucketLog], planned_before: bool) -> TableInput | None:
+        """What the planner needs of one table; None when it is left out of this round: nothing
+        to tier (then it is settled), no progress in an availableNow run, or its Delta log cannot
+        be read (the other tables are planned, this one next round)."""
         try:
             loaded = self.lake.load(info.name)
         except LakeReadError as e:
             log.warning("job=%s table=%s left out of this round: %s", self.context.job, info.name, e)
             return None
         position = loaded.position() if loaded is not None else None
+        if self.settled.record(info.name, info.table_id, logs, position):
+            return None
         if self._gave_up(info.name, position, planned_before):
             return None
-        logs = self.client.log_info(info.name)
-        if logs.table_id != info.table_id:
-            return None  # re-created between the two calls: plan it next round
         from tiering.enumerator.planner import TableInput
 
-        snapshots = self.client.latest_snapshots(info.name).buckets
-        return TableInput(info=info, snapshots=snapshots, logs=self._capped(info.name, logs.buckets), lake=position)
+        snapshots = self.client.latest_snapshots(info.name).buckets if self._needs_snapshots(info, logs, position) else []
+        return TableInput(info=info, snapshots=snapshots, logs=logs, lake=position)
+
+    def _needs_snapshots(self, info, logs: list[BucketLog], position: LakePosition | None) -> bool:
+        """Whether the plan can use the table's snapshots: a bucket to bootstrap (never tiered, or
+        its log truncated past the lake), or a byte limit (their sizes estimate a log record's)."""
+        if self.context.config.limits.max_bytes_per_trigger:
+            return True
+        lake = position.buckets if position is not None and position.belongs_to(info.table_id) else {}
+        return any(lake.get(b.bucket) is None or b.log_start_offset > lake[b.bucket] for b in logs)
 
     def _capped(self, table: str, logs: list[BucketLog]) -> list[BucketLog]:
         if self._targets is None:

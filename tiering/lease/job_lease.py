@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Iterable, Mapping
 
 from tiering.errors import LeaseNotFoundError, RetryableError
 from tiering.kvstore.client import KvStoreClient
@@ -51,15 +52,20 @@ class JobLease:
         return list(result.unavailable)
 
     def release_table(self, table_id: int, buckets: list[int]) -> None:
-        """Let the store collect the snapshots held for these buckets (when, and why then:
-        :mod:`tiering.lease.release`). An expired lease holds nothing: nothing left to release."""
-        if not buckets:
+        """:meth:`release` of one table's buckets."""
+        self.release({table_id: buckets})
+
+    def release(self, held: Mapping[int, Iterable[int]]) -> None:
+        """Let the store collect the snapshots held for these buckets, ``table_id -> buckets``,
+        in one call however many tables a round had (when, and why then: :mod:`tiering.lease.release`).
+        An expired lease holds nothing: nothing left to release."""
+        refs = [BucketRef(table_id=table_id, bucket=b) for table_id, buckets in sorted(held.items()) for b in sorted(buckets)]
+        if not refs:
             return
-        refs = [BucketRef(table_id=table_id, bucket=b) for b in buckets]
         try:
             self.client.release_lease(self.lease_id, self.epoch, refs)
         except LeaseNotFoundError:
-            log.debug("lease %s: release of table_id %s found no lease (expired or dropped)", self.lease_id, table_id)
+            log.debug("lease %s: release of table_ids %s found no lease (expired or dropped)", self.lease_id, sorted(held))
 
     def renew(self) -> bool:
         """Extend the lease; False when the store no longer knows it (its holds are gone)."""

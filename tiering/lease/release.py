@@ -7,7 +7,8 @@ about to read. Snapshot splits are leased by the source *before* they are handed
 files are read. They are let go at exactly these points (docs/DESIGN.md §1):
 
 - **finished** — a table's round landed in Delta and its offsets were reported: the lake now
-  holds what the snapshot held (``RoundCommitter``, per table);
+  holds what the snapshot held (``RoundCommitter``: one release for every table the round
+  committed);
 - **failed** — a table's round failed (schema mismatch, files gone, I/O): its buckets are
   re-planned next round, from a newer snapshot if need be; holding this one helps nobody
   (``RoundCommitter``, per table; the other tables still commit);
@@ -45,23 +46,23 @@ class LeaseReleases:
     def __init__(self, lease: JobLease) -> None:
         self.lease = lease
 
-    def finished(self, table_id: int, buckets: Iterable[int]) -> None:
-        self.lease.release_table(table_id, sorted(buckets))
+    def finished(self, held: Mapping[int, Iterable[int]]) -> None:
+        """The round's committed tables, ``table_id -> buckets``: one call for all of them."""
+        self.lease.release(held)
 
     def failed(self, table_id: int, buckets: Iterable[int]) -> None:
-        self.lease.release_table(table_id, sorted(buckets))
+        self.lease.release({table_id: buckets})
 
     def failed_over(self, unsettled: Mapping[int, Iterable[int]]) -> None:
         """Release every table of an aborted round (``table_id -> buckets``); best effort: the
         round's own error is what the caller raises, and expiry backs this up."""
-        for table_id, buckets in sorted(unsettled.items()):
-            try:
-                self.lease.release_table(table_id, sorted(buckets))
-            except NotLeaderError:
-                return
-            except TieringError as e:
-                log.warning("lease %s: release of table_id %d after an aborted round failed: %s",
-                            self.lease.lease_id, table_id, e)
+        try:
+            self.lease.release(unsettled)
+        except NotLeaderError:
+            return
+        except TieringError as e:
+            log.warning("lease %s: release of table_ids %s after an aborted round failed: %s",
+                        self.lease.lease_id, sorted(unsettled), e)
 
     def stopped(self) -> None:
         self.lease.drop()

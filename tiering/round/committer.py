@@ -8,8 +8,10 @@ resolved and planned per bucket, its write path decided) -> written (one Spark j
 table's executor buckets; a table the driver writes itself is written after the fence) ->
 committed (its one Delta commit) -> reported (its lake offsets to the store) -> released (its
 leased buckets let go). Tables are prepared and committed ``lake.table_parallelism`` at a time:
-delta-rs commits and store calls wait on I/O, and a round of hundreds of small tables must not
-pay for them one after the other.
+delta-rs commits wait on I/O, and a round of hundreds of small tables must not pay for them one
+after the other. The store is asked once per step for all the round's tables (the listing, the
+log segments, the lake reports, the release, the log ends for the lag): a round of a thousand
+tables makes a handful of calls, not thousands.
 
 Failure modes and what happens:
 - a table fails before its commit landed (a schema change the lake cannot follow, snapshot
@@ -39,16 +41,24 @@ from __future__ import annotations
 import logging
 import threading
 from collections import defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
+from typing import TypeVar
 
 from tiering import failpoints
 from tiering.context import TermContext
 from tiering.enumerator.positions import LakePosition
 from tiering.enumerator.splits import LogSplit, SnapshotSplit, Split
-from tiering.errors import NotLeaderError, SnapshotUnavailableError, StoreError, TableNotFoundError, TableRecreatedError
+from tiering.errors import (
+    NotFoundError,
+    NotLeaderError,
+    SnapshotUnavailableError,
+    StoreError,
+    TableNotFoundError,
+    TableRecreatedError,
+)
 from tiering.kvstore.client import KvStoreClient
-from tiering.kvstore.models import LakeReport, LogRange, SnapshotRef, TableInfo
+from tiering.kvstore.models import LakeReport, LogRange, LogSegment, SnapshotRef, TableInfo
 from tiering.lake.bucket_files import BucketResult
 from tiering.lake.round_protocol import RoundWriter, TableCommit
 from tiering.lakestate.lake import LakeTables
@@ -65,6 +75,8 @@ __all__ = ["RoundCommitter"]
 log = logging.getLogger(__name__)
 
 _Gone = set[tuple[int, int, int]]
+R = TypeVar("R")
+A = TypeVar("A")
 
 #: How long one table's store calls (its files, its report, its lag) retry an unavailable store:
 #: long enough to ride out a store restart, short enough that a table the store keeps refusing
@@ -96,7 +108,7 @@ class RoundCommitter:
         self._lake = LakeTables(context.lake)
         self._parallelism = context.config.lake.table_parallelism
         self._deferred = DeferredEnds()
-        self._lock = threading.Lock()  # guards the deferred ends and the outcome across round threads
+        self._lock = threading.Lock()  # guards the deferred releases of tables failing in round threads
 
     def __call__(self, batch_df, batch_id: int) -> None:
         """Commit the round of batch ``batch_id`` (its splits: :mod:`tiering.round.batch_splits`)."""
@@ -122,7 +134,7 @@ class RoundCommitter:
         self._on_round(outcome)
 
     def _run(self, tables: list[TableRound], outcome: RoundOutcome) -> None:
-        self._deferred.retry(self._table_client.report_lake, self._releases)
+        self._deferred.retry(self._table_client.report_lakes, self._releases)
         with ThreadPoolExecutor(self._parallelism, thread_name_prefix="round") as pool:
 
             def each(step: Callable[[TableRound], None], state: TableState) -> None:
@@ -135,12 +147,15 @@ class RoundCommitter:
             # One call for the round, made after the round's offsets were planned: every change the
             # round reads was written before it, so a column a change carries is in these schemas.
             infos = {info.name: info for info in self._client.list_tables()}
-            each(lambda t: self._prepare(t, infos, gone, outcome), TableState.ACQUIRED)
+            each(lambda t: self._trim(t, infos, gone), TableState.ACQUIRED)
+            segments = self._segments([t for t in tables if t.state is TableState.ACQUIRED])
+            each(lambda t: self._prepare(t, infos[t.name], segments.get(t.name), outcome), TableState.ACQUIRED)
             prepared = [t for t in tables if t.state is TableState.PREPARED]
             results = self._writer.write_files([task for t in prepared for task in self._writer.tasks(t.prepared)])
             self._fence()
             failpoints.hit("before_delta_commit")
-            each(lambda t: self._write_and_commit(t, results.get(t.name, []), outcome), TableState.PREPARED)
+            each(lambda t: self._write_and_commit(t, results.get(t.name, [])), TableState.PREPARED)
+        self._finish([t for t in tables if t.state is TableState.COMMITTED], outcome)
 
     def _settle(self, table: TableRound, step: Callable[[TableRound], None], outcome: RoundOutcome) -> None:
         """Run one table's ``step``; a failure before its commit fails the table alone."""
@@ -154,7 +169,7 @@ class RoundCommitter:
             failure = table.fail(e)
             log.error("round=%d table=%s FAILED in state %s (%s) epoch=%d: %s (re-planned next round)",
                       outcome.round_id, table.name, failure.state, failure.cause, self._context.epoch, failure)
-            self._release(table, self._releases.failed)
+            self._release_failed(table)
 
     def _acquire_snapshots(self, tables: Iterable[TableRound]) -> _Gone:
         """One acquire for every snapshot the round reads; the ones whose files are gone."""
@@ -163,88 +178,109 @@ class RoundCommitter:
         gone = self._releases.lease.acquire(refs) if refs else []
         return {(r.table_id, r.bucket, r.snapshot_id) for r in gone}
 
-    def _prepare(self, table: TableRound, infos: dict[str, TableInfo], gone: _Gone, outcome: RoundOutcome) -> None:
-        current = self._lake.load(table.name)  # the table's one read of this round
-        position = current.position() if current is not None else None
-        todo = missing_splits(table.splits, position)
+    def _trim(self, table: TableRound, infos: dict[str, TableInfo], gone: _Gone) -> None:
+        """The table's one lake read of the round, and its splits trimmed to what the lake lacks
+        (a replay's are already there): what it still needs from the store is asked for all
+        tables at once."""
         info = infos.get(table.name)
         if info is None:
             raise TableNotFoundError(f"table {table.name!r} was dropped from the store", table=table.name)
         if info.table_id != table.table_id:
             raise TableRecreatedError(
                 f"table {table.name!r} was re-created (table_id {table.table_id} -> {info.table_id})", table=table.name)
-        lost = [s for s in todo if isinstance(s, SnapshotSplit) and (s.table_id, s.bucket, s.snapshot_id) in gone]
+        table.lake = self._lake.load(table.name)
+        table.todo = missing_splits(table.splits, table.lake.position() if table.lake is not None else None)
+        lost = [s for s in table.todo if isinstance(s, SnapshotSplit) and (s.table_id, s.bucket, s.snapshot_id) in gone]
         if lost:
             raise SnapshotUnavailableError(f"table {table.name!r}: snapshots gone before they were read: {lost}",
                                            table=table.name)
+
+    def _segments(self, tables: list[TableRound]) -> dict[str, list[list[LogSegment]] | StoreError]:
+        """Every table's log segments for its log splits, in one call for the round; what the
+        store could not answer for a table is that table's error (the whole call failing is every
+        table's)."""
+        ranges = {t.name: [LogRange(bucket=s.bucket, from_offset=s.start_offset, to_offset=s.end_offset)
+                           for s in t.todo if isinstance(s, LogSplit)] for t in tables}
+        return _answers(self._table_client.segments, {name: wanted for name, wanted in ranges.items() if wanted})
+
+    def _prepare(self, table: TableRound, info: TableInfo, segments: list[list[LogSegment]] | StoreError | None,
+                 outcome: RoundOutcome) -> None:
+        files = {s: list(self._table_client.get_snapshot(table.name, s.bucket, s.snapshot_id).files)
+                 for s in table.todo if isinstance(s, SnapshotSplit)}
+        logs = [s for s in table.todo if isinstance(s, LogSplit)]
+        if logs:
+            if isinstance(segments, StoreError):
+                raise segments
+            files.update({s: [seg.file for seg in found] for s, found in zip(logs, segments or [])})
+        position = table.lake.position() if table.lake is not None else None
         prepared = self._writer.prepare(
-            info, todo, self._files(table.name, todo), current,
+            info, table.todo, files, table.lake,
             epoch=self._context.epoch, round_id=outcome.round_id, lease_id=self._context.lease_id,
             replace_table=position is not None and not position.belongs_to(info.table_id),
         )
         if isinstance(prepared, TableCommit):  # already in the lake: a replay; its report may be missing
             table.committed_as(prepared)
-            self._finish(table, outcome)
         else:
             table.prepared_as(prepared)
 
-    def _files(self, table: str, splits: list[Split]) -> dict[Split, list[str]]:
-        """Every split's Parquet files: a snapshot's from the store, the log splits' segments in
-        one call for the table."""
-        files = {s: list(self._table_client.get_snapshot(table, s.bucket, s.snapshot_id).files)
-                 for s in splits if isinstance(s, SnapshotSplit)}
-        logs = [s for s in splits if isinstance(s, LogSplit)]
-        if logs:
-            ranges = [LogRange(bucket=s.bucket, from_offset=s.start_offset, to_offset=s.end_offset) for s in logs]
-            segments = self._table_client.table_segments(table, ranges)
-            files.update({s: [seg.file for seg in found] for s, found in zip(logs, segments)})
-        return files
-
-    def _write_and_commit(self, table: TableRound, results: list[BucketResult], outcome: RoundOutcome) -> None:
+    def _write_and_commit(self, table: TableRound, results: list[BucketResult]) -> None:
         table.written_as(self._writer.written_files(table.prepared, results))
         table.committed_as(self._writer.commit(table.prepared, table.written))
         failpoints.hit("after_delta_commit")
-        self._finish(table, outcome)
 
-    def _finish(self, table: TableRound, outcome: RoundOutcome) -> None:
-        """A committed table's report, release and lag, in that order. None of them can fail the
-        table: its commit landed. What the store refuses waits for the next round."""
-        commit = table.commit
-        report = self._lake_report(table.table_id, commit)
-        try:
-            if report is not None:
-                self._table_client.report_lake(table.name, report)
-            table.advance(TableState.REPORTED)
-        except NotLeaderError:
-            raise
-        except TableNotFoundError:
-            log.warning("round=%d table=%s: Delta version %d committed, then the table was found dropped upstream",
-                        outcome.round_id, table.name, commit.delta_version)
-            with self._lock:
+    def _finish(self, committed: list[TableRound], outcome: RoundOutcome) -> None:
+        """The committed tables' reports, releases and lags: one store call each for the whole
+        round. None of them can fail a table: its commit landed. What the store refuses waits
+        for the next round."""
+        reports = {t.name: report for t in committed if (report := self._lake_report(t.table_id, t.commit)) is not None}
+        answers = _answers(self._table_client.report_lakes, reports)
+        for table in committed:
+            error = answers.get(table.name)
+            if error is None:
+                table.advance(TableState.REPORTED)
+            elif isinstance(error, NotFoundError):
+                log.warning("round=%d table=%s: Delta version %d committed, then the table was found dropped upstream",
+                            outcome.round_id, table.name, table.commit.delta_version)
                 outcome.dropped.add(table.name)
-        except StoreError as e:
-            log.warning("round=%d table=%s: Delta version %d committed, its lake report refused (sent again next "
-                        "round): %s", outcome.round_id, table.name, commit.delta_version, e)
-            with self._lock:
-                self._deferred.add_report(table.name, report)
+            else:
+                log.warning("round=%d table=%s: Delta version %d committed, its lake report refused (sent again next "
+                            "round): %s", outcome.round_id, table.name, table.commit.delta_version, error)
+                self._deferred.add_report(table.name, reports[table.name])
                 outcome.unreported.add(table.name)
         failpoints.hit("after_store_report")
-        self._release(table, self._releases.finished)
-        lag = None if table.name in outcome.dropped else self._lag(table.name, LakePosition(table.table_id, commit.positions))
-        with self._lock:
+        self._release_committed(committed)
+        lags = self._lags([t for t in committed if t.name not in outcome.dropped])
+        for table in committed:
+            commit, lag = table.commit, lags.get(table.name)
             outcome.committed[table.name] = commit
             if lag is not None:
                 outcome.lag[table.name] = lag
-        log.info(
-            "round=%d table=%s table_id=%d epoch=%d lease=%s splits=%d %s offsets=%s lag=%s in %.2fs",
-            outcome.round_id, table.name, table.table_id, self._context.epoch, self._context.lease_id, len(table.splits),
-            commit, dict(sorted(commit.positions.items())), lag if lag is not None else "unknown", table.elapsed(),
-        )
+            log.info(
+                "round=%d table=%s table_id=%d epoch=%d lease=%s splits=%d %s offsets=%s lag=%s in %.2fs",
+                outcome.round_id, table.name, table.table_id, self._context.epoch, self._context.lease_id,
+                len(table.splits), commit, dict(sorted(commit.positions.items())),
+                lag if lag is not None else "unknown", table.elapsed(),
+            )
 
-    def _release(self, table: TableRound, release: Callable[[int, list[int]], None]) -> None:
-        """The table's one release of the round; one the store refuses is sent again next round."""
+    def _release_committed(self, committed: list[TableRound]) -> None:
+        """The committed tables' one release; one the store refuses is sent again next round."""
+        held = {t.table_id: t.leased for t in committed if t.leased}
         try:
-            release(table.table_id, table.leased)
+            self._releases.finished(held)
+        except NotLeaderError:
+            raise
+        except StoreError as e:
+            log.warning("table_ids %s: release refused (sent again next round): %s", sorted(held), e)
+            for table_id, buckets in held.items():
+                self._deferred.add_release(table_id, buckets)
+        for table in committed:
+            table.released = True
+            table.advance(TableState.RELEASED)
+
+    def _release_failed(self, table: TableRound) -> None:
+        """A failed table's one release; one the store refuses is sent again next round."""
+        try:
+            self._releases.failed(table.table_id, table.leased)
         except NotLeaderError:
             raise
         except StoreError as e:
@@ -252,16 +288,19 @@ class RoundCommitter:
             with self._lock:
                 self._deferred.add_release(table.table_id, table.leased)
         table.released = True
-        if table.state is TableState.COMMITTED or table.state is TableState.REPORTED:
-            table.advance(TableState.RELEASED)
 
-    def _lag(self, table: str, position: LakePosition) -> int | None:
-        """Records the store holds beyond ``position``; None when the store cannot say now."""
+    def _lags(self, tables: list[TableRound]) -> dict[str, int]:
+        """Records the store holds beyond each table's new position, from one call; none when the
+        store cannot say now (the lag is not worth failing a landed commit for)."""
+        if not tables:
+            return {}
         try:
-            return position.lag(self._table_client.log_info(table).buckets)
+            logs = self._table_client.logs([t.name for t in tables])
         except StoreError as e:
-            log.warning("table=%s: lag unknown this round: %s", table, e)
-            return None
+            log.warning("tables %s: lag unknown this round: %s", [t.name for t in tables][:10], e)
+            return {}
+        return {t.name: LakePosition(t.table_id, t.commit.positions).lag(logs[t.name].buckets)
+                for t in tables if t.name in logs and logs[t.name].table_id == t.table_id}
 
     def _lake_report(self, table_id: int, commit: TableCommit) -> LakeReport | None:
         """What the store is told of the lake after ``commit``; None when the lake has nothing yet."""
@@ -285,3 +324,16 @@ class RoundCommitter:
         for table in unsure:
             if table.name not in present:
                 table.failure = table.failure.as_dropped()
+
+
+def _answers(call: Callable[[dict[str, R]], Mapping[str, A]], request: dict[str, R]) -> dict[str, A | StoreError]:
+    """Each table's answer to one batched store call (``name -> request``); the whole call failing
+    is every table's answer. A lost term is nobody's answer: it stops the round."""
+    if not request:
+        return {}
+    try:
+        return dict(call(request))
+    except NotLeaderError:
+        raise
+    except StoreError as e:
+        return {name: e for name in request}

@@ -12,7 +12,7 @@ lease's expiry stays the backstop for a driver that stops before the next round.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from tiering.errors import NotFoundError, NotLeaderError, StoreError
 from tiering.kvstore.models import LakeReport
@@ -37,26 +37,33 @@ class DeferredEnds:
     def add_release(self, table_id: int, buckets: list[int]) -> None:
         self.releases.setdefault(table_id, set()).update(buckets)
 
-    def retry(self, report: Callable[[str, LakeReport], None], releases: LeaseReleases) -> None:
-        """Send what waits; what the store refuses again waits for the round after. A table the
-        store no longer has needs no report. :class:`NotLeaderError` propagates (the term is over)."""
-        for table, pending in sorted(self.reports.items()):
+    def retry(self, report: Callable[[dict[str, LakeReport]], Mapping[str, StoreError | None]],
+              releases: LeaseReleases) -> None:
+        """Send what waits, the reports in one call and the releases in one; what the store refuses
+        again waits for the round after. A table the store no longer has needs no report.
+        :class:`NotLeaderError` propagates (the term is over)."""
+        if self.reports:
             try:
-                report(table, pending)
-            except NotLeaderError:
-                raise
-            except NotFoundError:
-                log.info("table=%s: lake report dropped, the store no longer has the table", table)
-            except StoreError as e:
-                log.warning("table=%s: lake report of Delta version %d still refused: %s", table, pending.lake_version, e)
-                continue
-            del self.reports[table]
-        for table_id, buckets in sorted(self.releases.items()):
-            try:
-                releases.finished(table_id, buckets)
+                answers = report(dict(self.reports))
             except NotLeaderError:
                 raise
             except StoreError as e:
-                log.warning("table_id=%d: release of buckets %s still refused: %s", table_id, sorted(buckets), e)
-                continue
-            del self.releases[table_id]
+                log.warning("tables %s: lake reports still refused: %s", sorted(self.reports), e)
+                answers = {}
+            for table, error in sorted(answers.items()):
+                if isinstance(error, NotFoundError):
+                    log.info("table=%s: lake report dropped, the store no longer has the table", table)
+                elif error is not None:
+                    log.warning("table=%s: lake report of Delta version %d still refused: %s",
+                                table, self.reports[table].lake_version, error)
+                    continue
+                del self.reports[table]
+        if self.releases:
+            try:
+                releases.finished(self.releases)
+            except NotLeaderError:
+                raise
+            except StoreError as e:
+                log.warning("table_ids %s: releases still refused: %s", sorted(self.releases), e)
+                return
+            self.releases.clear()

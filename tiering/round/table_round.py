@@ -18,6 +18,7 @@ from tiering.enumerator.splits import SnapshotSplit, Split
 from tiering.errors import RoundStateError
 from tiering.lake.bucket_files import WrittenFile
 from tiering.lake.round_protocol import PreparedRound, TableCommit
+from tiering.lakestate.lake import LakeTable
 from tiering.round.states import NEXT_STATES, TableFailure, TableState
 
 __all__ = ["TableRound"]
@@ -31,6 +32,10 @@ class TableRound:
     splits: Sequence[Split]
     started: float = field(default_factory=time.monotonic)
     state: TableState = TableState.PLANNED
+    #: the table as the lake holds it, read once for the round (None: no Delta table yet)
+    lake: LakeTable | None = None
+    #: the splits the lake still lacks (a replay's are already there)
+    todo: Sequence[Split] = ()
     prepared: PreparedRound | None = None
     written: list[WrittenFile] = field(default_factory=list)
     commit: TableCommit | None = None

@@ -11,7 +11,8 @@ Versions:
 - v0: ``{"epoch": ..., "round": ..., "tables": {...}}`` (no lease id, no splits). It decodes
   with ``lease_id=None``; set one (``dataclasses.replace``) before encoding it as v1.
 
-``tables`` are the positions after the round, for every tiered bucket: ``log`` is the
+``tables`` are the positions after the round of the round's tables (v1 offsets written before
+issue 21 carry every table tiered so far: they decode the same): ``log`` is the
 exclusive changelog end, ``snapshot`` the snapshot id the bucket was bootstrapped from in that
 round or null. ``splits`` is the round's plan, so ``partitions(start, end)`` needs only
 ``end``. A split is a compact list: ``[table, bucket, "snapshot", table_id, snapshot_id,
@@ -60,10 +61,12 @@ class TieringOffset:
     def next_round(
         self, round_id: int, splits: tuple[Split, ...], tables: Mapping[str, TableOffset], *, lease_id: str, epoch: int
     ) -> TieringOffset:
-        """The offset that checkpoints a planned round: its splits, and this offset's tables
-        with the round's ``tables`` (positions after the round) on top."""
-        merged = {**self.tables, **tables}
-        return TieringOffset(lease_id=lease_id, epoch=epoch, round=round_id, tables=merged, splits=splits)
+        """The offset that checkpoints a planned round: its splits and its ``tables``' positions
+        after it. Only the round's tables: Spark writes the offset every round, so one that
+        carried every table the job ever tiered would grow with the job (10,000 idle tables:
+        about 1 MB written per round), and nothing reads a position back from it (rounds are
+        planned from the lake)."""
+        return TieringOffset(lease_id=lease_id, epoch=epoch, round=round_id, tables=dict(tables), splits=splits)
 
     def to_dict(self) -> dict:
         if self.lease_id is None:

@@ -18,6 +18,7 @@ from tiering.errors import (
     LakeCommitError,
     RoundStateError,
     SchemaMismatchError,
+    SnapshotUnavailableError,
     StoreUnavailableError,
     TableNotFoundError,
 )
@@ -110,8 +111,10 @@ class FakeStore:
     fail: dict[str, Exception] = field(default_factory=dict)
     reports: list[tuple[str, LakeReport]] = field(default_factory=list)
     listings: int = 0
+    calls: dict[str, int] = field(default_factory=dict)
 
     def _maybe_fail(self, call: str, table: str = "") -> None:
+        self.calls[call] = self.calls.get(call, 0) + 1
         for key in (call, f"{call}:{table}"):
             if key in self.fail:
                 raise self.fail[key]
@@ -129,16 +132,26 @@ class FakeStore:
     def get_snapshot(self, table: str, bucket: int, snapshot_id: int):
         return type("Snapshot", (), {"files": [f"{table}/{bucket}/{snapshot_id}.parquet"]})
 
-    def table_segments(self, table: str, ranges):
-        return [[type("Segment", (), {"file": f"{table}/{r.bucket}.log"})] for r in ranges]
+    def segments(self, requests: dict) -> dict:
+        """``fail["segments"]`` fails the call; ``fail["segments:<table>"]`` is that table's answer."""
+        self._maybe_fail("segments")
+        return {table: self.fail.get(f"segments:{table}")
+                or [[type("Segment", (), {"file": f"{table}/{r.bucket}.log"})] for r in ranges]
+                for table, ranges in requests.items()}
 
-    def report_lake(self, table: str, report: LakeReport) -> None:
-        self._maybe_fail("report_lake", table)
-        self.reports.append((table, report))
+    def report_lakes(self, reports: dict[str, LakeReport]) -> dict:
+        """``fail["report_lake"]`` fails the call; ``fail["report_lake:<table>"]`` is that table's answer."""
+        self._maybe_fail("report_lake")
+        answers = {}
+        for table, report in reports.items():
+            answers[table] = self.fail.get(f"report_lake:{table}")
+            if answers[table] is None:
+                self.reports.append((table, report))
+        return answers
 
-    def log_info(self, table: str):
-        self._maybe_fail("log_info", table)
-        return type("Log", (), {"buckets": []})
+    def logs(self, tables: list[str]) -> dict:
+        self._maybe_fail("logs")
+        return {t: type("Log", (), {"table_id": self.tables[t].table_id, "buckets": []}) for t in tables if t in self.tables}
 
 
 @dataclass
@@ -150,6 +163,7 @@ class FakeLease:
     acquired: list[SnapshotRef] = field(default_factory=list)
     released: list[tuple[int, tuple[int, ...]]] = field(default_factory=list)
     lease_id: str = "lease-1"
+    calls: int = 0
 
     def acquire(self, refs: list[SnapshotRef]) -> list[SnapshotRef]:
         if "acquire" in self.fail:
@@ -157,10 +171,12 @@ class FakeLease:
         self.acquired.extend(refs)
         return self.gone
 
-    def release_table(self, table_id: int, buckets: list[int]) -> None:
-        if f"release:{table_id}" in self.fail:
-            raise self.fail.pop(f"release:{table_id}")  # refused once
-        self.released.append((table_id, tuple(buckets)))
+    def release(self, held: dict[int, list[int]]) -> None:
+        """``fail["release"]`` refuses the next call once."""
+        self.calls += 1
+        if "release" in self.fail:
+            raise self.fail.pop("release")
+        self.released.extend((table_id, tuple(buckets)) for table_id, buckets in sorted(held.items()))
 
 
 class Round:
@@ -202,7 +218,8 @@ def test_a_clean_round_commits_reports_and_releases_each_table_once(tmp_path):
 
     assert sorted(outcome.committed) == ["a", "b", "c"] and outcome.failed == {}
     assert r.lease.acquired == [SnapshotRef(table_id=1, bucket=0, snapshot_id=5)], "one acquire, the round's snapshots"
-    assert releases_of(r.lease) == {1: [(0,)], 2: [()], 3: [()]}, "one release per table, its leased buckets"
+    assert releases_of(r.lease) == {1: [(0,)]} and r.lease.calls == 1, "one release for the round, the leased buckets"
+    assert r.store.calls == {"segments": 1, "report_lake": 1, "logs": 1}, "one store call per step for every table"
     assert [(t, rep.epoch, rep.lake_version, rep.buckets) for t, rep in r.store.reports] == [
         (t, EPOCH, 3, {"0": 12, "1": 9}) for t in ("a", "b", "c")]
     assert outcome.lag == {"a": 0, "b": 0, "c": 0} and outcome.unreported == set()
@@ -225,8 +242,23 @@ def test_a_failure_before_the_commit_fails_that_table_alone_with_its_typed_cause
 
     assert outcome.failed == {"a": TableFailure(cause, state, type(error).__name__, str(error))}
     assert sorted(outcome.committed) == ["b", "c"] and "a" not in r.writer.committed
-    assert releases_of(r.lease) == {1: [(0,)], 2: [()], 3: [()]}, "the failed table released once, the others too"
+    assert releases_of(r.lease) == {1: [(0,)]}, "the failed table's leased bucket released once"
     assert [t for t, _ in r.store.reports] == ["b", "c"]
+
+
+def test_the_store_refusing_one_tables_segments_fails_that_table_alone(tmp_path):
+    r = Round(tmp_path, store=FakeStore(fail={"segments:b": SnapshotUnavailableError("log truncated", status=410)}))
+    outcome = r.run(0)
+
+    assert (outcome.failed["b"].cause, outcome.failed["b"].state) == (FailureCause.SNAPSHOT_GONE, TableState.ACQUIRED)
+    assert sorted(outcome.committed) == ["a", "c"] and r.store.calls["segments"] == 1
+
+
+def test_the_segments_call_failing_fails_every_table_that_reads_the_log(tmp_path):
+    outcome = Round(tmp_path, store=FakeStore(fail={"segments": StoreUnavailableError("store down")})).run(0)
+
+    assert {t: f.cause for t, f in outcome.failed.items()} == {t: FailureCause.STORE for t in ("a", "b", "c")}
+    assert outcome.committed == {}
 
 
 def test_a_snapshot_gone_before_it_was_read_fails_its_table(tmp_path):
@@ -273,13 +305,13 @@ def test_a_table_dropped_after_its_commit_is_committed_and_dropped_not_failed(tm
     outcome = r.run(0)
 
     assert sorted(outcome.committed) == ["a", "b", "c"] and outcome.failed == {} and outcome.dropped == {"b"}
-    assert outcome.unreported == set() and "b" not in outcome.lag and releases_of(r.lease)[2] == [()]
+    assert outcome.unreported == set() and "b" not in outcome.lag and releases_of(r.lease) == {1: [(0,)]}
     r.run(1, (LogSplit("c", 1, 3, 9, 10),))
     assert [t for t, _ in r.store.reports] == ["a", "c", "c"], "nothing deferred for a dropped table"
 
 
 def test_a_refused_release_after_the_commit_is_sent_once_next_round(tmp_path):
-    lease = FakeLease(fail={"release:1": StoreUnavailableError("store blip")})
+    lease = FakeLease(fail={"release": StoreUnavailableError("store blip")})
     r = Round(tmp_path, lease=lease)
     outcome = r.run(0)
 
@@ -290,10 +322,10 @@ def test_a_refused_release_after_the_commit_is_sent_once_next_round(tmp_path):
 
 
 def test_an_unknown_lag_does_not_fail_a_committed_table(tmp_path):
-    outcome = Round(tmp_path, store=FakeStore(fail={"log_info:b": StoreUnavailableError("slow")})).run(0)
+    outcome = Round(tmp_path, store=FakeStore(fail={"logs": StoreUnavailableError("slow")})).run(0)
 
     assert sorted(outcome.committed) == ["a", "b", "c"] and outcome.failed == {}
-    assert outcome.lag == {"a": 0, "c": 0}
+    assert outcome.lag == {} and outcome.unreported == set()
 
 
 def test_a_replayed_table_is_committed_without_a_commit_and_reported_again(tmp_path):
