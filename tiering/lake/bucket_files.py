@@ -22,8 +22,8 @@ is not decoded at all: its files are copied byte for byte (the store writes immu
 with exactly the lake file's columns), and their statistics come from the Parquet footers.
 
 Failure modes and what happens:
-- a snapshot bigger than memory: rows are sorted in memory only when their files hold at most
-  ``SORT_MAX_BYTES``; a bigger base streams through in record batches, unsorted (split at the
+- a snapshot bigger than memory: rows are sorted in memory only when they take at most
+  ``SORT_MAX_BYTES`` decoded; a bigger base streams through in record batches, unsorted (split at the
   target all the same: its files' ranges overlap, which later rounds pay for, and compaction
   sorts). Only the bucket's changes (newest per key, bounded by the round's offsets) are held;
 - a change applied twice or out of order: only ``[log_from, log_to)`` is read, and the newest
@@ -76,8 +76,8 @@ _BATCH_ROWS = 256 * 1024
 _UPSERT = pa.scalar(UPDATE, pa.string())
 _DELETE = pa.scalar(DELETE, pa.string())
 _MIB = 1024 * 1024
-#: Rows are sorted in memory when the files they come from hold at most this many bytes (a
-#: decoded Parquet file is a few times its size); a bigger input streams through unsorted.
+#: A rewrite's rows are sorted in memory when they take at most this many bytes decoded (the
+#: sort copies them once more); more stream through unsorted, as they are read.
 SORT_MAX_BYTES = 512 * _MIB
 
 
@@ -263,11 +263,20 @@ def _write_rows(
     task: BucketTask, schema: pa.Schema, files: Sequence[str], size: int, rows: int, changes: pa.Table | None
 ) -> list[WrittenFile]:
     """``files``' rows (``size`` bytes, ``rows`` rows) with ``changes`` applied, sorted by key
-    when they fit :data:`SORT_MAX_BYTES`, written as files of about the task's target."""
+    when they fit :data:`SORT_MAX_BYTES` decoded (else streamed as they come), written as files
+    of about the task's target."""
     batches = _rows(task.store, files, task.table.primary_key, schema, changes)
     per_file = max(1, int(task.target_file_bytes * rows / size)) if size and rows else None
-    if size <= SORT_MAX_BYTES:
-        data = pa.Table.from_batches(list(batches), schema)
+    held: list[pa.RecordBatch] = []
+    decoded = 0
+    for batch in batches:
+        held.append(batch)
+        decoded += batch.nbytes
+        if decoded > SORT_MAX_BYTES:
+            batches = itertools.chain(held, batches)
+            break
+    else:
+        data = pa.Table.from_batches(held, schema)
         if not data.num_rows:
             return []
         data = data.sort_by([(k, "ascending") for k in task.table.primary_key])

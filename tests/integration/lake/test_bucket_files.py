@@ -130,3 +130,15 @@ def test_a_lake_bucket_rewrites_only_the_files_whose_range_holds_a_change_sorted
     assert [r["id"] for r in read(store, result.files)] == [10, 11, 12, 13, 15]
     assert [f.num_records for f in result.files] == [1] * 5, "a file per row at a 1-byte target"
     assert [json.loads(f.stats)["minValues"]["id"] for f in result.files] == [10, 11, 12, 13, 15]
+
+
+def test_rows_too_big_to_sort_in_memory_stream_through_unsorted_split_at_the_target(store, tmp_path, monkeypatch):
+    monkeypatch.setattr("tiering.lake.bucket_files.SORT_MAX_BYTES", 0)
+    snap = write_snapshot(tmp_path / "s", TABLE, [({"id": i, "v": "a"}, o) for o, i in enumerate([5, 1, 4])])
+    log = write_log(tmp_path / "l", TABLE, [(3, "+U", {"id": 4, "v": "b"}), (4, "+I", {"id": 0, "v": "c"})])
+    plan = BucketPlan(bucket=0, base="snapshot", base_files=(snap,), log_files=(log,), log_from=3, log_to=5, snapshot_id=1)
+
+    written = write_bucket(BucketTask(TABLE, store.uri("t"), plan, store, target_file_bytes=1))
+
+    assert [r["id"] for f in written for r in read(store, [f])] == [5, 1, 4, 0], "as read: kept rows, then upserts"
+    assert [f.num_records for f in written] == [1, 1, 1, 1]
