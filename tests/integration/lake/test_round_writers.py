@@ -415,3 +415,22 @@ def test_a_stale_term_racing_a_newer_one_is_fenced(spark, lake, writer, kind, ro
     version0 = DeltaTable(dt.table_uri, version=0, storage_options=lake.store.delta_options())
     referenced = {u.removeprefix(table) for u in set(dt.file_uris()) | set(version0.file_uris())}
     assert on_disk == referenced, "the stale writer's files were left behind"
+
+
+@pytest.mark.parametrize("kind", ["delta-rs-executors", "delta-rs-driver"])
+def test_a_round_replaces_only_the_files_whose_key_range_holds_a_change(spark, lake, round1, tmp_path, kind):
+    writer = build(kind, spark, lake)
+    writer._target_file_bytes = 1  # a file per row: each key its own range
+    commit(writer, round1)
+    before = bucket_files(lake, 0)
+    assert len(before) == 3, "bucket 0 (ids 1, 2, 4) as three sorted one-row files"
+    log = write_log(tmp_path / "s", ORDERS, [(15, "+U", row(4, "d3")), (16, "+I", row(5, "e")), (17, "-D", {"id": 7})])
+
+    result = commit(writer, {LogSplit("orders", 0, 1, 15, 18): [log]}, round_id=2)
+
+    entry = log_entry(lake, result.delta_version)
+    (removed,) = entry["remove"]
+    assert removed["dataChange"] and before - bucket_files(lake, 0) == {u for u in before if u.endswith(removed["path"])}
+    assert sorted(json.loads(a["stats"])["minValues"]["id"] for a in entry["add"]) == [4, 5], "5 joins 4's rewrite"
+    assert {i: r[1] for i, r in orders_rows(lake).items() if r[0] == 0} == {1: "a", 2: "b2", 4: "d3", 5: "e"}
+    assert commit(writer, {LogSplit("orders", 0, 1, 15, 18): [log]}, round_id=2).skipped
