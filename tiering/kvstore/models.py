@@ -243,3 +243,78 @@ class LeaseDropped(_Model):
 
 class Health(_Model):
     status: str
+
+
+# Batched calls: a round over thousands of tables makes one call for all of them instead of one
+# per table. Each answers for a table what the single-table call answers, and a table's refusal
+# (dropped meanwhile, log truncated) is that table's entry, never the whole call's failure.
+
+#: Tables in one batched call: a job's whole selection.
+MAX_BATCH_TABLES = 10_000
+
+
+class NamedTableLog(TableLog):
+    """``GET /v1/tables/{name}/log``'s answer, named: one entry of :class:`TablesLog`."""
+
+    name: str
+
+
+class TablesLog(_Model):
+    """The log ends of many tables, by name; ``missing``: the names asked for that the catalog
+    does not hold (dropped, or never created)."""
+
+    tables: list[NamedTableLog]
+    missing: list[str] = []
+
+
+class LogsRequest(_Model):
+    tables: list[TableName] = Field(min_length=1, max_length=MAX_BATCH_TABLES)
+
+
+class TableRanges(SegmentsRequest):
+    """One table's part of :class:`TablesSegmentsRequest`: its ``ranges`` as for the single-table call."""
+
+    table: TableName
+
+
+class TablesSegmentsRequest(_Model):
+    tables: list[TableRanges] = Field(min_length=1, max_length=MAX_BATCH_TABLES)
+
+
+class NamedTableSegments(TableSegments):
+    table: str
+
+
+class TableFailure(_Model):
+    """A table's refusal inside a batched answer: the envelope its single-table call answers with."""
+
+    table: str
+    error: ErrorBody
+
+
+class TablesSegments(_Model):
+    """Per table asked, in the order asked: its segments, or its refusal."""
+
+    tables: list[NamedTableSegments | TableFailure]
+
+
+class TableLakeReport(_Model):
+    table: TableName
+    report: LakeReport
+
+
+class LakeReportsRequest(_Model):
+    reports: list[TableLakeReport] = Field(min_length=1, max_length=MAX_BATCH_TABLES)
+
+
+class LakeReportResult(_Model):
+    """``error`` null: the report was stored."""
+
+    table: str
+    error: ErrorBody | None
+
+
+class LakeReportResults(_Model):
+    """Per report, in the order sent."""
+
+    results: list[LakeReportResult]

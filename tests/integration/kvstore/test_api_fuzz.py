@@ -8,7 +8,8 @@ the token (must be 401 and change nothing; /v1/health excepted), then with it. T
 process runs with GC off, so any change to its metadata or files comes from a request.
 
 Half the requests that name a table or a lease are pointed at seeded ones (``orders``,
-``job``), so the fuzzing reaches the handlers' logic rather than only their 404s.
+``job``), in their path or, for the batched calls, in their body, so the fuzzing reaches the
+handlers' logic rather than only their 404s.
 
 Bounded for CI (~1-2 minutes): ``KVSTORE_FUZZ_EXAMPLES`` examples per operation in the
 fuzzing phase (default 20), plus schemathesis' examples and coverage phases. A long run:
@@ -78,6 +79,17 @@ schema = schemathesis.openapi.from_dict(DOCUMENT, config=SchemathesisConfig.from
 }))
 
 
+@schema.hook("filter_case")
+def _not_oversized(_: Any, case: schemathesis.Case) -> bool:
+    """Leaves out a batch of segments over 100,000 ranges: the coverage phase builds 10,001 tables of up
+    to 4,097 ranges (~190 MB of JSON, minutes to serialize twice), which the store refuses unread with
+    413 like any body over its limit (test_oversized_slow.py); its 10,001 tables are test_batched.py's."""
+    tables = case.body.get("tables") if isinstance(case.body, dict) else None
+    if not isinstance(tables, list):
+        return True
+    return sum(len(t["ranges"]) for t in tables if isinstance(t, dict) and isinstance(t.get("ranges"), list)) <= 100_000
+
+
 class FuzzedStore:
     """The store under fuzzing, its seeded objects, and a fingerprint of everything it keeps."""
 
@@ -132,14 +144,27 @@ def fuzzed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FuzzedStore]:
         print(f"  {label}: {REQUESTS['with ' + label]} / {REQUESTS['without ' + label]}")
 
 
+def _seeded_names(items: list[Any]) -> list[Any]:
+    """A batched body's list (``tables``, ``reports``) with every table it names the seeded one."""
+    return [
+        SEEDED_TABLE if isinstance(item, str)
+        else {**item, "table": SEEDED_TABLE} if isinstance(item, dict) and "table" in item else item
+        for item in items
+    ]
+
+
 def _point_at_seeded(case: schemathesis.Case) -> None:
-    """Every other case naming a table or lease names the seeded one instead."""
+    """Every other case naming a table or lease names the seeded one instead (a body made valid by
+    it is a positive case then: schemathesis re-validates a body assigned anew)."""
     params = case.path_parameters or {}
     if REQUESTS["with " + case.operation.label] % 2:
         if "name" in params:
             params["name"] = SEEDED_TABLE
         if "lease_id" in params:
             params["lease_id"] = SEEDED_LEASE
+        if isinstance(case.body, dict):  # assigned, not changed in place: only then does it re-validate
+            case.body = {k: _seeded_names(v) if k in ("tables", "reports") and isinstance(v, list) else v
+                         for k, v in case.body.items()}
 
 
 def _unchanged(fuzzed: FuzzedStore, response: requests.Response, before: str, now_ms: int, what: str) -> None:
@@ -165,7 +190,9 @@ def test_api_keeps_its_document_and_its_data(case: schemathesis.Case, fuzzed: Fu
         assert anonymous.json()["error"] == "UNAUTHORIZED"
         _unchanged(fuzzed, anonymous, before, now_ms, "a request without the token")
 
-    response = case.call(base_url=url)
+    # The token passed here, not only in the config: schemathesis takes a header it cannot trace to an
+    # explicit setting for generated auth (it does so on an operation with header parameters).
+    response = case.call(base_url=url, headers={"Authorization": f"Bearer {TOKEN}"})
     REQUESTS["with " + label] += 1
     case.validate_response(response)
     assert response.status_code < 500, response.text

@@ -17,7 +17,7 @@ import sqlite3
 from collections.abc import Callable
 from typing import Any, Literal, TypeVar
 
-from fastapi import FastAPI, Path, Query, Request
+from fastapi import FastAPI, Header, Path, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST
@@ -30,24 +30,34 @@ from tiering.kvstore.models import (
     AcquireRequest,
     AcquireResult,
     AddColumnRequest,
+    ErrorBody,
     Health,
     INT64_MAX,
     LakeReport,
+    LakeReportResult,
+    LakeReportResults,
+    LakeReportsRequest,
     Lease,
     LeaseDropped,
     LeaseList,
     LogSegments,
+    LogsRequest,
+    NamedTableSegments,
     ReleaseRequest,
     RenewRequest,
     RowsRequest,
     SegmentsRequest,
     Snapshot,
     TableDropped,
+    TableFailure,
     TableInfo,
     TableList,
     TableLog,
     TableSegments,
+    TablesLog,
     TableSnapshots,
+    TablesSegments,
+    TablesSegmentsRequest,
     TableSpec,
     WriteResult,
 )
@@ -67,7 +77,7 @@ from tiering.kvstore.server.store import Store
 
 log = logging.getLogger(__name__)
 M = TypeVar("M", bound=BaseModel)
-
+_ETAG = {"description": "the version of the list of tables", "schema": {"type": "string"}, "required": True}
 
 
 def _error(status: int, code: str, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
@@ -102,8 +112,24 @@ async def _body(request: Request, model: type[M]) -> M:
     return await _run(_parse, model, await request.body())
 
 
-def _json(model: BaseModel) -> JSONResponse:
-    return JSONResponse(model.model_dump(mode="json", by_alias=True))
+def _json(model: BaseModel, headers: dict[str, str] | None = None) -> Response:
+    # Serialized by pydantic in one pass: dumping to Python objects first, then those to JSON, took
+    # eight times as long for the list of 10,000 tables.
+    return _raw_json(model.model_dump_json(by_alias=True), headers)
+
+
+def _raw_json(body: str, headers: dict[str, str] | None = None) -> Response:
+    return Response(body, media_type="application/json", headers=headers)
+
+
+def _envelope(refusal: ApiError) -> ErrorBody:
+    return ErrorBody(error=refusal.code, message=refusal.message)
+
+
+def _etag_matches(if_none_match: str, etag: str) -> bool:
+    """RFC 9110 §13.1.2: ``*`` or any listed tag, compared weakly (a ``W/`` prefix is ignored)."""
+    tags = {tag.strip().removeprefix("W/") for tag in if_none_match.split(",")}
+    return "*" in tags or etag in tags
 
 
 async def _run(fn: Callable[..., Any], *args: Any) -> Any:
@@ -164,29 +190,40 @@ def create_app(store: Store, token: str | None, max_body_bytes: int) -> FastAPI:
     app.openapi = openapi  # type: ignore[method-assign]
 
     @app.get("/v1/health", response_model=Health)
-    async def health() -> JSONResponse:
+    async def health() -> Response:
         return _json(Health(status="ok"))
 
     @app.post("/v1/tables", response_model=TableInfo, responses=errors(409, 413), openapi_extra=json_body(TableSpec))
-    async def create_table(request: Request) -> JSONResponse:
+    async def create_table(request: Request) -> Response:
         return _json(await _run(store.create_table, await _body(request, TableSpec)))
 
-    @app.get("/v1/tables", response_model=TableList, responses=errors())
-    async def list_tables() -> JSONResponse:
-        return _json(TableList(tables=await _run(store.list_tables)))
+    @app.get("/v1/tables", response_model=TableList, responses={
+        **errors(),
+        200: {"headers": {"ETag": _ETAG}},
+        304: {"description": "If-None-Match holds the current ETag: the list is unchanged", "headers": {"ETag": _ETAG}},
+    })
+    async def list_tables(
+        if_none_match: str = Header("", description="the ETag of the list the client holds"),
+    ) -> Response:
+        if if_none_match:
+            etag = await _run(store.catalog_tag)
+            if _etag_matches(if_none_match, etag):
+                return Response(status_code=304, headers={"ETag": etag})
+        etag, tables = await _run(store.tagged_tables)
+        return _json(TableList(tables=tables), {"ETag": etag})
 
     @app.get("/v1/tables/{name}", response_model=TableInfo, responses=errors(404))
-    async def get_table(name: str) -> JSONResponse:
+    async def get_table(name: str) -> Response:
         return _json(await _run(store.get_table, name))
 
     @app.delete("/v1/tables/{name}", response_model=TableDropped, responses=errors(404))
-    async def drop_table(name: str) -> JSONResponse:
+    async def drop_table(name: str) -> Response:
         info = await _run(store.drop_table, name)
         return _json(TableDropped(dropped=info.name, table_id=info.table_id))
 
     @app.post("/v1/tables/{name}/columns", response_model=TableInfo, responses=errors(404, 413),
               openapi_extra=json_body(AddColumnRequest))
-    async def add_column(name: str, request: Request) -> JSONResponse:
+    async def add_column(name: str, request: Request) -> Response:
         return _json(await _run(store.add_column, name, await _body(request, AddColumnRequest)))
 
     @app.post("/v1/tables/{name}/rows", response_model=WriteResult, responses=errors(404, 413),
@@ -194,7 +231,7 @@ def create_app(store: Store, token: str | None, max_body_bytes: int) -> FastAPI:
     async def write_rows(
         name: str, request: Request,
         op: Literal["upsert", "delete"] = Query("upsert", description="the operation of an Arrow IPC body"),
-    ) -> JSONResponse:
+    ) -> Response:
         if request.headers.get("content-type", "").startswith(ARROW_STREAM):
             body = await request.body()
             info = await _run(store.get_table, name)
@@ -207,22 +244,22 @@ def create_app(store: Store, token: str | None, max_body_bytes: int) -> FastAPI:
         return _json(await _run(store.write_rows, name, op, data))
 
     @app.post("/v1/tables/{name}/snapshots", response_model=TableSnapshots, responses=errors(404))
-    async def take_snapshots(name: str) -> JSONResponse:
+    async def take_snapshots(name: str) -> Response:
         return _json(await _run(store.take_snapshots, name))
 
     @app.get("/v1/tables/{name}/snapshots", response_model=TableSnapshots, responses=errors(404))
-    async def latest_snapshots(name: str) -> JSONResponse:
+    async def latest_snapshots(name: str) -> Response:
         return _json(await _run(store.latest_snapshots, name))
 
     @app.get("/v1/tables/{name}/buckets/{bucket}/snapshots/{snapshot_id}", response_model=Snapshot,
              responses=errors(404, 410))
     async def get_snapshot(
         name: str, bucket: int = Path(ge=0, le=INT64_MAX), snapshot_id: int = Path(ge=0, le=INT64_MAX)
-    ) -> JSONResponse:
+    ) -> Response:
         return _json(await _run(store.get_snapshot, name, bucket, snapshot_id))
 
     @app.get("/v1/tables/{name}/log", response_model=TableLog, responses=errors(404))
-    async def log_info(name: str) -> JSONResponse:
+    async def log_info(name: str) -> Response:
         return _json(await _run(store.log_info, name))
 
     @app.get("/v1/tables/{name}/buckets/{bucket}/log", response_model=LogSegments, responses=errors(404, 410))
@@ -230,51 +267,81 @@ def create_app(store: Store, token: str | None, max_body_bytes: int) -> FastAPI:
         name: str, bucket: int = Path(ge=0, le=INT64_MAX),
         from_offset: int = Query(0, alias="from", ge=0, le=INT64_MAX),
         to_offset: int = Query(INT64_MAX, alias="to", ge=0, le=INT64_MAX),
-    ) -> JSONResponse:
+    ) -> Response:
         return _json(LogSegments(segments=await _run(store.log_segments, name, bucket, from_offset, to_offset)))
 
     @app.post("/v1/tables/{name}/log/segments", response_model=TableSegments, responses=errors(404, 410, 413),
               openapi_extra=json_body(SegmentsRequest))
-    async def table_segments(name: str, request: Request) -> JSONResponse:
+    async def table_segments(name: str, request: Request) -> Response:
         body = await _body(request, SegmentsRequest)
         return _json(TableSegments(buckets=await _run(store.table_segments, name, list(body.ranges))))
 
+    @app.get("/v1/logs", response_model=TablesLog, responses=errors())
+    async def all_logs() -> Response:
+        return _raw_json(await _run(store.logs_json, None))
+
+    @app.post("/v1/logs", response_model=TablesLog, responses=errors(413), openapi_extra=json_body(LogsRequest))
+    async def logs(request: Request) -> Response:
+        body = await _body(request, LogsRequest)
+        return _raw_json(await _run(store.logs_json, list(body.tables)))
+
+    @app.post("/v1/segments", response_model=TablesSegments, responses=errors(413),
+              openapi_extra=json_body(TablesSegmentsRequest))
+    async def segments(request: Request) -> Response:
+        body = await _body(request, TablesSegmentsRequest)
+        found = await _run(store.tables_segments, [(t.table, list(t.ranges)) for t in body.tables])
+        return _json(TablesSegments(tables=[
+            TableFailure(table=t.table, error=_envelope(answer)) if isinstance(answer, ApiError)
+            else NamedTableSegments(table=t.table, buckets=answer)
+            for t, answer in zip(body.tables, found, strict=True)
+        ]))
+
     @app.post("/v1/leases/{lease_id}/acquire", response_model=AcquireResult, responses=errors(409, 413),
               openapi_extra=json_body(AcquireRequest))
-    async def acquire(lease_id: str, request: Request) -> JSONResponse:
+    async def acquire(lease_id: str, request: Request) -> Response:
         return _json(await _run(store.acquire_lease, lease_id, await _body(request, AcquireRequest)))
 
     @app.post("/v1/leases/{lease_id}/renew", response_model=Lease, responses=errors(404, 409, 413),
               openapi_extra=json_body(RenewRequest))
-    async def renew(lease_id: str, request: Request) -> JSONResponse:
+    async def renew(lease_id: str, request: Request) -> Response:
         return _json(await _run(store.renew_lease, lease_id, await _body(request, RenewRequest)))
 
     @app.post("/v1/leases/{lease_id}/release", response_model=Lease, responses=errors(404, 409, 413),
               openapi_extra=json_body(ReleaseRequest))
-    async def release(lease_id: str, request: Request) -> JSONResponse:
+    async def release(lease_id: str, request: Request) -> Response:
         return _json(await _run(store.release_lease, lease_id, await _body(request, ReleaseRequest)))
 
     @app.delete("/v1/leases/{lease_id}", response_model=LeaseDropped, responses=errors(404, 409))
-    async def drop_lease(lease_id: str, epoch: int = Query(..., ge=0, le=INT64_MAX)) -> JSONResponse:
+    async def drop_lease(lease_id: str, epoch: int = Query(..., ge=0, le=INT64_MAX)) -> Response:
         await _run(store.drop_lease, lease_id, epoch)
         return _json(LeaseDropped(dropped=lease_id))
 
     @app.get("/v1/leases", response_model=LeaseList, responses=errors())
-    async def list_leases() -> JSONResponse:
+    async def list_leases() -> Response:
         return _json(LeaseList(leases=await _run(store.list_leases)))
 
     @app.get("/v1/leases/{lease_id}", response_model=Lease, responses=errors(404))
-    async def get_lease(lease_id: str) -> JSONResponse:
+    async def get_lease(lease_id: str) -> Response:
         return _json(await _run(store.get_lease, lease_id))
 
     @app.put("/v1/tables/{name}/lake", response_model=LakeReport, responses=errors(404, 409, 413),
              openapi_extra=json_body(LakeReport))
-    async def put_lake(name: str, request: Request) -> JSONResponse:
+    async def put_lake(name: str, request: Request) -> Response:
         return _json(await _run(store.put_lake, name, await _body(request, LakeReport)))
 
     @app.get("/v1/tables/{name}/lake", response_model=LakeReport, responses=errors(404))
-    async def get_lake(name: str) -> JSONResponse:
+    async def get_lake(name: str) -> Response:
         return _json(await _run(store.get_lake, name))
+
+    @app.post("/v1/lake-reports", response_model=LakeReportResults, responses=errors(409, 413),
+              openapi_extra=json_body(LakeReportsRequest))
+    async def put_lakes(request: Request) -> Response:
+        body = await _body(request, LakeReportsRequest)
+        refusals = await _run(store.put_lakes, [(r.table, r.report) for r in body.reports])
+        return _json(LakeReportResults(results=[
+            LakeReportResult(table=r.table, error=None if refusal is None else _envelope(refusal))
+            for r, refusal in zip(body.reports, refusals, strict=True)
+        ]))
 
     @app.get("/metrics", response_class=Response, responses={
         **errors(),

@@ -54,6 +54,18 @@ CREATE TABLE IF NOT EXISTS lease_holds (
 CREATE TABLE IF NOT EXISTS lake_reports (
     table_id INTEGER PRIMARY KEY, epoch INTEGER NOT NULL, report TEXT NOT NULL
 );
+-- The live tables' list's version (the ETag of GET /v1/tables): the triggers move it on every
+-- change to a live table's row, whichever code makes it; store_id is random per database, so two
+-- stores (or one re-created on the same port) never answer with the same tag.
+CREATE TABLE IF NOT EXISTS catalog_version (
+    id INTEGER PRIMARY KEY CHECK (id = 1), store_id TEXT NOT NULL, version INTEGER NOT NULL
+);
+INSERT OR IGNORE INTO catalog_version VALUES (1, lower(hex(randomblob(8))), 0);
+CREATE TRIGGER IF NOT EXISTS catalog_table_created AFTER INSERT ON tables
+BEGIN UPDATE catalog_version SET version = version + 1; END;
+CREATE TRIGGER IF NOT EXISTS catalog_table_changed AFTER UPDATE ON tables
+WHEN OLD.state = 'live' OR NEW.state = 'live'  -- a dropped table's purge changes no list
+BEGIN UPDATE catalog_version SET version = version + 1; END;
 """
 
 

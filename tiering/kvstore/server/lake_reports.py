@@ -6,41 +6,78 @@ over — the table's report remembers the highest epoch seen and a lower one is 
 old one) — refused with 409 ``CONFLICT``; an offset the bucket never reached — 400. A wrong
 report would let GC delete log segments the lake does not hold yet.
 
-Functions run inside a caller's transaction (``Database.tx``), like catalog.py's, and raise
-``ApiError`` on refusal.
+A batch of reports (a round's, one per table) is stored in one transaction: a table's refusal is
+that table's answer, except a stale epoch, which refuses the whole batch — a zombie must store
+nothing and stop. Functions run inside a caller's transaction (``Database.tx``), like
+catalog.py's, and raise ``ApiError`` on refusal.
 """
 
 from __future__ import annotations
 
+import json
 import sqlite3
 
-from tiering.kvstore.models import BucketLog, LakeReport, TableInfo
-from tiering.kvstore.server.errors import CONFLICT, NOT_FOUND, ApiError, bad_request, fenced
+from tiering.kvstore.models import LakeReport, TableInfo
+from tiering.kvstore.server.catalog import TableEnds
+from tiering.kvstore.server.errors import (
+    CONFLICT,
+    FENCED_EPOCH,
+    NOT_FOUND,
+    ApiError,
+    bad_request,
+    fenced,
+    table_not_found,
+)
 
 
-def put(conn: sqlite3.Connection, table: TableInfo, logs: list[BucketLog], report: LakeReport) -> LakeReport:
-    """Store the lake position a job reached; refuses stale epochs and impossible offsets."""
+def put_many(
+    conn: sqlite3.Connection, tables: dict[str, TableEnds], reports: list[tuple[str, LakeReport]]
+) -> list[ApiError | None]:
+    """Store each ``(table name, report)`` in order as one PUT each would (a later report of a
+    table sees an earlier one's epoch); ``tables``: the live tables among them. A report refused
+    for any other reason is its entry (nothing stored for it), but a stale epoch is raised: the
+    caller's transaction rolls back, so a zombie's batch stores nothing, not even its reports
+    of tables no newer term touched yet."""
+    ids = json.dumps([t.table_id for t in tables.values()])
+    epochs = dict(conn.execute(
+        "SELECT table_id, epoch FROM lake_reports WHERE table_id IN (SELECT value FROM json_each(?))", (ids,)
+    ).fetchall())
+    refusals: list[ApiError | None] = []
+    rows = []
+    for name, report in reports:
+        try:
+            table = tables.get(name)
+            if table is None:
+                raise table_not_found(name)
+            _check(name, table, report, epochs.get(table.table_id))
+        except ApiError as refusal:
+            if refusal.code == FENCED_EPOCH:
+                raise
+            refusals.append(refusal)
+            continue
+        epochs[table.table_id] = report.epoch
+        rows.append((table.table_id, report.epoch, report.model_dump_json()))
+        refusals.append(None)
+    conn.executemany("INSERT OR REPLACE INTO lake_reports VALUES (?, ?, ?)", rows)
+    return refusals
+
+
+def _check(name: str, table: TableEnds, report: LakeReport, last_epoch: int | None) -> None:
+    """Refuses a stale epoch, a report of the table's previous incarnation and impossible offsets."""
     if report.table_id != table.table_id:
         raise ApiError(
             409, CONFLICT,
-            f"lake report for table {table.name!r} names table_id {report.table_id}, but the table's id is "
+            f"lake report for table {name!r} names table_id {report.table_id}, but the table's id is "
             f"{table.table_id} (it was dropped and re-created)",
         )
-    ends = {log.bucket: log.log_end_offset for log in logs}
     for key, offset in report.buckets.items():
-        if int(key) not in ends:  # LakeReport's keys are 1-10 ASCII digits
-            raise bad_request(f"buckets.{key}: not a bucket of table {table.name!r} (0..{table.num_buckets - 1})")
-        if not 0 <= offset <= ends[int(key)]:
-            raise bad_request(
-                f"buckets.{key}: offset {offset} is outside the bucket's log [0, {ends[int(key)]}]"
-            )
-    last = conn.execute("SELECT epoch FROM lake_reports WHERE table_id = ?", (table.table_id,)).fetchone()
-    if last is not None and report.epoch < last["epoch"]:
-        raise fenced(f"lake report of table {table.name!r}", report.epoch, last["epoch"])
-    conn.execute(
-        "INSERT OR REPLACE INTO lake_reports VALUES (?, ?, ?)", (table.table_id, report.epoch, report.model_dump_json())
-    )
-    return report
+        if int(key) not in table.buckets:  # LakeReport's keys are 1-10 ASCII digits
+            raise bad_request(f"buckets.{key}: not a bucket of table {name!r} (0..{len(table.buckets) - 1})")
+        end = table.buckets[int(key)][1]
+        if not 0 <= offset <= end:
+            raise bad_request(f"buckets.{key}: offset {offset} is outside the bucket's log [0, {end}]")
+    if last_epoch is not None and report.epoch < last_epoch:
+        raise fenced(f"lake report of table {name!r}", report.epoch, last_epoch)
 
 
 def _find(conn: sqlite3.Connection, table_id: int) -> LakeReport | None:

@@ -15,6 +15,7 @@ removes a key that existed. An upsert of a key absent from the bucket is ``+I``,
 from __future__ import annotations
 
 import datetime as dt
+import json
 import logging
 import sqlite3
 import threading
@@ -50,7 +51,14 @@ from tiering.kvstore.names import duplicate_names
 from tiering.kvstore.protocol import DELETE, INSERT, UPDATE
 from tiering.kvstore.server import catalog, lake_reports, leases
 from tiering.kvstore.server.db import Database
-from tiering.kvstore.server.errors import LOG_TRUNCATED, NOT_FOUND, SNAPSHOT_GONE, ApiError, bad_request
+from tiering.kvstore.server.errors import (
+    LOG_TRUNCATED,
+    NOT_FOUND,
+    SNAPSHOT_GONE,
+    ApiError,
+    bad_request,
+    table_not_found,
+)
 from tiering.kvstore.server.files import (
     TIMESTAMP,
     live_state,
@@ -95,6 +103,16 @@ class Store:
     def list_tables(self) -> list[TableInfo]:
         with self.db.tx() as conn:
             return catalog.live_tables(conn)
+
+    def catalog_tag(self) -> str:
+        """The ETag of ``list_tables()``'s answer: equal tags, equal lists."""
+        with self.db.tx() as conn:
+            return catalog.catalog_tag(conn)
+
+    def tagged_tables(self) -> tuple[str, list[TableInfo]]:
+        """``list_tables()`` and its ETag, read together."""
+        with self.db.tx() as conn:
+            return catalog.catalog_tag(conn), catalog.live_tables(conn)
 
     def get_table(self, name: str) -> TableInfo:
         with self.db.tx() as conn:
@@ -243,7 +261,7 @@ class Store:
     def get_snapshot(self, name: str, bucket: int, snapshot_id: int) -> Snapshot:
         with self.db.tx() as conn:
             info = catalog.live_table(conn, name)
-            _check_bucket(info, bucket)
+            _check_bucket(name, info.num_buckets, bucket)
             snap = catalog.find_snapshot(conn, info.table_id, bucket, snapshot_id)
             last_id = catalog.next_snapshot_id(conn, info.table_id, bucket) - 1
         where = f"snapshot {snapshot_id} of table {name!r} bucket {bucket}"
@@ -262,32 +280,42 @@ class Store:
             info = catalog.live_table(conn, name)
             return TableLog(table_id=info.table_id, buckets=catalog.bucket_logs(conn, info.table_id))
 
+    def logs_json(self, names: list[str] | None) -> str:
+        """The ``TablesLog`` of ``names`` (None: every table), serialized: one query builds it
+        (catalog.logs_json), where models would cost more than the rest of the call together."""
+        with self.db.tx() as conn:
+            found = catalog.logs_json(conn, names)
+        missing = [] if names is None else [name for name in dict.fromkeys(names) if name not in found]
+        return f'{{"tables":[{",".join(found.values())}],"missing":{json.dumps(missing)}}}'
+
     def log_segments(self, name: str, bucket: int, from_offset: int, to_offset: int) -> list[LogSegment]:
         (found,) = self.table_segments(name, [LogRange(bucket=bucket, from_offset=from_offset, to_offset=to_offset)])
         return found.segments
 
     def table_segments(self, name: str, ranges: list[LogRange]) -> list[BucketSegments]:
         """The segments of every range, read in one transaction (one consistent view)."""
-        for r in ranges:
-            if r.to_offset < r.from_offset:
-                raise bad_request(f"from/to: need 0 <= from <= to, got from={r.from_offset} to={r.to_offset}")
+        (found,) = self.tables_segments([(name, ranges)])
+        if isinstance(found, ApiError):
+            raise found
+        return found
+
+    def tables_segments(self, requests: list[tuple[str, list[LogRange]]]) -> list[list[BucketSegments] | ApiError]:
+        """Per ``(table name, ranges)``, what ``table_segments`` answers or its refusal, all read in
+        one transaction with three queries whatever the number of tables."""
         with self.db.tx() as conn:
-            info = catalog.live_table(conn, name)
-            logs = catalog.bucket_logs(conn, info.table_id)
-            found = []
-            for r in ranges:
-                _check_bucket(info, r.bucket)
-                bucket_log = logs[r.bucket]
-                if r.from_offset < bucket_log.log_start_offset:
-                    raise ApiError(
-                        410, LOG_TRUNCATED,
-                        f"table {name!r} bucket {r.bucket}: log starts at {bucket_log.log_start_offset}, offsets "
-                        f"from {r.from_offset} were deleted; bootstrap from the latest snapshot",
-                    )
-                segments = catalog.segments(conn, info.table_id, r.bucket, r.from_offset,
-                                            min(r.to_offset, bucket_log.log_end_offset))
-                found.append(BucketSegments(bucket=r.bucket, segments=segments))
-            return found
+            tables = catalog.table_ends(conn, [name for name, _ in requests])
+            planned: list[list[tuple[int, int, int, int]] | ApiError] = []
+            for name, ranges in requests:
+                try:
+                    planned.append(_plan_ranges(name, ranges, tables.get(name)))
+                except ApiError as refusal:
+                    planned.append(refusal)
+            wanted = [r for plan in planned if isinstance(plan, list) for r in plan]
+            found = iter(catalog.segments_of_ranges(conn, wanted))
+        return [
+            plan if isinstance(plan, ApiError) else [BucketSegments(bucket=r[1], segments=next(found)) for r in plan]
+            for plan in planned
+        ]
 
     # leases
 
@@ -336,9 +364,16 @@ class Store:
     # lake
 
     def put_lake(self, name: str, report: LakeReport) -> LakeReport:
+        (refusal,) = self.put_lakes([(name, report)])
+        if refusal is not None:
+            raise refusal
+        return report
+
+    def put_lakes(self, reports: list[tuple[str, LakeReport]]) -> list[ApiError | None]:
+        """Store every ``(table name, report)`` in one transaction; per report its refusal or None.
+        A stale epoch in any is raised and stores none (lake_reports.put_many)."""
         with self.db.tx() as conn:
-            info = catalog.live_table(conn, name)
-            return lake_reports.put(conn, info, catalog.bucket_logs(conn, info.table_id), report)
+            return lake_reports.put_many(conn, catalog.table_ends(conn, [name for name, _ in reports]), reports)
 
     def get_lake(self, name: str) -> LakeReport:
         with self.db.tx() as conn:
@@ -352,9 +387,32 @@ class Store:
         return self._collector.run(_now_ms())
 
 
-def _check_bucket(info: TableInfo, bucket: int) -> None:
-    if not 0 <= bucket < info.num_buckets:
-        raise ApiError(404, NOT_FOUND, f"table {info.name!r} has no bucket {bucket} (0..{info.num_buckets - 1})")
+def _check_bucket(name: str, num_buckets: int, bucket: int) -> None:
+    if not 0 <= bucket < num_buckets:
+        raise ApiError(404, NOT_FOUND, f"table {name!r} has no bucket {bucket} (0..{num_buckets - 1})")
+
+
+def _plan_ranges(name: str, ranges: list[LogRange], table: catalog.TableEnds | None) -> list[tuple[int, int, int, int]]:
+    """``ranges`` as ``(table_id, bucket, from, to)`` to look segments up with, ``to`` cut at the
+    log's end; refused, in this order, for an inverted range, an unknown table or bucket, a
+    range starting below the log's start (GC deleted those offsets)."""
+    for r in ranges:
+        if r.to_offset < r.from_offset:
+            raise bad_request(f"from/to: need 0 <= from <= to, got from={r.from_offset} to={r.to_offset}")
+    if table is None:
+        raise table_not_found(name)
+    planned = []
+    for r in ranges:
+        _check_bucket(name, len(table.buckets), r.bucket)
+        start, end = table.buckets[r.bucket]
+        if r.from_offset < start:
+            raise ApiError(
+                410, LOG_TRUNCATED,
+                f"table {name!r} bucket {r.bucket}: log starts at {start}, offsets "
+                f"from {r.from_offset} were deleted; bootstrap from the latest snapshot",
+            )
+        planned.append((table.table_id, r.bucket, r.from_offset, min(r.to_offset, end)))
+    return planned
 
 
 def _keys_and_buckets(info: TableInfo, data: pa.Table) -> tuple[list[Any], dict[int, list[int]]]:
