@@ -11,7 +11,6 @@ round without committing that table twice, then tiers the changes made in betwee
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -34,13 +33,8 @@ def submit(cluster, zip_path: Path, conf: Path, cwd: Path, failpoint: str | None
     env = cluster.env()
     if failpoint:
         env[FAILPOINTS] = failpoint
-    command = [
-        str(Path(sys.executable).parent / "spark-submit"), "--master", cluster.master, "--py-files", str(zip_path),
-        "--conf", "spark.driver.host=127.0.0.1", "--conf", "spark.driver.bindAddress=127.0.0.1",
-        "--conf", "spark.ui.enabled=false", "--conf", "spark.driver.memory=512m",
-        "--conf", "spark.executor.memory=512m", "--conf", "spark.sql.shuffle.partitions=4",
-        str(REPO / "jobs" / "tiering_job.py"), "--conf", str(conf), "--available-now",
-    ]
+    command = cluster.submit_command(REPO / "jobs" / "tiering_job.py", "--conf", str(conf), "--available-now",
+                                     py_files=zip_path)
     return subprocess.run(command, env=env, cwd=cwd, capture_output=True, text=True, timeout=900)
 
 

@@ -1,0 +1,379 @@
+"""``cluster`` mode: the tiering service as users deploy it (spark-submit to a Spark standalone
+cluster, an S3 lake) against the same copy written by hand, on the same cluster in one run.
+
+What it guards against: a service whose protocol (planning, leases, fencing, the driver's
+commit) costs much more on a real cluster than the copy it wraps; executors that do not share
+the work (a second worker that brings nothing); a fixed cost per run far above what any PySpark
+job pays to start. Everything is on loopback: a master and workers from pyspark's
+``spark-class`` (:mod:`tests.support.spark_cluster`, as the cluster tests run it), SeaweedFS
+(:mod:`tiering.storage.embedded_s3`), an embedded ZooKeeper and the reference store in its own
+process. Every submission is timed from spark-submit's start to its exit, with Spark's event log
+on so the time can be split (``breakdown``: the Python driver up, leadership, the SparkContext,
+executors registered, the round's planning, its Spark job and tasks, the Delta commit, shutdown).
+
+1. ``--rows`` rows in ``--buckets`` buckets, snapshotted, tiered by ``jobs/tiering_job.py
+   --available-now`` on a master and 2 workers (``service_s``; ``service_round_s``: Spark's
+   ``triggerExecution`` of the round) vs. ``cluster_baseline_copy.py`` submitted the same way
+   (``baseline_s``; ``baseline_copy_s``: its Spark job and commit). ``service_vs_baseline`` is
+   baseline_s / service_s, a throughput ratio (goal >= 0.9). Both lake tables are counted through
+   delta-rs afterwards and must hold exactly ``--rows`` rows.
+2. The same service run on a cluster of 1 worker: ``workers_1_s`` against ``workers_2_s`` (run
+   1's), ``speedup_2_vs_1``.
+3. A fresh availableNow submission tiering a 1,000-row table, from spark-submit's start to the
+   Delta table's version 0 (its commit timestamp: one machine, one clock), against the floor:
+   ``cluster_floor_job.py`` (a SparkSession, a 10-row count, exit) to its exit. Medians of 3,
+   interleaved; ``first_commit_minus_floor_s`` (goal <= 3 s).
+
+Run: .venv/bin/python benchmarks/bench_cluster.py [--rows 20000000] [--buckets 8] [--out F];
+the work directory is removed after a run that succeeded, kept (and named) after one that failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import platform
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from benchmarks.bench_tiering import load_table  # noqa: E402
+from tests.support.config import write_conf  # noqa: E402
+from tests.support.drivers import build_pyfiles_zip  # noqa: E402
+from tests.support.spark_cluster import SparkCluster  # noqa: E402
+
+if TYPE_CHECKING:
+    from tiering.storage.embedded_s3 import EmbeddedS3
+
+JOB = REPO / "jobs" / "tiering_job.py"
+BASELINE = REPO / "benchmarks" / "cluster_baseline_copy.py"
+FLOOR = REPO / "benchmarks" / "cluster_floor_job.py"
+FIRST_COMMIT_ROWS = 1000
+REPEAT = 3
+#: Spark's event log as one plain JSON file (Spark 4 rolls and compresses it by default).
+EVENT_LOG = {
+    "spark.eventLog.enabled": "true", "spark.eventLog.rolling.enabled": "false", "spark.eventLog.compress": "false",
+}
+#: A submission still running after this is killed (its whole process group) and fails the run.
+SUBMIT_TIMEOUT_S = 1800.0
+
+
+def pyfiles_snapshot(work: Path) -> tuple[Path, dict]:
+    """The ``tiering`` package zipped for ``--py-files`` the documented way (``scripts/build_pyfiles.sh``),
+    once: every submission of the run ships this one copy, though others edit the working tree
+    meanwhile. With it, what it was: the HEAD commit and the package's files that differ from it."""
+    def git(*argv: str) -> str:
+        return subprocess.run(["git", *argv], cwd=REPO, capture_output=True, text=True, check=True).stdout
+
+    code = {"head": git("rev-parse", "HEAD").strip(),
+            "uncommitted": [line[3:] for line in git("status", "--porcelain", "--", "tiering").splitlines()]}
+    return build_pyfiles_zip(work / "kv_tiering.zip"), code
+
+
+@dataclass(frozen=True)
+class Submission:
+    """One spark-submit: the wall clock at its start, seconds to its exit, its output lines
+    stamped on arrival, and its Spark event log (one JSON event a line)."""
+
+    started: float
+    wall_s: float
+    lines: list[tuple[float, str]]
+    events: list[dict]
+
+    def line_at(self, text: str) -> float | None:
+        """Seconds from the start to the first output line containing ``text``."""
+        return next((round(t - self.started, 3) for t, line in self.lines if text in line), None)
+
+    def events_of(self, kind: str) -> list[dict]:
+        """Events whose type ends with ``kind`` (``TaskEnd``, ``QueryProgressEvent``...)."""
+        return [e for e in self.events if e["Event"].endswith(kind)]
+
+    def since_start(self, epoch_ms: float) -> float:
+        return round(epoch_ms / 1000 - self.started, 3)
+
+    def rounds(self) -> list[dict]:
+        """Spark's progress reports of the micro-batches that carried a round (an ``addBatch``)."""
+        reports = (e["progress"] for e in self.events_of("QueryProgressEvent"))
+        return [r for r in reports if "addBatch" in r["durationMs"]]
+
+    def round_s(self) -> float:
+        return round(sum(r["durationMs"]["triggerExecution"] for r in self.rounds()) / 1000, 3)
+
+    def spark_marks(self) -> dict:
+        """What Spark's event log says, in seconds from spark-submit's start: the SparkContext's
+        construction begun, executors registered, each Spark job's submission and end, the first
+        task's launch, the application's end and the process's exit; and every task's run time
+        (an executor's first Python task also starts its Python worker)."""
+        tasks = sorted(self.events_of("TaskEnd"), key=lambda e: e["Task Info"]["Launch Time"])
+        return {
+            "spark_context_init_at_s": self.since_start(self.events_of("ApplicationStart")[0]["Timestamp"]),
+            "executors_registered_at_s": [self.since_start(e["Timestamp"]) for e in self.events_of("ExecutorAdded")],
+            "spark_jobs_at_s": [[self.since_start(start["Submission Time"]), self.since_start(end["Completion Time"])]
+                                for start, end in zip(self.events_of("JobStart"), self.events_of("JobEnd"))],
+            "first_task_at_s": self.since_start(tasks[0]["Task Info"]["Launch Time"]),
+            "task_run_s": [round(e["Task Metrics"]["Executor Run Time"] / 1000, 3) for e in tasks],
+            "task_deserialize_s_sum": round(sum(e["Task Metrics"]["Executor Deserialize Time"] for e in tasks) / 1000, 3),
+            "application_end_at_s": self.since_start(self.events_of("ApplicationEnd")[0]["Timestamp"]),
+            "exit_at_s": round(self.wall_s, 3),
+        }
+
+    def job_breakdown(self) -> dict:
+        """:meth:`spark_marks` and the phases of a plain Spark job (the baseline, the floor)."""
+        marks = self.spark_marks()
+        jobs = marks["spark_jobs_at_s"]
+        return {**marks, "phases_s": _phases({
+            "spark_submit_to_spark_context_init": marks["spark_context_init_at_s"],
+            "driver_until_first_spark_job": jobs[0][0],  # SparkContext, session, the script's own work
+            "spark_jobs_and_driver_between": jobs[-1][1],
+            "after_last_job_to_exit": marks["exit_at_s"],
+        })}
+
+
+def _phases(ends: dict[str, float]) -> dict[str, float]:
+    """Consecutive phases from the seconds at which each ends (in order): each one's length."""
+    lengths, before = {}, 0.0
+    for name, end in ends.items():
+        lengths[name], before = round(end - before, 3), end
+    return lengths
+
+
+@dataclass(frozen=True)
+class ClusterBench:
+    """What every submission of a run shares: the work directory, the store, ZooKeeper, the S3
+    server and the service's zip. Each submission gets a job name, lake root and checkpoint of
+    its own, so every run starts from nothing (a first round, a fresh lease)."""
+
+    work: Path
+    store_url: str
+    zk_hosts: str
+    s3: EmbeddedS3
+    zip_path: Path
+
+    def submit(self, cluster: SparkCluster, name: str, script: Path, *args: str) -> Submission:
+        """``script args`` through spark-submit, every submission the same way (the zip shipped,
+        the event log on), waited for; a failed one raises with its output's tail."""
+        events = self.work / "events" / name
+        events.mkdir(parents=True)
+        command = cluster.submit_command(script, *args, py_files=self.zip_path,
+                                         conf={**EVENT_LOG, "spark.eventLog.dir": events.as_uri()})
+        # --py-files reaches the Python driver and the executors, not the Python processes the
+        # driver's JVM starts (the source's planner): on PYTHONPATH they import the zip too, not
+        # the venv's editable install (the working tree as it is by then).
+        env = {**cluster.env(), "PYTHONPATH": str(self.zip_path)}
+        lines: list[tuple[float, str]] = []
+        started = time.time()
+        proc = subprocess.Popen(command, env=env, cwd=self.work, stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, text=True, start_new_session=True)
+        watchdog = threading.Timer(SUBMIT_TIMEOUT_S, os.killpg, (proc.pid, signal.SIGKILL))
+        watchdog.start()
+        try:
+            for line in proc.stdout:
+                lines.append((time.time(), line.rstrip("\n")))
+            rc = proc.wait()
+            wall_s = time.time() - started
+        finally:
+            watchdog.cancel()
+        output = "\n".join(line for _, line in lines)
+        (self.work / f"{name}.log").write_text(output + "\n")
+        if rc != 0:
+            raise RuntimeError(f"spark-submit {name} exited {rc}:\n{output[-4000:]}")
+        (log,) = events.iterdir()
+        return Submission(started, wall_s, lines, [json.loads(e) for e in log.read_text().splitlines()])
+
+    def service(self, cluster: SparkCluster, name: str, table: str) -> Submission:
+        """The job as users submit it (README, spark-submit): ``--conf FILE --available-now``."""
+        conf = write_conf(
+            self.work / f"{name}.toml", job=name, store_url=self.store_url, zk_hosts=self.zk_hosts,
+            checkpoint=self.work / f"ckpt-{name}", lake_root=self.lake_root(name),
+            lake={"storage": self.s3.storage_options()}, tables={"include": [table]},
+        )
+        run = self.submit(cluster, name, JOB, "--conf", str(conf), "--available-now")
+        if run.line_at(f"job {name!r} done after") is None:
+            tail = "\n".join(line for _, line in run.lines[-40:])
+            raise RuntimeError(f"service run {name} did not say it was done:\n{tail}")
+        return run
+
+    def baseline(self, cluster: SparkCluster, name: str, snapshots, table: str) -> tuple[Submission, dict]:
+        """The copy by hand; its own account of the copy and the commit (``cluster_baseline_copy.py``)."""
+        plan = self.work / f"{name}.json"
+        plan.write_text(json.dumps({"table_uri": f"{self.lake_root(name)}/{table}", "storage": self.s3.storage_options(),
+                                    "buckets": {str(s.bucket): s.files for s in snapshots.buckets}}))
+        run = self.submit(cluster, name, BASELINE, str(plan))
+        (said,) = [line for _, line in run.lines if line.startswith("baseline_copy: ")]
+        return run, json.loads(said.removeprefix("baseline_copy: "))
+
+    def lake_root(self, name: str) -> str:
+        return f"{self.s3.root}/{name}"
+
+    def lake_table(self, name: str, table: str):
+        from deltalake import DeltaTable
+
+        return DeltaTable(f"{self.lake_root(name)}/{table}", storage_options=self.s3.storage_options())
+
+    def rows_in_lake(self, name: str, table: str) -> int:
+        """Rows of the table's current version, counted from its files' footers through delta-rs."""
+        return self.lake_table(name, table).to_pyarrow_dataset().count_rows()
+
+    def commit_at_s(self, run: Submission, name: str, table: str) -> float:
+        """Seconds from ``run``'s start to its table's version 0 (the commit's own timestamp)."""
+        (first,) = [c for c in self.lake_table(name, table).history() if c["version"] == 0]
+        return run.since_start(first["timestamp"])
+
+
+def service_breakdown(bench: ClusterBench, run: Submission, name: str, table: str) -> dict:
+    """A service run's time line (seconds from spark-submit's start, from its log lines and
+    Spark's event log) and the consecutive phases it makes, which add up to the run's wall time."""
+    spark = run.spark_marks()
+    (report,) = run.rounds()  # a first round: one batch carries it
+    durations = report["durationMs"]
+    triggered = _iso_s(report["timestamp"]) - run.started
+    (batch,) = [e["time"] for e in run.events_of("SQLExecutionStart")]  # the batch's addBatch starts it
+    job_submitted, job_ended = spark["spark_jobs_at_s"][0][0], spark["spark_jobs_at_s"][-1][1]  # the round's data
+    marks = {
+        "python_driver_at_s": run.line_at("tiering_job: tiering package from"),
+        "leader_at_s": run.line_at(" leader with epoch="),
+        # py4j starts its callback server for the job's first Python listener, just after the session is built
+        "session_built_at_s": run.line_at("Callback Server Starting"),
+        "query_started_at_s": run.line_at(" query started ("),
+        "round_triggered_at_s": round(triggered, 3),
+        "batch_execution_at_s": run.since_start(batch),
+        # the JVM calls its second Python object (after the query listener): the round committer
+        "committer_called_at_s": run.line_at("Received command c on object id p1"),
+        "delta_commit_at_s": bench.commit_at_s(run, name, table),
+        "round_logged_at_s": run.line_at(" status=committed "),
+        **spark,
+    }
+    return {**marks, "round_ms": durations, "phases_s": _phases({
+        "spark_submit_jvm_and_python_driver_start": marks["python_driver_at_s"],
+        "imports_config_lake_check_and_election": marks["leader_at_s"],
+        "spark_context_and_session": marks["session_built_at_s"],
+        "source_registration_and_query_start": marks["query_started_at_s"],
+        "available_now_preparation": marks["round_triggered_at_s"],  # the source's planning process opens the lake
+        "round_planning_and_spark_batch_planning": marks["batch_execution_at_s"],  # latestOffset, queryPlanning
+        "batch_dataframe_before_the_committer": marks["committer_called_at_s"],
+        "committer_before_spark_job": job_submitted,  # lease re-acquired, lake tables loaded, files resolved
+        "spark_job_executors_write_files": job_ended,
+        "delta_commit_report_release": marks["round_logged_at_s"],
+        "stop_and_exit": marks["exit_at_s"],
+    })}
+
+
+def _iso_s(timestamp: str) -> float:
+    """Seconds since the epoch of Spark's ISO-8601 progress timestamp (UTC, ``Z``)."""
+    return datetime.fromisoformat(timestamp.replace("Z", "+00:00")).timestamp()
+
+
+def bench_cluster(args, work: Path, store) -> dict:
+    from tiering.coord.embedded import EmbeddedZooKeeper
+    from tiering.storage.embedded_s3 import EmbeddedS3
+
+    load_before = os.getloadavg()
+    client = store.client(timeout_s=600)
+    load_table(client, "snap", range(args.rows), args.buckets)
+    snapshots = client.take_snapshots("snap")
+    load_table(client, "small", range(FIRST_COMMIT_ROWS), args.buckets)
+    client.take_snapshots("small")
+    with contextlib.ExitStack() as stack:
+        zk = EmbeddedZooKeeper().start(work / "zk")
+        stack.callback(zk.stop)
+        s3 = stack.enter_context(EmbeddedS3(bucket="bench").start(work / "s3"))
+        zip_path, code = pyfiles_snapshot(work)
+        bench = ClusterBench(work, store.url, zk.hosts, s3, zip_path)
+        with SparkCluster(work / "cluster-2", workers=2).start() as cluster:
+            service = bench.service(cluster, "service-2w", "snap")
+            baseline, copied = bench.baseline(cluster, "baseline", snapshots, "snap")
+            floors, firsts = [], []
+            for i in range(REPEAT):  # interleaved: a load spike from elsewhere hits both sides
+                floors.append(bench.submit(cluster, f"floor-{i}", FLOOR))
+                firsts.append(bench.service(cluster, f"first-{i}", "small"))
+        with SparkCluster(work / "cluster-1", workers=1).start() as cluster:
+            one_worker = bench.service(cluster, "service-1w", "snap")
+        lake_rows = {name: bench.rows_in_lake(name, "snap") for name in ("service-2w", "baseline", "service-1w")}
+        first_rows = [bench.rows_in_lake(f"first-{i}", "small") for i in range(REPEAT)]
+        first_commits = [bench.commit_at_s(run, f"first-{i}", "small") for i, run in enumerate(firsts)]
+        mid = _median_index(first_commits)
+        breakdown = {
+            "service_2_workers": service_breakdown(bench, service, "service-2w", "snap"),
+            "service_1_worker": service_breakdown(bench, one_worker, "service-1w", "snap"),
+            "baseline": {**copied, **baseline.job_breakdown()},
+            "first_commit_median_run": service_breakdown(bench, firsts[mid], f"first-{mid}", "small"),
+            "floor_median_run": floors[_median_index([f.wall_s for f in floors])].job_breakdown(),
+        }
+    if set(lake_rows.values()) != {args.rows} or set(first_rows) != {FIRST_COMMIT_ROWS}:
+        raise RuntimeError(f"the lake does not hold the rows copied: {lake_rows}, first-commit runs {first_rows}")
+    mb = sum(s.size_bytes for s in snapshots.buckets) / 2**20
+    first_commit_s, floor_s = statistics.median(first_commits), statistics.median(f.wall_s for f in floors)
+    baseline_copy_s = copied["copy_s"] + copied["commit_s"]
+    return {
+        "service_code": code, "rows": args.rows, "buckets": args.buckets, "snapshot_mb": round(mb, 1),
+        "lake": "s3 (SeaweedFS, loopback)",
+        "cluster": "standalone, master + workers of 1 core / 1 GiB, executors 512 MiB, driver 512 MiB (client mode)",
+        "service_s": round(service.wall_s, 3), "service_round_s": service.round_s(),
+        "service_rows_per_s": round(args.rows / service.wall_s), "service_mb_per_s": round(mb / service.wall_s, 2),
+        "baseline_s": round(baseline.wall_s, 3), "baseline_copy_s": round(baseline_copy_s, 3),
+        "baseline_rows_per_s": round(args.rows / baseline.wall_s),
+        "service_vs_baseline": round(baseline.wall_s / service.wall_s, 3),
+        "service_round_vs_baseline_copy": round(baseline_copy_s / service.round_s(), 3),
+        "lake_rows": lake_rows,
+        "workers_2_s": round(service.wall_s, 3), "workers_1_s": round(one_worker.wall_s, 3),
+        "speedup_2_vs_1": round(one_worker.wall_s / service.wall_s, 3),
+        "workers_2_round_s": service.round_s(), "workers_1_round_s": one_worker.round_s(),
+        "round_speedup_2_vs_1": round(one_worker.round_s() / service.round_s(), 3),
+        "first_commit_rows": FIRST_COMMIT_ROWS, "first_commit_s": round(first_commit_s, 3),
+        "first_commit_runs_s": first_commits, "floor_s": round(floor_s, 3),
+        "floor_runs_s": [round(f.wall_s, 3) for f in floors],
+        "first_commit_minus_floor_s": round(first_commit_s - floor_s, 3),
+        "goals": {"service_vs_baseline": ">= 0.9", "first_commit_minus_floor_s": "<= 3"},
+        "breakdown": breakdown,
+        "load_avg_before": [round(x, 2) for x in load_before], "load_avg_after": [round(x, 2) for x in os.getloadavg()],
+    }
+
+
+def _median_index(values: list[float]) -> int:
+    """Where the median of an odd count of values is: its run's breakdown is the one reported."""
+    return sorted(range(len(values)), key=values.__getitem__)[len(values) // 2]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=20_000_000)
+    parser.add_argument("--buckets", type=int, default=8)
+    parser.add_argument("--out", type=Path, help="also write the JSON here")
+    args = parser.parse_args()
+
+    from tiering.kvstore.server.process import StoreProcess
+
+    work = Path(tempfile.mkdtemp(prefix="bench-cluster-"))
+    store = StoreProcess.start(work / "store", gc_interval_s=3600)
+    try:
+        result = {"benchmark": "cluster", **bench_cluster(args, work, store),
+                  "python": platform.python_version(), "cpus": os.cpu_count()}
+    except BaseException:
+        print(f"bench_cluster: failed; logs kept in {work}", file=sys.stderr)
+        raise
+    finally:
+        store.stop()
+    shutil.rmtree(work, ignore_errors=True)
+    text = json.dumps(result, indent=2)
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(text + "\n")
+    print(text)
+
+
+if __name__ == "__main__":
+    main()
