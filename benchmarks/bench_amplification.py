@@ -1,0 +1,175 @@
+"""Write amplification (issue 21): does a round's cost follow its changes or the table's size?
+
+A round of the same 1,000 changed keys goes into a small table and a big one (8 buckets each,
+``--small-keys`` and ``--keys`` rows), with two change patterns: "recent" (the highest ids, the
+keys a growing table changes) and "uniform" (a random sample of every id). Each round is the
+service's own (an availableNow run of the tiering job; its time is the round's Spark
+``triggerExecution``), and the same changes of the big table are also MERGEd by hand with
+delta-rs into a plain Delta table holding the same rows (``DeltaTable.merge``, as the changelog
+benchmark's baseline does). Before the measured rounds one uniform round settles the layout
+(the bootstrap byte-copies each bucket's snapshot file; the first round touching it rewrites it
+whole): its time is reported as ``first_round_s``.
+
+``big_vs_small`` is the big table's recent round over the small one's (goal <= 2);
+``uniform_vs_merge`` is the MERGE's time over the round's for uniform changes, a throughput
+ratio (goal >= 0.9). Per round the lake commit's files removed and added and bytes written.
+
+    .venv/bin/python benchmarks/bench_amplification.py [--keys 20000000] [--small-keys 200000]
+        [--target-file-mb N] [--repeat 3] [--out FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import random
+import shutil
+import statistics
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import pyarrow as pa  # noqa: E402
+import pyarrow.parquet as pq  # noqa: E402
+
+from benchmarks.bench_tiering import (  # noqa: E402
+    ChangelogRounds,
+    load_table,
+    rows,
+    run_service,
+    service_config,
+    spark_session,
+)
+
+#: Keys a measured round changes.
+CHANGED_KEYS = 1000
+BUCKETS = 8
+#: The big table's name: the changelog benchmark's MERGE baseline (ChangelogRounds) reads it.
+BIG = "cl"
+SMALL = "amp-small"
+
+
+@dataclass
+class TieredTable:
+    """One store table and the availableNow job that tiers it alone; its rounds' figures."""
+
+    name: str
+    keys: int
+    config: object
+    epoch: int = 0
+    rounds: dict[str, list[dict]] = field(default_factory=dict)
+
+    def round(self, spark) -> dict:
+        """One availableNow run: its round's seconds and what its lake commit did."""
+        self.epoch += 1
+        run = run_service(spark, self.config, epoch=self.epoch)
+        return {"round_s": round(run.rounds_s, 3), **_last_commit(Path(self.config.lake.root) / self.name)}
+
+
+def bench_amplification(args, work: Path, store) -> dict:
+    from deltalake import write_deltalake
+
+    client = store.client(timeout_s=600)
+    keys, small_keys = args.keys, getattr(args, "small_keys", 200_000)
+    target = getattr(args, "target_file_mb", None)
+    lake = {"target_file_mb": target} if target else {}
+    spark = spark_session()
+    rng, salt = random.Random(21), 0
+    tables = {}
+    for name, n in ((SMALL, small_keys), (BIG, keys)):
+        load_table(client, name, range(n), BUCKETS)
+        client.take_snapshots(name)
+        config = service_config(work, store.url, f"amp-{name}", {"tables.include": [name]}, **lake)
+        tables[name] = TieredTable(name, n, config)
+        tables[name].round(spark)  # the bootstrap, untimed
+    snapshots = client.take_snapshots(BIG)
+    base = pa.concat_tables([pq.read_table(f) for s in snapshots.buckets for f in s.files]).select(["id", "name", "qty", "price"])
+    write_deltalake(str(work / "merge-target"), base)  # the baseline's target: the same rows
+    del base
+    baseline = ChangelogRounds(args, work, client)
+
+    def changes(pattern: str, n: int) -> pa.Array:
+        ids = range(n - CHANGED_KEYS, n) if pattern == "recent" else rng.sample(range(n), CHANGED_KEYS)
+        return pa.array(ids, pa.int64())
+
+    def round_of(table: TieredTable, pattern: str) -> dict:
+        nonlocal salt
+        salt += 1
+        ids = changes(pattern, table.keys)
+        if table.name != BIG:
+            client.write_arrow(table.name, rows(ids, salt))
+            return table.round(spark)
+        before, _ = baseline.write([rows(ids, salt)])
+        measured = table.round(spark)
+        measured["merge_s"] = round(baseline.merge(before)[0], 3)
+        return measured
+
+    first = {name: round_of(t, "uniform") for name, t in tables.items()}  # settles the layout
+    for pattern in ("recent", "uniform"):
+        for table in tables.values():
+            table.rounds[pattern] = [round_of(table, pattern) for _ in range(args.repeat)]
+    spark.stop()
+
+    def median(table: str, pattern: str, key: str = "round_s") -> float:
+        return statistics.median(r[key] for r in tables[table].rounds[pattern])
+
+    small_s, big_s = median(SMALL, "recent"), median(BIG, "recent")
+    uniform_s, merge_s = median(BIG, "uniform"), median(BIG, "uniform", "merge_s")
+    return {
+        "keys": keys, "small_keys": small_keys, "buckets": BUCKETS, "changed_keys": CHANGED_KEYS,
+        "repeat": args.repeat, "lake_target_file_mb": target,
+        "small_round_s": small_s, "big_round_s": big_s, "big_vs_small": round(big_s / small_s, 3),
+        "big_uniform_round_s": uniform_s, "big_uniform_merge_s": merge_s,
+        "big_recent_merge_s": median(BIG, "recent", "merge_s"),
+        "uniform_vs_merge": round(merge_s / uniform_s, 3),
+        "small_uniform_round_s": median(SMALL, "uniform"),
+        "first_round_s": {name: r["round_s"] for name, r in first.items()},
+        "rounds": {name: {"first": first[name], **t.rounds} for name, t in tables.items()},
+    }
+
+
+def _last_commit(table: Path) -> dict:
+    """Files removed and added and bytes added by the table's newest commit (a local lake)."""
+    newest = max((table / "_delta_log").glob("*.json"), key=lambda p: int(p.stem))
+    actions = [json.loads(line) for line in newest.read_text().splitlines() if line.strip()]
+    adds = [a["add"] for a in actions if "add" in a]
+    return {
+        "files_removed": sum("remove" in a for a in actions), "files_added": len(adds),
+        "bytes_written": sum(a["size"] for a in adds),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--keys", type=int, default=20_000_000, help="rows of the big table")
+    parser.add_argument("--small-keys", type=int, default=200_000, help="rows of the small table")
+    parser.add_argument("--target-file-mb", type=int, default=None, help="lake.target_file_mb (default: the service's)")
+    parser.add_argument("--repeat", type=int, default=3, help="measured rounds per table and pattern (medians)")
+    parser.add_argument("--out", type=Path, help="also write the JSON here")
+    args = parser.parse_args()
+
+    from tiering.kvstore.server.process import StoreProcess
+
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    work = Path(tempfile.mkdtemp(prefix="bench-amplification-"))
+    store = StoreProcess.start(work / "store", gc_interval_s=3600)
+    try:
+        result = {"benchmark": "amplification", **bench_amplification(args, work, store),
+                  "python": platform.python_version(), "cpus": os.cpu_count()}
+    finally:
+        store.stop()
+        shutil.rmtree(work, ignore_errors=True)
+    text = json.dumps(result, indent=2)
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(text + "\n")
+    print(text)
+
+
+if __name__ == "__main__":
+    main()
