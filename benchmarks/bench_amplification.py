@@ -23,12 +23,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import random
-import shutil
 import statistics
 import sys
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -41,6 +38,7 @@ from benchmarks.bench_tiering import (  # noqa: E402
     ChangelogRounds,
     load_table,
     rows,
+    run_mode,
     run_service,
     service_config,
     spark_session,
@@ -152,23 +150,8 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3, help="measured rounds per table and pattern (medians)")
     parser.add_argument("--out", type=Path, help="also write the JSON here")
     args = parser.parse_args()
-
-    from tiering.kvstore.server.process import StoreProcess
-
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    work = Path(tempfile.mkdtemp(prefix="bench-amplification-"))
-    store = StoreProcess.start(work / "store", gc_interval_s=3600)
-    try:
-        result = {"benchmark": "amplification", **bench_amplification(args, work, store),
-                  "python": platform.python_version(), "cpus": os.cpu_count()}
-    finally:
-        store.stop()
-        shutil.rmtree(work, ignore_errors=True)
-    text = json.dumps(result, indent=2)
-    if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(text + "\n")
-    print(text)
+    run_mode("amplification", bench_amplification, args)
 
 
 if __name__ == "__main__":

@@ -34,13 +34,10 @@ import argparse
 import contextlib
 import json
 import os
-import platform
-import shutil
 import signal
 import statistics
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from dataclasses import dataclass
@@ -51,7 +48,7 @@ from typing import TYPE_CHECKING
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from benchmarks.bench_tiering import load_table  # noqa: E402
+from benchmarks.bench_tiering import load_table, run_mode  # noqa: E402
 from tests.support.config import write_conf  # noqa: E402
 from tests.support.drivers import build_pyfiles_zip  # noqa: E402
 from tests.support.spark_cluster import SparkCluster  # noqa: E402
@@ -354,25 +351,7 @@ def main() -> None:
     parser.add_argument("--buckets", type=int, default=8)
     parser.add_argument("--out", type=Path, help="also write the JSON here")
     args = parser.parse_args()
-
-    from tiering.kvstore.server.process import StoreProcess
-
-    work = Path(tempfile.mkdtemp(prefix="bench-cluster-"))
-    store = StoreProcess.start(work / "store", gc_interval_s=3600)
-    try:
-        result = {"benchmark": "cluster", **bench_cluster(args, work, store),
-                  "python": platform.python_version(), "cpus": os.cpu_count()}
-    except BaseException:
-        print(f"bench_cluster: failed; logs kept in {work}", file=sys.stderr)
-        raise
-    finally:
-        store.stop()
-    shutil.rmtree(work, ignore_errors=True)
-    text = json.dumps(result, indent=2)
-    if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(text + "\n")
-    print(text)
+    run_mode("cluster", bench_cluster, args)
 
 
 if __name__ == "__main__":

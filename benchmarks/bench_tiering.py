@@ -50,6 +50,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib
 import json
 import os
 import platform
@@ -710,10 +711,46 @@ def bench_lag(args, work: Path, store) -> dict:
     }
 
 
+def _elsewhere(module: str, function: str):
+    """A mode living in a module of its own (which imports this one's helpers), imported when run."""
+
+    def run(args, work: Path, store) -> dict:
+        return getattr(importlib.import_module(module), function)(args, work, store)
+
+    return run
+
+
 MODES = {
     "snapshot": bench_snapshot, "changelog": bench_changelog, "leases": bench_leases, "planning": bench_planning,
     "empty-round": bench_empty_round, "tables": bench_tables, "lag": bench_lag,
+    "amplification": _elsewhere("benchmarks.bench_amplification", "bench_amplification"),
+    "cluster": _elsewhere("benchmarks.bench_cluster", "bench_cluster"),
 }
+
+
+def run_mode(mode: str, run, args, *, with_store: bool = True) -> dict:
+    """``run(args, work, store)`` in a fresh work directory, with a store process of its own
+    unless ``with_store`` is false; its JSON printed, and written to ``args.out`` when given."""
+    from tiering.kvstore.server.process import StoreProcess
+
+    work = Path(tempfile.mkdtemp(prefix=f"bench-{mode}-"))
+    store = StoreProcess.start(work / "store", gc_interval_s=3600) if with_store else None
+    try:
+        result = {"benchmark": mode, **run(args, work, store), "python": platform.python_version(),
+                  "cpus": os.cpu_count()}
+    except BaseException:
+        print(f"bench {mode}: failed; its files and logs are kept in {work}", file=sys.stderr)
+        raise
+    finally:
+        if store is not None:
+            store.stop()
+    shutil.rmtree(work, ignore_errors=True)
+    text = json.dumps(result, indent=2)
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(text + "\n")
+    print(text)
+    return result
 
 
 def main() -> None:
@@ -736,6 +773,10 @@ def main() -> None:
     parser.add_argument("--duration", type=float, default=60.0, help="lag: seconds of steady writing")
     parser.add_argument("--lake", choices=("local", "s3"), default="local",
                         help="snapshot: where the lake is (s3: an embedded S3 server on loopback)")
+    parser.add_argument("--small-keys", type=int, default=200_000,
+                        help="amplification: rows of the small table (--keys: rows of the big one)")
+    parser.add_argument("--target-file-mb", type=int, default=None,
+                        help="amplification: lake.target_file_mb (default: the service's)")
     parser.add_argument("--out", type=Path, help="also write the JSON here")
     args = parser.parse_args()
     if args.buckets is None:
@@ -743,22 +784,7 @@ def main() -> None:
     if args.repeat is None:
         args.repeat = 3 if args.mode == "changelog" else 10
 
-    from tiering.kvstore.server.process import StoreProcess
-
-    work = Path(tempfile.mkdtemp(prefix=f"bench-{args.mode}-"))
-    store = StoreProcess.start(work / "store", gc_interval_s=3600) if args.mode != "planning" else None
-    try:
-        result = {"benchmark": args.mode, **MODES[args.mode](args, work, store),
-                  "python": platform.python_version(), "cpus": os.cpu_count()}
-    finally:
-        if store is not None:
-            store.stop()
-        shutil.rmtree(work, ignore_errors=True)
-    text = json.dumps(result, indent=2)
-    if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(text + "\n")
-    print(text)
+    run_mode(args.mode, MODES[args.mode], args, with_store=args.mode != "planning")
 
 
 if __name__ == "__main__":

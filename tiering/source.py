@@ -120,6 +120,8 @@ class KvTieringStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         self._lease = None
         self._lake = None
         self._settled = None
+        self._selected: dict[str, bool] = {}
+        self._lake_read: set[str] = set()  # tables whose lake this process read at least once
         self._targets: dict[str, dict[int, int]] | None = None
         self._stalled: dict[str, tuple[tuple, int]] = {}
 
@@ -237,7 +239,17 @@ class KvTieringStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
                         "lapses after lease.duration_s", self.context.job, previous.lease_id, self.context.lease_id)
 
     def _tables(self):
-        return [t for t in self.client.list_tables() if self.context.config.tables.selects(t.name)]
+        """The selected tables; each name matched against the patterns once per process (at
+        10,000 tables, matching every name every round is a tenth of an idle round)."""
+        selection = self.context.config.tables
+        chosen = []
+        for t in self.client.list_tables():
+            selected = self._selected.get(t.name)
+            if selected is None:
+                selected = self._selected[t.name] = selection.selects(t.name)
+            if selected:
+                chosen.append(t)
+        return chosen
 
     def _plan(self, round_id: int, limit: ReadLimit, planned_before: set[str]) -> RoundPlan:
         """The round over every selected table. Every table's log ends come in one call; a table
@@ -256,8 +268,11 @@ class KvTieringStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
             if found is None or found.table_id != info.table_id:
                 continue  # created, dropped or re-created between the two calls: next round
             buckets = self._capped(info.name, found.buckets)
-            if not self.settled.unchanged(info.name, info.table_id, buckets):
-                moved.append((info, buckets))
+            if self.settled.unchanged(info.name, info.table_id, buckets):
+                continue
+            if info.name not in self._lake_read and self._reported_settled(info, buckets, found.lake):
+                continue
+            moved.append((info, buckets))
         with ThreadPoolExecutor(self.context.config.lake.table_parallelism, thread_name_prefix="plan") as pool:
             found_inputs = list(pool.map(lambda m: self._table_input(*m, m[0].name in planned_before), moved))
         inputs = [table for table in found_inputs if table is not None]
@@ -271,10 +286,21 @@ class KvTieringStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         log.debug("round=%d planning %d of %d tables (%d settled)", round_id, len(moved), len(tables), len(self.settled))
         return planner.plan(round_id, inputs)
 
+    def _reported_settled(self, info, logs: list[BucketLog], reported: dict[str, int] | None) -> bool:
+        """A table this process has not read yet, settled on the store's word: its last lake
+        report reached every log end. Reports follow landed commits, so the lake holds at least
+        that; a query starting over 10,000 idle tables then opens none of their Delta logs (each
+        is read when its log moves, or at its re-check)."""
+        from tiering.enumerator.positions import LakePosition
+
+        position = LakePosition(info.table_id, {int(b): o for b, o in reported.items()}) if reported else None
+        return self.settled.record(info.name, info.table_id, logs, position)
+
     def _table_input(self, info, logs: list[BucketLog], planned_before: bool) -> TableInput | None:
         """What the planner needs of one table; None when it is left out of this round: nothing
         to tier (then it is settled), no progress in an availableNow run, or its Delta log cannot
         be read (the other tables are planned, this one next round)."""
+        self._lake_read.add(info.name)
         try:
             loaded = self.lake.load(info.name)
         except LakeReadError as e:
@@ -300,7 +326,7 @@ class KvTieringStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
 
     def _capped(self, table: str, logs: list[BucketLog]) -> list[BucketLog]:
         if self._targets is None:
-            return list(logs)
+            return logs
         target = self._targets[table]
         return [
             b.model_copy(update={"log_end_offset": max(b.log_start_offset, min(b.log_end_offset, target.get(b.bucket, 0)))})

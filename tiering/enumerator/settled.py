@@ -6,7 +6,9 @@ job tiers rather than with the number that changed. Planning a table reads its D
 asks the store for its snapshots; with 10,000 idle tables that is a minute a round for nothing.
 The store's log ends of every table come in one call (``GET /v1/logs``); a table whose log
 ends are the ones it had when the lake was last found holding all of them has nothing to tier,
-and is skipped without reading anything.
+and is skipped without reading anything. A table the planning process has not read yet (a query
+starting) is settled on the store's word when its last lake report reached every log end: the
+store is told after each commit lands, so the lake holds at least that.
 
 What could move the lake without moving the log (a table directory deleted by hand, a restore):
 each entry is trusted for :data:`RECHECK_S` (plus a spread per table, so 10,000 tables settled
@@ -44,7 +46,9 @@ class SettledTables:
     def __init__(self, clock: Callable[[], float] = time.monotonic, recheck_s: float = RECHECK_S) -> None:
         self._clock = clock
         self._recheck_s = recheck_s
-        self._settled: dict[str, tuple[_Key, float]] = {}
+        #: name -> (its key, when it is due a re-check, the very ``logs`` it was recorded with: a
+        #: store's 304 hands the same objects back, and comparing identities spares the keys)
+        self._settled: dict[str, tuple[_Key, float, Sequence[BucketLog]]] = {}
 
     def __len__(self) -> int:
         return len(self._settled)
@@ -54,8 +58,8 @@ class SettledTables:
         entry = self._settled.get(name)
         if entry is None:
             return False
-        key, until = entry
-        if key != _key(table_id, logs) or self._clock() >= until:
+        key, until, seen = entry
+        if (seen is not logs and key != _key(table_id, logs)) or self._clock() >= until:
             del self._settled[name]
             return False
         return True
@@ -66,7 +70,7 @@ class SettledTables:
             self._settled.pop(name, None)
             return False
         spread = (zlib.crc32(name.encode()) % 1000) / 1000 * self._recheck_s
-        self._settled[name] = (_key(table_id, logs), self._clock() + self._recheck_s + spread)
+        self._settled[name] = (_key(table_id, logs), self._clock() + self._recheck_s + spread, logs)
         return True
 
 

@@ -152,6 +152,7 @@ class KvStoreClient:
         self._session: requests.Session | None = None
         # list_tables()'s last answer and its ETag, replaced as one value: threads share it.
         self._listed: tuple[str, list[TableInfo]] | None = None
+        self._logged: tuple[str, dict[str, TableLog]] | None = None  # logs()'s last, the same way
 
     def with_retry_deadline(self, seconds: float) -> KvStoreClient:
         """The same store, its unavailable calls retried for at most ``seconds`` (a session of its own)."""
@@ -162,6 +163,7 @@ class KvStoreClient:
         state = dict(self.__dict__)
         state["_session"] = None
         state["_listed"] = None
+        state["_logged"] = None
         return state
 
     def __repr__(self) -> str:
@@ -299,12 +301,25 @@ class KvStoreClient:
         not hold (a table dropped meanwhile) is absent, the others answer. The values are
         NamedTableLog: a TableLog that also carries its name."""
         if tables is None:
-            response = self._call("GET", "/v1/logs")
-        elif not tables:
+            return self._all_logs()
+        if not tables:
             return {}
         else:
             response = self._call("POST", "/v1/logs", **self._body(LogsRequest(tables=tables)))
         return {log.name: log for log in _parse(TablesLog, response.content).tables}
+
+    def _all_logs(self) -> dict[str, TableLog]:
+        """Every table's log ends. As with :meth:`list_tables`, the last answer is kept with its
+        ETag: while no table was created or dropped and no log moved, the store answers 304 and
+        an idle job's planner parses nothing (10,000 tables' ends: ~100 ms of parsing)."""
+        logged = self._logged
+        response = self._call("GET", "/v1/logs", headers={"If-None-Match": logged[0]} if logged else None)
+        if logged is not None and response.status_code == 304:
+            return dict(logged[1])
+        found = {log.name: log for log in _parse(TablesLog, response.content).tables}
+        etag = response.headers.get("ETag")
+        self._logged = (etag, found) if etag else None
+        return dict(found)
 
     def segments(self, requests: dict[str, list[LogRange]]) -> dict[str, list[list[LogSegment]] | StoreError]:
         """``table_segments`` of many tables in one call (one consistent view): per table the segments

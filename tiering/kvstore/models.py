@@ -254,9 +254,12 @@ MAX_BATCH_TABLES = 10_000
 
 
 class NamedTableLog(TableLog):
-    """``GET /v1/tables/{name}/log``'s answer, named: one entry of :class:`TablesLog`."""
+    """``GET /v1/tables/{name}/log``'s answer, named: one entry of :class:`TablesLog`. ``lake``:
+    the offsets of the table's last lake report (this ``table_id``'s; None before the first), so
+    a planner starting cold can tell an idle table from one to read without opening its lake."""
 
     name: str
+    lake: dict[BucketKey, Count] | None = None
 
 
 class TablesLog(_Model):

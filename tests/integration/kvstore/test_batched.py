@@ -80,9 +80,12 @@ def _post(store: StoreProcess, path: str, body: Any) -> requests.Response:
 
 
 def _single_log(store: StoreProcess, name: str) -> dict[str, Any]:
+    """The table's own log answer, with its own lake report's offsets (None before the first)."""
     response = _get(store, f"/v1/tables/{segment(name)}/log")
     assert response.status_code == 200, response.text
-    return {"name": name, **response.json()}
+    lake = _get(store, f"/v1/tables/{segment(name)}/lake")
+    assert lake.status_code in (200, 404), lake.text
+    return {"name": name, **response.json(), "lake": lake.json()["buckets"] if lake.status_code == 200 else None}
 
 
 def test_logs_answer_every_table_as_its_own_log_call_does(seeded):
@@ -91,6 +94,7 @@ def test_logs_answer_every_table_as_its_own_log_call_does(seeded):
     assert response.status_code == 200, response.text
     assert response.json() == {"tables": [_single_log(seeded, name) for name in LIVE], "missing": []}
     orders = response.json()["tables"][LIVE.index("orders")]
+    assert orders["lake"] is not None and [t["lake"] for t in response.json()["tables"]].count(None) == 3
     assert [b["bucket"] for b in orders["buckets"]] == [0, 1, 2, 3]
     assert all(0 < b["log_start_offset"] < b["log_end_offset"] for b in orders["buckets"])
 
@@ -297,6 +301,32 @@ def test_the_list_of_tables_answers_304_until_it_changes(kv_store):
         assert response.json() == {"tables": [t.model_dump(mode="json", by_alias=True) for t in client.list_tables()]}
         tags.append(_tag(response))
     assert len(set(tags)) == 4
+
+
+def test_every_logs_ends_answer_304_until_a_log_or_a_report_or_the_list_moves(kv_store):
+    client = kv_store.client()
+    info = client.create_table(orders_spec("a"))
+    tags = [_tag(_get(kv_store, "/v1/logs"))]
+
+    def after(change) -> requests.Response:
+        """The answer to the last tag after ``change``: a 200 with a new tag, or the 304."""
+        change()
+        response = requests.get(f"{kv_store.url}/v1/logs", headers={"If-None-Match": tags[-1]}, timeout=10)
+        assert response.headers["ETag"]
+        tags.append(_tag(response))
+        return response
+
+    assert after(lambda: None).status_code == 304
+    assert after(lambda: client.take_snapshots("a")).status_code == 304, "a snapshot moves no log"
+    for change in (lambda: client.upsert("a", _rows(0, 3)),
+                   lambda: client.report_lake("a", _report(info.table_id, 1, {"0": 1})),
+                   lambda: client.create_table(orders_spec("b")),
+                   lambda: client.drop_table("b")):
+        response = after(change)
+        assert response.status_code == 200, response.text
+        assert response.json()["tables"] == [_single_log(kv_store, name) for name in client.logs()]
+    assert len(set(tags)) == 5
+    assert client.logs()["a"].lake == {"0": 1}, "the client's kept answer is the store's latest"
 
 
 def test_the_etag_survives_a_restart_and_no_other_store_shares_it(store_factory):

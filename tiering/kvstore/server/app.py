@@ -77,7 +77,7 @@ from tiering.kvstore.server.store import Store
 
 log = logging.getLogger(__name__)
 M = TypeVar("M", bound=BaseModel)
-_ETAG = {"description": "the version of the list of tables", "schema": {"type": "string"}, "required": True}
+_ETAG = {"description": "the version of the answer (of the list of tables, of every log's ends)", "schema": {"type": "string"}, "required": True}
 
 
 def _error(status: int, code: str, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
@@ -130,6 +130,27 @@ def _etag_matches(if_none_match: str, etag: str) -> bool:
     """RFC 9110 §13.1.2: ``*`` or any listed tag, compared weakly (a ``W/`` prefix is ignored)."""
     tags = {tag.strip().removeprefix("W/") for tag in if_none_match.split(",")}
     return "*" in tags or etag in tags
+
+
+def _tagged(unchanged: str) -> dict[int | str, dict[str, Any]]:
+    """The documented answers of a GET that carries an ETag and answers 304 to it."""
+    return {
+        **errors(),
+        200: {"headers": {"ETag": _ETAG}},
+        304: {"description": f"If-None-Match holds the current ETag: {unchanged}", "headers": {"ETag": _ETAG}},
+    }
+
+
+async def _unless_unchanged(if_none_match: str, tag: Callable[[], str], tagged: Callable[[], tuple[str, Any]],
+                            render: Callable[[Any, dict[str, str]], Response]) -> Response:
+    """A 304 without a body when ``If-None-Match`` holds the current tag (one small read), else
+    the answer ``tagged`` reads together with its tag."""
+    if if_none_match:
+        etag = await _run(tag)
+        if _etag_matches(if_none_match, etag):
+            return Response(status_code=304, headers={"ETag": etag})
+    etag, value = await _run(tagged)
+    return render(value, {"ETag": etag})
 
 
 async def _run(fn: Callable[..., Any], *args: Any) -> Any:
@@ -197,20 +218,12 @@ def create_app(store: Store, token: str | None, max_body_bytes: int) -> FastAPI:
     async def create_table(request: Request) -> Response:
         return _json(await _run(store.create_table, await _body(request, TableSpec)))
 
-    @app.get("/v1/tables", response_model=TableList, responses={
-        **errors(),
-        200: {"headers": {"ETag": _ETAG}},
-        304: {"description": "If-None-Match holds the current ETag: the list is unchanged", "headers": {"ETag": _ETAG}},
-    })
+    @app.get("/v1/tables", response_model=TableList, responses=_tagged("the list is unchanged"))
     async def list_tables(
         if_none_match: str = Header("", description="the ETag of the list the client holds"),
     ) -> Response:
-        if if_none_match:
-            etag = await _run(store.catalog_tag)
-            if _etag_matches(if_none_match, etag):
-                return Response(status_code=304, headers={"ETag": etag})
-        etag, tables = await _run(store.tagged_tables)
-        return _json(TableList(tables=tables), {"ETag": etag})
+        return await _unless_unchanged(if_none_match, store.catalog_tag, store.tagged_tables,
+                                       lambda tables, headers: _json(TableList(tables=tables), headers))
 
     @app.get("/v1/tables/{name}", response_model=TableInfo, responses=errors(404))
     async def get_table(name: str) -> Response:
@@ -276,9 +289,11 @@ def create_app(store: Store, token: str | None, max_body_bytes: int) -> FastAPI:
         body = await _body(request, SegmentsRequest)
         return _json(TableSegments(buckets=await _run(store.table_segments, name, list(body.ranges))))
 
-    @app.get("/v1/logs", response_model=TablesLog, responses=errors())
-    async def all_logs() -> Response:
-        return _raw_json(await _run(store.logs_json, None))
+    @app.get("/v1/logs", response_model=TablesLog, responses=_tagged("no table, log or lake report moved"))
+    async def all_logs(
+        if_none_match: str = Header("", description="the ETag of the answer the client holds"),
+    ) -> Response:
+        return await _unless_unchanged(if_none_match, store.logs_tag, store.tagged_logs_json, _raw_json)
 
     @app.post("/v1/logs", response_model=TablesLog, responses=errors(413), openapi_extra=json_body(LogsRequest))
     async def logs(request: Request) -> Response:

@@ -56,6 +56,13 @@ def catalog_tag(conn: sqlite3.Connection) -> str:
     return f'"{row["store_id"]}-{row["version"]}"'
 
 
+def logs_tag(conn: sqlite3.Connection) -> str:
+    """Every live table's log ends' ETag: it changes with the list of tables and with any bucket's
+    log range (db.py's triggers)."""
+    row = conn.execute("SELECT store_id, c.version, l.version FROM catalog_version c, logs_version l").fetchone()
+    return f'"{row[0]}-{row[1]}-{row[2]}"'
+
+
 def _named(names: list[str] | None) -> tuple[str, tuple[str, ...]]:
     """The SQL condition on ``tables`` (alias ``t``) selecting the live tables of ``names`` (None:
     every live one) and its parameter: one JSON array, however many names."""
@@ -65,7 +72,8 @@ def _named(names: list[str] | None) -> tuple[str, tuple[str, ...]]:
 
 
 def logs_json(conn: sqlite3.Connection, names: list[str] | None) -> dict[str, str]:
-    """Name -> the live table's log (a NamedTableLog) as JSON, in name order; ``names`` None:
+    """Name -> the live table's log (a NamedTableLog, with its last lake report's offsets) as
+    JSON, in name order; ``names`` None:
     every live table. SQLite writes the JSON in one query: at 10,000 tables, building and
     dumping the 50,000 models instead would take most of the call's time. The bucket arrays
     follow the buckets' primary key (the subquery's ORDER BY reads that index; nothing sorts)."""
@@ -74,8 +82,10 @@ def logs_json(conn: sqlite3.Connection, names: list[str] | None) -> dict[str, st
         "SELECT t.name, json_object('name', t.name, 'table_id', t.table_id, 'buckets', json(("
         "  SELECT json_group_array(json_object("
         "    'bucket', bucket, 'log_start_offset', log_start_offset, 'log_end_offset', log_end_offset))"
-        "  FROM (SELECT * FROM buckets b WHERE b.table_id = t.table_id ORDER BY bucket)))) "
-        f"FROM tables t WHERE {where} ORDER BY t.name",  # noqa: S608 - a fixed condition
+        "  FROM (SELECT * FROM buckets b WHERE b.table_id = t.table_id ORDER BY bucket))), "
+        "  'lake', json_extract(r.report, '$.buckets')) "
+        "FROM tables t LEFT JOIN lake_reports r ON r.table_id = t.table_id "
+        f"WHERE {where} ORDER BY t.name",  # noqa: S608 - a fixed condition
         params,
     ).fetchall()
     return {name: log for name, log in rows}

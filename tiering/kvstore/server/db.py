@@ -66,6 +66,20 @@ BEGIN UPDATE catalog_version SET version = version + 1; END;
 CREATE TRIGGER IF NOT EXISTS catalog_table_changed AFTER UPDATE ON tables
 WHEN OLD.state = 'live' OR NEW.state = 'live'  -- a dropped table's purge changes no list
 BEGIN UPDATE catalog_version SET version = version + 1; END;
+-- Every bucket's log range and lake report, versioned (with the catalog's version, the ETag of
+-- GET /v1/logs): a write, a truncation, a new table's buckets, a lake report move it, so an idle
+-- job's planner gets a 304.
+CREATE TABLE IF NOT EXISTS logs_version (id INTEGER PRIMARY KEY CHECK (id = 1), version INTEGER NOT NULL);
+INSERT OR IGNORE INTO logs_version VALUES (1, 0);
+CREATE TRIGGER IF NOT EXISTS logs_bucket_created AFTER INSERT ON buckets
+BEGIN UPDATE logs_version SET version = version + 1; END;
+CREATE TRIGGER IF NOT EXISTS logs_bucket_moved AFTER UPDATE OF log_start_offset, log_end_offset ON buckets
+WHEN OLD.log_start_offset != NEW.log_start_offset OR OLD.log_end_offset != NEW.log_end_offset
+BEGIN UPDATE logs_version SET version = version + 1; END;
+CREATE TRIGGER IF NOT EXISTS logs_lake_reported AFTER INSERT ON lake_reports
+BEGIN UPDATE logs_version SET version = version + 1; END;
+CREATE TRIGGER IF NOT EXISTS logs_lake_report_changed AFTER UPDATE ON lake_reports
+BEGIN UPDATE logs_version SET version = version + 1; END;
 """
 
 

@@ -280,11 +280,25 @@ class Store:
             info = catalog.live_table(conn, name)
             return TableLog(table_id=info.table_id, buckets=catalog.bucket_logs(conn, info.table_id))
 
+    def logs_tag(self) -> str:
+        """The ETag of ``logs_json(None)``'s answer: equal tags, equal answers."""
+        with self.db.tx() as conn:
+            return catalog.logs_tag(conn)
+
+    def tagged_logs_json(self) -> tuple[str, str]:
+        """``logs_json(None)`` and its ETag, read together."""
+        with self.db.tx() as conn:
+            return catalog.logs_tag(conn), self._logs_json(conn, None)
+
     def logs_json(self, names: list[str] | None) -> str:
         """The ``TablesLog`` of ``names`` (None: every table), serialized: one query builds it
         (catalog.logs_json), where models would cost more than the rest of the call together."""
         with self.db.tx() as conn:
-            found = catalog.logs_json(conn, names)
+            return self._logs_json(conn, names)
+
+    @staticmethod
+    def _logs_json(conn: sqlite3.Connection, names: list[str] | None) -> str:
+        found = catalog.logs_json(conn, names)
         missing = [] if names is None else [name for name in dict.fromkeys(names) if name not in found]
         return f'{{"tables":[{",".join(found.values())}],"missing":{json.dumps(missing)}}}'
 
