@@ -329,6 +329,31 @@ def test_every_logs_ends_answer_304_until_a_log_or_a_report_or_the_list_moves(kv
     assert client.logs()["a"].lake == {"0": 1}, "the client's kept answer is the store's latest"
 
 
+def test_every_logs_ends_follow_what_gc_deletes_and_what_is_written(store_factory):
+    """The store keeps each table's log answer between calls: a log start GC moves, a write, a
+    lake report each make that table's next answer new, and only that table's."""
+    store = store_factory(num_retained=1, gc_interval_s=0.2)
+    client = store.client()
+    ids = {name: client.create_table(orders_spec(name, num_buckets=2)).table_id for name in ("a", "b")}
+    for name in ids:
+        client.upsert(name, _rows(0, 10))
+    tiered = {str(b.bucket): b.log_end_offset for b in client.log_info("a").buckets}
+    client.report_lake("a", _report(ids["a"], 1, tiered))
+    before = _get(store, "/v1/logs").json()  # kept by the store from here on
+
+    client.take_snapshots("a")  # now GC may delete what the lake holds: a's log starts move
+    wait_until(lambda: all(b.log_start_offset > 0 for b in client.log_info("a").buckets if b.log_end_offset),
+               "GC to delete a's tiered segments", **STORE_PACE)
+    after_gc = _get(store, "/v1/logs").json()
+    client.upsert("b", _rows(100, 5))
+    after_write = _get(store, "/v1/logs").json()
+
+    assert before["tables"][0]["buckets"] != after_gc["tables"][0]["buckets"]
+    assert after_gc == {"tables": [_single_log(store, "a"), before["tables"][1]], "missing": []}
+    assert after_write == {"tables": [after_gc["tables"][0], _single_log(store, "b")], "missing": []}
+    assert after_write["tables"][1] != before["tables"][1]
+
+
 def test_the_etag_survives_a_restart_and_no_other_store_shares_it(store_factory):
     one, other = store_factory(), store_factory()
     for store in (one, other):

@@ -80,6 +80,21 @@ CREATE TRIGGER IF NOT EXISTS logs_lake_reported AFTER INSERT ON lake_reports
 BEGIN UPDATE logs_version SET version = version + 1; END;
 CREATE TRIGGER IF NOT EXISTS logs_lake_report_changed AFTER UPDATE ON lake_reports
 BEGIN UPDATE logs_version SET version = version + 1; END;
+-- The same, per table: GET /v1/logs keeps each table's answer and rebuilds only the tables whose
+-- version moved (catalog.logs_json).
+CREATE TABLE IF NOT EXISTS table_logs_version (table_id INTEGER PRIMARY KEY, version INTEGER NOT NULL);
+INSERT OR IGNORE INTO table_logs_version SELECT table_id, 0 FROM tables;
+CREATE TRIGGER IF NOT EXISTS table_logs_bucket_created AFTER INSERT ON buckets
+BEGIN
+    INSERT INTO table_logs_version VALUES (NEW.table_id, 0) ON CONFLICT (table_id) DO UPDATE SET version = version + 1;
+END;
+CREATE TRIGGER IF NOT EXISTS table_logs_bucket_moved AFTER UPDATE OF log_start_offset, log_end_offset ON buckets
+WHEN OLD.log_start_offset != NEW.log_start_offset OR OLD.log_end_offset != NEW.log_end_offset
+BEGIN UPDATE table_logs_version SET version = version + 1 WHERE table_id = NEW.table_id; END;
+CREATE TRIGGER IF NOT EXISTS table_logs_lake_reported AFTER INSERT ON lake_reports
+BEGIN UPDATE table_logs_version SET version = version + 1 WHERE table_id = NEW.table_id; END;
+CREATE TRIGGER IF NOT EXISTS table_logs_lake_report_changed AFTER UPDATE ON lake_reports
+BEGIN UPDATE table_logs_version SET version = version + 1 WHERE table_id = NEW.table_id; END;
 """
 
 

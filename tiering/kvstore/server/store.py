@@ -88,6 +88,7 @@ class Store:
         self._guard = threading.Lock()
         self._table_locks: dict[int, threading.Lock] = {}
         self._live: dict[tuple[int, int], set[Any]] = {}  # keys present per bucket; rebuilt lazily after restart
+        self._logs: dict[int, tuple[int, str]] = {}  # each table's log answer, kept (catalog.logs_json); under db.tx()
 
     def close(self) -> None:
         self.db.close()
@@ -296,9 +297,8 @@ class Store:
         with self.db.tx() as conn:
             return self._logs_json(conn, names)
 
-    @staticmethod
-    def _logs_json(conn: sqlite3.Connection, names: list[str] | None) -> str:
-        found = catalog.logs_json(conn, names)
+    def _logs_json(self, conn: sqlite3.Connection, names: list[str] | None) -> str:
+        found = catalog.logs_json(conn, names, self._logs)
         missing = [] if names is None else [name for name in dict.fromkeys(names) if name not in found]
         return f'{{"tables":[{",".join(found.values())}],"missing":{json.dumps(missing)}}}'
 
