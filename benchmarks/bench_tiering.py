@@ -32,9 +32,10 @@ belongs to one measurement) and prints one JSON object:
   buckets, tiered once (``bootstrap_s``); then a continuous job over them with nothing
   changing: its first trigger (every table's lake read once), the empty rounds after it (p50,
   max) and the peak RSS of the driver's Python and JVM meanwhile; then (counts up to
-  ``--changed-max``) a few rows changed in every table between two triggers of a running job:
-  the wall time of the one round that tiers them all (``triggerExecution``, Spark's
-  breakdown), per table, and the bytes of the offsets entry Spark wrote for it;
+  ``--changed-max``) a few rows changed in every table between two triggers of a running job,
+  twice: the wall time of the second round that tiers them all (``triggerExecution``, Spark's
+  breakdown; the term's first is ``first_round_ms``), per table, and the bytes of the offsets
+  entry Spark wrote for it;
 - ``lag --rate R --duration S``: a steady writer of R rows/s (upserts) while a continuous job
   runs with the default trigger: seconds from each write's acknowledgement to the lake reaching
   its offsets, p50/p99/max;
@@ -511,13 +512,15 @@ class ContinuousJob:
         return list(query.recentProgress) if query is not None else []
 
 
-def wait_for(condition, timeout_s: float = 120.0, what: str = "condition"):
+def wait_for(condition, timeout_s: float = 120.0, what: str = "condition", every_s: float = 0.05):
+    """``condition()``'s first true value, asked every ``every_s`` (a query's progress is parsed
+    on each ask: while a round of hundreds of tables runs, ask seldom, its driver needs the GIL)."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         value = condition()
         if value:
             return value
-        time.sleep(0.05)
+        time.sleep(every_s)
     raise RuntimeError(f"benchmark: timed out after {timeout_s:.0f}s waiting for {what}")
 
 
@@ -591,40 +594,72 @@ def _write_changes(client, names: list[str]) -> None:
         list(pool.map(lambda name: client.write_arrow(name, changed), names))
 
 
-def _idle_rounds(spark, config, repeat: int) -> dict:
-    """A continuous job over tables where nothing changes: the first trigger (every table's lake
-    read once) and the empty rounds after it, with the driver's peak memory meanwhile."""
+def _planning_pid(jvm: int | None) -> int | None:
+    """The source's planning process: the Python process Spark starts for the streaming source."""
+    for status in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            cmdline = status.read_bytes().replace(b"\0", b" ")
+            ppid = int(Path(status.parent, "stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        if ppid == jvm and b"streaming" in cmdline:
+            return int(status.parent.name)
+    return None
+
+
+def _idle_rounds(config, repeat: int) -> dict:
+    """A continuous job over tables where nothing changes, in a fresh driver process (what a
+    driver tiering them needs, not what this process kept from the bootstrap): its first trigger
+    (every table planned cold) and the empty rounds after it; the peak RSS of the driver's Python,
+    its JVM and the source's planning process."""
+    import multiprocessing
+
+    with multiprocessing.get_context("spawn").Pool(1) as pool:
+        return pool.apply(_idle_driver, (config, repeat))
+
+
+def _idle_driver(config, repeat: int) -> dict:
+    spark = spark_session()
+    spark.conf.set("spark.sql.streaming.noDataProgressEventInterval", "0")  # a progress report per idle trigger
     pids = {"python": os.getpid(), "jvm": jvm_pid(spark)}
-    for pid in pids.values():
-        if pid is not None:
-            reset_peak(pid)
     with ContinuousJob(spark, config, epoch=2) as running:
-        wait_for(lambda: len(running.batches()) >= repeat + 1 or running.error, timeout_s=600, what="idle rounds")
+        wait_for(lambda: len(running.batches()) >= repeat + 1 or running.error, timeout_s=600, what="idle rounds",
+                 every_s=0.5)
         if running.error is not None:
             raise running.error
         idle = [b.durationMs for b in running.batches()]
+        pids["planning"] = _planning_pid(pids["jvm"])
+        peaks = {name: peak_rss_mb(pid) if pid is not None else None for name, pid in pids.items()}
+    spark.stop()
     if any("addBatch" in b for b in idle):
         raise RuntimeError("benchmark: an idle round tiered something")
     rest = [b["triggerExecution"] for b in idle[1:]]
-    peaks = {name: peak_rss_mb(pid) if pid is not None else None for name, pid in pids.items()}
     return {"first_trigger_ms": idle[0]["triggerExecution"], "first_planning_ms": idle[0].get("latestOffset"),
             "empty_round_p50_ms": statistics.median(rest), "empty_round_max_ms": max(rest),
-            "peak_rss_mb": {**peaks, "total": round(sum(v or 0 for v in peaks.values()), 1)}}
+            "empty_round_planning_p50_ms": statistics.median(b.get("latestOffset", 0) for b in idle[1:]),
+            "peak_rss_mb": {**peaks, "driver_total": round((peaks["python"] or 0) + (peaks["jvm"] or 0), 1)}}
 
 
 def _changed_round(spark, client, config, names: list[str]) -> dict:
-    """A continuous job's round that tiers a few changed rows of every table: the changes are
-    written between two triggers (after the query's first, idle trigger read every table once),
-    so the round is one of a running job. Its time, Spark's breakdown, the offsets entry."""
+    """Rounds of a continuous job that tier a few changed rows of every table: the changes are
+    written between two triggers, twice. The first round is the term's first over these tables
+    (the driver reads each Delta log afresh: ``first_round_ms``); the second is the measured one,
+    a round of a running job. Its time, Spark's breakdown, the offsets entry it wrote."""
+    rounds = []
     with ContinuousJob(spark, config, epoch=3) as running:
         wait_for(lambda: running.batches() or running.error, timeout_s=600, what="the first trigger")
-        _write_changes(client, names)
-        batch = wait_for(lambda: next((b for b in running.batches() if "addBatch" in b.durationMs), None)
-                         or running.error, timeout_s=600, what="the changed round")
-        if running.error is not None:
-            raise running.error
+        for _ in range(2):
+            seen = len(running.batches())
+            _write_changes(client, names)
+            rounds.append(wait_for(lambda: next((b for b in running.batches()[seen:] if "addBatch" in b.durationMs),
+                                                None) or running.error, timeout_s=600, what="the changed round",
+                                   every_s=1.0))
+            if running.error is not None:
+                raise running.error
+    first, batch = rounds
     round_ms = batch.durationMs["triggerExecution"]
-    return {"round_ms": round_ms, "per_table_ms": round(round_ms / len(names), 2), "splits": batch.numInputRows,
+    return {"round_ms": round_ms, "per_table_ms": round(round_ms / len(names), 2),
+            "first_round_ms": first.durationMs["triggerExecution"],
             "breakdown_ms": {k: v for k, v in sorted(batch.durationMs.items()) if v},
             "offset_entry_bytes": _offset_entries(config)[-1]}
 
@@ -643,7 +678,7 @@ def bench_tables(args, work: Path, store) -> dict:
         bootstrap = run_service(spark, service_config(work, store.url, job, settings, **lake))
         measured = {"tables": count, "setup_s": round(setup_s, 1), "bootstrap_s": round(bootstrap.wall_s, 1)}
         idle = {**settings, "trigger.available_now": False, "trigger.interval_s": 0.5}
-        measured["idle"] = _idle_rounds(spark, service_config(work, store.url, job, idle, **lake), args.repeat)
+        measured["idle"] = _idle_rounds(service_config(work, store.url, job, idle, **lake), args.repeat)
         if count <= args.changed_max:
             changing = {**settings, "trigger.available_now": False, "trigger.interval_s": 20.0}
             measured.update(_changed_round(spark, client, service_config(work, store.url, job, changing, **lake), names))

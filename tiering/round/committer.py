@@ -211,7 +211,10 @@ class RoundCommitter:
         if logs:
             if isinstance(segments, StoreError):
                 raise segments
-            files.update({s: [seg.file for seg in found] for s, found in zip(logs, segments or [])})
+            if segments is None or len(segments) != len(logs):  # a split without its files would lose changes
+                raise StoreError(f"table {table.name!r}: the store answered {len(segments or [])} segment lists "
+                                 f"for {len(logs)} log ranges", table=table.name)
+            files.update({s: [seg.file for seg in found] for s, found in zip(logs, segments)})
         position = table.lake.position() if table.lake is not None else None
         prepared = self._writer.prepare(
             info, table.todo, files, table.lake,
