@@ -311,18 +311,12 @@ class KvTieringStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
             return None
         if self._gave_up(info.name, position, planned_before):
             return None
-        from tiering.enumerator.planner import TableInput
+        from tiering.enumerator.planner import TableInput, needs_bootstrap
 
-        snapshots = self.client.latest_snapshots(info.name).buckets if self._needs_snapshots(info, logs, position) else []
+        # snapshots serve a bootstrap, or estimate a log record's bytes under a byte limit
+        wanted = self.context.config.limits.max_bytes_per_trigger or needs_bootstrap(info, logs, position)
+        snapshots = self.client.latest_snapshots(info.name).buckets if wanted else []
         return TableInput(info=info, snapshots=snapshots, logs=logs, lake=position)
-
-    def _needs_snapshots(self, info, logs: list[BucketLog], position: LakePosition | None) -> bool:
-        """Whether the plan can use the table's snapshots: a bucket to bootstrap (never tiered, or
-        its log truncated past the lake), or a byte limit (their sizes estimate a log record's)."""
-        if self.context.config.limits.max_bytes_per_trigger:
-            return True
-        lake = position.buckets if position is not None and position.belongs_to(info.table_id) else {}
-        return any(lake.get(b.bucket) is None or b.log_start_offset > lake[b.bucket] for b in logs)
 
     def _capped(self, table: str, logs: list[BucketLog]) -> list[BucketLog]:
         if self._targets is None:

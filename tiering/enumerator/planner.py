@@ -47,6 +47,7 @@ from tiering.kvstore.models import BucketLog, Snapshot, SnapshotRef, TableInfo
 
 __all__ = [
     "TableInput",
+    "needs_bootstrap",
     "SkippedBucket",
     "TablePlan",
     "RoundPlan",
@@ -318,6 +319,14 @@ class RoundPlanner:
             lake=dict(lake),
             replace_table=recreated,
         )
+
+
+def needs_bootstrap(info: TableInfo, logs: Sequence[BucketLog], lake: LakePosition | None) -> bool:
+    """Whether a bucket of the table may be planned from a snapshot (never tiered by this
+    incarnation, or its log truncated past the lake): only then does a plan read snapshots,
+    besides estimating a round's bytes."""
+    reached = _same_incarnation(info, lake)
+    return any(b.bucket not in reached or b.log_start_offset > reached[b.bucket] for b in logs)
 
 
 def _same_incarnation(info: TableInfo, lake: LakePosition | None) -> Mapping[int, int]:

@@ -189,7 +189,7 @@ class RoundCommitter:
             raise TableRecreatedError(
                 f"table {table.name!r} was re-created (table_id {table.table_id} -> {info.table_id})", table=table.name)
         table.lake = self._lake.load(table.name)
-        table.todo = missing_splits(table.splits, table.lake.position() if table.lake is not None else None)
+        table.todo = missing_splits(table.splits, table.position)
         lost = [s for s in table.todo if isinstance(s, SnapshotSplit) and (s.table_id, s.bucket, s.snapshot_id) in gone]
         if lost:
             raise SnapshotUnavailableError(f"table {table.name!r}: snapshots gone before they were read: {lost}",
@@ -215,7 +215,7 @@ class RoundCommitter:
                 raise StoreError(f"table {table.name!r}: the store answered {len(segments or [])} segment lists "
                                  f"for {len(logs)} log ranges", table=table.name)
             files.update({s: [seg.file for seg in found] for s, found in zip(logs, segments)})
-        position = table.lake.position() if table.lake is not None else None
+        position = table.position
         prepared = self._writer.prepare(
             info, table.todo, files, table.lake,
             epoch=self._context.epoch, round_id=outcome.round_id, lease_id=self._context.lease_id,

@@ -14,6 +14,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from tiering.enumerator.positions import LakePosition
 from tiering.enumerator.splits import SnapshotSplit, Split
 from tiering.errors import RoundStateError
 from tiering.lake.bucket_files import WrittenFile
@@ -46,6 +47,11 @@ class TableRound:
     @property
     def table_id(self) -> int:
         return self.splits[0].table_id
+
+    @property
+    def position(self) -> LakePosition | None:
+        """Where the lake stood for the table when the round read it."""
+        return self.lake.position() if self.lake is not None else None
 
     @property
     def leased(self) -> list[int]:
