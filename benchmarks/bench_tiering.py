@@ -109,6 +109,8 @@ def reset_peak(pid: int) -> None:
 def spark_session(memory: str = "2g"):
     from pyspark.sql import SparkSession
 
+    from tiering.job import PROGRESS_RETENTION
+
     spark = (
         SparkSession.builder.master("local[2]")
         .appName("bench-tiering")
@@ -118,6 +120,9 @@ def spark_session(memory: str = "2g"):
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
         .config("spark.driver.memory", memory)
+        # Spark's default: the modes find their rounds in recentProgress by position, which the
+        # job's own retention (tiering.job.PROGRESS_RETENTION) would cut short.
+        .config(PROGRESS_RETENTION[0], "100")
         .getOrCreate()
     )
     spark.sparkContext.setLogLevel("ERROR")
@@ -619,15 +624,27 @@ def _idle_rounds(config, repeat: int) -> dict:
 
 
 def _idle_driver(config, repeat: int) -> dict:
+    """The figures of :func:`_idle_rounds`, measured with the job's own progress retention (as
+    deployed): Spark then keeps only a few reports, so each trigger's timings are collected as
+    they appear, and only those (a parsed report holds both offsets of its trigger)."""
+    from tiering.job import PROGRESS_RETENTION
+
     spark = spark_session()
     spark.conf.set("spark.sql.streaming.noDataProgressEventInterval", "0")  # a progress report per idle trigger
+    spark.conf.unset(PROGRESS_RETENTION[0])
     pids = {"python": os.getpid(), "jvm": jvm_pid(spark)}
+    timings: dict[str, dict] = {}  # trigger start -> its durationMs, in trigger order
+
+    def enough() -> bool:
+        for b in running.batches():
+            timings.setdefault(b.timestamp, dict(b.durationMs))
+        return len(timings) >= repeat + 1 or running.error is not None
+
     with ContinuousJob(spark, config, epoch=2) as running:
-        wait_for(lambda: len(running.batches()) >= repeat + 1 or running.error, timeout_s=600, what="idle rounds",
-                 every_s=0.5)
+        wait_for(enough, timeout_s=600, what="idle rounds", every_s=0.5)
         if running.error is not None:
             raise running.error
-        idle = [b.durationMs for b in running.batches()]
+        idle = list(timings.values())
         pids["planning"] = _planning_pid(pids["jvm"])
         peaks = {name: peak_rss_mb(pid) if pid is not None else None for name, pid in pids.items()}
     spark.stop()

@@ -82,6 +82,14 @@ CHECKPOINT_FILE_MANAGER = (
     spark_version.checkpoint_file_manager(spark_version.running()),
 )
 
+#: Spark keeps a query's last ``numRecentProgressUpdates`` progress events (default 100) for
+#: ``recentProgress``, each with the source's start and end offset, and an idle trigger's offsets
+#: are the last round's: after a 10,000-table bootstrap, 100 events carrying its splits stayed in
+#: the JVM, and every ``recentProgress`` call parses them all in Python. The job reads none of
+#: them; a few stay for a person looking at the query. A value set for the session (spark-submit,
+#: the config's [spark] section) wins.
+PROGRESS_RETENTION = ("spark.sql.streaming.numRecentProgressUpdates", "10")
+
 RoundListener = Callable[[RoundOutcome], None]
 
 
@@ -145,6 +153,8 @@ class TieringJob:
 
         config = self.context.config
         self.spark.conf.set(*CHECKPOINT_FILE_MANAGER)
+        if self.spark.conf.get(PROGRESS_RETENTION[0], None) is None:
+            self.spark.conf.set(*PROGRESS_RETENTION)
         self.spark.dataSource.register(KvTieringDataSource)
         committer = RoundCommitter(
             make_round_writer(self.spark, config.lake, self.context.job),

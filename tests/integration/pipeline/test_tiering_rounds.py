@@ -12,7 +12,7 @@ from deltalake import DeltaTable, write_deltalake
 from tests.support.config import make_config
 from tests.support.oracle import TableOracle, assert_lake_equals, lake_rows
 from tests.support.waiting import wait_until
-from tiering.job import CHECKPOINT_FILE_MANAGER, TieringJob
+from tiering.job import CHECKPOINT_FILE_MANAGER, PROGRESS_RETENTION, TieringJob
 from tiering.context import TermContext
 from tiering.state.lease_file import load_or_create_lease_id
 
@@ -109,6 +109,7 @@ def test_the_checkpoint_is_written_through_the_file_system_manager_and_resumed_f
 
     key, manager = CHECKPOINT_FILE_MANAGER
     assert spark.conf.get(key) == manager
+    assert spark.conf.get(PROGRESS_RETENTION[0]) == PROGRESS_RETENTION[1], "the fixture's session does not set it"
     checkpoint = Path(config.job.checkpoint)
     offsets = sorted(int(p.name) for p in (checkpoint / "offsets").iterdir() if p.name.isdigit())
     commits = sorted(int(p.name) for p in (checkpoint / "commits").iterdir() if p.name.isdigit())
