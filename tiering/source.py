@@ -32,7 +32,7 @@ from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPart
 from tiering.context import TermContext
 from tiering.enumerator.descriptor import DESCRIPTOR_SCHEMA, to_descriptor
 from tiering.errors import ConfigError, FencedEpochError, LakeReadError
-from tiering.state.offset import TableOffset, TieringOffset
+from tiering.state.offset import TieringOffset
 
 try:  # Spark >= 4.2: admission control and availableNow for Python sources
     from pyspark.sql.streaming.datasource import (
@@ -74,10 +74,9 @@ CONTEXT_OPTION = "term_context_secret"
 
 
 def checkpoint(previous: TieringOffset, plan: RoundPlan, *, lease_id: str, epoch: int) -> TieringOffset:
-    """The offset Spark checkpoints for ``plan``: the round's splits and its tables' positions
-    after it (its size follows the round, not the number of tables the job tiers)."""
-    tables = {t.table: TableOffset(t.table_id, dict(t.positions)) for t in plan.tables}
-    return previous.next_round(plan.round, plan.splits, tables, lease_id=lease_id, epoch=epoch)
+    """The offset Spark checkpoints for ``plan``: the round's splits (its size follows the round,
+    not the number of tables the job tiers)."""
+    return previous.next_round(plan.round, plan.splits, lease_id=lease_id, epoch=epoch)
 
 
 @dataclass(frozen=True)

@@ -10,12 +10,11 @@ import pytest
 
 from tiering.conf.loader import load_config
 from tiering.context import TermContext
-from tiering.enumerator.positions import BucketPosition
 from tiering.enumerator.splits import LogSplit, SnapshotSplit
 from tiering.errors import ConfigError, FencedEpochError
 from tiering.kvstore.models import BucketLog
 from tiering.source import ADMISSION_CONTROL, CONTEXT_OPTION, KvTieringDataSource, KvTieringStreamReader
-from tiering.state.offset import TableOffset, TieringOffset
+from tiering.state.offset import TieringOffset
 
 pytestmark = pytest.mark.unit
 
@@ -36,7 +35,7 @@ def test_the_one_option_rebuilds_the_term_context_secrets_included():
     assert r.context.config.kvstore.token.get_secret_value() == "s3cret"
     if ADMISSION_CONTROL:  # Spark >= 4.2; older ones never ask
         assert r.getDefaultReadLimit().max_files == 7
-    assert r.initialOffset() == {"v": 1, "lease_id": "j-lease", "epoch": 3, "round": 0, "tables": {}, "splits": []}
+    assert r.initialOffset() == {"v": 2, "lease_id": "j-lease", "epoch": 3, "round": 0, "splits": {}}
 
 
 @pytest.mark.parametrize(
@@ -64,7 +63,7 @@ def test_partitions_depend_only_on_the_end_offset_one_for_the_round():
         LogSplit("b", 0, 2, 10, 20),
         LogSplit("a", 1, 1, 0, 7),
     )
-    end = TieringOffset("lease-1", 3, 9, {"a": TableOffset(1, {1: BucketPosition(7, None)})}, splits).to_dict()
+    end = TieringOffset("lease-1", 3, 9, splits).to_dict()
     r = reader()
     parts = r.partitions({"anything": 1}, json.loads(json.dumps(end)))
     assert [p.rows for p in parts] == [(

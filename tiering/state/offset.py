@@ -1,90 +1,86 @@
 """The Spark source's checkpointed offset, versioned (docs/DESIGN.md §4).
 
 Failure modes: Spark compares offsets as JSON strings, so two encodings of the same state
-that differ in key order or whitespace look like new data and replay a batch; and a
-checkpoint written by an older version must keep decoding after an upgrade. Hence one
-canonical encoding (fixed key order, no whitespace, buckets in numeric order, tables by
-name) and a decoder that accepts every version it has ever written.
+that differ in key order or whitespace look like new data and replay a batch; a checkpoint
+written by an older version must keep decoding after an upgrade; and the entry is written every
+round and carried as start and end offset of every streaming progress event the driver keeps
+(JVM and Python), so its size is memory and disk the job pays per round. Hence one canonical
+encoding (fixed key order, no whitespace, tables by name, splits in :func:`sort_key` order),
+nothing in it that is not read back, and a decoder that accepts every version it has ever
+written.
 
 Versions:
-- v1: ``{"v": 1, "lease_id": ..., "epoch": ..., "round": ..., "tables": {...}, "splits": [...]}``;
+- v2 (written): ``{"v": 2, "lease_id": ..., "epoch": ..., "round": ..., "splits": {...}}``.
+  ``splits`` is the round's plan grouped by table, so a table's name and id are written once,
+  not once per split: ``{"orders": {"id": 3, "snapshot": [[bucket, snapshot_id, log_offset],
+  ...], "log": [[bucket, start_offset, end_offset], ...]}}`` (log start inclusive, end
+  exclusive; a kind with no split is left out, a table with none is not listed);
+- v1: ``{"v": 1, "lease_id": ..., "epoch": ..., "round": ..., "tables": {...}, "splits": [...]}``,
+  a split a list ``[table, bucket, "snapshot", table_id, snapshot_id, log_offset]`` or
+  ``[table, bucket, "log", table_id, start_offset, end_offset]``;
 - v0: ``{"epoch": ..., "round": ..., "tables": {...}}`` (no lease id, no splits). It decodes
-  with ``lease_id=None``; set one (``dataclasses.replace``) before encoding it as v1.
+  with ``lease_id=None``; set one (``dataclasses.replace``) before encoding it.
 
-``tables`` are the positions after the round of the round's tables (v1 offsets written before
-issue 21 carry every table tiered so far: they decode the same): ``log`` is the
-exclusive changelog end, ``snapshot`` the snapshot id the bucket was bootstrapped from in that
-round or null. ``splits`` is the round's plan, so ``partitions(start, end)`` needs only
-``end``. A split is a compact list: ``[table, bucket, "snapshot", table_id, snapshot_id,
-log_offset]`` or ``[table, bucket, "log", table_id, start_offset, end_offset]`` (start
-inclusive, end exclusive).
+v0 and v1 ``tables`` held each table's positions after the round. Nothing read them back
+(rounds are planned from the lake, whose commits carry the positions): v2 leaves them out, and
+the decoder checks that an old entry has them and skips them. ``splits`` is the round's plan,
+so ``partitions(start, end)`` needs only ``end``.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from tiering.enumerator.positions import BucketPosition
 from tiering.enumerator.splits import LogSplit, SnapshotSplit, Split, sort_key
 
-__all__ = ["CURRENT_VERSION", "TableOffset", "TieringOffset"]
+__all__ = ["CURRENT_VERSION", "TieringOffset"]
 
-CURRENT_VERSION = 1
+CURRENT_VERSION = 2
 
-
-@dataclass(frozen=True)
-class TableOffset:
-    """One table's positions after a round, for the table id they were reached with."""
-
-    table_id: int
-    buckets: Mapping[int, BucketPosition] = field(default_factory=dict, hash=False)
+#: The fields of each version's top-level object.
+_FIELDS = {
+    0: {"epoch", "round", "tables"},
+    1: {"v", "lease_id", "epoch", "round", "tables", "splits"},
+    2: {"v", "lease_id", "epoch", "round", "splits"},
+}
 
 
 @dataclass(frozen=True)
 class TieringOffset:
-    """The state Spark checkpoints after each planned round."""
+    """The state Spark checkpoints after each planned round. ``splits`` are kept in
+    :func:`sort_key` order whatever order they are given in, so equal rounds are equal values
+    and encode to the same string."""
 
     lease_id: str | None
     epoch: int
     round: int
-    tables: Mapping[str, TableOffset] = field(default_factory=dict, hash=False)
     splits: tuple[Split, ...] = ()
     version: int = CURRENT_VERSION
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "splits", tuple(sorted(self.splits, key=sort_key)))
 
     @classmethod
     def initial(cls, lease_id: str, epoch: int) -> TieringOffset:
         """Round 0: nothing tiered yet, nothing planned."""
         return cls(lease_id=lease_id, epoch=epoch, round=0)
 
-    def next_round(
-        self, round_id: int, splits: tuple[Split, ...], tables: Mapping[str, TableOffset], *, lease_id: str, epoch: int
-    ) -> TieringOffset:
-        """The offset that checkpoints a planned round: its splits and its ``tables``' positions
-        after it. Only the round's tables: Spark writes the offset every round, so one that
-        carried every table the job ever tiered would grow with the job (10,000 idle tables:
-        about 1 MB written per round), and nothing reads a position back from it (rounds are
-        planned from the lake)."""
-        return TieringOffset(lease_id=lease_id, epoch=epoch, round=round_id, tables=dict(tables), splits=splits)
+    def next_round(self, round_id: int, splits: tuple[Split, ...], *, lease_id: str, epoch: int) -> TieringOffset:
+        """The offset that checkpoints a planned round: its splits only, so the entry's size
+        follows the round, not the number of tables the job tiers (Spark writes the offset every
+        round; carrying every table's positions cost about 1 MB a round at 10,000 idle tables)."""
+        return TieringOffset(lease_id=lease_id, epoch=epoch, round=round_id, splits=splits)
 
     def to_dict(self) -> dict:
         if self.lease_id is None:
             raise ValueError("offset field 'lease_id' is required to encode an offset (a v0 offset has none)")
-        tables = {}
-        for name in sorted(self.tables):
-            t = self.tables[name]
-            buckets = {
-                str(b): {"log": t.buckets[b].log, "snapshot": t.buckets[b].snapshot} for b in sorted(t.buckets)
-            }
-            tables[name] = {"table_id": t.table_id, "buckets": buckets}
         return {
             "v": CURRENT_VERSION,
             "lease_id": self.lease_id,
             "epoch": self.epoch,
             "round": self.round,
-            "tables": tables,
-            "splits": [_encode_split(s) for s in sorted(self.splits, key=sort_key)],
+            "splits": _encode_splits(self.splits),
         }
 
     def to_json(self) -> str:
@@ -106,81 +102,104 @@ class TieringOffset:
         version = _int(data.get("v", 0), "v")
         if version > CURRENT_VERSION:
             raise ValueError(f"offset field 'v': version {version} is newer than this code reads ({CURRENT_VERSION})")
-        known = {"epoch", "round", "tables"} | ({"v", "lease_id", "splits"} if version >= 1 else set())
-        unknown = sorted(set(data) - known)
+        unknown = sorted(set(data) - _FIELDS[version])
         if unknown:
             raise ValueError(f"offset v{version} has unknown fields {unknown}")
+        if version < 2:
+            _object(_required(data, "tables"), "tables")  # positions, not read back (module docstring)
         lease_id = None
         splits: tuple[Split, ...] = ()
         if version >= 1:
             lease_id = _required(data, "lease_id")
             if not isinstance(lease_id, str) or not lease_id:
                 raise ValueError(f"offset field 'lease_id' must be a non-empty string, got {lease_id!r}")
-            raw_splits = _required(data, "splits")
-            if not isinstance(raw_splits, list):
-                raise ValueError(f"offset field 'splits' must be a list, got {type(raw_splits).__name__}")
-            splits = tuple(_decode_split(s, f"splits[{i}]") for i, s in enumerate(raw_splits))
+            raw = _required(data, "splits")
+            splits = _decode_v1_splits(raw) if version == 1 else _decode_v2_splits(raw)
         return cls(
             lease_id=lease_id,
             epoch=_int(_required(data, "epoch"), "epoch"),
             round=_int(_required(data, "round"), "round"),
-            tables=_decode_tables(_required(data, "tables")),
             splits=splits,
             version=version,
         )
 
 
-def _encode_split(split: Split) -> list:
-    if isinstance(split, SnapshotSplit):
-        return [split.table, split.bucket, "snapshot", split.table_id, split.snapshot_id, split.log_offset]
-    return [split.table, split.bucket, "log", split.table_id, split.start_offset, split.end_offset]
+def _encode_splits(splits: tuple[Split, ...]) -> dict[str, dict]:
+    """v2's ``splits``: per table (by name, as ``splits`` are sorted) its id, then its snapshot
+    and log splits by bucket."""
+    tables: dict[str, dict] = {}
+    for s in splits:
+        entry = tables.setdefault(s.table, {"id": s.table_id})
+        if entry["id"] != s.table_id:
+            raise ValueError(f"offset: table {s.table!r} has splits for table ids {entry['id']} and {s.table_id}")
+        if isinstance(s, SnapshotSplit):
+            entry.setdefault("snapshot", []).append([s.bucket, s.snapshot_id, s.log_offset])
+        else:
+            entry.setdefault("log", []).append([s.bucket, s.start_offset, s.end_offset])
+    return {name: {k: entry[k] for k in ("id", "snapshot", "log") if k in entry} for name, entry in tables.items()}
 
 
-def _decode_split(raw: object, where: str) -> Split:
-    if not isinstance(raw, list) or len(raw) != 6:
-        raise ValueError(f"offset field '{where}' must be a list of 6 items, got {raw!r}")
-    table, bucket, kind, table_id, a, b = raw
-    if not isinstance(table, str) or not table:
-        raise ValueError(f"offset field '{where}[0]' (table) must be a non-empty string, got {table!r}")
-    bucket, table_id = _int(bucket, f"{where}[1]"), _int(table_id, f"{where}[3]")
-    a, b = _int(a, f"{where}[4]"), _int(b, f"{where}[5]")
-    try:
-        if kind == "snapshot":
-            return SnapshotSplit(table, bucket, table_id, a, b)
-        if kind == "log":
-            return LogSplit(table, bucket, table_id, a, b)
-    except ValueError as e:
-        raise ValueError(f"offset field '{where}': {e}") from None
-    raise ValueError(f"offset field '{where}[2]' (kind) must be 'snapshot' or 'log', got {kind!r}")
-
-
-def _decode_tables(raw: object) -> dict[str, TableOffset]:
-    if not isinstance(raw, dict):
-        raise ValueError(f"offset field 'tables' must be an object, got {type(raw).__name__}")
-    tables = {}
-    for name, t in raw.items():
-        where = f"tables.{name}"
-        if not isinstance(t, dict):
-            raise ValueError(f"offset field '{where}' must be an object, got {t!r}")
-        unknown = sorted(set(t) - {"table_id", "buckets"})
+def _decode_v2_splits(raw: object) -> tuple[Split, ...]:
+    """v2's ``splits`` back into splits (put in order by :class:`TieringOffset`)."""
+    splits: list[Split] = []
+    for table, entry in _object(raw, "splits").items():
+        where = f"splits.{table}"
+        if not table:
+            raise ValueError(f"offset field '{where}': the table name must be non-empty")
+        entry = _object(entry, where)
+        unknown = sorted(set(entry) - {"id", "snapshot", "log"})
         if unknown:
             raise ValueError(f"offset field '{where}' has unknown fields {unknown}")
-        table_id = _int(_required(t, "table_id", where), f"{where}.table_id")
-        raw_buckets = _required(t, "buckets", where)
-        if not isinstance(raw_buckets, dict):
-            raise ValueError(f"offset field '{where}.buckets' must be an object, got {raw_buckets!r}")
-        buckets = {}
-        for key, pos in raw_buckets.items():
-            bwhere = f"{where}.buckets.{key}"
-            if not key.isdigit():
-                raise ValueError(f"offset field '{bwhere}': bucket key must be a non-negative integer")
-            if not isinstance(pos, dict) or set(pos) - {"log", "snapshot"}:
-                raise ValueError(f"offset field '{bwhere}' must be {{\"log\": int, \"snapshot\": int|null}}, got {pos!r}")
-            log = _int(_required(pos, "log", bwhere), f"{bwhere}.log")
-            snap = pos.get("snapshot")
-            buckets[int(key)] = BucketPosition(log, None if snap is None else _int(snap, f"{bwhere}.snapshot"))
-        tables[name] = TableOffset(table_id, buckets)
-    return tables
+        if not entry.keys() & {"snapshot", "log"}:
+            raise ValueError(f"offset field '{where}' has no 'snapshot' and no 'log' splits")
+        table_id = _int(_required(entry, "id", where), f"{where}.id")
+        for kind, make in (("snapshot", SnapshotSplit), ("log", LogSplit)):
+            if kind not in entry:
+                continue
+            items = entry[kind]
+            if not isinstance(items, list) or not items:
+                raise ValueError(f"offset field '{where}.{kind}' must be a non-empty list, got {items!r}")
+            for i, item in enumerate(items):
+                iwhere = f"{where}.{kind}[{i}]"
+                if not isinstance(item, list) or len(item) != 3:
+                    raise ValueError(f"offset field '{iwhere}' must be a list of 3 items, got {item!r}")
+                bucket, a, b = (_int(v, f"{iwhere}[{j}]") for j, v in enumerate(item))
+                splits.append(_split(make, iwhere, table, bucket, table_id, a, b))
+    return tuple(splits)
+
+
+def _decode_v1_splits(raw: object) -> tuple[Split, ...]:
+    """v1's ``splits``: one list per split, naming its table and table id."""
+    if not isinstance(raw, list):
+        raise ValueError(f"offset field 'splits' must be a list, got {type(raw).__name__}")
+    splits = []
+    for i, item in enumerate(raw):
+        where = f"splits[{i}]"
+        if not isinstance(item, list) or len(item) != 6:
+            raise ValueError(f"offset field '{where}' must be a list of 6 items, got {item!r}")
+        table, bucket, kind, table_id, a, b = item
+        if not isinstance(table, str) or not table:
+            raise ValueError(f"offset field '{where}[0]' (table) must be a non-empty string, got {table!r}")
+        make = {"snapshot": SnapshotSplit, "log": LogSplit}.get(kind)
+        if make is None:
+            raise ValueError(f"offset field '{where}[2]' (kind) must be 'snapshot' or 'log', got {kind!r}")
+        bucket, table_id = _int(bucket, f"{where}[1]"), _int(table_id, f"{where}[3]")
+        splits.append(_split(make, where, table, bucket, table_id, _int(a, f"{where}[4]"), _int(b, f"{where}[5]")))
+    return tuple(splits)
+
+
+def _split(make: type[Split], where: str, table: str, bucket: int, table_id: int, a: int, b: int) -> Split:
+    """``make(table, bucket, table_id, a, b)``, its own check's error naming the field."""
+    try:
+        return make(table, bucket, table_id, a, b)
+    except ValueError as e:
+        raise ValueError(f"offset field '{where}': {e}") from None
+
+
+def _object(value: object, where: str) -> dict:
+    if not isinstance(value, dict):
+        raise ValueError(f"offset field '{where}' must be an object, got {type(value).__name__}")
+    return value
 
 
 def _required(data: dict, key: str, where: str = "") -> object:

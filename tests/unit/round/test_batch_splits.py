@@ -7,16 +7,15 @@ import logging
 import pytest
 
 from tiering.enumerator.descriptor import to_descriptor
-from tiering.enumerator.positions import BucketPosition
 from tiering.enumerator.splits import LogSplit, SnapshotSplit
 from tiering.errors import CheckpointError, TieringError
 from tiering.round.batch_splits import BatchSplits, batch_splits
-from tiering.state.offset import TableOffset, TieringOffset
+from tiering.state.offset import TieringOffset
 
 pytestmark = pytest.mark.unit
 
 SPLITS = (SnapshotSplit("a", 0, 1, 3, 10), LogSplit("a", 0, 1, 10, 12), LogSplit("b", 1, 2, 0, 5))
-OFFSET = TieringOffset("lease-1", 3, 9, {"a": TableOffset(1, {0: BucketPosition(12, 3)})}, SPLITS)
+OFFSET = TieringOffset("lease-1", 3, 9, SPLITS)
 
 
 class Batch:

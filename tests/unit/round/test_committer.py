@@ -10,7 +10,6 @@ import pytest
 
 from tiering.conf.loader import load_config
 from tiering.context import TermContext
-from tiering.enumerator.positions import BucketPosition
 from tiering.enumerator.splits import LogSplit, SnapshotSplit, Split
 from tiering.errors import (
     BucketWriteError,
@@ -29,7 +28,7 @@ from tiering.round.committer import RoundCommitter
 from tiering.round.outcome import RoundOutcome
 from tiering.round.states import FailureCause, TableFailure, TableState
 from tiering.round.table_round import TableRound
-from tiering.state.offset import TableOffset, TieringOffset
+from tiering.state.offset import TieringOffset
 
 pytestmark = pytest.mark.unit
 
@@ -196,9 +195,7 @@ class Round:
 
     def run(self, batch_id: int, splits: tuple[Split, ...] = SPLITS) -> RoundOutcome:
         """Round ``batch_id + 1`` with ``splits``, its offset in the offsets log as Spark writes it."""
-        offset = TieringOffset("lease-1", EPOCH, batch_id + 1, {
-            t: TableOffset(TABLES[t].table_id, {0: BucketPosition(1, None)}) for t in {s.table for s in splits}
-        }, splits)
+        offset = TieringOffset("lease-1", EPOCH, batch_id + 1, splits)
         (self.checkpoint / "offsets").mkdir(parents=True, exist_ok=True)
         (self.checkpoint / "offsets" / str(batch_id)).write_text('v1\n{"batchWatermarkMs":0}\n' + offset.to_json())
         self.committer(None, batch_id)

@@ -18,7 +18,7 @@ from tiering.state.offset import TieringOffset
 
 pytestmark = pytest.mark.unit
 
-OFFSET = TieringOffset("job-1", 1, 1, {}, (LogSplit("a", 0, 1, 0, 7),))
+OFFSET = TieringOffset("job-1", 1, 1, (LogSplit("a", 0, 1, 0, 7),))
 
 
 def offsets_entry(offset: TieringOffset = OFFSET) -> str:

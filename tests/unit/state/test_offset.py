@@ -1,4 +1,4 @@
-"""TieringOffset: canonical JSON (Spark compares strings), round trips, v0 decode, bad input."""
+"""TieringOffset: canonical JSON (Spark compares strings), round trips, v1 and v0 decode, size, bad input."""
 
 from __future__ import annotations
 
@@ -7,57 +7,65 @@ import json
 import pytest
 
 from tiering.enumerator.planner import RoundPlanner, TableInput
-from tiering.enumerator.positions import BucketPosition, LakePosition
+from tiering.enumerator.positions import LakePosition
 from tiering.enumerator.splits import LogSplit, SnapshotSplit
 from tiering.kvstore.models import BucketLog, Snapshot, TableInfo
-from tiering.state.offset import TableOffset, TieringOffset
+from tiering.state.offset import TieringOffset
 
 pytestmark = pytest.mark.unit
 
 CANONICAL = (
+    '{"v":2,"lease_id":"orders-tiering-abc","epoch":7,"round":42,'
+    '"splits":{"items":{"id":9,"log":[[0,4,5]]},'
+    '"orders":{"id":3,"snapshot":[[0,5,1100]],"log":[[0,1100,1200],[2,6,7],[10,20,30]]}}}'
+)
+
+#: The same round as an issue-21 v1 entry wrote it: every split names its table and table id,
+#: ``tables`` carries the round's tables' positions.
+V1 = (
     '{"v":1,"lease_id":"orders-tiering-abc","epoch":7,"round":42,'
     '"tables":{"items":{"table_id":9,"buckets":{"0":{"log":5,"snapshot":null}}},'
     '"orders":{"table_id":3,"buckets":{"0":{"log":1200,"snapshot":5},"2":{"log":7,"snapshot":null},'
     '"10":{"log":30,"snapshot":null}}}},'
-    '"splits":[["orders",0,"snapshot",3,5,1100],["orders",0,"log",3,1100,1200],["orders",10,"log",3,20,30]]}'
+    '"splits":[["items",0,"log",9,4,5],["orders",0,"snapshot",3,5,1100],["orders",0,"log",3,1100,1200],'
+    '["orders",2,"log",3,6,7],["orders",10,"log",3,20,30]]}'
+)
+
+SPLITS = (
+    LogSplit("orders", 10, 3, 20, 30),
+    LogSplit("orders", 0, 3, 1100, 1200),
+    LogSplit("items", 0, 9, 4, 5),
+    LogSplit("orders", 2, 3, 6, 7),
+    SnapshotSplit("orders", 0, 3, 5, 1100),
 )
 
 
 def sample() -> TieringOffset:
-    return TieringOffset(
-        lease_id="orders-tiering-abc",
-        epoch=7,
-        round=42,
-        tables={
-            "orders": TableOffset(
-                3, {10: BucketPosition(30, None), 0: BucketPosition(1200, 5), 2: BucketPosition(7, None)}
-            ),
-            "items": TableOffset(9, {0: BucketPosition(5, None)}),
-        },
-        splits=(
-            LogSplit("orders", 10, 3, 20, 30),
-            LogSplit("orders", 0, 3, 1100, 1200),
-            SnapshotSplit("orders", 0, 3, 5, 1100),
-        ),
-    )
+    return TieringOffset(lease_id="orders-tiering-abc", epoch=7, round=42, splits=SPLITS)
 
 
-def test_to_json_is_canonical_fixed_key_order_numeric_buckets_no_whitespace():
+def test_to_json_is_canonical_grouped_by_table_numeric_buckets_no_whitespace():
     assert sample().to_json() == CANONICAL
+
+
+def test_splits_are_kept_in_canonical_order_whatever_order_they_come_in():
+    expected = (SPLITS[4], SPLITS[1], SPLITS[3], SPLITS[0])
+    assert sample().splits == (SPLITS[2], *expected)
+    assert TieringOffset("orders-tiering-abc", 7, 42, tuple(reversed(SPLITS))) == sample()
+    assert TieringOffset("orders-tiering-abc", 7, 42, tuple(reversed(SPLITS))).to_json() == CANONICAL
 
 
 def test_round_trip_is_equal_and_byte_identical():
     decoded = TieringOffset.from_json(CANONICAL)
+    assert decoded == sample()
     assert decoded.to_json() == CANONICAL
-    assert decoded.tables["orders"].buckets[0] == BucketPosition(1200, 5)
-    assert decoded.splits[0] == SnapshotSplit("orders", 0, 3, 5, 1100)
-    assert TieringOffset.from_json(decoded.to_json()) == decoded
+    assert decoded.splits[1] == SnapshotSplit("orders", 0, 3, 5, 1100)
 
 
 def test_any_input_key_order_encodes_to_the_same_string():
     data = json.loads(CANONICAL)
     shuffled = {k: data[k] for k in reversed(list(data))}
-    shuffled["tables"] = {k: data["tables"][k] for k in reversed(list(data["tables"]))}
+    shuffled["splits"] = {k: dict(reversed(list(v.items()))) for k, v in reversed(list(data["splits"].items()))}
     text = json.dumps(shuffled, indent=2)
     assert text != CANONICAL
     assert TieringOffset.from_json(text).to_json() == CANONICAL
@@ -65,7 +73,7 @@ def test_any_input_key_order_encodes_to_the_same_string():
 
 def test_initial_offset():
     o = TieringOffset.initial("job-x", 4)
-    assert o.to_json() == '{"v":1,"lease_id":"job-x","epoch":4,"round":0,"tables":{},"splits":[]}'
+    assert o.to_json() == '{"v":2,"lease_id":"job-x","epoch":4,"round":0,"splits":{}}'
     assert TieringOffset.from_json(o.to_json()) == o
 
 
@@ -79,33 +87,65 @@ def test_after_round_checkpoints_the_plan():
         BucketLog(bucket=1, log_start_offset=30, log_end_offset=50),
     ]
     plan = RoundPlanner().plan(8, [TableInput(info, [snap], logs, LakePosition(3, {0: 20}))])
-    previous = TieringOffset("L", 1, 7, {"users": TableOffset(4, {0: BucketPosition(9, None)})})
-    tables = {t.table: TableOffset(t.table_id, dict(t.positions)) for t in plan.tables}
-    o = previous.next_round(plan.round, plan.splits, tables, lease_id="L", epoch=2)
-    assert (o.round, o.epoch) == (8, 2)
-    assert o.tables == {"orders": TableOffset(3, {0: (60, None), 1: (50, 5)})}, "the round's tables only"
-    assert o.splits == plan.splits
+    previous = TieringOffset("L", 1, 7, (LogSplit("users", 0, 4, 0, 9),))
+    o = previous.next_round(plan.round, plan.splits, lease_id="L", epoch=2)
+    assert (o.round, o.epoch, o.splits) == (8, 2, plan.splits), "the round's splits only"
     assert TieringOffset.from_json(o.to_json()) == o
+
+
+def test_v1_offset_still_decodes_to_the_same_splits():
+    o = TieringOffset.from_json(V1)
+    assert (o.version, o.lease_id, o.epoch, o.round) == (1, "orders-tiering-abc", 7, 42)
+    assert o.splits == sample().splits
+    assert o.to_json() == CANONICAL, "rewritten as v2"
 
 
 def test_v0_offset_still_decodes():
     v0 = '{"epoch": 2, "round": 9, "tables": {"orders": {"table_id": 3, "buckets": {"0": {"log": 100, "snapshot": 4}}}}}'
     o = TieringOffset.from_json(v0)
     assert (o.version, o.lease_id, o.epoch, o.round, o.splits) == (0, None, 2, 9, ())
-    assert o.tables == {"orders": TableOffset(3, {0: BucketPosition(100, 4)})}
 
 
-def test_v0_needs_a_lease_id_before_it_is_written_as_v1():
+def test_v0_needs_a_lease_id_before_it_is_written():
     from dataclasses import replace
 
     o = TieringOffset.from_json('{"epoch": 2, "round": 9, "tables": {}}')
     with pytest.raises(ValueError, match="'lease_id' is required"):
         o.to_json()
-    assert replace(o, lease_id="L").to_json() == '{"v":1,"lease_id":"L","epoch":2,"round":9,"tables":{},"splits":[]}'
+    assert replace(o, lease_id="L").to_json() == '{"v":2,"lease_id":"L","epoch":2,"round":9,"splits":{}}'
 
 
-def mutate(path: list, value) -> str:
-    data = json.loads(CANONICAL)
+def test_a_table_split_across_two_ids_is_refused():
+    with pytest.raises(ValueError, match="table 'a' has splits for table ids 1 and 2"):
+        TieringOffset("L", 1, 1, (LogSplit("a", 0, 1, 0, 5), LogSplit("a", 1, 2, 0, 5))).to_json()
+
+
+def v1_entry(offset: TieringOffset, positions: dict[str, dict]) -> str:
+    """``offset`` as the v1 encoder wrote it: one list per split naming its table and table id,
+    and every table's positions after the round (all four buckets here)."""
+    tables = {
+        name: {"table_id": table_id, "buckets": {str(b): {"log": end, "snapshot": None} for b, end in ends.items()}}
+        for name, (table_id, ends) in positions.items()
+    }
+    splits = [[s.table, s.bucket, "log", s.table_id, s.start_offset, s.end_offset] for s in offset.splits]
+    return json.dumps({"v": 1, "lease_id": offset.lease_id, "epoch": offset.epoch, "round": offset.round,
+                       "tables": tables, "splits": splits}, separators=(",", ":"))
+
+
+def test_a_changed_round_of_1000_tables_is_a_fraction_of_its_v1_entry():
+    """The tables benchmark's changed round: 1,000 tables, a log split in each of 4 buckets
+    (v1 wrote 302.7 KB of offset entry for it)."""
+    tables = {f"t1000_{i:05d}": (20_000 + i, {b: 23 for b in range(4)}) for i in range(1000)}
+    splits = tuple(LogSplit(name, b, table_id, 20, 23) for name, (table_id, _) in tables.items() for b in range(4))
+    offset = TieringOffset("bench-tables-1000-lease-0123456789abcdef", 3, 17, splits)
+    v1, v2 = v1_entry(offset, tables), offset.to_json()
+    assert TieringOffset.from_json(v1).splits == TieringOffset.from_json(v2).splits == offset.splits
+    assert len(v2) < 80_000 and len(v1) / len(v2) > 3.5, (len(v1), len(v2))
+
+
+def mutate(path: list, value, text: str = CANONICAL) -> str:
+    """``text`` with the field at ``path`` set to ``value`` (``KeyError``: removed)."""
+    data = json.loads(text)
     target = data
     for key in path[:-1]:
         target = target[key]
@@ -126,19 +166,19 @@ def mutate(path: list, value) -> str:
         (["lease_id"], "", "'lease_id' must be a non-empty string"),
         (["lease_id"], KeyError, "'lease_id' is missing"),
         (["splits"], KeyError, "'splits' is missing"),
-        (["splits"], {}, "'splits' must be a list"),
-        (["v"], 2, "'v': version 2 is newer"),
-        (["tables"], [], "'tables' must be an object"),
-        (["tables", "orders", "table_id"], KeyError, "'tables.orders.table_id' is missing"),
-        (["tables", "orders", "buckets", "0", "log"], KeyError, "'tables.orders.buckets.0.log' is missing"),
-        (["tables", "orders", "buckets", "0", "snapshot"], "x", "'tables.orders.buckets.0.snapshot' must be"),
-        (["tables", "orders", "buckets", "x"], {"log": 1, "snapshot": None}, "'tables.orders.buckets.x': bucket key"),
-        (["tables", "orders", "extra"], 1, "'tables.orders' has unknown fields \\['extra'\\]"),
-        (["splits", 0], ["orders", 0, "snapshot", 3, 5], "'splits\\[0\\]' must be a list of 6 items"),
-        (["splits", 1, 2], "merge", "'splits\\[1\\]\\[2\\]' \\(kind\\) must be"),
-        (["splits", 1, 0], "", "'splits\\[1\\]\\[0\\]' \\(table\\)"),
-        (["splits", 1, 5], 1000, "'splits\\[1\\]': empty or inverted log range"),
-        (["splits", 2, 4], None, "'splits\\[2\\]\\[4\\]' must be a non-negative integer"),
+        (["splits"], [], "'splits' must be an object"),
+        (["v"], 3, "'v': version 3 is newer"),
+        (["tables"], {}, "v2 has unknown fields \\['tables'\\]"),
+        (["splits", ""], {"id": 1, "log": [[0, 1, 2]]}, "'splits.': the table name must be non-empty"),
+        (["splits", "orders", "id"], KeyError, "'splits.orders.id' is missing"),
+        (["splits", "orders", "id"], -3, "'splits.orders.id' must be a non-negative integer"),
+        (["splits", "orders", "extra"], 1, "'splits.orders' has unknown fields \\['extra'\\]"),
+        (["splits", "items", "log"], KeyError, "'splits.items' has no 'snapshot' and no 'log' splits"),
+        (["splits", "items", "log"], [], "'splits.items.log' must be a non-empty list"),
+        (["splits", "items", "log"], None, "'splits.items.log' must be a non-empty list"),
+        (["splits", "orders", "snapshot", 0], [0, 5], "'splits.orders.snapshot\\[0\\]' must be a list of 3 items"),
+        (["splits", "orders", "log", 1, 2], 6, "'splits.orders.log\\[1\\]': empty or inverted log range"),
+        (["splits", "orders", "log", 2, 0], "10", "'splits.orders.log\\[2\\]\\[0\\]' must be a non-negative integer"),
         (["extra"], 1, "unknown fields \\['extra'\\]"),
     ],
 )
@@ -147,7 +187,25 @@ def test_malformed_offset_names_the_field(path, value, message):
         TieringOffset.from_json(mutate(path, value))
 
 
-def test_v0_rejects_v1_only_fields():
+@pytest.mark.parametrize(
+    ("path", "value", "message"),
+    [
+        (["tables"], KeyError, "'tables' is missing"),
+        (["tables"], [], "'tables' must be an object"),
+        (["splits"], {}, "'splits' must be a list"),
+        (["splits", 0], ["orders", 0, "snapshot", 3, 5], "'splits\\[0\\]' must be a list of 6 items"),
+        (["splits", 2, 2], "merge", "'splits\\[2\\]\\[2\\]' \\(kind\\) must be"),
+        (["splits", 2, 0], "", "'splits\\[2\\]\\[0\\]' \\(table\\)"),
+        (["splits", 2, 5], 1000, "'splits\\[2\\]': empty or inverted log range"),
+        (["splits", 1, 4], None, "'splits\\[1\\]\\[4\\]' must be a non-negative integer"),
+    ],
+)
+def test_malformed_v1_offset_names_the_field(path, value, message):
+    with pytest.raises(ValueError, match=message):
+        TieringOffset.from_json(mutate(path, value, V1))
+
+
+def test_v0_rejects_later_fields():
     with pytest.raises(ValueError, match=r"v0 has unknown fields \['lease_id'\]"):
         TieringOffset.from_json('{"lease_id": "x", "epoch": 1, "round": 1, "tables": {}}')
 

@@ -6,15 +6,14 @@ import re
 
 import pytest
 
-from tiering.enumerator.positions import BucketPosition
 from tiering.enumerator.splits import LogSplit
 from tiering.errors import CheckpointError, OffsetLogFormatError
-from tiering.state.offset import TableOffset, TieringOffset
+from tiering.state.offset import TieringOffset
 from tiering.state.offset_log import read_batch_offset
 
 pytestmark = pytest.mark.unit
 
-OFFSET = TieringOffset("lease-1", 3, 9, {"a": TableOffset(1, {1: BucketPosition(7, None)})}, (LogSplit("a", 1, 1, 0, 7),))
+OFFSET = TieringOffset("lease-1", 3, 9, (LogSplit("a", 1, 1, 0, 7),))
 
 
 def log_entry(tmp_path, batch_id: int, text: str) -> None:
