@@ -160,12 +160,27 @@ def _decode_v2_splits(raw: object) -> tuple[Split, ...]:
             if not isinstance(items, list) or not items:
                 raise ValueError(f"offset field '{where}.{kind}' must be a non-empty list, got {items!r}")
             for i, item in enumerate(items):
-                iwhere = f"{where}.{kind}[{i}]"
-                if not isinstance(item, list) or len(item) != 3:
-                    raise ValueError(f"offset field '{iwhere}' must be a list of 3 items, got {item!r}")
-                bucket, a, b = (_int(v, f"{iwhere}[{j}]") for j, v in enumerate(item))
-                splits.append(_split(make, iwhere, table, bucket, table_id, a, b))
+                bucket, a, b = _three_ints(item, where, kind, i)
+                try:
+                    splits.append(make(table, bucket, table_id, a, b))
+                except ValueError as e:
+                    raise ValueError(f"offset field '{where}.{kind}[{i}]': {e}") from None
     return tuple(splits)
+
+
+def _three_ints(item: object, where: str, kind: str, i: int) -> tuple[int, int, int]:
+    """``item`` as three non-negative ints. The field's name is built only to refuse it: Spark
+    hands the source its last offset every trigger, and after a bootstrap of 10,000 tables that is
+    40,000 items (naming each one tripled the time to decode them)."""
+    if type(item) is list and len(item) == 3:
+        x, y, z = item
+        if type(x) is int and type(y) is int and type(z) is int and x >= 0 and y >= 0 and z >= 0:
+            return x, y, z
+    name = f"{where}.{kind}[{i}]"
+    if not isinstance(item, list) or len(item) != 3:
+        raise ValueError(f"offset field '{name}' must be a list of 3 items, got {item!r}")
+    x, y, z = (_int(v, f"{name}[{j}]") for j, v in enumerate(item))
+    return x, y, z
 
 
 def _decode_v1_splits(raw: object) -> tuple[Split, ...]:
