@@ -25,6 +25,7 @@ __all__ = [
     "LakeCommitInfo",
     "commit_metadata",
     "maintenance_metadata",
+    "round_commit_info",
     "find_round_commit",
     "fence_epoch",
     "newest_commit",
@@ -120,6 +121,13 @@ def find_round_commit(dt: DeltaTable, job: str, txn: int, depth: int = 50) -> di
             if isinstance(entry, dict) and entry.get("job") == job and txn_version(entry["epoch"], entry["round"]) == txn:
                 return commit
     return None
+
+
+def round_commit_info(metadata: Mapping[str, Any], delta_version: int, table: str) -> LakeCommitInfo:
+    """The :class:`LakeCommitInfo` of a round commit this process just made with ``metadata``
+    (:func:`commit_metadata`'s entry) at ``delta_version``, decoded as a reader of the log would
+    (its commit timestamp unknown: None)."""
+    return _decode(metadata[METADATA_KEY], {"version": delta_version}, table)
 
 
 def tiering_entry(commit: Mapping[str, Any]) -> Any | None:

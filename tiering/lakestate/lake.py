@@ -215,6 +215,15 @@ class LakeTables:
         self._seen[table] = (view, version)
         return view
 
+    def landed(self, table: str, info: LakeCommitInfo) -> None:
+        """``info`` is this process's own round commit and the newest version of ``table``'s
+        loaded handle: the next :meth:`load` need not read it back from the history (a history
+        read per table per round, the committer's largest cost per table after the files and
+        the commit). Nothing changes when the handle moved past it or the table is not held."""
+        seen = self._seen.get(table)
+        if seen is not None and seen[0].dt.version() == info.delta_version:
+            self._seen[table] = (replace(seen[0], info=info, foreign=None), info.delta_version)
+
     def _first_load(self, table: str) -> LakeTable | None:
         view = self.lake.load(table)
         if view is not None:

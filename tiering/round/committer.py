@@ -61,6 +61,7 @@ from tiering.kvstore.client import KvStoreClient
 from tiering.kvstore.models import LakeReport, LogRange, LogSegment, SnapshotRef, TableInfo
 from tiering.lake.bucket_files import BucketResult
 from tiering.lake.round_protocol import RoundWriter, TableCommit
+from tiering.lakestate.commits import round_commit_info
 from tiering.lakestate.lake import LakeTables
 from tiering.lakestate.replay import missing_splits
 from tiering.lease.release import LeaseReleases
@@ -228,7 +229,10 @@ class RoundCommitter:
 
     def _write_and_commit(self, table: TableRound, results: list[BucketResult]) -> None:
         table.written_as(self._writer.written_files(table.prepared, results))
-        table.committed_as(self._writer.commit(table.prepared, table.written))
+        prepared = table.prepared
+        table.committed_as(self._writer.commit(prepared, table.written))
+        if table.lake is not None and table.lake.dt.version() == table.commit.delta_version:
+            self._lake.landed(table.name, round_commit_info(prepared.metadata, table.commit.delta_version, table.name))
         failpoints.hit("after_delta_commit")
 
     def _finish(self, committed: list[TableRound], outcome: RoundOutcome) -> None:
