@@ -6,8 +6,10 @@ from (or created in) the checkpoint; every part of the term takes its values fro
 including the Spark source's planning process, which receives it as one JSON option and
 rebuilds it with the same pydantic models (no second parser, no second set of defaults).
 
-The clients it builds are imported when built: Spark unpickles a context in every Python worker
-that runs the source, and most of them never call the store or open the lake.
+The clients it builds are imported when built, so a process that only reads a context pays for
+none of them. Only the source's planning process parses the option into a context
+(``tiering.source``): the other Python processes Spark starts for the source never import this
+module, nor pydantic with it.
 """
 
 from __future__ import annotations

@@ -15,9 +15,11 @@ Failure modes it is built around (docs/DESIGN.md §4):
 The source emits split descriptors (:mod:`tiering.enumerator.descriptor`), not table rows.
 The planning reader lives in one long-lived Python process per query run; executors get a
 pickled copy, so clients are created lazily and never pickled, and what only planning needs is
-imported when planning (every Python worker that runs ``read()`` imports this module). Its
-only option is the term context the leader loop built (config, epoch, lease id): nothing is
-parsed or defaulted here.
+imported when planning: every Python process Spark starts for the source imports this module
+(the source's creation, the planning process, each batch's read planning, the executors), and
+only the planning process uses the term context, so the option is parsed into one (with the
+config models) when planning first needs it. Its only option is the term context the leader
+loop built (config, epoch, lease id): nothing is defaulted here.
 """
 
 from __future__ import annotations
@@ -29,7 +31,6 @@ from typing import TYPE_CHECKING
 
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 
-from tiering.context import TermContext
 from tiering.enumerator.descriptor import DESCRIPTOR_SCHEMA, to_descriptor
 from tiering.errors import ConfigError, FencedEpochError, LakeReadError
 from tiering.state.offset import TieringOffset
@@ -57,6 +58,7 @@ except ImportError:  # Spark 4.0, 4.1: latestOffset() gets no start and no limit
         pass
 
 if TYPE_CHECKING:
+    from tiering.context import TermContext
     from tiering.enumerator.planner import RoundPlan, TableInput
     from tiering.enumerator.positions import LakePosition
     from tiering.kvstore.models import BucketLog
@@ -109,12 +111,13 @@ class KvTieringDataSource(DataSource):
         if unknown or CONTEXT_OPTION not in options:
             raise ConfigError([f"kv-tiering source: expected exactly the option {CONTEXT_OPTION!r} "
                                f"(TermContext.to_option()), got {sorted(options)}"])
-        return KvTieringStreamReader(TermContext.from_option(options[CONTEXT_OPTION]))
+        return KvTieringStreamReader(options[CONTEXT_OPTION])
 
 
 class KvTieringStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
-    def __init__(self, context: TermContext) -> None:
-        self.context = context
+    def __init__(self, option: str) -> None:
+        self._option = option
+        self._context: TermContext | None = None
         self._client = None
         self._lease = None
         self._lake = None
@@ -125,13 +128,24 @@ class KvTieringStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         self._stalled: dict[str, tuple[tuple, int]] = {}
 
     def __getstate__(self) -> dict:
-        # Executors only need the context; clients and planning state stay on the driver.
-        return {"context": self.context}
+        # Executors only need the option; clients and planning state stay on the driver.
+        return {"option": self._option}
 
     def __setstate__(self, state: dict) -> None:
-        self.__init__(state["context"])
+        self.__init__(state["option"])
 
     # -- planning side (one long-lived process per query run) --------------------------------
+
+    @property
+    def context(self) -> TermContext:
+        """The term context, parsed from the option at first use (a malformed one is a
+        :class:`ConfigError` there): the pydantic config models cost a Python process ~0.2 s of
+        CPU to import, and only the planning process needs them."""
+        if self._context is None:
+            from tiering.context import TermContext
+
+            self._context = TermContext.from_option(self._option)
+        return self._context
 
     @property
     def client(self):
