@@ -62,6 +62,7 @@ if TYPE_CHECKING:
     from tiering.lake.resync import TableResync
 from tiering.source import ADMISSION_CONTROL, CONTEXT_OPTION, KvTieringDataSource
 from tiering.state.checkpoint_check import check_checkpoint
+from tiering.warmup import warm_executors
 
 log = logging.getLogger(__name__)
 
@@ -152,6 +153,8 @@ class TieringJob:
         from tiering.lake.writers import make_round_writer
 
         config = self.context.config
+        if config.lake.writer == "delta-rs":  # its executors write with Python; delta-spark's in the JVM
+            warm_executors(self.spark)  # beside the query's start, which leaves the executors idle
         self.spark.conf.set(*CHECKPOINT_FILE_MANAGER)
         if self.spark.conf.get(PROGRESS_RETENTION[0], None) is None:
             self.spark.conf.set(*PROGRESS_RETENTION)
