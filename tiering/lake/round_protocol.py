@@ -131,7 +131,7 @@ class PreparedRound:
     metadata: Mapping[str, Any] = field(hash=False)
     #: KV columns the Delta table lacks: the round's commit adds them to the Delta schema
     added_columns: tuple[str, ...] = ()
-    #: buckets holding data files in the lake before the round
+    #: the round's buckets holding data files in the lake before it (the others' files are not read)
     lake_buckets: frozenset[int] = frozenset()
     #: who writes this round (the writer decides it in :meth:`RoundWriter.prepare`)
     write_path: WritePath = WritePath.EXECUTORS
@@ -223,7 +223,10 @@ class RoundWriter:
             self._adjust_table(dt, epoch)
         added = _check_compatible(dt, table, info) if dt is not None and not replace_table else ()
         lake = info.position if info is not None and not replace_table else None
-        lake_files = current.files_by_bucket(table.primary_key[0]) if current is not None and not replace_table else {}
+        lake_files = (
+            current.files_by_bucket(table.primary_key[0], {s.bucket for s in splits})
+            if current is not None and not replace_table else {}
+        )
         plans = tuple(p for p in plan_buckets(table, splits, files, lake, lake_files) if p.rewrites)
         if added:  # the schema changes in an overwrite of whole buckets: no rewrite by file
             plans = tuple(replace(p, lake_files=()) for p in plans)

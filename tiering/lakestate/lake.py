@@ -11,7 +11,7 @@ without a JVM (delta-rs).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, replace
 
 import pyarrow as pa
@@ -87,16 +87,25 @@ class LakeTable:
     def transaction_version(self, app: str) -> int | None:
         return self.dt.transaction_version(app)
 
-    def files_by_bucket(self, key: str | None = None) -> dict[int, list[LakeFile]]:
+    def files_by_bucket(self, key: str | None = None, buckets: Collection[int] | None = None) -> dict[int, list[LakeFile]]:
         """The table's current data files per ``__bucket``, with the bounds of column ``key``
-        (the first primary-key column) where the statistics hold exact integer ones."""
+        (the first primary-key column) where the statistics hold exact integer ones.
+
+        ``buckets``: only those buckets' files (None: every bucket). A round reads the buckets it
+        writes; a Python object per file of every other bucket is a cost per round that grows
+        with the table, not with the round, so the add actions are filtered in Arrow first.
+        """
         actions = pa.table(self.dt.get_add_actions(flatten=False))
+        bucket_of = pc.struct_field(actions.column("partition"), BUCKET_COLUMN)
+        if buckets is not None:
+            wanted = pa.array(sorted(buckets), pa.int64()).cast(bucket_of.type)
+            keep = pc.is_in(bucket_of, value_set=wanted)
+            actions, bucket_of = actions.filter(keep), bucket_of.filter(keep)
         lows, highs = _bounds(actions, "min", key), _bounds(actions, "max", key)
         out: dict[int, list[LakeFile]] = {}
         rows = zip(
             actions.column("path").to_pylist(), actions.column("size_bytes").to_pylist(),
-            actions.column("num_records").to_pylist(), pc.struct_field(actions.column("partition"), BUCKET_COLUMN).to_pylist(),
-            lows, highs,
+            actions.column("num_records").to_pylist(), bucket_of.to_pylist(), lows, highs,
         )
         for rel, size, records, bucket, low, high in rows:
             uri = rel if rel.startswith("/") or "://" in rel else f"{self.path}/{rel}"
