@@ -80,6 +80,16 @@ def test_an_offset_planned_by_a_newer_epoch_fences_this_planner():
         reader().latestOffset(newer, None)
 
 
+def test_the_offset_spark_hands_back_again_is_decoded_once():
+    splits = (SnapshotSplit("b", 0, 2, 5, 10), LogSplit("a", 1, 1, 0, 7))
+    r = reader()
+    first = r._decoded(TieringOffset("j-lease", 3, 9, splits).to_dict())
+    again = r._decoded(json.loads(json.dumps(TieringOffset("j-lease", 3, 9, splits).to_dict())))  # as Spark parses it
+    other = r._decoded(TieringOffset("j-lease", 3, 10, splits).to_dict())
+    assert again is first and set(first.splits) == set(splits)
+    assert other is not first and (other.round, set(other.splits)) == (10, set(splits))
+
+
 def test_partitions_depend_only_on_the_end_offset_one_for_the_round():
     splits = (
         SnapshotSplit("b", 0, 2, 5, 10),
