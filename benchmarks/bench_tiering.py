@@ -675,10 +675,19 @@ def _changed_round(spark, client, config, names: list[str]) -> dict:
                 raise running.error
     first, batch = rounds
     round_ms = batch.durationMs["triggerExecution"]
-    return {"round_ms": round_ms, "per_table_ms": round(round_ms / len(names), 2),
+    tables = _round_tables(config, batch.batchId)
+    return {"round_ms": round_ms, "round_tables": tables, "per_table_ms": round(round_ms / tables, 2),
             "first_round_ms": first.durationMs["triggerExecution"],
             "breakdown_ms": {k: v for k, v in sorted(batch.durationMs.items()) if v},
             "offset_entry_bytes": _offset_entries(config)[-1]}
+
+
+def _round_tables(config, batch_id: int) -> int:
+    """Tables in round ``batch_id`` (its offsets entry): a trigger may fire while the changes are
+    still being written, and then the measured round holds only part of the tables."""
+    from tiering.state.offset_log import read_batch_offset
+
+    return len({s.table for s in read_batch_offset(config.job.checkpoint, batch_id).splits})
 
 
 def bench_tables(args, work: Path, store) -> dict:
