@@ -409,7 +409,7 @@ def main() -> None:
     parser.add_argument("--interval", type=float, default=0.3, help="trigger.interval_s of the job")
     parser.add_argument("--maintenance-every", type=int, default=10, help="maintenance.every_rounds of the job")
     parser.add_argument("--checkpoint-interval", type=int, default=20,
-                        help="maintenance.checkpoint_interval of the job (its default, 100, is a few cycles of a soak)")
+                        help="maintenance.checkpoint_interval of the job (its default, 20)")
     parser.add_argument("--schema-changes", action=argparse.BooleanOptionalAction, default=True,
                         help="append a nullable column upstream every --schema-every rounds")
     parser.add_argument("--schema-every", type=int, default=25)

@@ -34,7 +34,7 @@ def test_defaults_of_every_optional_key() -> None:
     assert c.limits.fail_on_data_loss is False
     m = c.maintenance
     assert (m.enabled, m.every_rounds, m.target_file_mb, m.min_files) == (True, 100, 128, 8)
-    assert (m.checkpoint_interval, m.log_retention_hours, m.file_retention_hours) == (100, 720, 168)
+    assert (m.checkpoint_interval, m.log_retention_hours, m.file_retention_hours) == (20, 720, 168)
     assert c.spark == {}
 
 
