@@ -459,7 +459,6 @@ def bench_planning(args, work: Path, store) -> dict:
     from tiering.enumerator.positions import LakePosition
     from tiering.kvstore.models import BucketLog, Snapshot, TableInfo
     from tiering.source import checkpoint
-    from tiering.state.offset import TieringOffset
 
     inputs = []
     for t in range(args.tables):
@@ -478,7 +477,7 @@ def bench_planning(args, work: Path, store) -> dict:
         plan = planner.plan(1, inputs)
         plan_times.append(time.perf_counter() - started)
         started = time.perf_counter()
-        encoded = checkpoint(TieringOffset.initial("bench", 1), plan, lease_id="bench", epoch=1).to_json()
+        encoded = checkpoint(plan, lease_id="bench", epoch=1).to_json()
         encode_times.append(time.perf_counter() - started)
     p, e = statistics.median(plan_times) * 1000, statistics.median(encode_times) * 1000
     return {"tables": args.tables, "buckets_per_table": args.buckets, "splits": len(plan.splits),

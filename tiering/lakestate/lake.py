@@ -225,10 +225,11 @@ class LakeTables:
         return view
 
     def landed(self, table: str, info: LakeCommitInfo) -> None:
-        """``info`` is this process's own round commit and the newest version of ``table``'s
-        loaded handle: the next :meth:`load` need not read it back from the history (a history
-        read per table per round, the committer's largest cost per table after the files and
-        the commit). Nothing changes when the handle moved past it or the table is not held."""
+        """``info`` is this process's own round commit: when it is the newest version of
+        ``table``'s loaded handle, the next :meth:`load` need not read it back from the history
+        (a history read per table per round, a GET on S3). Nothing changes when the handle is at
+        another version (a commit landed on top, or a writer that commits through another
+        handle) or the table is not held."""
         seen = self._seen.get(table)
         if seen is not None and seen[0].dt.version() == info.delta_version:
             self._seen[table] = (replace(seen[0], info=info, foreign=None), info.delta_version)

@@ -229,10 +229,9 @@ class RoundCommitter:
 
     def _write_and_commit(self, table: TableRound, results: list[BucketResult]) -> None:
         table.written_as(self._writer.written_files(table.prepared, results))
-        prepared = table.prepared
-        table.committed_as(self._writer.commit(prepared, table.written))
-        if table.lake is not None and table.lake.dt.version() == table.commit.delta_version:
-            self._lake.landed(table.name, round_commit_info(prepared.metadata, table.commit.delta_version, table.name))
+        table.committed_as(self._writer.commit(table.prepared, table.written))
+        if table.lake is not None:  # a table this round created is read afresh next round
+            self._lake.landed(table.name, round_commit_info(table.prepared.metadata, table.commit.delta_version, table.name))
         failpoints.hit("after_delta_commit")
 
     def _finish(self, committed: list[TableRound], outcome: RoundOutcome) -> None:

@@ -66,12 +66,6 @@ class TieringOffset:
         """Round 0: nothing tiered yet, nothing planned."""
         return cls(lease_id=lease_id, epoch=epoch, round=0)
 
-    def next_round(self, round_id: int, splits: tuple[Split, ...], *, lease_id: str, epoch: int) -> TieringOffset:
-        """The offset that checkpoints a planned round: its splits only, so the entry's size
-        follows the round, not the number of tables the job tiers (Spark writes the offset every
-        round; carrying every table's positions cost about 1 MB a round at 10,000 idle tables)."""
-        return TieringOffset(lease_id=lease_id, epoch=epoch, round=round_id, splits=splits)
-
     def to_dict(self) -> dict:
         if self.lease_id is None:
             raise ValueError("offset field 'lease_id' is required to encode an offset (a v0 offset has none)")

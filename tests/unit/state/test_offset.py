@@ -10,6 +10,7 @@ from tiering.enumerator.planner import RoundPlanner, TableInput
 from tiering.enumerator.positions import LakePosition
 from tiering.enumerator.splits import LogSplit, SnapshotSplit
 from tiering.kvstore.models import BucketLog, Snapshot, TableInfo
+from tiering.source import checkpoint
 from tiering.state.offset import TieringOffset
 
 pytestmark = pytest.mark.unit
@@ -87,8 +88,7 @@ def test_after_round_checkpoints_the_plan():
         BucketLog(bucket=1, log_start_offset=30, log_end_offset=50),
     ]
     plan = RoundPlanner().plan(8, [TableInput(info, [snap], logs, LakePosition(3, {0: 20}))])
-    previous = TieringOffset("L", 1, 7, (LogSplit("users", 0, 4, 0, 9),))
-    o = previous.next_round(plan.round, plan.splits, lease_id="L", epoch=2)
+    o = checkpoint(plan, lease_id="L", epoch=2)
     assert (o.round, o.epoch, o.splits) == (8, 2, plan.splits), "the round's splits only"
     assert TieringOffset.from_json(o.to_json()) == o
 
