@@ -299,7 +299,7 @@ class KvTieringStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
             buckets = self._capped(info.name, found.buckets)
             if self.settled.unchanged(info.name, info.table_id, buckets):
                 continue
-            if info.name not in self._lake_read and self._reported_settled(info, buckets, found.lake):
+            if info.name not in self._lake_read and self._reported_settled(info, buckets, found):
                 continue
             moved.append((info, buckets))
         with ThreadPoolExecutor(self.context.config.lake.table_parallelism, thread_name_prefix="plan") as pool:
@@ -315,15 +315,14 @@ class KvTieringStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         log.debug("round=%d planning %d of %d tables (%d settled)", round_id, len(moved), len(tables), len(self.settled))
         return planner.plan(round_id, inputs)
 
-    def _reported_settled(self, info, logs: list[BucketLog], reported: dict[str, int] | None) -> bool:
+    def _reported_settled(self, info, logs: list[BucketLog], found) -> bool:
         """A table this process has not read yet, settled on the store's word: its last lake
-        report reached every log end. Reports follow landed commits, so the lake holds at least
-        that; a query starting over 10,000 idle tables then opens none of their Delta logs (each
-        is read when its log moves, or at its re-check)."""
-        from tiering.enumerator.positions import LakePosition
+        report (this job's) reached every log end. Reports follow landed commits, so the lake holds
+        at least that; a query starting over 10,000 idle tables then opens none of their Delta logs
+        (each is read when its log moves, or at its re-check)."""
+        from tiering.enumerator.settled import reported_position
 
-        position = LakePosition(info.table_id, {int(b): o for b, o in reported.items()}) if reported else None
-        return self.settled.record(info.name, info.table_id, logs, position)
+        return self.settled.record(info.name, info.table_id, logs, reported_position(found, self.context.job))
 
     def _table_input(self, info, logs: list[BucketLog], planned_before: bool) -> TableInput | None:
         """What the planner needs of one table; None when it is left out of this round: nothing

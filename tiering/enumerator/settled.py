@@ -8,7 +8,10 @@ The store's log ends of every table come in one call (``GET /v1/logs``); a table
 ends are the ones it had when the lake was last found holding all of them has nothing to tier,
 and is skipped without reading anything. A table the planning process has not read yet (a query
 starting) is settled on the store's word when its last lake report reached every log end: the
-store is told after each commit lands, so the lake holds at least that.
+store is told after each commit lands, so the lake holds at least that — the lake of the job that
+made the report. Another job's report says nothing of this job's lake (two jobs tiering one table
+into two lakes): it never settles a table (:func:`reported_position`); the table is read and
+planned, and its round fails naming that job.
 
 What could move the lake without moving the log (a table directory deleted by hand, a restore):
 each entry is trusted for :data:`RECHECK_S` (plus a spread per table, so 10,000 tables settled
@@ -22,9 +25,9 @@ import zlib
 from collections.abc import Callable, Sequence
 
 from tiering.enumerator.positions import LakePosition
-from tiering.kvstore.models import BucketLog
+from tiering.kvstore.models import BucketLog, NamedTableLog
 
-__all__ = ["RECHECK_S", "SettledTables", "caught_up"]
+__all__ = ["RECHECK_S", "SettledTables", "caught_up", "reported_position"]
 
 #: How long a settled table is skipped before its lake is read again (the spread adds up to as much).
 RECHECK_S = 300.0
@@ -37,6 +40,14 @@ def caught_up(table_id: int, logs: Sequence[BucketLog], lake: LakePosition | Non
     if lake is None or not lake.belongs_to(table_id):
         return False
     return all(lake.buckets.get(b.bucket) == b.log_end_offset for b in logs)
+
+
+def reported_position(found: NamedTableLog, job: str) -> LakePosition | None:
+    """What the store's last lake report of ``found`` says ``job``'s lake holds: its offsets when
+    the report is this job's (or names no job: an older client's), else nothing."""
+    if not found.lake or found.lake_job not in (None, job):
+        return None
+    return LakePosition.from_wire(found.table_id, found.lake)
 
 
 class SettledTables:

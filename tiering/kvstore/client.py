@@ -3,7 +3,8 @@
 Failure modes: connection errors, timeouts and 5xx/503 raise StoreUnavailableError after the
 retry policy (tiering.kvstore.retry.STORE_RETRY) gives up; every 4xx maps to a typed error
 from tiering.errors (409 FENCED_EPOCH -> FencedEpochError, 404 on a lease ->
-LeaseNotFoundError, 410 -> SnapshotUnavailableError, ...) and is never retried. Messages are
+LeaseNotFoundError, 409 OTHER_JOB -> ConflictError with that code, never a fence, 410 ->
+SnapshotUnavailableError, ...) and is never retried. Messages are
 the server's message plus the method and path. A batched call (``logs``, ``segments``,
 ``report_lakes``) returns a table's refusal as the error its own call would raise, beside the
 other tables' answers, and raises only what fails the whole call (a fenced epoch). The client
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import gc
 import os
+from collections.abc import Iterable
 from typing import Any, TypeVar
 from urllib.parse import quote
 
@@ -76,9 +78,21 @@ M = TypeVar("M", bound=BaseModel)
 #: The status a table's own call answers each error code with: inside a batched answer a table's
 #: refusal is its envelope alone, and error_for picks the typed error by status.
 _STATUS_OF_CODE = {
-    "BAD_REQUEST": 400, "NOT_FOUND": 404, "TABLE_NOT_FOUND": 404, "CONFLICT": 409, "FENCED_EPOCH": 409,
+    "BAD_REQUEST": 400, "NOT_FOUND": 404, "TABLE_NOT_FOUND": 404, "CONFLICT": 409, "FENCED_EPOCH": 409, "OTHER_JOB": 409,
     "SNAPSHOT_GONE": 410, "LOG_TRUNCATED": 410,
 }
+
+
+def other_job(table: str, job: str, holder: str) -> ConflictError:
+    """The error job ``job`` fails ``table``'s round with, before writing anything of it, when the
+    store's lake report of the table is job ``holder``'s: the store would refuse the report with
+    409 ``OTHER_JOB``, and GC follows the holder's lake, not this one."""
+    return ConflictError(
+        f"table {table!r} is tiered by job {holder!r} (the store's lake report of it is that job's); one table is "
+        f"tiered by one job, so job {job!r} writes nothing of it. Exclude it from one of the two jobs, or hand it "
+        f"over: stop job {holder!r} tiering it, then drop its report (DELETE /v1/tables/{segment(table)}/lake)",
+        code="OTHER_JOB", status=409, table=table,
+    )
 
 
 def segment(value: str) -> str:
@@ -339,6 +353,11 @@ class KvStoreClient:
             for answer in answers
         }
 
+    def lake_holders(self, tables: Iterable[str]) -> dict[str, str | None]:
+        """The job whose lake report each of ``tables`` holds (None: no report, or one naming no
+        job), from one ``logs`` call; a table the store does not hold is absent."""
+        return {name: found.lake_job for name, found in self.logs(list(tables)).items()}
+
     def acquire_lease(
         self, lease_id: str, epoch: int, duration_ms: int, snapshots: list[SnapshotRef]
     ) -> AcquireResult:
@@ -393,6 +412,12 @@ class KvStoreClient:
             else _refusal("/v1/lake-reports", result.table, result.error, epoch=reports[result.table].epoch)
             for result in _parse(LakeReportResults, response.content).results
         }
+
+    def drop_lake(self, table: str) -> LakeReport:
+        """Forget ``table``'s lake report, so another job's next report holds it (handing the table
+        over: stop the job that holds it first); returns the dropped report. NotFoundError when
+        there is none."""
+        return LakeReport.model_validate(self._call("DELETE", f"/v1/tables/{segment(table)}/lake", table=table).json())
 
     def get_lake(self, table: str) -> LakeReport | None:
         try:

@@ -41,6 +41,8 @@ ColumnName = Annotated[str, AfterValidator(check_column_name), WithJsonSchema({
     "not": {"pattern": "^__"},
     "description": "no control characters, not starting with '__' (system columns), at most 255 bytes in UTF-8",
 })]
+#: A tiering job's name (its ``[job] name``): what a lake report says made it.
+JobName = Annotated[str, Field(min_length=1, max_length=255, pattern=r"^[A-Za-z0-9._-]+$")]
 #: A bucket number as a JSON object key.
 BucketKey = Annotated[str, Field(pattern=r"^[0-9]{1,10}$")]
 
@@ -207,10 +209,15 @@ class LeaseList(_Model):
 
 
 class LakeReport(_Model):
+    """What a job's lake holds of a table. ``job``: the job that made the report (its name); the
+    store keeps one report per table and refuses another job's with 409 ``OTHER_JOB``. Optional
+    so an older client's report still works: a report without it is taken as the holder's."""
+
     table_id: Count
     epoch: Count
     lake_version: Count
     buckets: dict[BucketKey, Count] = Field(json_schema_extra={"additionalProperties": False})
+    job: JobName | None = None
 
 
 class TableList(_Model):
@@ -256,10 +263,12 @@ MAX_BATCH_TABLES = 10_000
 class NamedTableLog(TableLog):
     """``GET /v1/tables/{name}/log``'s answer, named: one entry of :class:`TablesLog`. ``lake``:
     the offsets of the table's last lake report (this ``table_id``'s; None before the first), so
-    a planner starting cold can tell an idle table from one to read without opening its lake."""
+    a planner starting cold can tell an idle table from one to read without opening its lake;
+    ``lake_job``: the job that made that report (absent when it named none)."""
 
     name: str
     lake: dict[BucketKey, Count] | None = None
+    lake_job: str | None = None
 
 
 class TablesLog(_Model):

@@ -57,7 +57,7 @@ from tiering.errors import (
     TableNotFoundError,
     TableRecreatedError,
 )
-from tiering.kvstore.client import KvStoreClient
+from tiering.kvstore.client import KvStoreClient, other_job
 from tiering.kvstore.models import LakeReport, LogRange, LogSegment, SnapshotRef, TableInfo
 from tiering.lake.bucket_files import BucketResult
 from tiering.lake.round_protocol import RoundWriter, TableCommit
@@ -148,7 +148,8 @@ class RoundCommitter:
             # One call for the round, made after the round's offsets were planned: every change the
             # round reads was written before it, so a column a change carries is in these schemas.
             infos = {info.name: info for info in self._client.list_tables()}
-            each(lambda t: self._trim(t, infos, gone), TableState.ACQUIRED)
+            holders = _answers(self._table_client.lake_holders, dict.fromkeys(t.name for t in tables))
+            each(lambda t: self._trim(t, infos, gone, holders.get(t.name)), TableState.ACQUIRED)
             segments = self._segments([t for t in tables if t.state is TableState.ACQUIRED])
             each(lambda t: self._prepare(t, infos[t.name], segments.get(t.name), outcome), TableState.ACQUIRED)
             prepared = [t for t in tables if t.state is TableState.PREPARED]
@@ -179,16 +180,21 @@ class RoundCommitter:
         gone = self._releases.lease.acquire(refs) if refs else []
         return {(r.table_id, r.bucket, r.snapshot_id) for r in gone}
 
-    def _trim(self, table: TableRound, infos: dict[str, TableInfo], gone: _Gone) -> None:
+    def _trim(self, table: TableRound, infos: dict[str, TableInfo], gone: _Gone, holder: str | StoreError | None) -> None:
         """The table's one lake read of the round, and its splits trimmed to what the lake lacks
         (a replay's are already there): what it still needs from the store is asked for all
-        tables at once."""
+        tables at once. ``holder``: the job whose lake report of the table the store holds; another
+        job's fails the table before anything of it is written (the store would refuse its report)."""
         info = infos.get(table.name)
         if info is None:
             raise TableNotFoundError(f"table {table.name!r} was dropped from the store", table=table.name)
         if info.table_id != table.table_id:
             raise TableRecreatedError(
                 f"table {table.name!r} was re-created (table_id {table.table_id} -> {info.table_id})", table=table.name)
+        if isinstance(holder, StoreError):
+            raise holder
+        if holder not in (None, self._context.job):
+            raise other_job(table.name, self._context.job, holder)
         table.lake = self._lake.load(table.name)
         table.todo = missing_splits(table.splits, table.position)
         lost = [s for s in table.todo if isinstance(s, SnapshotSplit) and (s.table_id, s.bucket, s.snapshot_id) in gone]
@@ -313,7 +319,8 @@ class RoundCommitter:
         if commit.delta_version < 0:
             return None
         buckets = {str(b): offset for b, offset in sorted(commit.positions.items())}
-        return LakeReport(table_id=table_id, epoch=self._context.epoch, lake_version=commit.delta_version, buckets=buckets)
+        return LakeReport(table_id=table_id, epoch=self._context.epoch, lake_version=commit.delta_version,
+                          buckets=buckets, job=self._context.job)
 
     def _mark_dropped(self, tables: list[TableRound]) -> None:
         """Failed tables the store no longer lists: whatever error a drop caused mid-round (a file

@@ -12,7 +12,9 @@ from tiering.errors import (
     ConflictError,
     FencedEpochError,
     LeaseNotFoundError,
+    NotFoundError,
     SnapshotUnavailableError,
+    TableNotFoundError,
 )
 from tiering.kvstore.models import BucketRef, LakeReport, SnapshotRef
 
@@ -131,6 +133,49 @@ def test_lake_report_epoch_fencing(kv_store):
     with pytest.raises(ConflictError) as stale_table:  # a report naming another table_id is a conflict, not a fence
         client.report_lake("orders", LakeReport(table_id=info.table_id + 1, epoch=9, lake_version=3, buckets={}))
     assert not isinstance(stale_table.value, FencedEpochError)
+
+
+def test_a_lake_report_of_another_job_is_refused_and_the_holders_report_stays(kv_store):
+    client = kv_store.client()
+    info = client.create_table(orders_spec(num_buckets=2))
+    client.upsert("orders", [{"id": i, "amount": 1.0} for i in range(10)])
+    ends = {str(b.bucket): b.log_end_offset for b in client.log_info("orders").buckets}
+
+    def report(job: str | None, epoch: int, version: int) -> LakeReport:
+        return LakeReport(table_id=info.table_id, epoch=epoch, lake_version=version, buckets=ends, job=job)
+
+    client.report_lake("orders", report(None, 1, 1))  # an older client's report: as it always was
+    assert client.get_lake("orders") == report(None, 1, 1) and client.logs()["orders"].lake_job is None
+    client.report_lake("orders", report("first", 7, 2))  # a job naming itself takes an unnamed report on
+    # another job's epochs are its own: a lower one is no zombie, a higher one no newer leader
+    for epoch in (3, 9):
+        with pytest.raises(ConflictError) as other:
+            client.report_lake("orders", report("second", epoch, 5))
+        assert not isinstance(other.value, FencedEpochError) and other.value.code == "OTHER_JOB"
+        assert other.value.status == 409 and other.value.table == "orders"
+        assert all(part in str(other.value) for part in ("'orders'", "job 'second'", "job 'first'", "DELETE /v1/tables/orders/lake"))
+    refused = client.report_lakes({"orders": report("second", 9, 5)})["orders"]
+    assert isinstance(refused, ConflictError) and refused.code == "OTHER_JOB", "the batch answers the same, per table"
+    assert client.get_lake("orders") == report("first", 7, 2)
+    assert (client.logs()["orders"].lake_job, client.lake_holders(["orders", "nope"])) == ("first", {"orders": "first"})
+
+    client.report_lake("orders", report("first", 7, 3))  # the holder still reports, fenced as before
+    with pytest.raises(FencedEpochError):
+        client.report_lake("orders", report("first", 6, 4))
+    client.report_lake("orders", report(None, 8, 4))  # an older client of the holder's: still the holder's
+    assert client.get_lake("orders") == report("first", 8, 4)
+
+    # the hand-over: the report dropped, the next job's report holds the table, whatever its epoch
+    assert client.drop_lake("orders") == report("first", 8, 4)
+    assert client.get_lake("orders") is None and client.logs()["orders"].lake is None
+    with pytest.raises(NotFoundError):
+        client.drop_lake("orders")
+    client.report_lake("orders", report("second", 1, 1))
+    with pytest.raises(ConflictError):
+        client.report_lake("orders", report("first", 9, 5))
+    assert client.lake_holders(["orders"]) == {"orders": "second"}
+    with pytest.raises(TableNotFoundError):
+        client.drop_lake("nope")
 
 
 def test_dropped_table_files_go_unless_leased_and_ids_are_never_reused(store_factory):

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from tiering.enumerator.positions import LakePosition
-from tiering.enumerator.settled import SettledTables, caught_up
-from tiering.kvstore.models import BucketLog
+from tiering.enumerator.settled import SettledTables, caught_up, reported_position
+from tiering.kvstore.models import BucketLog, NamedTableLog
 
 pytestmark = pytest.mark.unit
 
@@ -73,3 +73,22 @@ def test_a_settled_table_is_read_again_after_the_recheck_interval_spread_per_tab
     assert 50 < len(due) < 150, "spread over a second interval, not all at once"
     clock.now = 200
     assert not any(settled.unchanged(name, 1, logs(1)) for name in names)
+
+
+@pytest.mark.parametrize(
+    "lake_job, expected",
+    [
+        ("orders-tiering", LakePosition(7, {0: 5, 1: 3})),
+        (None, LakePosition(7, {0: 5, 1: 3})),  # an older client's report names no job
+        ("other-job", None),  # another job's lake: says nothing of this one's
+    ],
+)
+def test_a_lake_report_settles_only_the_job_that_made_it(lake_job, expected):
+    found = NamedTableLog(name="t", table_id=7, buckets=logs(5, 3), lake={"0": 5, "1": 3}, lake_job=lake_job)
+    assert reported_position(found, "orders-tiering") == expected
+    settled = SettledTables(clock=Clock())
+    assert settled.record("t", 7, logs(5, 3), reported_position(found, "orders-tiering")) is (expected is not None)
+
+
+def test_no_report_is_no_position():
+    assert reported_position(NamedTableLog(name="t", table_id=7, buckets=logs(5)), "j") is None

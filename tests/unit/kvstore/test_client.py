@@ -21,7 +21,8 @@ from tiering.errors import (
     UnauthorizedError,
 )
 from tiering.kvstore import retry
-from tiering.kvstore.client import KvStoreClient, error_for
+from tiering.kvstore.client import KvStoreClient, _refusal, error_for, other_job
+from tiering.kvstore.models import ErrorBody
 from tiering.kvstore.server.process import free_port
 
 pytestmark = pytest.mark.unit
@@ -38,6 +39,7 @@ pytestmark = pytest.mark.unit
         (404, "NOT_FOUND", "/v1/tables/t/lake", NotFoundError),
         (409, "FENCED_EPOCH", "/v1/leases/l/renew", FencedEpochError),
         (409, "CONFLICT", "/v1/tables", ConflictError),
+        (409, "OTHER_JOB", "/v1/tables/t/lake", ConflictError),  # another job's report: not a fence
         (410, "SNAPSHOT_GONE", "/v1/tables/t/buckets/0/snapshots/1", SnapshotUnavailableError),
         (500, "INTERNAL", "/v1/tables", StoreUnavailableError),
         (503, "UNAVAILABLE", "/v1/tables", StoreUnavailableError),
@@ -55,6 +57,18 @@ def test_fence_means_the_term_is_over_and_is_never_retryable():
     error = error_for(409, {"error": "FENCED_EPOCH", "message": "stale"}, "PUT", "/v1/tables/t/lake")
     assert isinstance(error, NotLeaderError) and not isinstance(error, ConflictError)
     assert not isinstance(error, RetryableError)
+
+
+def test_another_jobs_report_is_a_conflict_inside_a_batch_too_never_a_fence():
+    error = _refusal("/v1/lake-reports", "t", ErrorBody(error="OTHER_JOB", message="job 'a' holds it"), epoch=3)
+    assert type(error) is ConflictError and (error.code, error.status, error.table) == ("OTHER_JOB", 409, "t")
+    assert not isinstance(error, NotLeaderError)
+
+
+def test_the_jobs_own_refusal_of_a_table_names_the_table_the_holder_and_the_way_out():
+    error = other_job("a/b", "second", "first")
+    assert type(error) is ConflictError and (error.code, error.status, error.table) == ("OTHER_JOB", 409, "a/b")
+    assert all(part in str(error) for part in ("'a/b'", "job 'first'", "job 'second'", "DELETE /v1/tables/a%2Fb/lake"))
 
 
 def test_non_json_error_body_keeps_its_text():

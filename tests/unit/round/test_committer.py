@@ -109,6 +109,8 @@ class FakeStore:
     listed_after: dict[str, TableInfo] | None = None
     fail: dict[str, Exception] = field(default_factory=dict)
     reports: list[tuple[str, LakeReport]] = field(default_factory=list)
+    #: table -> the job whose lake report the store holds (absent: none)
+    holders: dict[str, str] = field(default_factory=dict)
     listings: int = 0
     calls: dict[str, int] = field(default_factory=dict)
 
@@ -147,6 +149,10 @@ class FakeStore:
             if answers[table] is None:
                 self.reports.append((table, report))
         return answers
+
+    def lake_holders(self, tables) -> dict:
+        self._maybe_fail("lake_holders")
+        return {t: self.holders.get(t) for t in tables if t in self.tables}
 
     def logs(self, tables: list[str]) -> dict:
         self._maybe_fail("logs")
@@ -216,9 +222,10 @@ def test_a_clean_round_commits_reports_and_releases_each_table_once(tmp_path):
     assert sorted(outcome.committed) == ["a", "b", "c"] and outcome.failed == {}
     assert r.lease.acquired == [SnapshotRef(table_id=1, bucket=0, snapshot_id=5)], "one acquire, the round's snapshots"
     assert releases_of(r.lease) == {1: [(0,)]} and r.lease.calls == 1, "one release for the round, the leased buckets"
-    assert r.store.calls == {"segments": 1, "report_lake": 1, "logs": 1}, "one store call per step for every table"
-    assert [(t, rep.epoch, rep.lake_version, rep.buckets) for t, rep in r.store.reports] == [
-        (t, EPOCH, 3, {"0": 12, "1": 9}) for t in ("a", "b", "c")]
+    assert r.store.calls == {"lake_holders": 1, "segments": 1, "report_lake": 1, "logs": 1}, \
+        "one store call per step for every table"
+    assert [(t, rep.epoch, rep.lake_version, rep.buckets, rep.job) for t, rep in r.store.reports] == [
+        (t, EPOCH, 3, {"0": 12, "1": 9}, "unit") for t in ("a", "b", "c")], "each report names the job"
     assert outcome.lag == {"a": 0, "b": 0, "c": 0} and outcome.unreported == set()
     assert r.store.listings == 1, "no listing for dropped tables when nothing failed"
 
@@ -256,6 +263,24 @@ def test_the_segments_call_failing_fails_every_table_that_reads_the_log(tmp_path
 
     assert {t: f.cause for t, f in outcome.failed.items()} == {t: FailureCause.STORE for t in ("a", "b", "c")}
     assert outcome.committed == {}
+
+
+def test_a_table_another_jobs_lake_report_holds_fails_alone_before_anything_is_written(tmp_path):
+    store = FakeStore(holders={"a": "other", "b": "unit"})  # "b" is this job's own, "c" has no report yet
+    r = Round(tmp_path, store=store)
+    outcome = r.run(0)
+
+    failure = outcome.failed["a"]
+    assert (failure.cause, failure.state, failure.error_type) == (FailureCause.STORE, TableState.ACQUIRED, "ConflictError")
+    assert "table 'a' is tiered by job 'other'" in failure.message and "job 'unit' writes nothing" in failure.message
+    assert sorted(outcome.committed) == ["b", "c"] and "a" not in r.writer.committed
+    assert [t for t, _ in store.reports] == ["b", "c"] and releases_of(r.lease) == {1: [(0,)]}
+
+
+def test_the_holders_call_failing_fails_every_table_like_its_other_calls(tmp_path):
+    outcome = Round(tmp_path, store=FakeStore(fail={"lake_holders": StoreUnavailableError("store down")})).run(0)
+
+    assert {t: f.cause for t, f in outcome.failed.items()} == {t: FailureCause.STORE for t in ("a", "b", "c")}
 
 
 def test_a_snapshot_gone_before_it_was_read_fails_its_table(tmp_path):

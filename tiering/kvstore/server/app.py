@@ -61,7 +61,7 @@ from tiering.kvstore.models import (
     TableSpec,
     WriteResult,
 )
-from tiering.kvstore.server import rows
+from tiering.kvstore.server import lake_reports, rows
 from tiering.kvstore.server.errors import (
     BAD_REQUEST,
     INTERNAL,
@@ -342,11 +342,16 @@ def create_app(store: Store, token: str | None, max_body_bytes: int) -> FastAPI:
     @app.put("/v1/tables/{name}/lake", response_model=LakeReport, responses=errors(404, 409, 413),
              openapi_extra=json_body(LakeReport))
     async def put_lake(name: str, request: Request) -> Response:
-        return _json(await _run(store.put_lake, name, await _body(request, LakeReport)))
+        return _raw_json(lake_reports.dump(await _run(store.put_lake, name, await _body(request, LakeReport))))
 
     @app.get("/v1/tables/{name}/lake", response_model=LakeReport, responses=errors(404))
     async def get_lake(name: str) -> Response:
-        return _json(await _run(store.get_lake, name))
+        return _raw_json(lake_reports.dump(await _run(store.get_lake, name)))
+
+    @app.delete("/v1/tables/{name}/lake", response_model=LakeReport, responses=errors(404),
+                summary="Drop the table's lake report: hand the table over to another job")
+    async def drop_lake(name: str) -> Response:
+        return _raw_json(lake_reports.dump(await _run(store.drop_lake, name)))
 
     @app.post("/v1/lake-reports", response_model=LakeReportResults, responses=errors(409, 413),
               openapi_extra=json_body(LakeReportsRequest))

@@ -72,7 +72,7 @@ def _named(names: list[str] | None) -> tuple[str, tuple[str, ...]]:
 
 
 def logs_json(conn: sqlite3.Connection, names: list[str] | None, kept: dict[int, tuple[int, str]]) -> dict[str, str]:
-    """Name -> the live table's log (a NamedTableLog, with its last lake report's offsets) as
+    """Name -> the live table's log (a NamedTableLog, with its last lake report's offsets and job) as
     JSON, in name order; ``names`` None: every live table. ``kept``: table id -> (its version,
     its JSON) from earlier calls, brought up to date here: only the tables whose version moved
     (db.py's triggers, in the transaction of the change) are read again, in one query where
@@ -89,11 +89,12 @@ def logs_json(conn: sqlite3.Connection, names: list[str] | None, kept: dict[int,
     stale = [table_id for table_id, version in versions.items()
              if version is None or kept.get(table_id, (None,))[0] != version]
     for table_id, log in conn.execute(
-        "SELECT t.table_id, json_object('name', t.name, 'table_id', t.table_id, 'buckets', json(("
+        # json_patch drops a null lake_job: an older client's model refuses fields it does not know
+        "SELECT t.table_id, json_patch(json_object('name', t.name, 'table_id', t.table_id, 'buckets', json(("
         "  SELECT json_group_array(json_object("
         "    'bucket', bucket, 'log_start_offset', log_start_offset, 'log_end_offset', log_end_offset))"
         "  FROM (SELECT * FROM buckets b WHERE b.table_id = t.table_id ORDER BY bucket))), "
-        "  'lake', json_extract(r.report, '$.buckets')) "
+        "  'lake', json_extract(r.report, '$.buckets')), json_object('lake_job', json_extract(r.report, '$.job'))) "
         "FROM tables t LEFT JOIN lake_reports r ON r.table_id = t.table_id "
         "WHERE t.table_id IN (SELECT value FROM json_each(?))",
         (json.dumps(stale),),

@@ -67,7 +67,7 @@ CREATE TRIGGER IF NOT EXISTS catalog_table_changed AFTER UPDATE ON tables
 WHEN OLD.state = 'live' OR NEW.state = 'live'  -- a dropped table's purge changes no list
 BEGIN UPDATE catalog_version SET version = version + 1; END;
 -- Every bucket's log range and lake report, versioned (with the catalog's version, the ETag of
--- GET /v1/logs): a write, a truncation, a new table's buckets, a lake report move it, so an idle
+-- GET /v1/logs): a write, a truncation, a new table's buckets, a lake report (or its drop) move it, so an idle
 -- job's planner gets a 304.
 CREATE TABLE IF NOT EXISTS logs_version (id INTEGER PRIMARY KEY CHECK (id = 1), version INTEGER NOT NULL);
 INSERT OR IGNORE INTO logs_version VALUES (1, 0);
@@ -79,6 +79,8 @@ BEGIN UPDATE logs_version SET version = version + 1; END;
 CREATE TRIGGER IF NOT EXISTS logs_lake_reported AFTER INSERT ON lake_reports
 BEGIN UPDATE logs_version SET version = version + 1; END;
 CREATE TRIGGER IF NOT EXISTS logs_lake_report_changed AFTER UPDATE ON lake_reports
+BEGIN UPDATE logs_version SET version = version + 1; END;
+CREATE TRIGGER IF NOT EXISTS logs_lake_report_dropped AFTER DELETE ON lake_reports
 BEGIN UPDATE logs_version SET version = version + 1; END;
 -- The same, per table: GET /v1/logs keeps each table's answer and rebuilds only the tables whose
 -- version moved (catalog.logs_json).
@@ -95,6 +97,8 @@ CREATE TRIGGER IF NOT EXISTS table_logs_lake_reported AFTER INSERT ON lake_repor
 BEGIN UPDATE table_logs_version SET version = version + 1 WHERE table_id = NEW.table_id; END;
 CREATE TRIGGER IF NOT EXISTS table_logs_lake_report_changed AFTER UPDATE ON lake_reports
 BEGIN UPDATE table_logs_version SET version = version + 1 WHERE table_id = NEW.table_id; END;
+CREATE TRIGGER IF NOT EXISTS table_logs_lake_report_dropped AFTER DELETE ON lake_reports
+BEGIN UPDATE table_logs_version SET version = version + 1 WHERE table_id = OLD.table_id; END;
 """
 
 

@@ -2,9 +2,15 @@
 
 Failure modes: a zombie driver (an old leadership term) reporting after a newer leader took
 over — the table's report remembers the highest epoch seen and a lower one is refused with
-409 ``FENCED_EPOCH``; a report for a dropped-and-re-created table (its ``table_id`` names the
-old one) — refused with 409 ``CONFLICT``; an offset the bucket never reached — 400. A wrong
-report would let GC delete log segments the lake does not hold yet.
+409 ``FENCED_EPOCH``; a second job tiering the same table into another lake (each job has its
+own epochs, so its reports would pass for a zombie's or overwrite the first job's, and the
+other job would settle the table on a lake it does not have) — the report names its job, and
+another job's than the one whose report the store holds is refused with 409 ``OTHER_JOB``
+(a report naming no job, an older client's, is taken as the holder's); a report for a
+dropped-and-re-created table (its ``table_id`` names the old one) — refused with 409
+``CONFLICT``; an offset the bucket never reached — 400. A wrong report would let GC delete log
+segments the lake does not hold yet. A table changes jobs only when an operator drops its
+report (:func:`drop`): the next job's first report then holds it.
 
 A batch of reports (a round's, one per table) is stored in one transaction: a table's refusal is
 that table's answer, except a stale epoch, which refuses the whole batch — a zombie must store
@@ -16,6 +22,8 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from typing import NamedTuple
+from urllib.parse import quote
 
 from tiering.kvstore.models import LakeReport, TableInfo
 from tiering.kvstore.server.catalog import TableEnds
@@ -23,6 +31,7 @@ from tiering.kvstore.server.errors import (
     CONFLICT,
     FENCED_EPOCH,
     NOT_FOUND,
+    OTHER_JOB,
     ApiError,
     bad_request,
     fenced,
@@ -34,14 +43,17 @@ def put_many(
     conn: sqlite3.Connection, tables: dict[str, TableEnds], reports: list[tuple[str, LakeReport]]
 ) -> list[ApiError | None]:
     """Store each ``(table name, report)`` in order as one PUT each would (a later report of a
-    table sees an earlier one's epoch); ``tables``: the live tables among them. A report refused
-    for any other reason is its entry (nothing stored for it), but a stale epoch is raised: the
-    caller's transaction rolls back, so a zombie's batch stores nothing, not even its reports
-    of tables no newer term touched yet."""
+    table sees an earlier one's epoch and job); ``tables``: the live tables among them. A report
+    refused for any other reason is its entry (nothing stored for it), but a stale epoch is
+    raised: the caller's transaction rolls back, so a zombie's batch stores nothing, not even its
+    reports of tables no newer term touched yet."""
     ids = json.dumps([t.table_id for t in tables.values()])
-    epochs = dict(conn.execute(
-        "SELECT table_id, epoch FROM lake_reports WHERE table_id IN (SELECT value FROM json_each(?))", (ids,)
-    ).fetchall())
+    held: dict[int, _Held] = {
+        table_id: _Held(epoch, job) for table_id, epoch, job in conn.execute(
+            "SELECT table_id, epoch, json_extract(report, '$.job') FROM lake_reports "
+            "WHERE table_id IN (SELECT value FROM json_each(?))", (ids,)
+        )
+    }
     refusals: list[ApiError | None] = []
     rows = []
     for name, report in reports:
@@ -49,26 +61,51 @@ def put_many(
             table = tables.get(name)
             if table is None:
                 raise table_not_found(name)
-            _check(name, table, report, epochs.get(table.table_id))
+            last = held.get(table.table_id)
+            _check(name, table, report, last)
         except ApiError as refusal:
             if refusal.code == FENCED_EPOCH:
                 raise
             refusals.append(refusal)
             continue
-        epochs[table.table_id] = report.epoch
-        rows.append((table.table_id, report.epoch, report.model_dump_json()))
+        if report.job is None and last is not None and last.job is not None:
+            report = report.model_copy(update={"job": last.job})  # an older client's: the holder's
+        held[table.table_id] = _Held(report.epoch, report.job)
+        rows.append((table.table_id, report.epoch, dump(report)))
         refusals.append(None)
     conn.executemany("INSERT OR REPLACE INTO lake_reports VALUES (?, ?, ?)", rows)
     return refusals
 
 
-def _check(name: str, table: TableEnds, report: LakeReport, last_epoch: int | None) -> None:
-    """Refuses a stale epoch, a report of the table's previous incarnation and impossible offsets."""
+class _Held(NamedTuple):
+    """What a table's stored report fences the next with: its epoch and the job that made it."""
+
+    epoch: int
+    job: str | None
+
+
+def dump(report: LakeReport) -> str:
+    """A report's JSON, without ``job`` when it names none: what an older client reads back then
+    is what it always read (its models refuse unknown fields)."""
+    return report.model_dump_json(exclude_none=True)
+
+
+def _check(name: str, table: TableEnds, report: LakeReport, last: _Held | None) -> None:
+    """Refuses a report of the table's previous incarnation, another job's, impossible offsets
+    and a stale epoch (checked last: epochs compare only within one job)."""
     if report.table_id != table.table_id:
         raise ApiError(
             409, CONFLICT,
             f"lake report for table {name!r} names table_id {report.table_id}, but the table's id is "
             f"{table.table_id} (it was dropped and re-created)",
+        )
+    if last is not None and None not in (last.job, report.job) and last.job != report.job:
+        raise ApiError(
+            409, OTHER_JOB,
+            f"lake report of table {name!r} from job {report.job!r} refused: the store holds job {last.job!r}'s "
+            f"report, and one table is tiered by one job. To hand the table over, stop job {last.job!r} tiering it "
+            f"(exclude it there), then drop its report (DELETE /v1/tables/{quote(name, safe='')}/lake); job {report.job!r}'s "
+            "next report holds it",
         )
     for key, offset in report.buckets.items():
         if int(key) not in table.buckets:  # LakeReport's keys are 1-10 ASCII digits
@@ -76,8 +113,8 @@ def _check(name: str, table: TableEnds, report: LakeReport, last_epoch: int | No
         end = table.buckets[int(key)][1]
         if not 0 <= offset <= end:
             raise bad_request(f"buckets.{key}: offset {offset} is outside the bucket's log [0, {end}]")
-    if last_epoch is not None and report.epoch < last_epoch:
-        raise fenced(f"lake report of table {name!r}", report.epoch, last_epoch)
+    if last is not None and report.epoch < last.epoch:
+        raise fenced(f"lake report of table {name!r}", report.epoch, last.epoch)
 
 
 def _find(conn: sqlite3.Connection, table_id: int) -> LakeReport | None:
@@ -90,6 +127,14 @@ def get(conn: sqlite3.Connection, table: TableInfo) -> LakeReport:
     report = _find(conn, table.table_id)
     if report is None:
         raise ApiError(404, NOT_FOUND, f"table {table.name!r} (table_id {table.table_id}) has no lake report yet")
+    return report
+
+
+def drop(conn: sqlite3.Connection, table: TableInfo) -> LakeReport:
+    """Forget the table's report, so another job's next report holds it (a deliberate hand-over;
+    until then GC deletes no segment as tiered). Returns it; 404 ``NOT_FOUND`` when there is none."""
+    report = get(conn, table)
+    conn.execute("DELETE FROM lake_reports WHERE table_id = ?", (table.table_id,))
     return report
 
 

@@ -30,7 +30,7 @@ _STATUS_MEANING = {
     400: "BAD_REQUEST: the message names the field or parameter",
     401: "UNAUTHORIZED: missing or wrong bearer token",
     404: "NOT_FOUND, TABLE_NOT_FOUND or LEASE_NOT_FOUND: names what is unknown",
-    409: "FENCED_EPOCH (a newer epoch was seen) or CONFLICT",
+    409: "FENCED_EPOCH (a newer epoch was seen), OTHER_JOB (another job's lake report holds the table) or CONFLICT",
     410: "SNAPSHOT_GONE or LOG_TRUNCATED: deleted by GC",
     413: "PAYLOAD_TOO_LARGE: the body is over the store's --max-body-bytes",
     503: "UNAVAILABLE: storage failed; retry",

@@ -393,6 +393,11 @@ class Store:
         with self.db.tx() as conn:
             return lake_reports.get(conn, catalog.live_table(conn, name))
 
+    def drop_lake(self, name: str) -> LakeReport:
+        """Forget the table's lake report (the hand-over of a table to another job); returns it."""
+        with self.db.tx() as conn:
+            return lake_reports.drop(conn, catalog.live_table(conn, name))
+
     # garbage collection
 
     def gc(self) -> dict[str, int]:
