@@ -9,9 +9,9 @@ table's executor buckets; a table the driver writes itself is written after the 
 committed (its one Delta commit) -> reported (its lake offsets to the store) -> released (its
 leased buckets let go). Tables are prepared and committed ``lake.table_parallelism`` at a time:
 delta-rs commits wait on I/O, and a round of hundreds of small tables must not pay for them one
-after the other. The store is asked once per step for all the round's tables (the listing, the
-log segments, the lake reports, the release, the log ends for the lag): a round of a thousand
-tables makes a handful of calls, not thousands.
+after the other. The store is asked once per step for all the round's tables (the listing, which job's lake
+report holds each, the log segments, the lake reports, the release, the log ends for the lag): a
+round of a thousand tables makes a handful of calls, not thousands.
 
 Failure modes and what happens:
 - a table fails before its commit landed (a schema change the lake cannot follow, snapshot
@@ -21,6 +21,9 @@ Failure modes and what happens:
 - the store refuses a committed table's report or release (a blip): the commit stands and the
   table counts as committed; the report or release is sent again first thing next round
   (:mod:`tiering.round.deferred`), the lag is left unknown for the round;
+- another job tiers the table (the store holds that job's lake report: two jobs, two lakes, one
+  store table): it fails before its lake is read, naming that job, and the store never sees a
+  report of it from this job (docs/DESIGN.md §3, one table, one job);
 - a table is dropped upstream mid-round (its files vanish, a 404): before its commit it fails
   like any table and its cause is ``dropped``, found by one listing of the store after the round;
   after its commit (its report finds the table gone) it is committed and dropped; its lake table
