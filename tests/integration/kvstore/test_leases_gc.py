@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import requests
 
 from tests.support.store import orders_spec, wait_gc_passes
 from tests.support.waiting import STORE_PACE, wait_until
@@ -146,6 +147,8 @@ def test_a_lake_report_of_another_job_is_refused_and_the_holders_report_stays(kv
 
     client.report_lake("orders", report(None, 1, 1))  # an older client's report: as it always was
     assert client.get_lake("orders") == report(None, 1, 1) and client.logs()["orders"].lake_job is None
+    lake_url = f"{kv_store.url}/v1/tables/orders/lake"
+    assert "job" not in requests.get(lake_url, timeout=10).json(), "what an older client's strict model reads"
     client.report_lake("orders", report("first", 7, 2))  # a job naming itself takes an unnamed report on
     # another job's epochs are its own: a lower one is no zombie, a higher one no newer leader
     for epoch in (3, 9):
@@ -162,7 +165,8 @@ def test_a_lake_report_of_another_job_is_refused_and_the_holders_report_stays(kv
     client.report_lake("orders", report("first", 7, 3))  # the holder still reports, fenced as before
     with pytest.raises(FencedEpochError):
         client.report_lake("orders", report("first", 6, 4))
-    client.report_lake("orders", report(None, 8, 4))  # an older client of the holder's: still the holder's
+    unnamed = requests.put(lake_url, json=report(None, 8, 4).model_dump(exclude_none=True), timeout=10)
+    assert unnamed.json() == report("first", 8, 4).model_dump(), "an older client of the holder's: still the holder's"
     assert client.get_lake("orders") == report("first", 8, 4)
 
     # the hand-over: the report dropped, the next job's report holds the table, whatever its epoch

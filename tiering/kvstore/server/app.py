@@ -357,10 +357,10 @@ def create_app(store: Store, token: str | None, max_body_bytes: int) -> FastAPI:
               openapi_extra=json_body(LakeReportsRequest))
     async def put_lakes(request: Request) -> Response:
         body = await _body(request, LakeReportsRequest)
-        refusals = await _run(store.put_lakes, [(r.table, r.report) for r in body.reports])
+        answers = await _run(store.put_lakes, [(r.table, r.report) for r in body.reports])
         return _json(LakeReportResults(results=[
-            LakeReportResult(table=r.table, error=None if refusal is None else _envelope(refusal))
-            for r, refusal in zip(body.reports, refusals, strict=True)
+            LakeReportResult(table=r.table, error=_envelope(answer) if isinstance(answer, ApiError) else None)
+            for r, answer in zip(body.reports, answers, strict=True)
         ]))
 
     @app.get("/metrics", response_class=Response, responses={

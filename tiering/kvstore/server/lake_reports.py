@@ -41,12 +41,13 @@ from tiering.kvstore.server.errors import (
 
 def put_many(
     conn: sqlite3.Connection, tables: dict[str, TableEnds], reports: list[tuple[str, LakeReport]]
-) -> list[ApiError | None]:
+) -> list[LakeReport | ApiError]:
     """Store each ``(table name, report)`` in order as one PUT each would (a later report of a
-    table sees an earlier one's epoch and job); ``tables``: the live tables among them. A report
-    refused for any other reason is its entry (nothing stored for it), but a stale epoch is
-    raised: the caller's transaction rolls back, so a zombie's batch stores nothing, not even its
-    reports of tables no newer term touched yet."""
+    table sees an earlier one's epoch and job); ``tables``: the live tables among them. Per report
+    what was stored (one naming no job is stored as the holder's) or, refused for any other reason
+    than its epoch, its refusal (nothing stored for it); a stale epoch is raised: the caller's
+    transaction rolls back, so a zombie's batch stores nothing, not even its reports of tables no
+    newer term touched yet."""
     ids = json.dumps([t.table_id for t in tables.values()])
     held: dict[int, _Held] = {
         table_id: _Held(epoch, job) for table_id, epoch, job in conn.execute(
@@ -54,7 +55,7 @@ def put_many(
             "WHERE table_id IN (SELECT value FROM json_each(?))", (ids,)
         )
     }
-    refusals: list[ApiError | None] = []
+    answers: list[LakeReport | ApiError] = []
     rows = []
     for name, report in reports:
         try:
@@ -66,15 +67,15 @@ def put_many(
         except ApiError as refusal:
             if refusal.code == FENCED_EPOCH:
                 raise
-            refusals.append(refusal)
+            answers.append(refusal)
             continue
         if report.job is None and last is not None and last.job is not None:
             report = report.model_copy(update={"job": last.job})  # an older client's: the holder's
         held[table.table_id] = _Held(report.epoch, report.job)
         rows.append((table.table_id, report.epoch, dump(report)))
-        refusals.append(None)
+        answers.append(report)
     conn.executemany("INSERT OR REPLACE INTO lake_reports VALUES (?, ?, ?)", rows)
-    return refusals
+    return answers
 
 
 class _Held(NamedTuple):

@@ -378,14 +378,15 @@ class Store:
     # lake
 
     def put_lake(self, name: str, report: LakeReport) -> LakeReport:
-        (refusal,) = self.put_lakes([(name, report)])
-        if refusal is not None:
-            raise refusal
-        return report
+        """Store ``report``; returns it as stored (one naming no job is stored as the holder's)."""
+        (answer,) = self.put_lakes([(name, report)])
+        if isinstance(answer, ApiError):
+            raise answer
+        return answer
 
-    def put_lakes(self, reports: list[tuple[str, LakeReport]]) -> list[ApiError | None]:
-        """Store every ``(table name, report)`` in one transaction; per report its refusal or None.
-        A stale epoch in any is raised and stores none (lake_reports.put_many)."""
+    def put_lakes(self, reports: list[tuple[str, LakeReport]]) -> list[LakeReport | ApiError]:
+        """Store every ``(table name, report)`` in one transaction; per report what was stored, or
+        its refusal. A stale epoch in any is raised and stores none (lake_reports.put_many)."""
         with self.db.tx() as conn:
             return lake_reports.put_many(conn, catalog.table_ends(conn, [name for name, _ in reports]), reports)
 
