@@ -7,6 +7,10 @@ shows a lag that is not there) until the table changes again; dropping the relea
 the snapshot for as long as the renewed lease lives. So both are kept here, per term, and sent
 first thing in the next round; a report is superseded by a newer one of the same table. The
 lease's expiry stays the backstop for a driver that stops before the next round.
+
+A refusal that no retry can turn (409 ``OTHER_JOB``: another job's lake report holds the table,
+docs/DESIGN.md §5) drops the report with an ERROR instead of sending it every round: the store
+keeps the other job's lake as the table's, and the next round fails the table naming that job.
 """
 
 from __future__ import annotations
@@ -18,7 +22,10 @@ from tiering.errors import NotFoundError, NotLeaderError, StoreError
 from tiering.kvstore.models import LakeReport
 from tiering.lease.release import LeaseReleases
 
-__all__ = ["DeferredEnds"]
+__all__ = ["DeferredEnds", "FINAL_REFUSALS"]
+
+#: Error codes a lake report is refused with for good (the table is another job's).
+FINAL_REFUSALS = frozenset({"OTHER_JOB"})
 
 log = logging.getLogger(__name__)
 
@@ -53,6 +60,9 @@ class DeferredEnds:
             for table, error in sorted(answers.items()):
                 if isinstance(error, NotFoundError):
                     log.info("table=%s: lake report dropped, the store no longer has the table", table)
+                elif error is not None and error.code in FINAL_REFUSALS:
+                    log.error("table=%s: lake report of Delta version %d dropped, the store refuses it for good: %s",
+                              table, self.reports[table].lake_version, error)
                 elif error is not None:
                     log.warning("table=%s: lake report of Delta version %d still refused: %s",
                                 table, self.reports[table].lake_version, error)

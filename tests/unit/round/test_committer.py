@@ -13,6 +13,7 @@ from tiering.context import TermContext
 from tiering.enumerator.splits import LogSplit, SnapshotSplit, Split
 from tiering.errors import (
     BucketWriteError,
+    ConflictError,
     FencedEpochError,
     LakeCommitError,
     RoundStateError,
@@ -320,6 +321,18 @@ def test_a_refused_report_after_the_commit_keeps_the_table_committed_and_is_sent
     second = r.run(1, (LogSplit("b", 0, 2, 4, 6),))
     assert [t for t, _ in store.reports] == ["b", "c", "a", "b"], "the deferred report first, then the round's"
     assert second.unreported == set() and releases_of(r.lease)[1] == [(0,)], "nothing released twice"
+
+
+def test_a_report_another_job_holds_the_table_for_is_sent_once_more_then_dropped_not_retried_forever(tmp_path):
+    other = ConflictError("table 'a' is tiered by job 'other'", code="OTHER_JOB", status=409, table="a")
+    store = FakeStore(fail={"report_lake:a": other})
+    r = Round(tmp_path, store=store)
+    assert r.run(0).unreported == {"a"}
+
+    r.run(1, (LogSplit("b", 0, 2, 4, 6),))
+    r.run(2, (LogSplit("b", 0, 2, 6, 8),))
+    assert store.calls["report_lake"] == 4, "rounds 0 and 1 send a's report, round 2 no longer"
+    assert [t for t, _ in store.reports] == ["b", "c", "b", "b"]
 
 
 def test_a_table_dropped_after_its_commit_is_committed_and_dropped_not_failed(tmp_path):
