@@ -22,14 +22,18 @@ would commit nothing.
    baseline_s / service_s, a throughput ratio (goal >= 0.9). Both lake tables are counted through
    delta-rs afterwards and must hold exactly ``--rows`` rows.
 2. The same service run on a cluster of 1 worker (over a copy of the table): ``workers_1_s``
-   against ``workers_2_s`` (run 1's), ``speedup_2_vs_1``.
+   against ``workers_2_s`` (run 1's), ``speedup_2_vs_1``; and the baseline again on that cluster
+   (``baseline_1_worker_s``, ``service_vs_baseline_1_worker``, ``baseline_speedup_2_vs_1``), so
+   the ratio is known per worker count.
 3. A fresh availableNow submission tiering a 1,000-row table (one per run), from spark-submit's
    start to the Delta table's version 0 (its commit timestamp: one machine, one clock), against the floor:
    ``cluster_floor_job.py`` (a SparkSession, a 10-row count, exit) to its exit. Medians of 3,
    interleaved; ``first_commit_minus_floor_s`` (goal <= 3 s).
 
-Run: .venv/bin/python benchmarks/bench_cluster.py [--rows 20000000] [--buckets 8] [--out F];
-the work directory is removed after a run that succeeded, kept (and named) after one that failed.
+Run: .venv/bin/python benchmarks/bench_cluster.py [--rows 20000000] [--buckets 8] [--out F]
+[--logs DIR]; the work directory is removed after a run that succeeded, kept (and named) after one
+that failed; ``--logs`` keeps a copy of every submission's output and event log, and of the
+executors' logs, in DIR.
 """
 
 from __future__ import annotations
@@ -38,6 +42,7 @@ import argparse
 import contextlib
 import json
 import os
+import shutil
 import signal
 import statistics
 import subprocess
@@ -319,8 +324,10 @@ def bench_cluster(args, work: Path, store) -> dict:
                 firsts.append(bench.service(cluster, f"first-{i}", f"small-{i}"))
         with SparkCluster(work / "cluster-1", workers=1).start() as cluster:
             one_worker = bench.service(cluster, "service-1w", "snap-1w")
+            baseline_1w, copied_1w = bench.baseline(cluster, "baseline-1w", snapshots, "snap")
         lake_rows = {name: bench.rows_in_lake(name, table)
-                     for name, table in (("service-2w", "snap"), ("baseline", "snap"), ("service-1w", "snap-1w"))}
+                     for name, table in (("service-2w", "snap"), ("baseline", "snap"), ("service-1w", "snap-1w"),
+                                         ("baseline-1w", "snap"))}
         first_rows = [bench.rows_in_lake(f"first-{i}", f"small-{i}") for i in range(REPEAT)]
         first_commits = [bench.commit_at_s(run, f"first-{i}", f"small-{i}") for i, run in enumerate(firsts)]
         mid = _median_index(first_commits)
@@ -328,9 +335,12 @@ def bench_cluster(args, work: Path, store) -> dict:
             "service_2_workers": service_breakdown(bench, service, "service-2w", "snap"),
             "service_1_worker": service_breakdown(bench, one_worker, "service-1w", "snap-1w"),
             "baseline": {**copied, **baseline.job_breakdown()},
+            "baseline_1_worker": {**copied_1w, **baseline_1w.job_breakdown()},
             "first_commit_median_run": service_breakdown(bench, firsts[mid], f"first-{mid}", f"small-{mid}"),
             "floor_median_run": floors[_median_index([f.wall_s for f in floors])].job_breakdown(),
         }
+    if args.logs:
+        keep_logs(work, args.logs)
     if set(lake_rows.values()) != {args.rows} or set(first_rows) != {FIRST_COMMIT_ROWS}:
         raise RuntimeError(f"the lake does not hold the rows copied: {lake_rows}, first-commit runs {first_rows}")
     mb = sum(s.size_bytes for s in snapshots.buckets) / 2**20
@@ -351,6 +361,10 @@ def bench_cluster(args, work: Path, store) -> dict:
         "speedup_2_vs_1": round(one_worker.wall_s / service.wall_s, 3),
         "workers_2_round_s": service.round_s(), "workers_1_round_s": one_worker.round_s(),
         "round_speedup_2_vs_1": round(one_worker.round_s() / service.round_s(), 3),
+        "baseline_1_worker_s": round(baseline_1w.wall_s, 3),
+        "baseline_1_worker_copy_s": round(copied_1w["copy_s"] + copied_1w["commit_s"], 3),
+        "service_vs_baseline_1_worker": round(baseline_1w.wall_s / one_worker.wall_s, 3),
+        "baseline_speedup_2_vs_1": round(baseline_1w.wall_s / baseline.wall_s, 3),
         "first_commit_rows": FIRST_COMMIT_ROWS, "first_commit_s": round(first_commit_s, 3),
         "first_commit_runs_s": first_commits, "floor_s": round(floor_s, 3),
         "floor_runs_s": [round(f.wall_s, 3) for f in floors],
@@ -359,6 +373,20 @@ def bench_cluster(args, work: Path, store) -> dict:
         "breakdown": breakdown,
         "load_avg_before": [round(x, 2) for x in load_before], "load_avg_after": [round(x, 2) for x in os.getloadavg()],
     }
+
+
+def keep_logs(work: Path, into: Path) -> None:
+    """Every submission's output, conf and event log, and the cluster's daemon and executor logs
+    (``cluster-N/worker*/app-*/*/stderr``), copied into ``into`` (the work directory goes)."""
+    into.mkdir(parents=True, exist_ok=True)
+    for path in [*work.glob("*.log"), *work.glob("*.toml"), *work.glob("*.json")]:
+        shutil.copy2(path, into / path.name)
+    shutil.copytree(work / "events", into / "events", dirs_exist_ok=True)
+    for log in work.glob("cluster-*/**/*"):
+        if log.is_file() and (log.name in ("stderr", "stdout") or log.suffix == ".log"):
+            target = into / log.relative_to(work)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(log, target)
 
 
 def _median_index(values: list[float]) -> int:
@@ -371,6 +399,7 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=20_000_000)
     parser.add_argument("--buckets", type=int, default=8)
     parser.add_argument("--out", type=Path, help="also write the JSON here")
+    parser.add_argument("--logs", type=Path, help="keep the submissions' and executors' logs here")
     args = parser.parse_args()
     run_mode("cluster", bench_cluster, args)
 
