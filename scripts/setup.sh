@@ -2,7 +2,8 @@
 # Prepares a fresh machine for kv-tiering: Java 17 (Spark and the embedded ZooKeeper run on
 # it), tmux (the `tiering status --watch` test runs it in a terminal), a virtualenv in .venv with
 # the package and its test extras, a second one in .venv-oldest on the oldest supported pyspark
-# (scripts/setup_oldest.sh), and promtool in .venv/bin (the alert rules' tests). Safe to run again.
+# (scripts/setup_oldest.sh), and promtool in .venv/bin (the alert rules' tests); both venvs'
+# pyspark.zip get bytecode (scripts/pyspark_bytecode.py). Safe to run again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -31,6 +32,7 @@ fi
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
 .venv/bin/python -m pip install -q --upgrade pip
 .venv/bin/python -m pip install -q -e ".[test]"
+.venv/bin/python scripts/pyspark_bytecode.py  # Spark's Python processes import pyspark from its zip
 ./scripts/setup_oldest.sh  # .venv-oldest: the oldest supported pyspark, for scripts/test_oldest.sh
 
 # promtool only, from Debian's prometheus package: installing the package would start a server.

@@ -10,4 +10,5 @@ PY=${PYTHON:-python3}
 [ -x "$VENV/bin/python" ] || "$PY" -m venv "$VENV"
 "$VENV/bin/python" -m pip install -q --upgrade pip
 "$VENV/bin/python" -m pip install -q "pyspark==$OLDEST_PYSPARK" -e ".[test]"
+"$VENV/bin/python" scripts/pyspark_bytecode.py
 echo "setup_oldest: $VENV ready (pyspark $("$VENV/bin/python" -c 'import pyspark; print(pyspark.__version__)'))"
