@@ -57,9 +57,14 @@ def add_bytecode(archive: Path) -> int:
         for info, data in entries:
             target.writestr(info, data)
             if info.filename.endswith(".py") and "/tests/" not in info.filename:
+                try:
+                    compiled_data = bytecode(data, f"{archive}{os.sep}{info.filename}")
+                except SyntaxError as e:  # a module this Python cannot compile: left to fail where imported
+                    print(f"pyspark_bytecode: {info.filename} left as source: {e}", file=sys.stderr)
+                    continue
                 pyc = zipfile.ZipInfo(info.filename + "c", info.date_time)
                 pyc.compress_type = zipfile.ZIP_DEFLATED
-                target.writestr(pyc, bytecode(data, f"{archive}{os.sep}{info.filename}"))
+                target.writestr(pyc, compiled_data)
                 compiled += 1
     os.replace(partial, archive)
     return compiled

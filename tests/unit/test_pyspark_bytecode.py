@@ -38,6 +38,7 @@ def _zip(path: Path) -> Path:
         z.writestr("pkg/mod.py", "from pkg import VALUE\n\ndef fail():\n    raise ValueError('from the zip')\n")
         z.writestr("pkg/tests/test_x.py", "assert True\n")
         z.writestr("pkg/data.txt", "not python")
+        z.writestr("pkg/newer.py", "match = lambda: (yield from)\n")  # syntax this Python refuses
     return path
 
 
@@ -60,10 +61,11 @@ def test_a_zip_with_bytecode_imports_without_compiling_and_keeps_its_tracebacks(
 
     done = _run(archive)
     assert done.returncode == 0, done.stderr
-    assert "2 modules" in done.stdout
+    assert "2 modules" in done.stdout and "pkg/newer.py left as source: invalid syntax" in done.stderr
     names = set(zipfile.ZipFile(archive).namelist())
     assert {"pkg/__init__.pyc", "pkg/mod.pyc", "pkg/data.txt", "pkg/tests/test_x.py"} <= names
     assert "pkg/tests/test_x.pyc" not in names, "pyspark's own tests are left as they are"
+    assert "pkg/newer.pyc" not in names and "pkg/newer.py" in names
 
     out = _import(archive)
     assert out.startswith("compiled 0\n")
