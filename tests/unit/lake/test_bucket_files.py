@@ -1,0 +1,98 @@
+"""How a rewritten bucket's files are encoded and sized: dictionaries only where values repeat,
+files near the target from the first rewrite of a snapshot the store wrote with pyarrow's
+defaults (a local lake; the integration tests cover what the files hold, locally and on S3)."""
+
+from __future__ import annotations
+
+import json
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from tests.support.store_files import EPOCH0, write_log
+from tiering.kvstore.models import TableInfo
+from tiering.lake.bucket_files import BucketTask, WrittenFile, run_task
+from tiering.lake.round_plan import BucketPlan
+from tiering.lakestate.lake import LakeFile
+from tiering.storage.object_store import ObjectStore
+
+pytestmark = pytest.mark.unit
+
+TABLE = TableInfo(
+    name="t", table_id=1, num_buckets=1, primary_key=["id"],
+    schema=[{"name": "id", "type": "bigint"}, {"name": "name", "type": "string"},
+            {"name": "colour", "type": "string"}, {"name": "qty", "type": "int"}],
+)
+ROWS = 120_000
+TARGET = 128 * 1024
+
+
+def snapshot(path) -> str:
+    """A bucket's snapshot as the store writes it (pyarrow's defaults): even ids, each row once."""
+    ids = pa.array(range(0, 2 * ROWS, 2), pa.int64())
+    pq.write_table(pa.table({
+        "id": ids,
+        "name": [f"name-{i}" for i in range(0, 2 * ROWS, 2)],
+        "colour": [("red", "green", "blue")[i % 3] for i in range(ROWS)],
+        "qty": pa.array([i % 1000 for i in range(ROWS)], pa.int32()),
+        "__offset": pa.array(range(ROWS), pa.int64()),
+        "__timestamp": pa.array([EPOCH0] * ROWS, pa.timestamp("us", tz="UTC")),
+    }), path)
+    return str(path)
+
+
+def rewrite(store: ObjectStore, plan: BucketPlan) -> list[WrittenFile]:
+    result = run_task(BucketTask(TABLE, store.uri("t"), plan, store, target_file_bytes=TARGET))
+    assert result.error is None
+    return list(result.files)
+
+
+def metadata(store: ObjectStore, written: WrittenFile) -> pq.FileMetaData:
+    with store.filesystem.open_input_file(store.path(f"{store.uri('t')}/{written.path}")) as handle:
+        return pq.read_metadata(handle)
+
+
+@pytest.fixture
+def first_rewrite(tmp_path) -> tuple[ObjectStore, list[WrittenFile]]:
+    """The snapshot with one change on top, rewritten whole: the bucket's first rewrite."""
+    store = ObjectStore.of(str(tmp_path / "lake"))
+    log = write_log(tmp_path / "log", TABLE, [(ROWS, "+U", {"id": 0, "name": "changed", "colour": "red", "qty": 1})])
+    plan = BucketPlan(0, "snapshot", (snapshot(tmp_path / "snapshot.parquet"),), (log,), ROWS, ROWS + 1, snapshot_id=1)
+    return store, rewrite(store, plan)
+
+
+def test_only_the_columns_whose_values_repeat_are_dictionary_encoded(first_rewrite):
+    store, written = first_rewrite
+    meta = metadata(store, written[0])
+    columns = [meta.row_group(0).column(i) for i in range(meta.num_columns)]
+
+    assert {c.path_in_schema for c in columns if c.has_dictionary_page} == {"colour", "qty", "__timestamp"}
+
+
+def test_the_first_rewrite_of_a_snapshot_encoded_otherwise_lands_near_the_target(first_rewrite):
+    store, written = first_rewrite
+
+    # the snapshot takes 18 bytes a row, these files 2.4: sized by it, a file would hold a seventh of the target
+    assert len(written) > 1 and sum(f.num_records for f in written) == ROWS
+    assert all(0.7 * TARGET <= f.size <= 1.15 * TARGET for f in written), [f.size for f in written]
+
+
+def test_a_file_grown_past_the_target_is_split_into_files_near_it(first_rewrite, tmp_path):
+    store, written = first_rewrite
+    lake = tuple(
+        LakeFile(f"{store.uri('t')}/{f.path}", f.path, f.size, f.num_records,
+                 json.loads(f.stats)["minValues"]["id"], json.loads(f.stats)["maxValues"]["id"])
+        for f in written
+    )
+    grown = lake[1]
+    odd = range(grown.low + 1, grown.high, 2)  # a new key between each two of the file's
+    log = write_log(tmp_path / "log2", TABLE, [
+        (ROWS + 1 + n, "+I", {"id": k, "name": f"name-{k}", "colour": "blue", "qty": 7}) for n, k in enumerate(odd)
+    ])
+    plan = BucketPlan(0, "lake", tuple(f.uri for f in lake), (log,), ROWS + 1, ROWS + 1 + len(odd), lake_files=lake)
+
+    split = rewrite(store, plan)
+
+    assert len(split) > 1 and sum(f.num_records for f in split) == grown.rows + len(odd)
+    assert all(0.7 * TARGET <= f.size <= 1.15 * TARGET for f in split), [f.size for f in split]
