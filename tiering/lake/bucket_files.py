@@ -47,7 +47,7 @@ import math
 import time
 import uuid
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from operator import itemgetter
 
 import pyarrow as pa
@@ -280,7 +280,8 @@ def _write_rows(
         decoded += batch.nbytes
         if decoded > SORT_MAX_BYTES:
             batches = itertools.chain(held, batches)
-            encoding = encoding or _Encoding.of(pa.Table.from_batches(held, schema))
+            sample = pa.Table.from_batches(held, schema)
+            encoding = (encoding or _Encoding.of(sample)).measured(sample)
             per_file = encoding.rows_per_file(task.target_file_bytes)
             break
     else:
@@ -289,7 +290,10 @@ def _write_rows(
             return [], encoding
         data = data.sort_by([(k, "ascending") for k in task.table.primary_key])
         encoding = encoding or _Encoding.of(data)
-        pieces = max(1, round(data.num_rows / encoding.rows_per_file(task.target_file_bytes)))  # even: no small tail
+        pieces = 1
+        if data.nbytes > task.target_file_bytes:  # decoded, they could still fit one file: measure encoded
+            encoding = encoding.measured(data)
+            pieces = max(1, round(data.num_rows / encoding.rows_per_file(task.target_file_bytes)))  # even: no small tail
         per_file = math.ceil(data.num_rows / pieces)
         batches = iter(data.to_batches(_BATCH_ROWS))
     written = []
@@ -352,23 +356,38 @@ class _Encoding:
     """
 
     dictionary: tuple[str, ...]
-    bytes_per_row: float
+    #: None until :meth:`measured`: rows that fit one file decoded need no measure (a bucket of a
+    #: few rows, most of a changed round's, would pay a second Parquet write for it)
+    bytes_per_row: float | None = None
 
     @classmethod
     def of(cls, rows: pa.Table) -> _Encoding:
-        row_bytes = rows.nbytes / max(rows.num_rows, 1)
-        sample = rows.slice(0, min(_SAMPLE_ROWS, max(1, int(_SAMPLE_BYTES / max(row_bytes, 1)))))
-        dictionary = tuple(name for name, column in zip(sample.column_names, sample.columns) if _repeats(column))
+        """The dictionary columns, from ``rows``' sample."""
+        sample = _sample(rows)
+        return cls(tuple(name for name, column in zip(sample.column_names, sample.columns) if _repeats(column)))
+
+    def measured(self, rows: pa.Table) -> _Encoding:
+        """This encoding with its bytes per row: ``rows``' sample encoded in memory (once per bucket)."""
+        if self.bytes_per_row is not None:
+            return self
+        sample = _sample(rows)
         sink = pa.BufferOutputStream()
-        with cls(dictionary, 0).writer(sink, sample.schema) as writer:
+        with self.writer(sink, sample.schema) as writer:
             writer.write_table(sample)
-        return cls(dictionary, sink.tell() / max(sample.num_rows, 1))
+        return replace(self, bytes_per_row=sink.tell() / max(sample.num_rows, 1))
 
     def rows_per_file(self, target_bytes: int) -> int:
+        assert self.bytes_per_row is not None, "measured() first"
         return max(1, int(target_bytes / self.bytes_per_row))
 
     def writer(self, sink: pa.NativeFile, schema: pa.Schema) -> pq.ParquetWriter:
         return pq.ParquetWriter(sink, schema, compression="zstd", use_dictionary=list(self.dictionary))
+
+
+def _sample(rows: pa.Table) -> pa.Table:
+    """The first :data:`_SAMPLE_ROWS` of ``rows``, or fewer when those would exceed :data:`_SAMPLE_BYTES`."""
+    row_bytes = rows.nbytes / max(rows.num_rows, 1)
+    return rows.slice(0, min(_SAMPLE_ROWS, max(1, int(_SAMPLE_BYTES / max(row_bytes, 1)))))
 
 
 def _repeats(column: pa.ChunkedArray) -> bool:
