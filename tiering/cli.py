@@ -138,6 +138,20 @@ def _leases_drop(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _take_over(args: argparse.Namespace) -> int:
+    from tiering.status import take_over
+
+    config = _load(args)
+    taken = take_over(config, args.table, force=args.force)
+    if taken is None:
+        print(f"tiering: table {args.table!r}: no other job holds it; job {config.job.name!r} tiers it")
+    else:
+        holder, report = taken
+        print(f"tiering: table {args.table!r}: job {holder!r}'s lake report (Delta version {report.lake_version}) "
+              f"dropped; job {config.job.name!r}'s next round tiers it")
+    return EXIT_OK
+
+
 def _demo(args: argparse.Namespace) -> int:
     from tiering.console import output_console
     from tiering.demo import DemoOptions, run_demo
@@ -263,6 +277,17 @@ def _parser() -> argparse.ArgumentParser:
                       help="lease to drop (default: the one in the job's checkpoint)")
     drop.add_argument("--force", action="store_true", help="drop even while a driver leads the job")
     drop.set_defaults(func=_leases_drop)
+
+    take = commands.add_parser(
+        "take-over", help="hand a table another job tiers over to this job (drops that job's lake report)",
+        description="The store keeps one job's lake report per table and refuses another job's (409 OTHER_JOB): "
+        "a table is tiered by one job. Drop the holding job's report so this job's next round tiers TABLE. "
+        "Refused while a driver leads the holding job, unless --force (exclude the table there first).",
+    )
+    take.add_argument("table", metavar="TABLE", help="the table to take over (as the store names it)")
+    _conf_arg(take)
+    take.add_argument("--force", action="store_true", help="drop the report even while a driver leads the holding job")
+    take.set_defaults(func=_take_over)
 
     zk = commands.add_parser("zk", help="run an embedded ZooKeeper server in the foreground")
     zk.add_argument("--port", type=int, default=2181)

@@ -25,7 +25,7 @@ from tiering.coord.leader import read_status
 from tiering.enumerator.positions import LakePosition
 from tiering.errors import LeaseNotFoundError, StoreError, TieringError
 from tiering.kvstore.client import KvStoreClient
-from tiering.kvstore.models import Lease, TableInfo
+from tiering.kvstore.models import LakeReport, Lease, TableInfo
 from tiering.lakestate.freshness import freshness_s, oldest_untiered_write_ms
 from tiering.lakestate.lake import Lake, LakeTable
 from tiering.lakestate.layout import SYSTEM_COLUMNS
@@ -281,6 +281,31 @@ def drop_lease(config: TieringConfig, lease_id: str | None = None, *, force: boo
         raise TieringError(f"lease {lease_id!r} does not exist in the store at {config.kvstore.url} "
                            "(already dropped or expired)", lease_id=lease_id) from None
     return lease
+
+
+def take_over(config: TieringConfig, table: str, *, force: bool = False) -> tuple[str, LakeReport] | None:
+    """Hand ``table`` over to this job: drop the lake report another job holds it by, so this job's
+    next report holds it (docs/DESIGN.md §5). Returns that job and its dropped report; None when no
+    other job holds the table (nothing to drop).
+
+    Refused while a driver leads the holding job, unless ``force``: that job may still tier the
+    table, and its next report would take it back (exclude the table there, then force).
+    """
+    client = _operator_client(config)
+    holders = client.lake_holders([table])
+    if table not in holders:
+        raise TieringError(f"table {table!r} does not exist in the store at {config.kvstore.url}", table=table)
+    holder = holders[table]
+    if holder is None or holder == config.job.name:
+        return None
+    if not force:
+        leader = read_status(config.zookeeper.hosts, holder)["leader"]
+        if leader is not None:
+            raise TieringError(
+                f"table {table!r} is held by job {holder!r}, which is led by {leader} right now and may still tier "
+                f"it: exclude the table from job {holder!r} or stop it, then pass --force", table=table,
+            )
+    return holder, client.drop_lake(table)
 
 
 def expires_in_s(lease: Lease, now_ms: int | None = None) -> float:

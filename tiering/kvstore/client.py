@@ -90,7 +90,8 @@ def other_job(table: str, job: str, holder: str) -> ConflictError:
     return ConflictError(
         f"table {table!r} is tiered by job {holder!r} (the store's lake report of it is that job's); one table is "
         f"tiered by one job, so job {job!r} writes nothing of it. Exclude it from one of the two jobs, or hand it "
-        f"over: stop job {holder!r} tiering it, then drop its report (DELETE /v1/tables/{segment(table)}/lake)",
+        f"over: stop job {holder!r} tiering it, then drop its report (`tiering take-over {table} --conf <job {job!r}'s "
+        f"config>`, or DELETE /v1/tables/{segment(table)}/lake)",
         code="OTHER_JOB", status=409, table=table,
     )
 
