@@ -83,19 +83,6 @@ _STATUS_OF_CODE = {
 }
 
 
-def other_job(table: str, job: str, holder: str) -> ConflictError:
-    """The error job ``job`` fails ``table``'s round with, before writing anything of it, when the
-    store's lake report of the table is job ``holder``'s: the store would refuse the report with
-    409 ``OTHER_JOB``, and GC follows the holder's lake, not this one."""
-    return ConflictError(
-        f"table {table!r} is tiered by job {holder!r} (the store's lake report of it is that job's); one table is "
-        f"tiered by one job, so job {job!r} writes nothing of it. Exclude it from one of the two jobs, or hand it "
-        f"over: stop job {holder!r} tiering it, then drop its report (`tiering take-over {table} --conf <job {job!r}'s "
-        f"config>`, or DELETE /v1/tables/{segment(table)}/lake)",
-        code="OTHER_JOB", status=409, table=table,
-    )
-
-
 def segment(value: str) -> str:
     """``value`` as one URL path segment: names may hold ``/``, ``?``, ``#``, ``%``, spaces, and a
     bare ``.`` or ``..`` would be folded away by URL normalization, so dots are encoded too."""

@@ -53,6 +53,7 @@ from tiering.context import TermContext
 from tiering.enumerator.positions import LakePosition
 from tiering.enumerator.splits import LogSplit, SnapshotSplit, Split
 from tiering.errors import (
+    ConflictError,
     NotFoundError,
     NotLeaderError,
     SnapshotUnavailableError,
@@ -60,7 +61,7 @@ from tiering.errors import (
     TableNotFoundError,
     TableRecreatedError,
 )
-from tiering.kvstore.client import KvStoreClient, other_job
+from tiering.kvstore.client import KvStoreClient, segment
 from tiering.kvstore.models import LakeReport, LogRange, LogSegment, SnapshotRef, TableInfo
 from tiering.lake.bucket_files import BucketResult
 from tiering.lake.round_protocol import RoundWriter, TableCommit
@@ -74,7 +75,7 @@ from tiering.round.outcome import RoundOutcome
 from tiering.round.states import FailureCause, TableState
 from tiering.round.table_round import TableRound
 
-__all__ = ["RoundCommitter"]
+__all__ = ["RoundCommitter", "other_job"]
 
 log = logging.getLogger(__name__)
 
@@ -87,6 +88,19 @@ A = TypeVar("A")
 #: fails (or defers its report) without holding every other table of the round for the whole
 #: STORE_RETRY deadline. The round's own calls (the acquire, the listing) keep the full deadline.
 TABLE_CALL_RETRY_S = 10.0
+
+
+def other_job(table: str, job: str, holder: str) -> ConflictError:
+    """The error job ``job`` fails ``table``'s round with, before writing anything of it, when the
+    store's lake report of the table is job ``holder``'s: the store would refuse the report with
+    409 ``OTHER_JOB``, and GC follows the holder's lake, not this one."""
+    return ConflictError(
+        f"table {table!r} is tiered by job {holder!r} (the store's lake report of it is that job's); one table is "
+        f"tiered by one job, so job {job!r} writes nothing of it. Exclude it from one of the two jobs, or hand it "
+        f"over: stop job {holder!r} tiering it, then drop its report (`tiering take-over {table} --conf <job {job!r}'s "
+        f"config>`, or DELETE /v1/tables/{segment(table)}/lake)",
+        code="OTHER_JOB", status=409, table=table,
+    )
 
 
 class RoundCommitter:

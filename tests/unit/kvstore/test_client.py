@@ -21,7 +21,7 @@ from tiering.errors import (
     UnauthorizedError,
 )
 from tiering.kvstore import retry
-from tiering.kvstore.client import KvStoreClient, _refusal, error_for, other_job
+from tiering.kvstore.client import KvStoreClient, _refusal, error_for
 from tiering.kvstore.models import ErrorBody
 from tiering.kvstore.server.process import free_port
 
@@ -63,12 +63,6 @@ def test_another_jobs_report_is_a_conflict_inside_a_batch_too_never_a_fence():
     error = _refusal("/v1/lake-reports", "t", ErrorBody(error="OTHER_JOB", message="job 'a' holds it"), epoch=3)
     assert type(error) is ConflictError and (error.code, error.status, error.table) == ("OTHER_JOB", 409, "t")
     assert not isinstance(error, NotLeaderError)
-
-
-def test_the_jobs_own_refusal_of_a_table_names_the_table_the_holder_and_the_way_out():
-    error = other_job("a/b", "second", "first")
-    assert type(error) is ConflictError and (error.code, error.status, error.table) == ("OTHER_JOB", 409, "a/b")
-    assert all(part in str(error) for part in ("'a/b'", "job 'first'", "job 'second'", "DELETE /v1/tables/a%2Fb/lake"))
 
 
 def test_non_json_error_body_keeps_its_text():

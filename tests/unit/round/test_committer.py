@@ -25,7 +25,7 @@ from tiering.errors import (
 from tiering.kvstore.models import LakeReport, SnapshotRef, TableInfo
 from tiering.lake.round_protocol import TableCommit, WritePath
 from tiering.lease.release import LeaseReleases
-from tiering.round.committer import RoundCommitter
+from tiering.round.committer import RoundCommitter, other_job
 from tiering.round.outcome import RoundOutcome
 from tiering.round.states import FailureCause, TableFailure, TableState
 from tiering.round.table_round import TableRound
@@ -401,3 +401,9 @@ def test_a_table_takes_only_the_steps_of_a_round():
     with pytest.raises(RoundStateError, match="no step from committed to failed"):
         table.fail(LakeCommitError("late"))
     assert table.state is TableState.COMMITTED and table.failure is None
+
+
+def test_the_jobs_own_refusal_of_a_table_names_the_table_the_holder_and_the_way_out():
+    error = other_job("a/b", "second", "first")
+    assert type(error) is ConflictError and (error.code, error.status, error.table) == ("OTHER_JOB", 409, "a/b")
+    assert all(part in str(error) for part in ("'a/b'", "job 'first'", "job 'second'", "DELETE /v1/tables/a%2Fb/lake"))
