@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import re
 import signal
+import time
 from pathlib import Path
 
 import pytest
@@ -21,7 +22,7 @@ from deltalake import DeltaTable
 from tests.support.config import SPARK_LOCAL, write_conf
 from tests.support.drivers import Driver, run_driver, tiering_cli
 from tests.support.mounts import fill, read_only, small_tmpfs
-from tests.support.oracle import TableOracle, assert_lakes_equal
+from tests.support.oracle import TableOracle, assert_lakes_equal, lake_matches
 from tests.support.waiting import wait_until
 from tiering.cli import EXIT_FAILURE, EXIT_OK
 
@@ -91,6 +92,31 @@ def test_a_clean_stop_on_sigterm_prints_no_stack_trace(kv_store, zk_server, tabl
 
     assert_clean(driver.wait(), driver.output())
     assert "stopped after" in driver.output()
+
+
+def test_sigterm_while_a_trigger_runs_lets_it_end_then_stops_cleanly(kv_store, zk_server, table, tmp_path):
+    """The store paused under a trigger holds it mid-way (the planning's log ends, or the round's
+    calls): SIGTERM then waits for that trigger instead of interrupting Spark's stream thread
+    in it, and the stop is clean once the store is back."""
+    conf = conf_for(tmp_path, kv_store, zk_server, trigger={"interval_s": 1.0})
+    driver = Driver(conf)
+    wait_until(lambda: driver.saw("status=committed") or driver.proc.poll() is not None, "a committed round",
+               timeout_s=240)
+    table.churn(30, key_space=150)
+    wait_until(lambda: lake_matches(tmp_path / "lake", table), "the churn tiered", timeout_s=120)
+
+    os.kill(kv_store.pid, signal.SIGSTOP)
+    try:
+        time.sleep(3.0)  # an idle trigger starts within the 1 s interval and waits on the store
+        driver.signal(signal.SIGTERM)
+        wait_until(lambda: driver.saw("for the running round to end"), "the stop waiting for the trigger",
+                   timeout_s=30)
+    finally:
+        os.kill(kv_store.pid, signal.SIGCONT)
+
+    assert_clean(driver.wait(), driver.output())
+    assert "stopped after" in driver.output()
+    assert_lakes_equal(tmp_path / "lake", [table])
 
 
 def test_a_read_only_checkpoint_is_named_and_the_next_start_resumes(kv_store, zk_server, table, tmp_path):
