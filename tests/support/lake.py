@@ -5,7 +5,8 @@
 - :func:`assert_no_orphans`: every file under a table directory (outside ``_delta_log`` and
   ``_staging``) is either active in the Delta table or listed by a ``VACUUM`` dry run with zero
   retention, so a crash leaves nothing that stays forever;
-- :func:`read_feed` / :func:`replayed`: the change data feed read back as a consumer would.
+- :func:`read_feed` / :func:`replayed`: the change data feed read back as a consumer would;
+- :func:`codecs` / :func:`file_codecs`: the Parquet codecs a file's column chunks were written with.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 from deltalake import DeltaTable
 
 from tests.support.oracle import TableOracle
@@ -87,6 +89,21 @@ def assert_no_orphans(lake_root: Path, tables: Iterable[TableOracle]) -> None:
             continue
         _, stuck = orphans(table_dir)
         assert not stuck, f"{table.name}: {len(stuck)} files neither active nor vacuumable: {sorted(stuck)[:5]}"
+
+
+def codecs(meta: pq.FileMetaData) -> set[str]:
+    """The codecs of every column chunk of a Parquet file (as pyarrow names them: LZ4 is LZ4_RAW)."""
+    return {meta.row_group(g).column(c).compression for g in range(meta.num_row_groups) for c in range(meta.num_columns)}
+
+
+def file_codecs(lake: Lake | Path, table: str, paths: Iterable[str]) -> set[str]:
+    """The codecs of ``table``'s files ``paths`` (relative to the table, as its log names them)."""
+    lake = lake if isinstance(lake, Lake) else Lake.at(str(lake))
+    found: set[str] = set()
+    for path in paths:
+        with lake.store.filesystem.open_input_file(lake.store.path(f"{lake.path(table)}/{path}")) as f:
+            found |= codecs(pq.read_metadata(f))
+    return found
 
 
 def read_feed(lake: Lake, table: str, start: int, end: int | None = None) -> list[dict]:

@@ -19,7 +19,8 @@ split at the target.
 
 A bootstrap bucket whose snapshot files already have the lake's columns, with no change on top,
 is not decoded at all: its files are copied byte for byte (the store writes immutable Parquet
-with exactly the lake file's columns), and their statistics come from the Parquet footers.
+with exactly the lake file's columns), and their statistics come from the Parquet footers. They
+keep the store's codec (zstd); the files this module encodes get ``lake.compression``'s.
 
 Failure modes and what happens:
 - a snapshot bigger than memory: rows are sorted in memory only when they take at most
@@ -57,7 +58,7 @@ from deltalake.transaction import AddAction
 
 from tiering.kvstore.changelog import apply_changes, newest_per_key
 from tiering.kvstore.models import TableInfo
-from tiering.conf.model import DEFAULT_TARGET_FILE_MB
+from tiering.conf.model import DEFAULT_COMPRESSION, DEFAULT_TARGET_FILE_MB
 from tiering.kvstore.protocol import DELETE, OFFSET_COLUMN, OP_COLUMN, UPDATE
 from tiering.lake.round_plan import BucketPlan
 from tiering.lakestate.lake import LakeFile
@@ -98,6 +99,8 @@ class BucketTask:
     store: ObjectStore
     #: the size the files written aim at (the round's ``lake.target_file_mb``)
     target_file_bytes: int = DEFAULT_TARGET_FILE_MB * _MIB
+    #: their Parquet codec, as pyarrow names it (``lake.compression``)
+    compression: str = DEFAULT_COMPRESSION
 
 
 @dataclass(frozen=True)
@@ -281,7 +284,7 @@ def _write_rows(
         if decoded > SORT_MAX_BYTES:
             batches = itertools.chain(held, batches)
             sample = pa.Table.from_batches(held, schema)
-            encoding = (encoding or _Encoding.of(sample)).measured(sample)
+            encoding = (encoding or _Encoding.of(sample, task.compression)).measured(sample)
             per_file = encoding.rows_per_file(task.target_file_bytes)
             break
     else:
@@ -289,7 +292,7 @@ def _write_rows(
         if not data.num_rows:
             return [], encoding
         data = data.sort_by([(k, "ascending") for k in task.table.primary_key])
-        encoding = encoding or _Encoding.of(data)
+        encoding = encoding or _Encoding.of(data, task.compression)
         pieces = 1
         if data.nbytes > task.target_file_bytes:  # decoded, they could still fit one file: measure encoded
             encoding = encoding.measured(data)
@@ -337,7 +340,8 @@ def _write_file(
 @dataclass(frozen=True)
 class _Encoding:
     """How a bucket's new files are encoded, and so how many rows a file of the target holds:
-    chosen from the first rows it writes (:data:`_SAMPLE_ROWS`), encoded once in memory.
+    chosen from the first rows it writes (:data:`_SAMPLE_ROWS`), encoded once in memory with the
+    files' codec (``lake.compression``: snappy takes about twice zstd's bytes a row).
 
     A dictionary pays only on a column whose values repeat; on a column of unique values (a
     key, ``__offset``, most floats) it is wasted work. pyarrow's default, a dictionary on every
@@ -356,15 +360,16 @@ class _Encoding:
     """
 
     dictionary: tuple[str, ...]
+    compression: str
     #: None until :meth:`measured`: rows that fit one file decoded need no measure (a bucket of a
     #: few rows, most of a changed round's, would pay a second Parquet write for it)
     bytes_per_row: float | None = None
 
     @classmethod
-    def of(cls, rows: pa.Table) -> _Encoding:
-        """The dictionary columns, from ``rows``' sample."""
+    def of(cls, rows: pa.Table, compression: str) -> _Encoding:
+        """The dictionary columns, from ``rows``' sample; pages compressed with ``compression``."""
         sample = _sample(rows)
-        return cls(tuple(name for name, column in zip(sample.column_names, sample.columns) if _repeats(column)))
+        return cls(tuple(name for name, column in zip(sample.column_names, sample.columns) if _repeats(column)), compression)
 
     def measured(self, rows: pa.Table) -> _Encoding:
         """This encoding with its bytes per row: ``rows``' sample encoded in memory (once per bucket)."""
@@ -381,7 +386,7 @@ class _Encoding:
         return max(1, int(target_bytes / self.bytes_per_row))
 
     def writer(self, sink: pa.NativeFile, schema: pa.Schema) -> pq.ParquetWriter:
-        return pq.ParquetWriter(sink, schema, compression="zstd", use_dictionary=list(self.dictionary))
+        return pq.ParquetWriter(sink, schema, compression=self.compression, use_dictionary=list(self.dictionary))
 
 
 def _sample(rows: pa.Table) -> pa.Table:

@@ -39,6 +39,7 @@ from deltalake.transaction import CommitProperties
 from tiering.errors import LakeCommitError
 from tiering.kvstore.protocol import DELETE, OFFSET_COLUMN, OP_COLUMN
 from tiering.lake.bucket_files import BucketTask, base_rows, merge_batches
+from tiering.lake.compression import delta_rs_properties
 from tiering.lake.round_protocol import PreparedRound
 from tiering.lakestate.layout import BUCKET_COLUMN, lake_schema
 
@@ -72,10 +73,11 @@ def check_source_rows(prepared: PreparedRound, tasks: Sequence[BucketTask], max_
 
 
 def merge_round(
-    prepared: PreparedRound, tasks: Sequence[BucketTask], properties: CommitProperties
+    prepared: PreparedRound, tasks: Sequence[BucketTask], properties: CommitProperties, compression: str
 ) -> Mapping[str, Any]:
     """The round's buckets (``tasks``) as one MERGE into ``prepared.dt`` (at the version the
-    round was planned on, so a concurrent commit conflicts); its metrics."""
+    round was planned on, so a concurrent commit conflicts), its files and ``_change_data``
+    files compressed with ``compression`` (``lake.compression``); its metrics."""
     assert prepared.dt is not None, "a MERGE needs a table"
     schema = lake_schema(prepared.table).append(pa.field(OP_COLUMN, pa.string()))
     source = pa.RecordBatchReader.from_batches(schema, _source(tasks, schema))
@@ -84,6 +86,7 @@ def merge_round(
         prepared.dt.merge(
             source, _predicate(prepared), source_alias="s", target_alias="t",
             merge_schema=bool(prepared.added_columns), commit_properties=properties,
+            writer_properties=delta_rs_properties(compression),
         )
         .when_matched_delete(delete)
         .when_matched_update_all(predicate=f"NOT ({delete}) AND t.{offset} <> s.{offset}", except_cols=[OP_COLUMN])

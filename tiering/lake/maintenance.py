@@ -24,7 +24,8 @@ Failure modes and what happens:
   span most of the bucket's keys, so every round would rewrite them all. A bucket of a table whose
   round commits name their sort key (the first key column) is compacted sorted by it (delta-rs's
   Z-order over that one column is its order), into files of about ``target_file_mb`` with their
-  statistics; a table whose rounds name none is bin-packed as before.
+  statistics, compressed as the rounds' (``lake.compression``); a table whose rounds name none is
+  bin-packed as before.
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ from deltalake.transaction import CommitProperties, PostCommitHookProperties
 
 from tiering.conf.model import MaintenanceConfig
 from tiering.errors import FencedEpochError, LakeCommitError, NotLeaderError
+from tiering.lake.compression import delta_rs_properties
 from tiering.lakestate.commits import LakeCommitInfo, fence_epoch, maintenance_metadata, newest_commit
 from tiering.lakestate.lake import Lake, open_table
 from tiering.lakestate.layout import BUCKET_COLUMN, FENCE_PROPERTY, app_id, epoch_round
@@ -191,6 +193,7 @@ class LakeMaintainer:
         options = dict(
             partition_filters=[(BUCKET_COLUMN, "in", [str(b) for b in buckets])],
             target_size=self._config.target_file_mb * _MIB,
+            writer_properties=delta_rs_properties(self._lake.compression),
             commit_properties=self._properties("compact"),
             post_commithook_properties=_NO_HOOKS,
         )

@@ -262,7 +262,7 @@ class RoundWriter:
 
     def _bucket_tasks(self, prepared: PreparedRound) -> list[BucketTask]:
         return [
-            BucketTask(prepared.table, prepared.path, plan, self._lake.store, self._target_file_bytes)
+            BucketTask(prepared.table, prepared.path, plan, self._lake.store, self._target_file_bytes, self._lake.compression)
             for plan in prepared.plans
         ]
 

@@ -131,7 +131,7 @@ class DeltaRsRoundWriter(RoundWriter):
         tasks = self._bucket_tasks(prepared)
         check_source_rows(prepared, tasks, self._merge_max_rows)
         try:
-            merge_round(prepared, tasks, _commit_properties(prepared))
+            merge_round(prepared, tasks, _commit_properties(prepared), self._lake.compression)
         except Exception as e:
             self._ensure_landed(prepared, e)
         return self._landed(prepared, lambda commit: output_rows(commit, "num_output_rows"))

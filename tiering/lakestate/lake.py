@@ -20,7 +20,7 @@ import pyarrow.fs as pafs
 from deltalake import DeltaTable
 from deltalake.exceptions import DeltaError, TableNotFoundError
 
-from tiering.conf.model import LakeConfig
+from tiering.conf.model import DEFAULT_COMPRESSION, LakeConfig
 from tiering.errors import LakeReadError
 from tiering.enumerator.positions import LakePosition
 from tiering.lakestate.commits import LakeCommitInfo, newest_commit
@@ -136,19 +136,22 @@ def _bounds(actions: pa.Table, stat: str, key: str | None) -> list[int | None]:
 
 @dataclass(frozen=True)
 class Lake:
-    """The lake in ``store``: table ``t`` is the Delta table at ``<root>/t``."""
+    """The lake in ``store``: table ``t`` is the Delta table at ``<root>/t``; the data files the
+    job writes into it are Parquet compressed with ``compression`` (``lake.compression``: every
+    writer of the lake's files, rounds and maintenance alike, reads it here)."""
 
     store: ObjectStore
+    compression: str = DEFAULT_COMPRESSION
 
     @classmethod
     def of(cls, config: LakeConfig) -> Lake:
         """The configured lake; an unusable root is a :class:`ConfigError` on ``lake.root`` here,
         when the job is wired, not mid-round."""
-        return cls.at(config.root, {k: v.get_secret_value() for k, v in config.storage.items()})
+        return cls.at(config.root, {k: v.get_secret_value() for k, v in config.storage.items()}, config.compression)
 
     @classmethod
-    def at(cls, root: str, storage: Mapping[str, str] | None = None) -> Lake:
-        return cls(ObjectStore.of(root, storage))
+    def at(cls, root: str, storage: Mapping[str, str] | None = None, compression: str = DEFAULT_COMPRESSION) -> Lake:
+        return cls(ObjectStore.of(root, storage), compression)
 
     @property
     def root(self) -> str:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 import pyarrow.fs as pafs
 import pytest
 
-from tests.support.lake import read_feed, replayed
+from tests.support.lake import file_codecs, read_feed, replayed
 from tests.support.store_files import ts, write_log, write_snapshot
 from tests.support.writers import JOB, ORDERS, commit, log_entry, orders_rows, row
 from tiering.enumerator.splits import LogSplit, SnapshotSplit, Split
@@ -154,6 +154,7 @@ def test_each_version_of_the_feed_is_the_rounds_net_change_per_key(spark, lake, 
     assert untouched <= rows2.keys() and not untouched & {c[1] for c in changes2}
     entry = log_entry(lake, 1)
     assert entry["cdc"] and entry["txn"] == [{"appId": f"tiering/{JOB}/orders", "version": txn_version(1, 2)}]
+    assert file_codecs(lake, "orders", [a["path"] for a in entry["add"] + entry["cdc"]]) == {"ZSTD"}  # lake.compression, not snappy
 
     replay = commit(writer, files(tmp_path / "r2b", ROUND2), round_id=2)
 

@@ -15,6 +15,7 @@ import pytest
 from deltalake import DeltaTable, Schema, write_deltalake
 from deltalake.transaction import AddAction, CommitProperties, Transaction
 
+from tests.support.lake import codecs
 from tiering.conf.model import MaintenanceConfig
 from tiering.enumerator.positions import LakePosition
 from tiering.errors import FencedEpochError, LakeCommitError
@@ -87,6 +88,19 @@ def test_compaction_merges_each_bucket_and_keeps_rows_position_and_txn(tmp_path)
     again = LakeMaintainer(lake, JOB, CONFIG, epoch=3).maintain(TABLE)
     assert again.compacted == () and again.version_after == again.version_before, "nothing left to do"
 
+
+
+@pytest.mark.parametrize("compression", ["snappy", "lz4"])
+def test_compaction_writes_the_lakes_codec(tmp_path, compression):
+    lake, path = _tiered(tmp_path)  # appended by delta-rs, snappy; compacted, delta-rs would write zstd
+    lake = Lake.at(lake.root, compression=compression)
+    expected = _ids(path)
+
+    LakeMaintainer(lake, JOB, CONFIG, epoch=3).maintain(TABLE)
+
+    files = DeltaTable(path).file_uris()
+    assert len(files) == BUCKETS and _ids(path) == expected
+    assert set().union(*(codecs(pq.read_metadata(f)) for f in files)) == {{"snappy": "SNAPPY", "lz4": "LZ4"}[compression]}
 
 def test_a_table_whose_rounds_name_their_sort_key_is_compacted_sorted_by_it_with_its_range_in_the_stats(tmp_path):
     lake = Lake.at(str(tmp_path / "lake"))

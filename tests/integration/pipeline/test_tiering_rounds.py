@@ -10,10 +10,13 @@ import pytest
 from deltalake import DeltaTable, write_deltalake
 
 from tests.support.config import make_config
+from tests.support.lake import file_codecs
 from tests.support.oracle import TableOracle, assert_lake_equals, lake_rows
 from tests.support.waiting import wait_until
+from tests.support.writers import log_entry
 from tiering.job import CHECKPOINT_FILE_MANAGER, PROGRESS_RETENTION, TieringJob
 from tiering.context import TermContext
+from tiering.lakestate.lake import Lake
 from tiering.state.lease_file import load_or_create_lease_id
 
 pytestmark = pytest.mark.integration
@@ -170,3 +173,29 @@ def test_a_failing_table_is_released_and_the_others_commit_then_it_recovers(spar
     assert run_available_now(spark, config).ok
     assert_lake_equals(tmp_path / "lake", bad)
     assert lake_rows(tmp_path / "lake", "good") == good.rows
+
+
+
+def test_lake_compression_is_the_codec_of_every_file_a_round_writes(spark, kv_store, tmp_path):
+    client = kv_store.client()
+    orders = snapshotted(client, "orders", 200, num_buckets=4)
+    settings = {"lake.compression": "snappy"}
+    executors = make_config(tmp_path, kv_store.url, "127.0.0.1:1", **settings, **{"lake.driver_max_changes": 0})
+    assert run_available_now(spark, executors).ok  # the bootstrap: the store's snapshot files copied as they are
+    assert newest_files_codecs(tmp_path / "lake", "orders") == {"ZSTD"}
+
+    for config in (executors, make_config(tmp_path, kv_store.url, "127.0.0.1:1", **settings)):  # then the driver
+        orders.churn(40, key_space=300)
+        result = run_available_now(spark, config)
+        assert result.ok, result.failed_tables
+        assert newest_files_codecs(tmp_path / "lake", "orders") == {"SNAPPY"}  # beside zstd files: both read
+        assert_lake_equals(tmp_path / "lake", orders)
+
+
+
+def newest_files_codecs(lake_root: Path, table: str) -> set[str]:
+    """The codecs of the files the table's newest commit added."""
+    lake = Lake.at(str(lake_root))
+    added = [a["path"] for a in log_entry(lake, lake.load(table).version, table).get("add", [])]
+    assert added, "the newest commit adds no file"
+    return file_codecs(lake, table, added)

@@ -127,6 +127,16 @@ def test_bad_enum_names_key_source_expected_and_given(tmp_path: Path) -> None:
     assert problems(path) == [f"lake.writer ({path}): expected one of 'delta-rs', 'delta-spark', got 'delta'"]
 
 
+def test_a_codec_outside_the_allowed_ones_is_refused_naming_them(tmp_path: Path) -> None:
+    path = write(tmp_path, MINIMAL.replace('root = "/data/lake"', 'root = "/data/lake"\ncompression = "brotli"'))
+    allowed = "'zstd', 'snappy', 'lz4', 'gzip', 'none'"
+    assert problems(path) == [f"lake.compression ({path}): expected one of {allowed}, got 'brotli'"]
+    assert problems(write(tmp_path, MINIMAL), env={"TIERING_LAKE_COMPRESSION": "ZSTD"}) == [
+        f"lake.compression (env TIERING_LAKE_COMPRESSION): expected one of {allowed}, got 'ZSTD'"
+    ]
+    assert load_config(path, env={}, overrides={"lake.compression": "snappy"}).lake.compression == "snappy"
+
+
 @pytest.mark.parametrize(
     ("extra", "problem"),
     [

@@ -26,7 +26,7 @@ def test_defaults_of_every_optional_key() -> None:
     c = config()
     assert c.kvstore.token.get_secret_value() == ""
     assert (c.zookeeper.session_timeout_s, c.zookeeper.auth_user, c.zookeeper.auth_password) == (10.0, None, None)
-    assert (c.lake.writer, c.lake.change_data_feed) == ("delta-rs", False)
+    assert (c.lake.writer, c.lake.change_data_feed, c.lake.compression) == ("delta-rs", False, "zstd")
     assert (c.tables.include, c.tables.exclude) == (["*"], [])
     assert (c.trigger.available_now, c.trigger.interval_s) == (False, 5.0)
     assert (c.lease.duration_s, c.lease.renew) == (600.0, True)
@@ -40,7 +40,7 @@ def test_defaults_of_every_optional_key() -> None:
 
 def test_every_field_has_a_description() -> None:
     fields = [(s, k, f) for s, m in SECTIONS.items() for k, f in m.model_fields.items()]
-    assert len(fields) == 34
+    assert len(fields) == 35
     assert [f"{s}.{k}" for s, k, f in fields if not (f.description or "").strip()] == []
     assert TieringConfig.model_fields["spark"].description
 

@@ -34,6 +34,7 @@ def test_rows_carry_type_default_and_description() -> None:
     assert table["zookeeper.session_timeout_s"][:2] == ["number > 0", "`10`"]
     assert table["zookeeper.auth_password"][:2] == ["string (secret)", "unset"]
     assert table["lake.writer"][:2] == ["one of 'delta-rs', 'delta-spark'", '`"delta-rs"`']
+    assert table["lake.compression"][:2] == ["one of 'zstd', 'snappy', 'lz4', 'gzip', 'none'", '`"zstd"`']
     assert table["tables.include"][:2] == ["non-empty list of glob patterns", '`["*"]`']
     assert table["trigger.available_now"][:2] == ["boolean", "`false`"]
     assert table["limits.max_bytes_per_trigger"][:2] == ["integer >= 0", "`0`"]

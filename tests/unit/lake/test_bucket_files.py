@@ -1,6 +1,7 @@
 """How a rewritten bucket's files are encoded and sized: dictionaries only where values repeat,
-files near the target from the first rewrite of a snapshot the store wrote with pyarrow's
-defaults (a local lake; the integration tests cover what the files hold, locally and on S3)."""
+the configured codec, files near the target from the first rewrite of a snapshot the store wrote
+with pyarrow's defaults (a local lake; the integration tests cover what the files hold, locally
+and on S3)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from tests.support.lake import codecs
 from tests.support.store_files import EPOCH0, write_log
 from tiering.kvstore.models import TableInfo
 from tiering.lake.bucket_files import BucketTask, WrittenFile, run_task
@@ -26,6 +28,8 @@ TABLE = TableInfo(
 )
 ROWS = 120_000
 TARGET = 128 * 1024
+#: ``lake.compression`` values and the codec pyarrow's metadata names for each (lz4 is LZ4_RAW).
+CODECS = {"zstd": "ZSTD", "snappy": "SNAPPY", "lz4": "LZ4", "gzip": "GZIP", "none": "UNCOMPRESSED"}
 
 
 def snapshot(path) -> str:
@@ -42,8 +46,8 @@ def snapshot(path) -> str:
     return str(path)
 
 
-def rewrite(store: ObjectStore, plan: BucketPlan) -> list[WrittenFile]:
-    result = run_task(BucketTask(TABLE, store.uri("t"), plan, store, target_file_bytes=TARGET))
+def rewrite(store: ObjectStore, plan: BucketPlan, compression: str = "zstd") -> list[WrittenFile]:
+    result = run_task(BucketTask(TABLE, store.uri("t"), plan, store, target_file_bytes=TARGET, compression=compression))
     assert result.error is None
     return list(result.files)
 
@@ -53,13 +57,23 @@ def metadata(store: ObjectStore, written: WrittenFile) -> pq.FileMetaData:
         return pq.read_metadata(handle)
 
 
-@pytest.fixture
-def first_rewrite(tmp_path) -> tuple[ObjectStore, list[WrittenFile]]:
+def rows(store: ObjectStore, written: list[WrittenFile]) -> pa.Table:
+    """The rows of ``written``, in key order."""
+    files = [pq.read_table(store.filesystem.open_input_file(store.path(f"{store.uri('t')}/{f.path}"))) for f in written]
+    return pa.concat_tables(files).sort_by("id")
+
+
+def rewrite_snapshot(tmp_path, compression: str = "zstd") -> tuple[ObjectStore, list[WrittenFile]]:
     """The snapshot with one change on top, rewritten whole: the bucket's first rewrite."""
     store = ObjectStore.of(str(tmp_path / "lake"))
     log = write_log(tmp_path / "log", TABLE, [(ROWS, "+U", {"id": 0, "name": "changed", "colour": "red", "qty": 1})])
     plan = BucketPlan(0, "snapshot", (snapshot(tmp_path / "snapshot.parquet"),), (log,), ROWS, ROWS + 1, snapshot_id=1)
-    return store, rewrite(store, plan)
+    return store, rewrite(store, plan, compression)
+
+
+@pytest.fixture
+def first_rewrite(tmp_path) -> tuple[ObjectStore, list[WrittenFile]]:
+    return rewrite_snapshot(tmp_path)
 
 
 def test_only_the_columns_whose_values_repeat_are_dictionary_encoded(first_rewrite):
@@ -70,12 +84,23 @@ def test_only_the_columns_whose_values_repeat_are_dictionary_encoded(first_rewri
     assert {c.path_in_schema for c in columns if c.has_dictionary_page} == {"colour", "qty", "__timestamp"}
 
 
-def test_the_first_rewrite_of_a_snapshot_encoded_otherwise_lands_near_the_target(first_rewrite):
-    store, written = first_rewrite
+@pytest.mark.parametrize("compression", ["zstd", "snappy"])
+def test_the_first_rewrite_of_a_snapshot_encoded_otherwise_lands_near_the_target(tmp_path, compression):
+    store, written = rewrite_snapshot(tmp_path, compression)
 
-    # the snapshot takes 18 bytes a row, these files 2.4: sized by it, a file would hold a seventh of the target
+    # the snapshot takes 18 bytes a row, these files 2.4 (zstd): sized by it, a file would hold a
+    # seventh of the target; sized by a zstd sample, a snappy file would be past it
     assert len(written) > 1 and sum(f.num_records for f in written) == ROWS
     assert all(0.7 * TARGET <= f.size <= 1.15 * TARGET for f in written), [f.size for f in written]
+
+
+@pytest.mark.parametrize("compression", sorted(CODECS))
+def test_every_column_of_every_file_has_the_configured_codec_and_the_rows_are_the_same(tmp_path, compression):
+    store, written = rewrite_snapshot(tmp_path / compression, compression)
+    reference_store, reference = rewrite_snapshot(tmp_path / "reference", "zstd" if compression != "zstd" else "none")
+
+    assert set().union(*(codecs(metadata(store, f)) for f in written)) == {CODECS[compression]}
+    assert rows(store, written).equals(rows(reference_store, reference))
 
 
 def test_a_file_grown_past_the_target_is_split_into_files_near_it(first_rewrite, tmp_path):
