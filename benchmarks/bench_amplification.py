@@ -10,12 +10,17 @@ benchmark's baseline does). Before the measured rounds one uniform round settles
 (the bootstrap byte-copies each bucket's snapshot file; the first round touching it rewrites it
 whole): its time is reported as ``first_round_s``.
 
+Both sides write one Parquet codec, ``--compression`` (default: the service's, zstd): the
+service's ``lake.compression``, and the MERGE's writer properties (and its target's first write),
+so the comparison is like for like (delta-rs alone would write snappy). The byte-copied
+snapshot files are the store's zstd until the first round rewrites them.
+
 ``big_vs_small`` is the big table's recent round over the small one's (goal <= 2);
 ``uniform_vs_merge`` is the MERGE's time over the round's for uniform changes, a throughput
 ratio (goal >= 0.9). Per round the lake commit's files removed and added and bytes written.
 
     .venv/bin/python benchmarks/bench_amplification.py [--keys 20000000] [--small-keys 200000]
-        [--target-file-mb N] [--repeat 3] [--out FILE]
+        [--target-file-mb N] [--compression zstd|snappy|lz4|gzip|none] [--repeat 3] [--out FILE]
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ import os
 import random
 import statistics
 import sys
+import typing
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -43,6 +49,8 @@ from benchmarks.bench_tiering import (  # noqa: E402
     service_config,
     spark_session,
 )
+from tiering.conf.model import DEFAULT_COMPRESSION, Compression  # noqa: E402
+from tiering.lake.compression import delta_rs_properties  # noqa: E402
 
 #: Keys a measured round changes.
 CHANGED_KEYS = 1000
@@ -75,7 +83,10 @@ def bench_amplification(args, work: Path, store) -> dict:
     client = store.client(timeout_s=600)
     keys, small_keys = args.keys, getattr(args, "small_keys", 200_000)
     target = getattr(args, "target_file_mb", None)
-    lake = {"target_file_mb": target} if target else {}
+    compression = getattr(args, "compression", None) or DEFAULT_COMPRESSION
+    lake = {"compression": compression, **({"target_file_mb": target} if target else {})}
+    merge_writer = delta_rs_properties(compression)
+    print(f"bench amplification: codec {compression} (the service's lake.compression and the MERGE's)", file=sys.stderr)
     spark = spark_session()
     rng, salt = random.Random(21), 0
     tables = {}
@@ -87,9 +98,9 @@ def bench_amplification(args, work: Path, store) -> dict:
         tables[name].round(spark)  # the bootstrap, untimed
     snapshots = client.take_snapshots(BIG)
     base = pa.concat_tables([pq.read_table(f) for s in snapshots.buckets for f in s.files]).select(["id", "name", "qty", "price"])
-    write_deltalake(str(work / "merge-target"), base)  # the baseline's target: the same rows
+    write_deltalake(str(work / "merge-target"), base, writer_properties=merge_writer)  # the baseline's target: the same rows
     del base
-    baseline = ChangelogRounds(args, work, client)
+    baseline = ChangelogRounds(args, work, client, merge_writer)
 
     def changes(pattern: str, n: int) -> pa.Array:
         ids = range(n - CHANGED_KEYS, n) if pattern == "recent" else rng.sample(range(n), CHANGED_KEYS)
@@ -120,7 +131,7 @@ def bench_amplification(args, work: Path, store) -> dict:
     uniform_s, merge_s = median(BIG, "uniform"), median(BIG, "uniform", "merge_s")
     return {
         "keys": keys, "small_keys": small_keys, "buckets": BUCKETS, "changed_keys": CHANGED_KEYS,
-        "repeat": args.repeat, "lake_target_file_mb": target,
+        "repeat": args.repeat, "lake_target_file_mb": target, "compression": compression,
         "small_round_s": small_s, "big_round_s": big_s, "big_vs_small": round(big_s / small_s, 3),
         "big_uniform_round_s": uniform_s, "big_uniform_merge_s": merge_s,
         "big_recent_merge_s": median(BIG, "recent", "merge_s"),
@@ -147,6 +158,8 @@ def main() -> None:
     parser.add_argument("--keys", type=int, default=20_000_000, help="rows of the big table")
     parser.add_argument("--small-keys", type=int, default=200_000, help="rows of the small table")
     parser.add_argument("--target-file-mb", type=int, default=None, help="lake.target_file_mb (default: the service's)")
+    parser.add_argument("--compression", choices=typing.get_args(Compression), default=DEFAULT_COMPRESSION,
+                        help="the Parquet codec of both sides: lake.compression and the MERGE's (default: the service's)")
     parser.add_argument("--repeat", type=int, default=3, help="measured rounds per table and pattern (medians)")
     parser.add_argument("--out", type=Path, help="also write the JSON here")
     args = parser.parse_args()

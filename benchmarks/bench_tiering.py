@@ -301,10 +301,12 @@ def bench_snapshot(args, work: Path, store) -> dict:
 
 class ChangelogRounds:
     """The changelog benchmark's two sides over the same store table: U upserts at a time, then
-    the service's round of them and a hand-written MERGE of the same changes."""
+    the service's round of them and a hand-written MERGE of the same changes (written with
+    ``writer_properties``: None is delta-rs's default, snappy)."""
 
-    def __init__(self, args, work: Path, client) -> None:
+    def __init__(self, args, work: Path, client, writer_properties=None) -> None:
         self.args, self.client = args, client
+        self.writer_properties = writer_properties
         self.target = str(work / "merge-target")
         self.rng = random.Random(7)
         self.salt = 0
@@ -346,7 +348,8 @@ class ChangelogRounds:
         latest = log.join(newest, keys=["id", "__offset"], right_keys=["id", "__offset_max"], join_type="inner").drop(["__offset"])
         (
             DeltaTable(self.target)
-            .merge(latest, predicate="t.id = s.id", source_alias="s", target_alias="t")
+            .merge(latest, predicate="t.id = s.id", source_alias="s", target_alias="t",
+                   writer_properties=self.writer_properties)
             .when_matched_update_all().when_not_matched_insert_all().execute()
         )
         return time.perf_counter() - started, latest.num_rows
@@ -837,6 +840,8 @@ def main() -> None:
                         help="amplification: rows of the small table (--keys: rows of the big one)")
     parser.add_argument("--target-file-mb", type=int, default=None,
                         help="amplification: lake.target_file_mb (default: the service's)")
+    parser.add_argument("--compression", choices=("zstd", "snappy", "lz4", "gzip", "none"), default=None,
+                        help="amplification: the Parquet codec of the service and the MERGE (default: the service's)")
     parser.add_argument("--out", type=Path, help="also write the JSON here")
     args = parser.parse_args()
     if args.buckets is None:
