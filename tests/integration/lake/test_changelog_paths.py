@@ -221,7 +221,7 @@ def _merged(lake: Lake, table: TableInfo, task: BucketTask) -> pa.Table:
         table=table, path=loaded.path, app="test", version=1, epoch=1, dt=loaded.dt, replace_table=False,
         plans=(task.plan,), positions={0: task.plan.position}, metadata={}, lake_buckets=frozenset({0}),
     )
-    merge_round(prepared, [task], CommitProperties())
+    merge_round(prepared, [task], CommitProperties(), lake.compression)
     return lake.load(table.name).to_arrow()
 
 
