@@ -7,7 +7,9 @@ LeaseNotFoundError, 409 OTHER_JOB -> ConflictError with that code, never a fence
 SnapshotUnavailableError, ...) and is never retried. Messages are
 the server's message plus the method and path. A batched call (``logs``, ``segments``,
 ``report_lakes``) returns a table's refusal as the error its own call would raise, beside the
-other tables' answers, and raises only what fails the whole call (a fenced epoch). The client
+other tables' answers, and raises only what fails the whole call (a fenced epoch). Answers are
+read leniently (a field a newer store added is ignored: tiering.kvstore.models), and the client
+asks for what an earlier release would not read (``?holders=true``). The client
 is pickled into Spark executors: the requests.Session is created lazily and dropped on
 pickling, as is the kept list of tables.
 """
@@ -39,6 +41,7 @@ from tiering.errors import (
 )
 from tiering.kvstore import retry
 from tiering.kvstore.models import (
+    LAKE_REPORT_ANSWER,
     AcquireRequest,
     AcquireResult,
     BucketRef,
@@ -74,6 +77,8 @@ from tiering.kvstore.models import (
 
 ARROW_STREAM = "application/vnd.apache.arrow.stream"
 M = TypeVar("M", bound=BaseModel)
+#: ``/v1/logs``'s question for each entry's ``lake_job`` (the job holding the table's lake report).
+_HOLDERS = {"holders": "true"}
 
 #: The status a table's own call answers each error code with: inside a batched answer a table's
 #: refusal is its envelope alone, and error_for picks the typed error by status.
@@ -307,19 +312,24 @@ class KvStoreClient:
     def logs(self, tables: list[str] | None = None) -> dict[str, TableLog]:
         """``log_info`` of ``tables`` (None: every table) in one call, by name; a name the store does
         not hold (a table dropped meanwhile) is absent, the others answer. The values are
-        NamedTableLog: a TableLog that also carries its name."""
+        NamedTableLog: a TableLog that also carries its name, its last lake report's offsets and
+        the job that made it (asked for always: the planner and the round need it; a store of an
+        earlier release ignores the question and names no job)."""
         if tables is None:
             return self._all_logs()
         if not tables:
             return {}
-        return _named_logs(self._call("POST", "/v1/logs", **self._body(LogsRequest(tables=tables))).content)
+        response = self._call("POST", "/v1/logs", params=_HOLDERS, **self._body(LogsRequest(tables=tables)))
+        return _named_logs(response.content)
 
     def _all_logs(self) -> dict[str, TableLog]:
         """Every table's log ends. As with :meth:`list_tables`, the last answer is kept with its
         ETag: while no table was created or dropped and no log moved, the store answers 304 and
         an idle job's planner parses nothing (10,000 tables' ends: ~100 ms of parsing)."""
         logged = self._logged
-        response = self._call("GET", "/v1/logs", headers={"If-None-Match": logged[0]} if logged else None)
+        response = self._call(
+            "GET", "/v1/logs", params=_HOLDERS, headers={"If-None-Match": logged[0]} if logged else None
+        )
         if logged is not None and response.status_code == 304:
             return dict(logged[1])
         found = _named_logs(response.content)
@@ -405,15 +415,17 @@ class KvStoreClient:
         """Forget ``table``'s lake report, so another job's next report holds it (handing the table
         over: stop the job that holds it first); returns the dropped report. NotFoundError when
         there is none."""
-        return LakeReport.model_validate(self._call("DELETE", f"/v1/tables/{segment(table)}/lake", table=table).json())
+        response = self._call("DELETE", f"/v1/tables/{segment(table)}/lake", table=table)
+        return LAKE_REPORT_ANSWER.validate_json(response.content)
 
     def get_lake(self, table: str) -> LakeReport | None:
         try:
-            return LakeReport.model_validate(self._call("GET", f"/v1/tables/{segment(table)}/lake", table=table).json())
+            response = self._call("GET", f"/v1/tables/{segment(table)}/lake", table=table)
         except TableNotFoundError:
             raise
         except NotFoundError:
             return None
+        return LAKE_REPORT_ANSWER.validate_json(response.content)
 
     def metrics(self) -> str:
         return self._call("GET", "/metrics").text

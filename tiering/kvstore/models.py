@@ -16,7 +16,17 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, WithJsonSchema, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    TypeAdapter,
+    WithJsonSchema,
+    field_validator,
+    model_validator,
+)
 
 from tiering.kvstore.names import MAX_NAME_BYTES, check_column_name, check_table_name, duplicate_names
 from tiering.kvstore.types import normalize_type
@@ -48,7 +58,30 @@ BucketKey = Annotated[str, Field(pattern=r"^[0-9]{1,10}$")]
 
 
 class _Model(BaseModel):
+    """A request body the store validates, or a part of one: a field it does not know is refused
+    (400 naming it), so a misspelt field never passes for an accepted one."""
+
     model_config = ConfigDict(populate_by_name=True, extra="forbid", frozen=True)
+
+
+class _Answer(_Model):
+    """An answer of the store, as a client reads it: a field it does not know is ignored, so a
+    newer store can add one without breaking the jobs of an earlier release (a rolling upgrade:
+    docs/DESIGN.md §3). The store never reads one of these from a request."""
+
+    model_config = ConfigDict(extra="ignore")
+
+
+def _known_fields(model: type[BaseModel]) -> BeforeValidator:
+    """Drops the keys ``model`` does not know from a JSON object before ``model`` reads it."""
+    known = frozenset(model.model_fields) | {f.alias for f in model.model_fields.values() if f.alias}
+
+    def drop_unknown(value: object) -> object:
+        if isinstance(value, dict) and not known.issuperset(value):
+            return {k: v for k, v in value.items() if k in known}
+        return value
+
+    return BeforeValidator(drop_unknown)
 
 
 class Column(_Model):
@@ -98,12 +131,16 @@ class TableSpec(_Model):
 
 
 class TableInfo(TableSpec):
-    """A table as the store describes it; ``table_id`` changes when a table is re-created."""
+    """A table as the store describes it; ``table_id`` changes when a table is re-created. An
+    answer, read as answers are (its columns too), where the spec a client sends is a request."""
 
+    model_config = ConfigDict(extra="ignore")
+
+    columns: list[Annotated[Column, _known_fields(Column)]] = Field(alias="schema", min_length=1)
     table_id: int
 
 
-class Snapshot(_Model):
+class Snapshot(_Answer):
     bucket: int
     snapshot_id: int
     log_offset: int  # exclusive: the snapshot holds every change below this offset
@@ -112,29 +149,29 @@ class Snapshot(_Model):
     size_bytes: int
 
 
-class TableSnapshots(_Model):
+class TableSnapshots(_Answer):
     table_id: int
     buckets: list[Snapshot]
 
 
-class BucketLog(_Model):
+class BucketLog(_Answer):
     bucket: int
     log_start_offset: int  # first offset still readable (older segments were deleted)
     log_end_offset: int  # exclusive end of the last flushed segment
 
 
-class TableLog(_Model):
+class TableLog(_Answer):
     table_id: int
     buckets: list[BucketLog]
 
 
-class LogSegment(_Model):
+class LogSegment(_Answer):
     start_offset: int
     end_offset: int  # exclusive
     file: str
 
 
-class LogSegments(_Model):
+class LogSegments(_Answer):
     segments: list[LogSegment]
 
 
@@ -152,12 +189,12 @@ class SegmentsRequest(_Model):
     ranges: list[LogRange] = Field(min_length=1, max_length=4096)
 
 
-class BucketSegments(_Model):
+class BucketSegments(_Answer):
     bucket: int
     segments: list[LogSegment]
 
 
-class TableSegments(_Model):
+class TableSegments(_Answer):
     buckets: list[BucketSegments]
 
 
@@ -193,18 +230,23 @@ class ReleaseRequest(_Model):
     buckets: list[BucketRef]
 
 
-class Lease(_Model):
+#: A snapshot reference as a lease's answer carries it: the request's own model (the client compares
+#: the two), read as answers are.
+_AnsweredSnapshotRef = Annotated[SnapshotRef, _known_fields(SnapshotRef)]
+
+
+class Lease(_Answer):
     lease_id: str
     epoch: int
     expires_at_ms: int
-    snapshots: list[SnapshotRef]
+    snapshots: list[_AnsweredSnapshotRef]
 
 
 class AcquireResult(Lease):
-    unavailable: list[SnapshotRef] = []
+    unavailable: list[_AnsweredSnapshotRef] = []
 
 
-class LeaseList(_Model):
+class LeaseList(_Answer):
     leases: list[Lease]
 
 
@@ -220,16 +262,21 @@ class LakeReport(_Model):
     job: JobName | None = None
 
 
-class TableList(_Model):
+#: A lake report as the store answers it (``GET``, ``PUT`` and ``DELETE /v1/tables/{t}/lake``): the
+#: request's model, read as answers are.
+LAKE_REPORT_ANSWER: TypeAdapter[LakeReport] = TypeAdapter(Annotated[LakeReport, _known_fields(LakeReport)])
+
+
+class TableList(_Answer):
     tables: list[TableInfo]
 
 
-class ErrorBody(_Model):
+class ErrorBody(_Answer):
     error: str
     message: str
 
 
-class WriteResult(_Model):
+class WriteResult(_Answer):
     """What one write appended: per touched bucket the ``[start, end)`` offsets of its segment.
     ``records`` can be below ``rows``: deleting an absent key writes nothing."""
 
@@ -239,16 +286,16 @@ class WriteResult(_Model):
     buckets: dict[str, Annotated[list[int], Field(min_length=2, max_length=2)]]
 
 
-class TableDropped(_Model):
+class TableDropped(_Answer):
     dropped: str
     table_id: int
 
 
-class LeaseDropped(_Model):
+class LeaseDropped(_Answer):
     dropped: str
 
 
-class Health(_Model):
+class Health(_Answer):
     status: str
 
 
@@ -264,14 +311,15 @@ class NamedTableLog(TableLog):
     """``GET /v1/tables/{name}/log``'s answer, named: one entry of :class:`TablesLog`. ``lake``:
     the offsets of the table's last lake report (this ``table_id``'s; None before the first), so
     a planner starting cold can tell an idle table from one to read without opening its lake;
-    ``lake_job``: the job that made that report (absent when it named none)."""
+    ``lake_job``: the job that made that report, only when the client asked (``?holders=true``:
+    a client of an earlier release would refuse the field) and absent when the report named none."""
 
     name: str
     lake: dict[BucketKey, Count] | None = None
-    lake_job: str | None = None
+    lake_job: str | None = Field(None, description="only with ?holders=true, and absent when the report names no job")
 
 
-class TablesLog(_Model):
+class TablesLog(_Answer):
     """The log ends of many tables, by name; ``missing``: the names asked for that the catalog
     does not hold (dropped, or never created)."""
 
@@ -297,14 +345,14 @@ class NamedTableSegments(TableSegments):
     table: str
 
 
-class TableFailure(_Model):
+class TableFailure(_Answer):
     """A table's refusal inside a batched answer: the envelope its single-table call answers with."""
 
     table: str
     error: ErrorBody
 
 
-class TablesSegments(_Model):
+class TablesSegments(_Answer):
     """Per table asked, in the order asked: its segments, or its refusal."""
 
     tables: list[NamedTableSegments | TableFailure]
@@ -319,14 +367,14 @@ class LakeReportsRequest(_Model):
     reports: list[TableLakeReport] = Field(min_length=1, max_length=MAX_BATCH_TABLES)
 
 
-class LakeReportResult(_Model):
+class LakeReportResult(_Answer):
     """``error`` null: the report was stored."""
 
     table: str
     error: ErrorBody | None
 
 
-class LakeReportResults(_Model):
+class LakeReportResults(_Answer):
     """Per report, in the order sent."""
 
     results: list[LakeReportResult]

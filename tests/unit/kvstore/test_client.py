@@ -1,11 +1,19 @@
-"""The client's error mapping, retry policy and pickling — the parts that need no server."""
+"""The client's error mapping, retry policy, pickling and how it reads answers — the parts that need
+no server."""
 
 from __future__ import annotations
 
+import inspect
+import json
 import pickle
 import time
+from collections.abc import Callable
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
+import pyarrow as pa
 import pytest
+import requests
 
 from tiering.errors import (
     BadRequestError,
@@ -22,7 +30,7 @@ from tiering.errors import (
 )
 from tiering.kvstore import retry
 from tiering.kvstore.client import KvStoreClient, _refusal, error_for
-from tiering.kvstore.models import ErrorBody
+from tiering.kvstore.models import BucketRef, ErrorBody, LakeReport, LogRange, SnapshotRef, TableSpec
 from tiering.kvstore.server.process import free_port
 
 pytestmark = pytest.mark.unit
@@ -142,3 +150,125 @@ def test_the_session_takes_proxies_and_ca_bundle_from_the_environment_once(monke
     assert "http" not in direct.proxies, "NO_PROXY names this store"
     assert proxied.verify == "/etc/ssl/our-ca.pem"
     assert not proxied.trust_env, "requests must not rescan the environment on every call"
+
+
+# A newer store's answers: every object of every answer the client reads carries a field no model of
+# this release knows (the maps of bucket -> offset excepted: their keys are data, not fields).
+_MAPS = {"lake", "buckets"}
+_TABLE = {"name": "t", "schema": [{"name": "id", "type": "bigint"}], "primary_key": ["id"], "num_buckets": 1,
+          "table_id": 7}
+_SNAPSHOT = {"bucket": 0, "snapshot_id": 1, "log_offset": 1, "files": ["f"], "row_count": 1, "size_bytes": 10}
+_LOG = {"table_id": 7, "buckets": [{"bucket": 0, "log_start_offset": 0, "log_end_offset": 1}]}
+_SEGMENTS = {"bucket": 0, "segments": [{"start_offset": 0, "end_offset": 1, "file": "s"}]}
+_REF = {"table_id": 7, "bucket": 0, "snapshot_id": 1}
+_LEASE = {"lease_id": "l", "epoch": 1, "expires_at_ms": 5, "snapshots": [_REF]}
+_REPORT = {"table_id": 7, "epoch": 1, "lake_version": 0, "buckets": {"0": 1}, "job": "j"}
+_REFUSAL = {"error": "OTHER_JOB", "message": "job 'j' holds it"}
+_ANSWERS: dict[tuple[str, str], Any] = {
+    ("POST", "/v1/tables"): _TABLE, ("GET", "/v1/tables"): {"tables": [_TABLE]}, ("GET", "/v1/tables/t"): _TABLE,
+    ("POST", "/v1/tables/t/columns"): _TABLE,
+    ("POST", "/v1/tables/t/rows"): {"table_id": 7, "rows": 1, "records": 1, "buckets": {"0": [0, 1]}},
+    ("POST", "/v1/tables/t/snapshots"): {"table_id": 7, "buckets": [_SNAPSHOT]},
+    ("GET", "/v1/tables/t/snapshots"): {"table_id": 7, "buckets": [_SNAPSHOT]},
+    ("GET", "/v1/tables/t/buckets/0/snapshots/1"): _SNAPSHOT, ("GET", "/v1/tables/t/log"): _LOG,
+    ("GET", "/v1/tables/t/buckets/0/log"): {"segments": _SEGMENTS["segments"]},
+    ("POST", "/v1/tables/t/log/segments"): {"buckets": [_SEGMENTS]},
+    ("GET", "/v1/logs"): {"tables": [{**_LOG, "name": "t", "lake": {"0": 1}, "lake_job": "j"}], "missing": []},
+    ("POST", "/v1/logs"): {"tables": [{**_LOG, "name": "t", "lake": {"0": 1}, "lake_job": "j"}], "missing": ["gone"]},
+    ("POST", "/v1/segments"): {"tables": [{"table": "t", "buckets": [_SEGMENTS]}, {"table": "u", "error": _REFUSAL}]},
+    ("POST", "/v1/leases/l/acquire"): {**_LEASE, "unavailable": [_REF]}, ("POST", "/v1/leases/l/renew"): _LEASE,
+    ("POST", "/v1/leases/l/release"): _LEASE, ("GET", "/v1/leases"): {"leases": [_LEASE]}, ("GET", "/v1/leases/l"): _LEASE,
+    ("POST", "/v1/lake-reports"): {"results": [{"table": "t", "error": None}, {"table": "u", "error": _REFUSAL}]},
+    ("GET", "/v1/tables/t/lake"): _REPORT, ("DELETE", "/v1/tables/t/lake"): _REPORT,
+}
+_RANGE = [LogRange(bucket=0, from_offset=0, to_offset=1)]
+#: Every client call that reads an answer.
+_READS: dict[str, Callable[[KvStoreClient], Any]] = {
+    "create_table": lambda c: c.create_table(TableSpec(name="t", schema=[{"name": "id", "type": "bigint"}],
+                                                       primary_key=["id"], num_buckets=1)),
+    "list_tables": lambda c: c.list_tables(), "get_table": lambda c: c.get_table("t"),
+    "add_column": lambda c: c.add_column("t", "c", "string"), "upsert": lambda c: c.upsert("t", [{"id": 1}]),
+    "delete": lambda c: c.delete("t", [{"id": 1}]), "write_arrow": lambda c: c.write_arrow("t", pa.table({"id": [1]})),
+    "take_snapshots": lambda c: c.take_snapshots("t"), "latest_snapshots": lambda c: c.latest_snapshots("t"),
+    "get_snapshot": lambda c: c.get_snapshot("t", 0, 1), "log_info": lambda c: c.log_info("t"),
+    "log_segments": lambda c: c.log_segments("t", 0, 0, 1), "table_segments": lambda c: c.table_segments("t", _RANGE),
+    "logs": lambda c: (c.logs(), c.logs(["t", "gone"])), "segments": lambda c: c.segments({"t": _RANGE, "u": _RANGE}),
+    "lake_holders": lambda c: c.lake_holders(["t"]),
+    "acquire_lease": lambda c: c.acquire_lease("l", 1, 1000, [SnapshotRef(**_REF)]),
+    "renew_lease": lambda c: c.renew_lease("l", 1, 1000),
+    "release_lease": lambda c: c.release_lease("l", 1, [BucketRef(table_id=7, bucket=0)]),
+    "list_leases": lambda c: c.list_leases(), "get_lease": lambda c: c.get_lease("l"),
+    "report_lakes": lambda c: c.report_lakes({"t": LakeReport(**_REPORT), "u": LakeReport(**_REPORT)}),
+    "drop_lake": lambda c: c.drop_lake("t"), "get_lake": lambda c: c.get_lake("t"),
+}
+#: Client calls that read no answer (or only its status or text).
+_NO_ANSWER = {"health", "drop_table", "report_lake", "drop_lease", "metrics", "with_retry_deadline"}
+
+
+def _newer(value: Any, key: str = "") -> Any:
+    """``value`` as a newer store might answer it: one more field in every object."""
+    if isinstance(value, list):
+        return [_newer(item) for item in value]
+    if not isinstance(value, dict) or key in _MAPS:
+        return value
+    return {**{k: _newer(v, k) for k, v in value.items()}, "added_by_a_newer_store": {"any": ["thing"]}}
+
+
+class _Canned(requests.adapters.BaseAdapter):
+    """Answers each call with its canned JSON (``newer``: as a newer store would); records the URLs."""
+
+    def __init__(self, newer: bool) -> None:
+        super().__init__()
+        self.newer, self.urls = newer, []
+
+    def send(self, request: requests.PreparedRequest, **_: Any) -> requests.Response:
+        self.urls.append(request.url)
+        answer = _ANSWERS[(request.method, urlsplit(request.url).path)]
+        response = requests.Response()
+        response.status_code, response.request, response.url = 200, request, request.url
+        response._content = json.dumps(_newer(answer) if self.newer else answer).encode()
+        response.headers["Content-Type"] = "application/json"
+        return response
+
+    def close(self) -> None:
+        pass
+
+
+def _client(newer: bool) -> tuple[KvStoreClient, _Canned]:
+    client, canned = KvStoreClient("http://store.test"), _Canned(newer)
+    client.session.mount("http://store.test/", canned)
+    return client, canned
+
+
+def _comparable(value: Any) -> Any:
+    """Errors compare by type and message."""
+    if isinstance(value, Exception):
+        return type(value), str(value)
+    if isinstance(value, dict):
+        return {k: _comparable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_comparable(v) for v in value]
+    return value
+
+
+def test_every_call_covered_here():
+    public = {name for name, member in inspect.getmembers(KvStoreClient, inspect.isfunction) if not name.startswith("_")}
+    assert public == set(_READS) | _NO_ANSWER, "a new client call: does it read an answer? add it to _READS"
+
+
+@pytest.mark.parametrize("call", sorted(_READS))
+def test_an_answer_with_fields_this_release_does_not_know_reads_as_without_them(call):
+    """Forward compatibility: a newer store may add fields to its answers (a rolling upgrade); the
+    client ignores them, at every depth, models shared with request bodies included."""
+    newer, canned = _client(newer=True)
+    plain, _ = _client(newer=False)
+
+    assert _comparable(_READS[call](newer)) == _comparable(_READS[call](plain))
+    assert canned.urls
+
+
+def test_the_client_always_asks_the_logs_for_each_tables_holder():
+    client, canned = _client(newer=False)
+
+    assert client.lake_holders(["t"]) == {"t": "j"} and client.logs()["t"].lake_job == "j"
+    assert [parse_qs(urlsplit(url).query) for url in canned.urls] == [{"holders": ["true"]}] * 2

@@ -82,3 +82,41 @@ def test_every_schema_is_valid_json_schema(tmp_path):
     assert len(schemas) > 30
     for schema in schemas:
         assert jsonschema_rs.meta.is_valid(schema), schema
+
+
+def _models(schema: Any, schemas: dict[str, Any], found: set[str]) -> set[str]:
+    """The component names ``schema`` refers to, at any depth."""
+    if isinstance(schema, dict):
+        ref = schema.get("$ref", "")
+        if ref.startswith("#/components/schemas/") and (name := ref.rsplit("/", 1)[1]) not in found:
+            found.add(name)
+            _models(schemas[name], schemas, found)
+        for value in schema.values():
+            _models(value, schemas, found)
+    elif isinstance(schema, list):
+        for value in schema:
+            _models(value, schemas, found)
+    return found
+
+
+def test_request_bodies_refuse_fields_they_do_not_know_and_answers_may_carry_more(tmp_path):
+    """What the store reads is strict (400 naming the field), what it answers may grow: a client of
+    an earlier release ignores a field it does not know (a rolling upgrade, docs/DESIGN.md §3). A
+    model a request and an answer share is the request's, strict."""
+    doc = _document(tmp_path, token=None)
+    schemas = doc["components"]["schemas"]
+    read, answered = set(), set()
+    for _, _, op in _operations(doc):
+        for media in op.get("requestBody", {}).get("content", {}).values():
+            _models(media["schema"], schemas, read)
+        _models(op["responses"].get("200", {}), schemas, answered)
+
+    assert {"LakeReport", "Column", "SnapshotRef"} <= read & answered
+    for name in read:
+        assert schemas[name]["additionalProperties"] is False, name
+    for name in answered - read:
+        assert "additionalProperties" not in schemas[name], name
+    assert "refused (400 naming it)" in doc["info"]["description"]
+    for method in ("get", "post"):
+        holders = [p for p in doc["paths"]["/v1/logs"][method]["parameters"] if p["name"] == "holders"]
+        assert holders and holders[0]["in"] == "query" and "lake_job" in holders[0]["description"], method

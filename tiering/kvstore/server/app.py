@@ -78,6 +78,13 @@ from tiering.kvstore.server.store import Store
 log = logging.getLogger(__name__)
 M = TypeVar("M", bound=BaseModel)
 _ETAG = {"description": "the version of the answer (of the list of tables, of every log's ends)", "schema": {"type": "string"}, "required": True}
+_HOLDERS = ("true: each table's entry also names the job whose lake report holds the table (`lake_job`, absent "
+            "when that report names none). Off by default: a client of a release before it refuses fields it does "
+            "not know.")
+#: The store's contract with clients of other releases, at the head of its document.
+_DESCRIPTION = ("Request bodies are read strictly: a field the store does not know is refused (400 naming it). "
+                "Answers may carry fields a client does not know (a newer store's): clients ignore them. A field an "
+                "earlier release's clients would refuse is sent only to a client that asks for it (`holders`).")
 
 
 def _error(status: int, code: str, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
@@ -195,7 +202,8 @@ def _install_error_handlers(app: FastAPI) -> None:
 
 
 def create_app(store: Store, token: str | None, max_body_bytes: int) -> FastAPI:
-    app = FastAPI(title="kv-tiering reference KV store", version="1", docs_url=None, redoc_url=None)
+    app = FastAPI(title="kv-tiering reference KV store", version="1", description=_DESCRIPTION,
+                  docs_url=None, redoc_url=None)
     _install_error_handlers(app)
     # The last added guard runs first: unauthenticated requests never get their body counted.
     app.add_middleware(BodyLimit, max_body_bytes=max_body_bytes)
@@ -292,13 +300,15 @@ def create_app(store: Store, token: str | None, max_body_bytes: int) -> FastAPI:
     @app.get("/v1/logs", response_model=TablesLog, responses=_tagged("no table, log or lake report moved"))
     async def all_logs(
         if_none_match: str = Header("", description="the ETag of the answer the client holds"),
+        holders: bool = Query(False, description=f"{_HOLDERS} Each of the two answers has ETags of its own."),
     ) -> Response:
-        return await _unless_unchanged(if_none_match, store.logs_tag, store.tagged_logs_json, _raw_json)
+        return await _unless_unchanged(if_none_match, lambda: store.logs_tag(holders),
+                                       lambda: store.tagged_logs_json(holders), _raw_json)
 
     @app.post("/v1/logs", response_model=TablesLog, responses=errors(413), openapi_extra=json_body(LogsRequest))
-    async def logs(request: Request) -> Response:
+    async def logs(request: Request, holders: bool = Query(False, description=_HOLDERS)) -> Response:
         body = await _body(request, LogsRequest)
-        return _raw_json(await _run(store.logs_json, list(body.tables)))
+        return _raw_json(await _run(store.logs_json, list(body.tables), holders))
 
     @app.post("/v1/segments", response_model=TablesSegments, responses=errors(413),
               openapi_extra=json_body(TablesSegmentsRequest))

@@ -19,6 +19,9 @@ from typing import NamedTuple
 from tiering.kvstore.models import BucketLog, LogSegment, Snapshot, TableInfo, TableSpec
 from tiering.kvstore.server.errors import CONFLICT, ApiError, table_not_found
 
+#: What ends the ETag of the logs answer that names each table's holder (``?holders=true``).
+HOLDERS_TAG = "-holders"
+
 
 def create_table(conn: sqlite3.Connection, spec: TableSpec) -> TableInfo:
     existing = conn.execute("SELECT table_id FROM tables WHERE name = ? AND state = 'live'", (spec.name,)).fetchone()
@@ -56,11 +59,12 @@ def catalog_tag(conn: sqlite3.Connection) -> str:
     return f'"{row["store_id"]}-{row["version"]}"'
 
 
-def logs_tag(conn: sqlite3.Connection) -> str:
+def logs_tag(conn: sqlite3.Connection, holders: bool) -> str:
     """Every live table's log ends' ETag: it changes with the list of tables and with any bucket's
-    log range (db.py's triggers)."""
+    log range (db.py's triggers); the answer naming the holders has tags of its own, so neither
+    answer is ever confirmed by the other's tag."""
     row = conn.execute("SELECT store_id, c.version, l.version FROM catalog_version c, logs_version l").fetchone()
-    return f'"{row[0]}-{row[1]}-{row[2]}"'
+    return f'"{row[0]}-{row[1]}-{row[2]}{HOLDERS_TAG if holders else ""}"'
 
 
 def _named(names: list[str] | None) -> tuple[str, tuple[str, ...]]:
@@ -71,14 +75,24 @@ def _named(names: list[str] | None) -> tuple[str, tuple[str, ...]]:
     return "t.state = 'live' AND t.name IN (SELECT value FROM json_each(?))", (json.dumps(names),)
 
 
-def logs_json(conn: sqlite3.Connection, names: list[str] | None, kept: dict[int, tuple[int, str]]) -> dict[str, str]:
-    """Name -> the live table's log (a NamedTableLog, with its last lake report's offsets and job) as
-    JSON, in name order; ``names`` None: every live table. ``kept``: table id -> (its version,
-    its JSON) from earlier calls, brought up to date here: only the tables whose version moved
-    (db.py's triggers, in the transaction of the change) are read again, in one query where
-    SQLite writes the JSON. At 10,000 tables, reading them all takes ~100 ms; listing the
-    versions, ~10 ms. The bucket arrays follow the buckets' primary key (the subquery's ORDER BY
-    reads that index; nothing sorts)."""
+class KeptLog(NamedTuple):
+    """One table's log answer as JSON, kept between calls: ``plain`` without ``lake_job``, ``held``
+    with it (the same string when its report names no job), both for the table's ``version``."""
+
+    version: int | None
+    plain: str
+    held: str
+
+
+def logs_json(conn: sqlite3.Connection, names: list[str] | None, kept: dict[int, KeptLog], holders: bool) -> dict[str, str]:
+    """Name -> the live table's log (a NamedTableLog, with its last lake report's offsets, and with
+    ``holders`` the job that made it) as JSON, in name order; ``names`` None: every live table.
+    ``kept``: table id -> its answer from earlier calls, brought up to date here: only the tables
+    whose version moved (db.py's triggers, in the transaction of the change) are read again, in
+    one query where SQLite writes the JSON; both answers are kept, so asking for holders or not
+    costs the same. At 10,000 tables, reading them all takes ~100 ms; listing the versions,
+    ~10 ms. The bucket arrays follow the buckets' primary key (the subquery's ORDER BY reads that
+    index; nothing sorts)."""
     where, params = _named(names)
     listed = conn.execute(
         "SELECT t.name, t.table_id, v.version FROM tables t LEFT JOIN table_logs_version v ON v.table_id = t.table_id "
@@ -88,22 +102,25 @@ def logs_json(conn: sqlite3.Connection, names: list[str] | None, kept: dict[int,
     versions = {table_id: version for _, table_id, version in listed}
     stale = [table_id for table_id, version in versions.items()
              if version is None or kept.get(table_id, (None,))[0] != version]
-    for table_id, log in conn.execute(
-        # json_patch drops a null lake_job: an older client's model refuses fields it does not know
-        "SELECT t.table_id, json_patch(json_object('name', t.name, 'table_id', t.table_id, 'buckets', json(("
+    for table_id, log, job in conn.execute(
+        "SELECT t.table_id, json_object('name', t.name, 'table_id', t.table_id, 'buckets', json(("
         "  SELECT json_group_array(json_object("
         "    'bucket', bucket, 'log_start_offset', log_start_offset, 'log_end_offset', log_end_offset))"
         "  FROM (SELECT * FROM buckets b WHERE b.table_id = t.table_id ORDER BY bucket))), "
-        "  'lake', json_extract(r.report, '$.buckets')), json_object('lake_job', json_extract(r.report, '$.job'))) "
+        "  'lake', json_extract(r.report, '$.buckets')), json_extract(r.report, '$.job') "
         "FROM tables t LEFT JOIN lake_reports r ON r.table_id = t.table_id "
         "WHERE t.table_id IN (SELECT value FROM json_each(?))",
         (json.dumps(stale),),
     ):
-        kept[table_id] = (versions[table_id], log)
+        # an object's last member added by hand: json_object ends the text with its closing brace
+        held = log if job is None else f'{log[:-1]},"lake_job":{json.dumps(job)}}}'
+        kept[table_id] = KeptLog(versions[table_id], log, held)
     if names is None:  # what no longer lists is dropped
         for table_id in kept.keys() - versions.keys():
             del kept[table_id]
-    return {name: kept[table_id][1] for name, table_id, _ in listed}
+    if holders:
+        return {name: kept[table_id].held for name, table_id, _ in listed}
+    return {name: kept[table_id].plain for name, table_id, _ in listed}
 
 
 class TableEnds(NamedTuple):

@@ -88,7 +88,7 @@ class Store:
         self._guard = threading.Lock()
         self._table_locks: dict[int, threading.Lock] = {}
         self._live: dict[tuple[int, int], set[Any]] = {}  # keys present per bucket; rebuilt lazily after restart
-        self._logs: dict[int, tuple[int, str]] = {}  # each table's log answer, kept (catalog.logs_json); under db.tx()
+        self._logs: dict[int, catalog.KeptLog] = {}  # each table's log answers, kept (catalog.logs_json); under db.tx()
 
     def close(self) -> None:
         self.db.close()
@@ -281,24 +281,26 @@ class Store:
             info = catalog.live_table(conn, name)
             return TableLog(table_id=info.table_id, buckets=catalog.bucket_logs(conn, info.table_id))
 
-    def logs_tag(self) -> str:
-        """The ETag of ``logs_json(None)``'s answer: equal tags, equal answers."""
+    def logs_tag(self, holders: bool = False) -> str:
+        """The ETag of ``logs_json(None, holders)``'s answer: equal tags, equal answers."""
         with self.db.tx() as conn:
-            return catalog.logs_tag(conn)
+            return catalog.logs_tag(conn, holders)
 
-    def tagged_logs_json(self) -> tuple[str, str]:
-        """``logs_json(None)`` and its ETag, read together."""
+    def tagged_logs_json(self, holders: bool = False) -> tuple[str, str]:
+        """``logs_json(None, holders)`` and its ETag, read together."""
         with self.db.tx() as conn:
-            return catalog.logs_tag(conn), self._logs_json(conn, None)
+            return catalog.logs_tag(conn, holders), self._logs_json(conn, None, holders)
 
-    def logs_json(self, names: list[str] | None) -> str:
+    def logs_json(self, names: list[str] | None, holders: bool = False) -> str:
         """The ``TablesLog`` of ``names`` (None: every table), serialized: one query builds it
-        (catalog.logs_json), where models would cost more than the rest of the call together."""
+        (catalog.logs_json), where models would cost more than the rest of the call together.
+        ``holders``: each entry names the job holding its lake report (``lake_job``), which a
+        client of a release before it would refuse: only a client that asks gets it."""
         with self.db.tx() as conn:
-            return self._logs_json(conn, names)
+            return self._logs_json(conn, names, holders)
 
-    def _logs_json(self, conn: sqlite3.Connection, names: list[str] | None) -> str:
-        found = catalog.logs_json(conn, names, self._logs)
+    def _logs_json(self, conn: sqlite3.Connection, names: list[str] | None, holders: bool) -> str:
+        found = catalog.logs_json(conn, names, self._logs, holders)
         missing = [] if names is None else [name for name in dict.fromkeys(names) if name not in found]
         return f'{{"tables":[{",".join(found.values())}],"missing":{json.dumps(missing)}}}'
 
