@@ -233,7 +233,8 @@ class LakeConfig(_Section):
     compression: Compression = setting(
         "delta-rs writer: the Parquet codec of the data files the job writes: rounds (by the "
         "executors or the driver), a change-feed MERGE, compaction and resync. `snappy` and `lz4` "
-        "encode faster and write about twice the bytes of `zstd`. Files already in the lake keep "
+        "encode about a third faster than `zstd` and write three to four times its bytes (the "
+        "amplification benchmark's rows); `gzip` is far slower. Files already in the lake keep "
         "their codec, as do snapshot files a bootstrap copies byte for byte (the store writes zstd): "
         "a table may mix codecs, which Parquet readers handle file by file. delta-spark writes with "
         "Spark's `spark.sql.parquet.compression.codec`.",
