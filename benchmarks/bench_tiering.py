@@ -35,7 +35,7 @@ belongs to one measurement) and prints one JSON object:
   ``--changed-max``) a few rows changed in every table between two triggers of a running job,
   twice: the wall time of the second round that tiers them all (``triggerExecution``, Spark's
   breakdown; the term's first is ``first_round_ms``), per table, and the bytes of the offsets
-  entry Spark wrote for it;
+  entry Spark wrote for it; ``--lake s3`` puts the lake on an embedded S3 server;
 - ``lag --rate R --duration S``: a steady writer of R rows/s (upserts) while a continuous job
   runs with the default trigger: seconds from each write's acknowledgement to the lake reaching
   its offsets, p50/p99/max;
@@ -693,6 +693,11 @@ def _round_tables(config, batch_id: int) -> int:
 
 
 def bench_tables(args, work: Path, store) -> dict:
+    with contextlib.ExitStack() as stack:
+        return _bench_tables(args, work, store, lake_settings(args, work, stack))
+
+
+def _bench_tables(args, work: Path, store, where: dict) -> dict:
     client = store.client(timeout_s=600)
     spark = spark_session()
     spark.conf.set("spark.sql.streaming.noDataProgressEventInterval", "0")  # a progress report per idle trigger
@@ -702,7 +707,7 @@ def bench_tables(args, work: Path, store) -> dict:
         setup_s = _tiny_tables(client, names)
         job = f"bench-tables-{count}"
         settings = {"tables.include": [f"t{count}_*"]}
-        lake = {"driver_max_changes": args.merge_max_changes}
+        lake = {**where, "driver_max_changes": args.merge_max_changes}
         bootstrap = run_service(spark, service_config(work, store.url, job, settings, **lake))
         measured = {"tables": count, "setup_s": round(setup_s, 1), "bootstrap_s": round(bootstrap.wall_s, 1)}
         idle = {**settings, "trigger.available_now": False, "trigger.interval_s": 0.5}
@@ -713,7 +718,7 @@ def bench_tables(args, work: Path, store) -> dict:
         results.append(measured)
         print(json.dumps(measured), file=sys.stderr, flush=True)
     spark.stop()
-    return {"buckets_per_table": 4, "rounds": results}
+    return {"buckets_per_table": 4, "lake": args.lake, "rounds": results}
 
 
 def bench_lag(args, work: Path, store) -> dict:
@@ -835,7 +840,7 @@ def main() -> None:
     parser.add_argument("--rate", type=int, default=5000, help="lag: rows written per second")
     parser.add_argument("--duration", type=float, default=60.0, help="lag: seconds of steady writing")
     parser.add_argument("--lake", choices=("local", "s3"), default="local",
-                        help="snapshot: where the lake is (s3: an embedded S3 server on loopback)")
+                        help="snapshot, tables: where the lake is (s3: an embedded S3 server on loopback)")
     parser.add_argument("--small-keys", type=int, default=200_000,
                         help="amplification: rows of the small table (--keys: rows of the big one)")
     parser.add_argument("--target-file-mb", type=int, default=None,
