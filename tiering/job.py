@@ -444,11 +444,15 @@ def run_as_leader(
 
 
 def _lost_reason(term, error: Exception) -> str | None:
-    """Why ``term`` is over, or None while it still holds (asks ZooKeeper if need be)."""
+    """Why ``term`` is over, or None while it still holds (asks ZooKeeper if need be). A term
+    whose fence refused a write is over even when ZooKeeper, asked again, would confirm it (it
+    could not be asked then, and the round that asked was aborted)."""
     if isinstance(error, NotLeaderError):
         return str(error)
     if term.lost.is_set():
         return term.lost_reason
+    if term.refusal is not None:
+        return term.refusal
     try:
         term.check()
     except LeadershipLostError as e:

@@ -48,11 +48,14 @@ def test_a_run_is_ok_only_without_failed_tables():
 class Term:
     """What ``_lost_reason`` asks of a leader term."""
 
-    def __init__(self, lost_reason: str | None = None, check_raises: Exception | None = None) -> None:
+    def __init__(
+        self, lost_reason: str | None = None, check_raises: Exception | None = None, refusal: str | None = None
+    ) -> None:
         self.lost = threading.Event()
         if lost_reason is not None:
             self.lost.set()
         self.lost_reason = lost_reason
+        self.refusal = refusal
         self._check_raises = check_raises
         self.checked = 0
 
@@ -81,3 +84,12 @@ def test_otherwise_zookeeper_is_asked():
     still_leading = Term()
     assert _lost_reason(still_leading, TieringError("query failed: disk full")) is None
     assert still_leading.checked == 1
+
+
+def test_a_term_its_fence_refused_is_over_though_zookeeper_would_now_confirm_it():
+    # ZooKeeper was unreachable when the round's fence asked (the round aborted); it is back now
+    term = Term(refusal="cannot confirm leadership of job 'j' (epoch 1): ConnectionLoss()",
+                check_raises=AssertionError("must not be asked"))
+
+    assert _lost_reason(term, TieringError("query failed: py4j")) == term.refusal
+    assert term.checked == 0

@@ -56,6 +56,10 @@ class LeaderTerm:
         )
         # The watchdog's own flag is the term's: it is set before on_lost runs.
         self.lost: threading.Event = self._watchdog.lost
+        #: Why :meth:`check` first refused this term a write (None while it never did): a round
+        #: aborted by the fence fails its query with Spark's wrapper around the error, and a
+        #: refusal because ZooKeeper could not be asked leaves no trace in ZooKeeper once it is back.
+        self.refusal: str | None = None
 
     @property
     def epoch(self) -> int:
@@ -66,29 +70,27 @@ class LeaderTerm:
         return self._watchdog.reason
 
     def check(self) -> None:
-        """Raise LeadershipLostError unless this term still holds the lock and the epoch is ours."""
+        """Raise LeadershipLostError unless this term still holds the lock and the epoch is ours
+        (the first refusal is kept in :attr:`refusal`)."""
         if self.lost.is_set():
-            raise LeadershipLostError(
-                f"leadership of job {self.job!r} (epoch {self.epoch}) lost: {self.lost_reason}", epoch=self.epoch
-            )
+            raise self._refuse(f"leadership of job {self.job!r} (epoch {self.epoch}) lost: {self.lost_reason}")
         node = self._election.lock_node
         try:
             current = read_epoch(self.zk, self.job)
             holds_lock = node is not None and self.zk.exists(node) is not None
         except (CoordinationError, KazooException) as e:
-            raise LeadershipLostError(
-                f"cannot confirm leadership of job {self.job!r} (epoch {self.epoch}): {e!r}", epoch=self.epoch
-            ) from e
+            raise self._refuse(f"cannot confirm leadership of job {self.job!r} (epoch {self.epoch}): {e!r}") from e
         if current != self.fence:
-            raise LeadershipLostError(
-                f"job {self.job!r}: epoch at {epoch_path(self.job)} moved on to {current} from our {self.fence}",
-                epoch=self.epoch,
+            raise self._refuse(
+                f"job {self.job!r}: epoch at {epoch_path(self.job)} moved on to {current} from our {self.fence}"
             )
         if not holds_lock:
-            raise LeadershipLostError(
-                f"job {self.job!r} (epoch {self.epoch}): our lock node {node} is gone (session expired)",
-                epoch=self.epoch,
-            )
+            raise self._refuse(f"job {self.job!r} (epoch {self.epoch}): our lock node {node} is gone (session expired)")
+
+    def _refuse(self, reason: str) -> LeadershipLostError:
+        if self.refusal is None:
+            self.refusal = reason
+        return LeadershipLostError(reason, epoch=self.epoch)
 
     def fenced_set(self, path: str, value: bytes) -> int:
         """Create or overwrite ``path`` only if the epoch is still ours; return its new version."""

@@ -31,9 +31,12 @@ def test_standby_waits_until_the_leader_resigns(zk_hosts, unique_job):
     leader.resign()
     standby.join(10)
     assert [t.epoch for t in won] == [leader.epoch + 1]
-    with pytest.raises(LeadershipLostError):
+    assert leader.refusal is None
+    with pytest.raises(LeadershipLostError) as refused:
         leader.check()
+    assert leader.refusal == str(refused.value)  # kept: a query failing on it is a leadership loss
     won[0].check()
+    assert won[0].refusal is None
     won[0].resign()
 
 
