@@ -182,6 +182,7 @@ class TieringJob:
             trigger = {"availableNow": True}
         else:
             trigger = {"processingTime": f"{config.trigger.interval_s} seconds"}
+        self.lease.claim()
         if config.lease.renew:
             self._renewer = LeaseRenewer(self.lease).start()
         self._query = (

@@ -75,6 +75,22 @@ class JobLease:
             return False
         return True
 
+    def claim(self) -> None:
+        """Renew the kept lease with this term's epoch as the term starts. The store refuses a
+        lease call whose epoch is below the lease's, but it learns a new epoch only from a call:
+        until this one, a previous leader that comes back as a zombie could still release or
+        acquire holds (up to a third of the lease later, when the renewer first runs, or longer
+        when no snapshot is read). An unknown lease has nothing to take over: the first acquire
+        creates it with this epoch. A store out of reach is logged: the renewer and the
+        round's acquires carry the epoch as soon as it answers."""
+        try:
+            claimed = self.renew()
+        except RetryableError as e:
+            log.warning("lease %s: could not claim it for epoch %d at the term's start: %s", self.lease_id, self.epoch, e)
+            return
+        if claimed:
+            log.info("lease %s: claimed for epoch %d", self.lease_id, self.epoch)
+
     def drop(self) -> None:
         """End the lease on a clean stop; already gone counts as dropped."""
         try:

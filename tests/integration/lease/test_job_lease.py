@@ -175,6 +175,25 @@ def test_lower_epoch_is_fenced_everywhere(store_client):
         current.renew()  # the old term is now the zombie
 
 
+def test_claim_fences_the_previous_term_at_once_and_creates_no_lease(store_client):
+    refs = snapshot_refs(store_client, make_table(store_client, "orders_claim"))
+    lid = lease_id()
+    previous = JobLease(store_client, lid, epoch=2, duration_ms=LONG_MS)
+    assert previous.acquire(refs) == []
+
+    JobLease(store_client, lid, epoch=3, duration_ms=LONG_MS).claim()
+    assert store_client.get_lease(lid).epoch == 3
+    assert set(store_client.get_lease(lid).snapshots) == set(refs), "a claim keeps the holds"
+    with pytest.raises(FencedEpochError):
+        previous.release_table(refs[0].table_id, [0])
+
+    unknown = JobLease(store_client, lease_id(), epoch=1, duration_ms=LONG_MS)
+    unknown.claim()
+    assert unknown.state() is None, "nothing to take over: the first acquire creates the lease"
+    with pytest.raises(FencedEpochError):
+        JobLease(store_client, lid, epoch=1, duration_ms=LONG_MS).claim()
+
+
 def test_renewer_stops_on_a_fenced_epoch_and_hands_it_to_the_caller(store_client):
     lid = lease_id()
     JobLease(store_client, lid, epoch=9, duration_ms=LONG_MS).acquire([])

@@ -16,6 +16,7 @@ from tests.support.waiting import wait_until
 from tests.support.writers import log_entry
 from tiering.job import CHECKPOINT_FILE_MANAGER, PROGRESS_RETENTION, TieringJob
 from tiering.context import TermContext
+from tiering.errors import FencedEpochError
 from tiering.lakestate.lake import Lake
 from tiering.state.lease_file import load_or_create_lease_id
 
@@ -99,6 +100,24 @@ def test_restarted_query_reuses_the_lease_id_from_its_checkpoint(spark, kv_store
     assert seen_leases and all(ids in ([], [lease_id]) for ids in seen_leases), seen_leases
     assert client.list_leases() == []
     assert_lake_equals(tmp_path / "lake", orders)
+
+
+def test_a_new_term_claims_the_kept_lease_before_its_first_round(spark, kv_store, tmp_path):
+    """Nothing to read from a snapshot, so no round acquires: without the claim the previous
+    term (a zombie, say) kept the lease's epoch until the renewer's first tick."""
+    client = kv_store.client()
+    config = make_config(tmp_path, kv_store.url, "127.0.0.1:1")
+    lease_id = load_or_create_lease_id(config.job.checkpoint, config.job.name)
+    client.acquire_lease(lease_id, 1, 120_000, [])  # what the previous term left
+
+    job = TieringJob(spark, TermContext.begin(config, 2))
+    job.start()
+    try:
+        assert client.get_lease(lease_id).epoch == 2
+        with pytest.raises(FencedEpochError):
+            client.release_lease(lease_id, 1, [])
+    finally:
+        job.stop()
 
 
 def test_the_checkpoint_is_written_through_the_file_system_manager_and_resumed_from(spark, kv_store, tmp_path):
