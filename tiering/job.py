@@ -91,10 +91,6 @@ CHECKPOINT_FILE_MANAGER = (
 #: the config's [spark] section) wins.
 PROGRESS_RETENTION = ("spark.sql.streaming.numRecentProgressUpdates", "10")
 
-#: How long a clean stop waits for the running trigger (a round, and the checkpoint entries
-#: Spark writes after it) before stopping the query anyway; an interrupted round replays.
-STOP_WAIT_S = 20.0
-
 RoundListener = Callable[[RoundOutcome], None]
 
 
@@ -220,7 +216,7 @@ class TieringJob:
                     if self._end_when_idle and query.status["message"] == "Waiting for data to arrive":
                         break  # a trigger found nothing to tier: availableNow is done (stopped below)
                 if stop is not None and stop.is_set() and not (lost is not None and lost.is_set()):
-                    _let_trigger_end(query)
+                    _let_trigger_end(query, self.context.config.trigger.stop_wait_s)
             except StreamingQueryException as e:  # the query failed while we waited
                 self._check_checkpoint_after(e)
                 raise TieringError(f"job {self.context.job!r}: query failed: {e}", epoch=self.context.epoch) from e
@@ -285,11 +281,11 @@ class TieringJob:
             log.warning("job=%s round=%d: table health not saved: %s", self.context.job, outcome.round_id, e)
 
 
-def _let_trigger_end(query, wait_s: float = STOP_WAIT_S, poll_s: float = 0.05) -> None:
+def _let_trigger_end(query, wait_s: float, poll_s: float = 0.05) -> None:
     """Spark's ``stop`` interrupts the stream thread wherever it is: mid-round, or writing the
     round's commit to the checkpoint, where Hadoop prints the interrupt's stack trace. A clean
     stop lets the running trigger end first, so the query stops between rounds; a second
-    signal (``KeyboardInterrupt``) or ``wait_s`` stops it at once."""
+    signal (``KeyboardInterrupt``) or ``wait_s`` (``trigger.stop_wait_s``) stops it at once."""
     deadline = time.monotonic() + wait_s
     if query.isActive and query.status["isTriggerActive"]:
         log.info("waiting up to %.0fs for the running round to end", wait_s)

@@ -4,13 +4,14 @@ whether a failed query means the term was lost (a LeadershipLostError) or is an 
 from __future__ import annotations
 
 import threading
+import time
 from types import SimpleNamespace
 
 import pytest
 
 from tiering.conf.loader import load_config
 from tiering.errors import LeadershipLostError, NotLeaderError, TieringError
-from tiering.job import JobResult, _lost_reason, included_tables
+from tiering.job import JobResult, _let_trigger_end, _lost_reason, included_tables
 
 pytestmark = pytest.mark.unit
 
@@ -93,3 +94,31 @@ def test_a_term_its_fence_refused_is_over_though_zookeeper_would_now_confirm_it(
 
     assert _lost_reason(term, TieringError("query failed: py4j")) == term.refusal
     assert term.checked == 0
+
+
+class Query:
+    """A streaming query's ``isActive`` and ``status``: its trigger runs ``polls`` more looks."""
+
+    def __init__(self, polls: float) -> None:
+        self.isActive = True
+        self.polls = polls
+
+    @property
+    def status(self):
+        self.polls -= 1
+        return {"isTriggerActive": self.polls >= 0}
+
+
+def test_a_clean_stop_waits_for_the_running_trigger_at_most_stop_wait_s():
+    started = time.monotonic()
+    _let_trigger_end(Query(polls=float("inf")), 0.3, poll_s=0.01)
+    assert 0.3 <= time.monotonic() - started < 2.0, "a trigger that never ends is waited for stop_wait_s"
+
+    ending = Query(polls=5)
+    started = time.monotonic()
+    _let_trigger_end(ending, 30.0, poll_s=0.01)
+    assert time.monotonic() - started < 2.0 and ending.polls < 0, "returns as soon as the trigger ends"
+
+    started = time.monotonic()
+    _let_trigger_end(Query(polls=float("inf")), 0.0, poll_s=0.01)
+    assert time.monotonic() - started < 0.5, "0: stop at once"

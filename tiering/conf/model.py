@@ -342,6 +342,14 @@ class TriggerConfig(_Section):
         5.0,
         gt=0,
     )
+    stop_wait_s: float = setting(
+        "On a clean stop (SIGTERM, SIGINT), seconds the running round may take to end before the "
+        "query is stopped mid-round (its splits are then replayed by the next start); a second "
+        "signal stops at once. Keep it below the supervisor's grace period before it kills "
+        "(Kubernetes `terminationGracePeriodSeconds`, systemd `TimeoutStopSec`).",
+        20.0,
+        ge=0,
+    )
 
 
 class LeaseConfig(_Section):

@@ -122,6 +122,13 @@ def test_unknown_key_without_a_close_one_lists_the_keys(tmp_path: Path) -> None:
     assert problems(path) == [f"lease.flavour ({path}): unknown key; expected one of 'duration_s', 'renew'"]
 
 
+def test_stop_wait_defaults_to_20_s_and_refuses_a_negative_one(tmp_path: Path) -> None:
+    assert load_config(write(tmp_path, MINIMAL), env={}).trigger.stop_wait_s == 20.0
+    path = write(tmp_path, MINIMAL + "[trigger]\nstop_wait_s = -1\n")
+    assert problems(path) == [f"trigger.stop_wait_s ({path}): expected number >= 0, got -1"]
+    assert load_config(path, env={}, overrides={"trigger.stop_wait_s": 0}).trigger.stop_wait_s == 0
+
+
 def test_bad_enum_names_key_source_expected_and_given(tmp_path: Path) -> None:
     path = write(tmp_path, MINIMAL.replace('root = "/data/lake"', 'root = "/data/lake"\nwriter = "delta"'))
     assert problems(path) == [f"lake.writer ({path}): expected one of 'delta-rs', 'delta-spark', got 'delta'"]
@@ -228,7 +235,7 @@ def test_bad_overrides(tmp_path: Path) -> None:
     overrides = {"trigger.available": True, "trigger": 1, "lease.duration_s": "soon", "limits.max_splits_per_trigger": -2}
     assert problems(write(tmp_path, MINIMAL), overrides=overrides) == [
         "trigger.available (override): unknown key; did you mean 'trigger.available_now'?",
-        "trigger (override): unknown key; expected one of 'trigger.available_now', 'trigger.interval_s'",
+        "trigger (override): unknown key; expected one of 'trigger.available_now', 'trigger.interval_s', 'trigger.stop_wait_s'",
         "lease.duration_s (override): expected number > 0, got 'soon'",
         "limits.max_splits_per_trigger (override): expected integer >= 0, got -2",
     ]
