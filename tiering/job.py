@@ -53,7 +53,7 @@ from tiering.lake.maintenance import LakeMaintainer, MaintenancePass
 from tiering.lakestate.lake import Lake
 from tiering.lease.job_lease import JobLease, LeaseRenewer
 from tiering.lease.release import LeaseReleases
-from tiering.round.committer import RoundCommitter
+from tiering.round.committer import RoundCommitter, other_job
 from tiering.round.health import RoundFacts, after_round, read_health, write_health
 from tiering.round.outcome import RoundOutcome
 from tiering.round.states import TableFailure
@@ -328,8 +328,9 @@ def maintain_as_leader(config: TieringConfig, *, wait_s: float = 5.0) -> Mainten
 def resync_as_leader(config: TieringConfig, table: str, *, wait_s: float = 5.0) -> TableResync:
     """Rebuild ``table``'s lake copy from a fresh snapshot of every bucket, in one commit of a
     term of its own (:mod:`tiering.lake.resync`); the job's next term continues from it. A table
-    the store does not have or the job does not tier is a :class:`UsageError`, a driver leading
-    the job a :class:`TieringError`: both before anything is written."""
+    the store does not have or the job does not tier is a :class:`UsageError`, one another job
+    tiers (its lake report is that job's) a ``ConflictError`` naming it, a driver leading the
+    job a :class:`TieringError`: all before anything is written."""
     from tiering.lake.resync import resync_lease_id, resync_table
     from tiering.lake.writers import make_round_writer
 
@@ -341,12 +342,15 @@ def resync_as_leader(config: TieringConfig, table: str, *, wait_s: float = 5.0) 
         info = client.get_table(table)
     except TableNotFoundError as e:
         raise UsageError(f"table {table!r} is not in the store at {config.kvstore.url}: nothing to resync") from e
+    holder = client.lake_holders([table]).get(table)
+    if holder not in (None, job):
+        raise other_job(table, job, holder)
     term = _term_of_its_own(config, "resync", "stop it to run `tiering resync`, then start it again", wait_s)
     try:
         lease = JobLease(client, resync_lease_id(job), term.epoch, int(config.lease.duration_s * 1000))
         try:
             writer = make_round_writer(build_spark(config), config.lake, job)
-            return resync_table(info, writer, Lake.of(config.lake), lease, fence=term.check)
+            return resync_table(info, writer, Lake.of(config.lake), lease, job=job, fence=term.check)
         finally:
             _drop_quietly(lease)
     finally:

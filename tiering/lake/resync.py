@@ -78,11 +78,13 @@ def resync_table(
     lake: Lake,
     lease: JobLease,
     *,
+    job: str,
     fence: Callable[[], None],
 ) -> TableResync:
     """Replace ``table``'s lake copy with a fresh snapshot of every bucket and the log after it,
     in one commit of term ``lease.epoch``; ``fence`` raises :class:`NotLeaderError` once that term
-    is over. The lease's snapshots are the caller's to drop."""
+    is over. The lake report names ``job``, as the job's rounds do: the store refuses it when
+    another job's report holds the table. The lease's snapshots are the caller's to drop."""
     client = lease.client
     snapshots = client.take_snapshots(table.name)
     logs = client.log_info(table.name)
@@ -105,7 +107,7 @@ def resync_table(
     commit = writer.commit(prepared, written)
     taken = {s.bucket: s.snapshot_id for s in splits if isinstance(s, SnapshotSplit)}
     log.info("resync table=%s epoch=%d: %s", table.name, lease.epoch, commit)
-    return TableResync(commit, taken, _report(client, table, lease.epoch, commit))
+    return TableResync(commit, taken, _report(client, table, job, lease.epoch, commit))
 
 
 def _bootstrap_plan(table: TableInput) -> RoundPlan:
@@ -131,13 +133,13 @@ def _files(client: KvStoreClient, table: TableInfo, splits: list[Split], snapsho
     return files
 
 
-def _report(client: KvStoreClient, table: TableInfo, epoch: int, commit: TableCommit) -> bool:
+def _report(client: KvStoreClient, table: TableInfo, job: str, epoch: int, commit: TableCommit) -> bool:
     """The new lake offsets to the store; one it refuses is left to the job's next round (the
     commit has landed: the store's report only bounds its log's garbage collection)."""
     buckets = {str(b): offset for b, offset in sorted(commit.positions.items())}
     try:
         client.report_lake(table.name, LakeReport(table_id=table.table_id, epoch=epoch,
-                                                  lake_version=commit.delta_version, buckets=buckets))
+                                                  lake_version=commit.delta_version, buckets=buckets, job=job))
     except NotLeaderError:
         raise
     except StoreError as e:

@@ -23,6 +23,7 @@ from tiering import cli
 from tiering.conf.loader import load_config
 from tiering.coord.leader import acquire_leadership
 from tiering.job import resync_as_leader, run_as_leader
+from tiering.kvstore.models import LakeReport
 from tiering.lakestate.lake import Lake
 from tiering.lakestate.layout import lake_schema
 from tiering.round.states import FailureCause
@@ -69,6 +70,8 @@ def test_resync_rebuilds_a_deleted_lake_table_and_the_job_continues_from_it(spar
     assert resynced.version == 0 and resynced.info.round_id == 0
     assert lake.load("users").version == users_version, "only the named table is touched"
     assert client.list_leases() == [], "the resync's lease is dropped"
+    report = client.get_lake("orders")
+    assert (report.job, report.lake_version) == (load_config(conf, {}).job.name, 0), "the report names the job"
     orders.churn(20, key_space=200)
     users.churn(20, key_space=200)
     assert tier(conf).ok
@@ -147,3 +150,19 @@ def test_resync_is_refused_while_a_driver_leads(kv_store, zk_hosts, unique_job, 
     assert f"job {unique_job!r} is led by" in capsys.readouterr().err
     _unchanged(tmp_path)
     assert kv_store.client().list_leases() == []
+
+
+def test_resync_refuses_a_table_another_job_tiers_naming_it(kv_store, zk_hosts, unique_job, tmp_path, capsys):
+    client = kv_store.client()
+    orders = TableOracle(client, "orders", num_buckets=1)
+    orders.upsert(range(5))
+    held = LakeReport(table_id=client.get_table("orders").table_id, epoch=7, lake_version=3, buckets={"0": 5},
+                      job="other-job")
+    client.report_lake("orders", held)
+    conf = write_conf(tmp_path / "t.toml", job=unique_job, store_url=kv_store.url, zk_hosts=zk_hosts)
+
+    assert cli.main(["resync", "orders", "--conf", str(conf)]) == cli.EXIT_FAILURE
+    assert "table 'orders' is tiered by job 'other-job'" in capsys.readouterr().err
+    _unchanged(tmp_path)
+    assert client.get_lake("orders") == held, "the other job's report is left as it was"
+    assert client.list_leases() == []
