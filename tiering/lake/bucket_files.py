@@ -13,9 +13,14 @@ its first key column's min/max in its statistics. A bucket already in the lake i
 file (:func:`rewrite_groups`): a changed key is removed from every file whose range covers it
 (ranges may overlap: a byte-copied snapshot file is not sorted; that is only slower), a new key
 no range covers goes into exactly one file's rewrite (the nearest file's), and only those files
-are read, sorted by key, split into files of about the target and replaced. Everything else
-(a bootstrap that decodes its rows, a whole-bucket rewrite) is written the same way: sorted,
-split at the target.
+are read, changed, split into files of about the target and replaced. Everything else (a
+bootstrap that decodes its rows, a whole-bucket rewrite) is written the same way: sorted, split
+at the target. Rows already sorted by one integer key — a file this module wrote; checked, not
+assumed — get their few changes spliced in (:func:`~tiering.kvstore.changelog.apply_sorted`): the
+rows between two changed keys are kept as slices, so nothing is copied before the encoding,
+which is most of a rewrite's time. Other rows (a byte-copied snapshot file, overlapping files, a
+composite or non-integer key, changes in more places than the splice pays for) are filtered and
+sorted.
 
 A bootstrap bucket whose snapshot files already have the lake's columns, with no change on top,
 is not decoded at all: its files are copied byte for byte (the store writes immutable Parquet
@@ -23,8 +28,8 @@ with exactly the lake file's columns), and their statistics come from the Parque
 keep the store's codec (zstd); the files this module encodes get ``lake.compression``'s.
 
 Failure modes and what happens:
-- a snapshot bigger than memory: rows are sorted in memory only when they take at most
-  ``SORT_MAX_BYTES`` decoded; a bigger base streams through in record batches, unsorted (split at the
+- a snapshot bigger than memory: rows are sorted in memory only when they and the changes take at
+  most ``SORT_MAX_BYTES`` decoded; a bigger base streams through in record batches, unsorted (split at the
   target all the same: its files' ranges overlap, which later rounds pay for, and compaction
   sorts). Only the bucket's changes (newest per key, bounded by the round's offsets) are held;
 - a change applied twice or out of order: only ``[log_from, log_to)`` is read, and the newest
@@ -56,7 +61,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from deltalake.transaction import AddAction
 
-from tiering.kvstore.changelog import apply_changes, newest_per_key
+from tiering.kvstore.changelog import apply_changes, apply_sorted, newest_per_key
 from tiering.kvstore.models import TableInfo
 from tiering.conf.model import DEFAULT_COMPRESSION, DEFAULT_TARGET_FILE_MB
 from tiering.kvstore.protocol import DELETE, OFFSET_COLUMN, OP_COLUMN, UPDATE
@@ -77,8 +82,9 @@ _BATCH_ROWS = 256 * 1024
 _UPSERT = pa.scalar(UPDATE, pa.string())
 _DELETE = pa.scalar(DELETE, pa.string())
 _MIB = 1024 * 1024
-#: A rewrite's rows are sorted in memory when they take at most this many bytes decoded (the
-#: sort copies them once more); more stream through unsorted, as they are read.
+#: A rewrite's rows are sorted in memory when they and its changes take at most this many bytes
+#: decoded (a sort copies them once more, a splice does not); more stream through unsorted, as
+#: they are read.
 SORT_MAX_BYTES = 512 * _MIB
 #: The rows :class:`_Encoding` samples (the first of a rewrite's), and at most their decoded bytes.
 _SAMPLE_ROWS = 8192
@@ -271,30 +277,33 @@ def _nonempty(bounds: tuple[int, int]) -> bool:
 def _write_rows(
     task: BucketTask, schema: pa.Schema, files: Sequence[str], changes: pa.Table | None, encoding: _Encoding | None
 ) -> tuple[list[WrittenFile], _Encoding | None]:
-    """``files``' rows with ``changes`` applied, sorted by key when they fit
-    :data:`SORT_MAX_BYTES` decoded (else streamed as they come), written as files of about the
-    task's target; encoded with ``encoding``, or as :class:`_Encoding` chooses from their first
-    rows when it is None. Returns the files and the encoding used (``encoding`` when no row is left)."""
-    batches = _rows(task.store, files, task.table.primary_key, schema, changes)
+    """``files``' rows with ``changes`` applied, written as files of about the task's target:
+    sorted by key (:func:`apply_sorted`: spliced into already sorted rows, else filtered and
+    sorted) when the files' rows and the changes take at most :data:`SORT_MAX_BYTES` decoded,
+    else streamed as they come; encoded with ``encoding``, or as :class:`_Encoding` chooses from
+    their first rows when it is None. Returns the files and the encoding used (``encoding`` when
+    no row is left)."""
+    keys = task.table.primary_key
+    base = _batches(task.store, files, schema)
     held: list[pa.RecordBatch] = []
-    decoded = 0
-    for batch in batches:
+    decoded = changes.nbytes if changes is not None else 0  # the changes are held either way
+    while decoded <= SORT_MAX_BYTES and (batch := next(base, None)) is not None:
         held.append(batch)
         decoded += batch.nbytes
-        if decoded > SORT_MAX_BYTES:
-            batches = itertools.chain(held, batches)
-            sample = pa.Table.from_batches(held, schema)
-            encoding = (encoding or _Encoding.of(sample, task.compression)).measured(sample)
-            per_file = encoding.rows_per_file(task.target_file_bytes)
-            break
+    if decoded > SORT_MAX_BYTES:
+        head, batches = _head(apply_changes(itertools.chain(held, base), changes, keys, schema), _SAMPLE_ROWS)
+        sample = pa.Table.from_batches(head, schema)
+        encoding = (encoding or _Encoding.of(sample, task.compression)).measured(sample)
+        per_file = encoding.rows_per_file(task.target_file_bytes)
     else:
-        data = pa.Table.from_batches(held, schema)
+        data = apply_sorted(pa.Table.from_batches(held, schema), changes, keys, schema)
         if not data.num_rows:
             return [], encoding
-        data = data.sort_by([(k, "ascending") for k in task.table.primary_key])
         encoding = encoding or _Encoding.of(data, task.compression)
         pieces = 1
-        if data.nbytes > task.target_file_bytes:  # decoded, they could still fit one file: measure encoded
+        # decoded, they could still fit one file: measure encoded (the bytes read and the changes,
+        # an upper bound: spliced rows count their bytes slice by slice, which takes a while)
+        if decoded > task.target_file_bytes:
             encoding = encoding.measured(data)
             pieces = max(1, round(data.num_rows / encoding.rows_per_file(task.target_file_bytes)))  # even: no small tail
         per_file = math.ceil(data.num_rows / pieces)
@@ -303,6 +312,19 @@ def _write_rows(
     for _, part in itertools.groupby(_split(batches, per_file), key=itemgetter(0)):
         written += _write_file(task, schema, encoding, (batch for _, batch in part))
     return written, encoding
+
+
+def _head(batches: Iterator[pa.RecordBatch], rows: int) -> tuple[list[pa.RecordBatch], Iterator[pa.RecordBatch]]:
+    """The first of ``batches`` holding ``rows`` rows or more (all of them, when they hold
+    fewer), and an iterator of every batch, those first ones included."""
+    head: list[pa.RecordBatch] = []
+    held = 0
+    for batch in batches:
+        head.append(batch)
+        held += batch.num_rows
+        if held >= rows:
+            break
+    return head, itertools.chain(head, batches)
 
 
 def _split(batches: Iterator[pa.RecordBatch], per_file: int) -> Iterator[tuple[int, pa.RecordBatch]]:
@@ -390,9 +412,11 @@ class _Encoding:
 
 
 def _sample(rows: pa.Table) -> pa.Table:
-    """The first :data:`_SAMPLE_ROWS` of ``rows``, or fewer when those would exceed :data:`_SAMPLE_BYTES`."""
-    row_bytes = rows.nbytes / max(rows.num_rows, 1)
-    return rows.slice(0, min(_SAMPLE_ROWS, max(1, int(_SAMPLE_BYTES / max(row_bytes, 1)))))
+    """The first :data:`_SAMPLE_ROWS` of ``rows``, or fewer when those would exceed :data:`_SAMPLE_BYTES`
+    (their bytes only are counted: on rows spliced of many slices, all of them take a while)."""
+    first = rows.slice(0, _SAMPLE_ROWS)
+    row_bytes = first.nbytes / max(first.num_rows, 1)
+    return first.slice(0, max(1, int(_SAMPLE_BYTES / max(row_bytes, 1))))
 
 
 def _repeats(column: pa.ChunkedArray) -> bool:

@@ -13,6 +13,8 @@ import pytest
 
 from tests.support.lake import codecs
 from tests.support.store_files import EPOCH0, write_log
+from tiering.kvstore import changelog
+from tiering.kvstore.changelog import splice_changes
 from tiering.kvstore.models import TableInfo
 from tiering.lake.bucket_files import BucketTask, WrittenFile, run_task
 from tiering.lake.round_plan import BucketPlan
@@ -105,11 +107,7 @@ def test_every_column_of_every_file_has_the_configured_codec_and_the_rows_are_th
 
 def test_a_file_grown_past_the_target_is_split_into_files_near_it(first_rewrite, tmp_path):
     store, written = first_rewrite
-    lake = tuple(
-        LakeFile(f"{store.uri('t')}/{f.path}", f.path, f.size, f.num_records,
-                 json.loads(f.stats)["minValues"]["id"], json.loads(f.stats)["maxValues"]["id"])
-        for f in written
-    )
+    lake = lake_files(store, written)
     grown = lake[1]
     odd = range(grown.low + 1, grown.high, 2)  # a new key between each two of the file's
     log = write_log(tmp_path / "log2", TABLE, [
@@ -121,3 +119,44 @@ def test_a_file_grown_past_the_target_is_split_into_files_near_it(first_rewrite,
 
     assert len(split) > 1 and sum(f.num_records for f in split) == grown.rows + len(odd)
     assert all(0.7 * TARGET <= f.size <= 1.15 * TARGET for f in split), [f.size for f in split]
+
+
+def lake_files(store: ObjectStore, written: list[WrittenFile]) -> tuple[LakeFile, ...]:
+    """``written`` as the lake lists them, with their key ranges."""
+    return tuple(
+        LakeFile(f"{store.uri('t')}/{f.path}", f.path, f.size, f.num_records,
+                 json.loads(f.stats)["minValues"]["id"], json.loads(f.stats)["maxValues"]["id"])
+        for f in written
+    )
+
+
+def test_a_rewrite_by_file_splices_and_writes_what_the_sort_would(first_rewrite, tmp_path, monkeypatch):
+    store, written = first_rewrite
+    lake = lake_files(store, written)
+    low, high = lake[1].low, lake[1].high
+    row = {"name": "changed", "colour": "red", "qty": 5}
+    log = write_log(tmp_path / "log2", TABLE, [
+        (ROWS + 1, "+U", {"id": low + 2, **row}), (ROWS + 2, "+I", {"id": low + 3, **row}),  # a key, a new one
+        (ROWS + 3, "-D", {"id": low + 100}), (ROWS + 4, "-D", {"id": low + 101}),  # a key, an absent one
+        (ROWS + 5, "+U", {"id": high, **row}), (ROWS + 6, "-D", {"id": low}),  # the file's ends
+        (ROWS + 7, "+U", {"id": low + 2, **row, "qty": 6}),  # the newest of two
+    ])
+    plan = BucketPlan(0, "lake", tuple(f.uri for f in lake), (log,), ROWS + 1, ROWS + 8, lake_files=lake)
+    spliced: list[bool] = []
+
+    def spy(*args, **kwargs):
+        result = splice_changes(*args, **kwargs)
+        spliced.append(result is not None)
+        return result
+
+    monkeypatch.setattr(changelog, "splice_changes", spy)
+    by_splice = rewrite(store, plan)
+    monkeypatch.setattr(changelog, "splice_changes", lambda *args, **kwargs: None)
+    by_sort = rewrite(store, plan)
+
+    assert spliced == [True]
+    assert [(f.num_records, f.stats, f.size) for f in by_splice] == [(f.num_records, f.stats, f.size) for f in by_sort]
+    for mine, theirs in zip(by_splice, by_sort):  # the same rows, in the same order, file by file
+        assert pq.read_table(store.filesystem.open_input_file(store.path(f"{store.uri('t')}/{mine.path}"))).equals(
+            pq.read_table(store.filesystem.open_input_file(store.path(f"{store.uri('t')}/{theirs.path}"))))
+    assert sum(f.num_records for f in by_splice) == lake[1].rows + 1 - 2
