@@ -10,7 +10,9 @@ Failure modes it is built around (docs/DESIGN.md §4):
   leased *before* its offset is returned, and buckets whose snapshot is already gone are
   dropped from the round and re-planned next round;
 - ``commit()`` runs one batch late and ``stop()`` may never run: neither releases anything; the
-  round committer releases each table's buckets, and the job drops the lease on a clean stop.
+  round committer releases each table's buckets, and the job drops the lease on a clean stop;
+- the planning process is stopped by its socket closing, and would print the resulting stack
+  trace on the driver's stderr: ``stop()`` makes that exit quiet.
 
 The source emits split descriptors (:mod:`tiering.enumerator.descriptor`), not table rows.
 The planning reader lives in one long-lived Python process per query run; executors get a
@@ -26,7 +28,10 @@ from __future__ import annotations
 
 import json
 import logging
+import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from types import TracebackType
 from typing import TYPE_CHECKING
 
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
@@ -73,6 +78,22 @@ AVAILABLE_NOW_MAX_ATTEMPTS = 3
 #: carries the store token, so its key matches Spark's default ``spark.redaction.regex``:
 #: plans and query errors print its value as ``*********(redacted)``.
 CONTEXT_OPTION = "term_context_secret"
+
+
+def quiet_on_disconnect(print_error: Callable[..., None]) -> Callable[..., None]:
+    """``sys.excepthook`` that prints nothing for an error caused, at any depth of its context,
+    by the JVM closing the connection (EOF, a broken pipe or a reset), and hands the rest to
+    ``print_error``."""
+
+    def hook(kind: type[BaseException], error: BaseException, trace: TracebackType | None) -> None:
+        cause: BaseException | None = error
+        while cause is not None:
+            if isinstance(cause, (EOFError, BrokenPipeError, ConnectionResetError)):
+                return
+            cause = cause.__context__
+        print_error(kind, error, trace)
+
+    return hook
 
 
 def checkpoint(plan: RoundPlan, *, lease_id: str, epoch: int) -> TieringOffset:
@@ -380,6 +401,15 @@ class KvTieringStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
     def commit(self, end: dict) -> None:
         """Nothing to do: it runs one batch late and not for a run's last batch, so it cannot be
         where leases are released (see :mod:`tiering.lease.release`)."""
+
+    def stop(self) -> None:
+        """Releases nothing (see :meth:`commit`). Spark stops the planning process by closing its
+        socket: the runner's read fails, its error handling writes to the closed socket and dies
+        of that, and unless the JVM killed it first (it often has not, on a loaded machine) the
+        process prints that stack trace on the driver's stderr, in a clean stop. This is the
+        process's last call into the source: from here on a disconnect exits quietly, and any
+        other error is printed as before."""
+        sys.excepthook = quiet_on_disconnect(sys.excepthook)
 
     # -- executor side ------------------------------------------------------------------------
 

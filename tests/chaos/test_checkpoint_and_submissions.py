@@ -27,7 +27,7 @@ from tests.support.drivers import Driver
 from tests.support.lake import assert_no_orphans
 from tests.support.oracle import TableOracle, assert_lakes_equal
 from tests.support.store import assert_leases_lapse
-from tiering.errors import TieringError
+from tiering.errors import FencedEpochError, TieringError
 from tiering.job import TieringJob
 from tiering.lakestate.commits import tiering_entry
 from tiering.context import TermContext
@@ -108,14 +108,32 @@ def test_checkpoint_missing_an_offsets_file_its_commit_outlived_fails_cleanly(sp
 
 
 def test_a_failed_query_surfaces_as_a_tiering_error(spark, kv_store, tables, tmp_path):
-    """A query that dies (here: a newer epoch holds the lease) must end ``run`` with a
+    """A query that dies (here: a newer epoch takes the lease mid-round) must end ``run`` with a
     TieringError, which the CLI prints as one line and exits 1 on, not a Py4J traceback."""
+    config = make_config(tmp_path, kv_store.url, "127.0.0.1:1")
+    lease_id = load_or_create_lease_id(config.job.checkpoint, config.job.name)
+    client = kv_store.client()
+
+    def a_newer_leader_takes_the_lease() -> None:  # the round's fence, before its Delta commits
+        client.acquire_lease(lease_id, epoch=5, duration_ms=60_000, snapshots=[])
+
+    job = TieringJob(spark, TermContext.begin(config, 1), fence=a_newer_leader_takes_the_lease)
+    with pytest.raises(TieringError, match="FENCED_EPOCH|FencedEpochError"):
+        job.run()
+    assert job.query is not None and job.query.exception() is not None, "the query itself failed"
+
+
+def test_a_term_whose_lease_a_newer_epoch_holds_fails_at_start_writing_nothing(spark, kv_store, tables, tmp_path):
     config = make_config(tmp_path, kv_store.url, "127.0.0.1:1")
     lease_id = load_or_create_lease_id(config.job.checkpoint, config.job.name)
     kv_store.client().acquire_lease(lease_id, epoch=5, duration_ms=60_000, snapshots=[])
 
-    with pytest.raises(TieringError, match="FENCED_EPOCH|FencedEpochError"):
-        TieringJob(spark, TermContext.begin(config, 1)).run()
+    job = TieringJob(spark, TermContext.begin(config, 1))
+    with pytest.raises(FencedEpochError, match=f"lease '{lease_id}': epoch 1 is below the current epoch 5"):
+        job.run()
+    assert job.query is None, "no query started"
+    assert not (tmp_path / "lake").exists()
+    assert kv_store.client().get_lease(lease_id).epoch == 5
 
 
 def test_checkpoint_moved_to_a_new_path_keeps_its_lease_id(spark, kv_store, tables, tmp_path):

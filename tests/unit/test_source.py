@@ -74,6 +74,42 @@ def test_the_processes_that_only_build_or_ship_a_reader_import_no_config_models(
     assert done.stdout.strip() == "[]"
 
 
+#: How the planning process dies when Spark closes its socket (python_streaming_source_runner):
+#: the read fails, the error handling writes to the closed socket, and closing it fails too.
+RUNNER_DISCONNECT = """
+import sys
+from tiering.source import CONTEXT_OPTION, KvTieringDataSource
+reader = KvTieringDataSource({CONTEXT_OPTION: sys.argv[1]}).streamReader(None)
+try:
+    try:
+        raise EOFError
+    finally:
+        if sys.argv[2] == "stop":
+            reader.stop()
+except BaseException:
+    try:
+        raise BrokenPipeError(32, "Broken pipe")
+    finally:
+        raise ValueError("I/O operation on closed file")
+"""
+
+
+@pytest.mark.parametrize("stopped", [True, False], ids=["stopped", "not-stopped"])
+def test_a_planning_process_disconnected_after_stop_exits_without_a_stack_trace(stopped):
+    done = subprocess.run([sys.executable, "-c", RUNNER_DISCONNECT, CONTEXT.to_option(), "stop" if stopped else "-"],
+                          capture_output=True, text=True)
+    assert done.returncode == 1
+    assert ("Traceback" in done.stderr) is not stopped, done.stderr
+
+
+def test_after_stop_any_other_error_is_still_printed():
+    code = RUNNER_DISCONNECT.replace("raise EOFError", "raise RuntimeError('the planner failed')").replace(
+        "raise BrokenPipeError(32, \"Broken pipe\")", "raise").replace("raise ValueError(\"I/O operation on closed file\")", "pass")
+    done = subprocess.run([sys.executable, "-c", code, CONTEXT.to_option(), "stop"], capture_output=True, text=True)
+    assert done.returncode == 1
+    assert "RuntimeError: the planner failed" in done.stderr and "Traceback" in done.stderr
+
+
 def test_an_offset_planned_by_a_newer_epoch_fences_this_planner():
     newer = TieringOffset("j-lease", 4, 9).to_dict()
     with pytest.raises(FencedEpochError, match="planned by epoch 4, this term is epoch 3"):
