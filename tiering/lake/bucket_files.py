@@ -528,13 +528,16 @@ def _latest_changes(task: BucketTask) -> pa.Table:
 def _batches(store: ObjectStore, files: Sequence[str], schema: pa.Schema) -> Iterator[pa.RecordBatch]:
     """The files' rows with ``schema``'s columns, in batches; a column a file lacks (written
     before the column was added) reads as nulls, a column of another type fails. Files are
-    opened directly: a dataset would first list and stat them, a cost per bucket per round."""
+    opened directly: a dataset would first list and stat them, a cost per bucket per round.
+    Decoded on the calling thread (``use_threads=False``): the parallelism is the round's, a
+    task per core or the driver's table threads, and handing a file of a few rows to Arrow's
+    thread pool cost more than decoding it (0.50 against 0.30 ms of CPU per file)."""
     if not files:
         return
     fs, paths = store.locate(files)
     for path in paths:
         with fs.open_input_file(path) as handle:
-            for batch in pq.ParquetFile(handle).iter_batches(batch_size=_BATCH_ROWS):
+            for batch in pq.ParquetFile(handle).iter_batches(batch_size=_BATCH_ROWS, use_threads=False):
                 yield _aligned(batch, schema)
 
 
