@@ -92,7 +92,7 @@ def splice_changes(
     ``base`` between the changed keys with the upserts in their keys' places; None unless
     ``base`` is sorted by ``keys``, one integer column without nulls (checked here, in one
     vectorised pass: a byte-copied snapshot file need not be sorted), ``newest``'s keys are
-    integers without nulls, and it cuts ``base`` in at most one place per ``rows_per_cut`` rows.
+    integers and its keys and ``__op`` have no nulls, and it cuts ``base`` in at most one place per ``rows_per_cut`` rows.
 
     The same rows in the same order as the filter and the stable sort: a changed key's base rows
     (all of them, were it repeated) are skipped and its upsert, if any, takes their place.
@@ -105,8 +105,8 @@ def splice_changes(
         return None  # each key compared with the next at once: one is smaller
     if newest is None or not newest.num_rows:
         return base
-    if not _integers(newest.column(key)):
-        return None
+    if not _integers(newest.column(key)) or newest.column(OP_COLUMN).null_count:
+        return None  # a change without its kind (the protocol has none): the sort path's handling
     newest = newest.sort_by(key)
     upserts = _upserts(newest, schema)
     placed = seen = kept = 0  # upserts placed and seen, base rows consumed, so far

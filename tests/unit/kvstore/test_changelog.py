@@ -130,3 +130,14 @@ def test_what_is_not_one_integer_key_without_nulls_is_not_spliced():
     assert splice_changes(composite, newest, ["id", "k2"], SCHEMA, rows_per_cut=1) is None
     assert splice_changes(named, newest, KEY, SCHEMA, rows_per_cut=1) is None
     assert splice_changes(nulls, newest, KEY, SCHEMA, rows_per_cut=1) is None
+
+
+def test_a_change_without_its_kind_is_applied_as_the_sort_path_does():
+    """The protocol has no null ``__op``; should one come, both paths agree on it (the key's base
+    row goes, nothing replaces it) instead of the splice failing where the sort does not."""
+    table = base([1, 2, 3])
+    newest = newest_per_key(changes([(2, UPDATE)]).set_column(3, OP_COLUMN, pa.array([None], pa.string())), KEY)
+
+    assert splice_changes(table, newest, KEY, SCHEMA, rows_per_cut=1) is None
+    assert rows(apply_sorted(table, newest, KEY, SCHEMA)) == rows(sorted_rows(table, newest))
+    assert [r[0] for r in rows(apply_sorted(table, newest, KEY, SCHEMA))] == [1, 3]
