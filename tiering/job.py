@@ -350,7 +350,7 @@ def resync_as_leader(config: TieringConfig, table: str, *, wait_s: float = 5.0) 
         lease = JobLease(client, resync_lease_id(job), term.epoch, int(config.lease.duration_s * 1000))
         try:
             writer = make_round_writer(build_spark(config), config.lake, job)
-            return resync_table(info, writer, Lake.of(config.lake), lease, job=job, fence=term.check)
+            return resync_table(info, writer, Lake.of(config.lake), lease, fence=term.check)
         finally:
             _drop_quietly(lease)
     finally:

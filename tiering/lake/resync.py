@@ -78,13 +78,12 @@ def resync_table(
     lake: Lake,
     lease: JobLease,
     *,
-    job: str,
     fence: Callable[[], None],
 ) -> TableResync:
     """Replace ``table``'s lake copy with a fresh snapshot of every bucket and the log after it,
     in one commit of term ``lease.epoch``; ``fence`` raises :class:`NotLeaderError` once that term
-    is over. The lake report names ``job``, as the job's rounds do: the store refuses it when
-    another job's report holds the table. The lease's snapshots are the caller's to drop."""
+    is over. The lake report names the writer's job, as the job's rounds do: the store refuses
+    it when another job's report holds the table. The lease's snapshots are the caller's to drop."""
     client = lease.client
     snapshots = client.take_snapshots(table.name)
     logs = client.log_info(table.name)
@@ -107,7 +106,7 @@ def resync_table(
     commit = writer.commit(prepared, written)
     taken = {s.bucket: s.snapshot_id for s in splits if isinstance(s, SnapshotSplit)}
     log.info("resync table=%s epoch=%d: %s", table.name, lease.epoch, commit)
-    return TableResync(commit, taken, _report(client, table, job, lease.epoch, commit))
+    return TableResync(commit, taken, _report(client, table, writer.job, lease.epoch, commit))
 
 
 def _bootstrap_plan(table: TableInput) -> RoundPlan:

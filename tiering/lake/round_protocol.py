@@ -170,6 +170,11 @@ class RoundWriter:
         # Delta's timestamp is Parquet INT64 micros; Spark's default (INT96) is not readable.
         spark.conf.set("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
 
+    @property
+    def job(self) -> str:
+        """The job whose commits this writer makes (their app ids and metadata name it)."""
+        return self._job
+
     def write_table_round(
         self, table: TableInfo, splits: Sequence[Split], files: Mapping[Split, Sequence[str]],
         current: LakeTable | None, **round_args: Any,
