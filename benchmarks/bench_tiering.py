@@ -35,7 +35,10 @@ belongs to one measurement) and prints one JSON object:
   ``--changed-max``) a few rows changed in every table between two triggers of a running job,
   twice: the wall time of the second round that tiers them all (``triggerExecution``, Spark's
   breakdown; the term's first is ``first_round_ms``), per table, and the bytes of the offsets
-  entry Spark wrote for it; ``--lake s3`` puts the lake on an embedded S3 server;
+  entry Spark wrote for it; ``--lake s3`` puts the lake on an embedded S3 server, and
+  ``--s3-latency-ms N`` every request to it N ms away (a proxy process in front of it: loopback
+  answers in well under a millisecond, S3 in tens, and a round's requests wait one after another
+  where nothing runs them side by side);
 - ``lag --rate R --duration S``: a steady writer of R rows/s (upserts) while a continuous job
   runs with the default trigger: seconds from each write's acknowledgement to the lake reaching
   its offsets, p50/p99/max;
@@ -58,10 +61,12 @@ import platform
 import random
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -159,7 +164,25 @@ def lake_settings(args, work: Path, stack) -> dict:
     from tiering.storage.embedded_s3 import EmbeddedS3
 
     s3 = stack.enter_context(EmbeddedS3(bucket="bench").start(work / "s3"))
-    return {"root": f"{s3.root}/lake", "storage": s3.storage_options()}
+    storage = s3.storage_options()
+    if args.s3_latency_ms:
+        storage["AWS_ENDPOINT_URL"] = stack.enter_context(_delaying_proxy(s3.endpoint, args.s3_latency_ms))
+    return {"root": f"{s3.root}/lake", "storage": storage}
+
+
+@contextlib.contextmanager
+def _delaying_proxy(upstream: str, delay_ms: float) -> Iterator[str]:
+    """A proxy process in front of ``upstream`` delaying every request by ``delay_ms`` (loopback
+    answers in a fraction of a millisecond, a real S3 in tens): yields its URL."""
+    proxy = subprocess.Popen(
+        [sys.executable, "-m", "tests.support.fault_proxy", upstream, "--delay-ms", str(delay_ms)],
+        stdout=subprocess.PIPE, text=True, cwd=Path(__file__).resolve().parents[1],
+    )
+    try:
+        yield proxy.stdout.readline().strip()
+    finally:
+        proxy.kill()
+        proxy.wait()
 
 
 def load_table(client, name: str, ids: range, buckets: int) -> None:
@@ -841,6 +864,8 @@ def main() -> None:
     parser.add_argument("--duration", type=float, default=60.0, help="lag: seconds of steady writing")
     parser.add_argument("--lake", choices=("local", "s3"), default="local",
                         help="snapshot, tables: where the lake is (s3: an embedded S3 server on loopback)")
+    parser.add_argument("--s3-latency-ms", type=float, default=0.0,
+                        help="with --lake s3: every request to it delayed this long (a proxy process in front of it)")
     parser.add_argument("--small-keys", type=int, default=200_000,
                         help="amplification: rows of the small table (--keys: rows of the big one)")
     parser.add_argument("--target-file-mb", type=int, default=None,

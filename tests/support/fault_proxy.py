@@ -360,3 +360,23 @@ def _copy_exactly(source: BinaryIO, write, n: int) -> None:
             raise ConnectionResetError(f"the body ended {n} bytes short")
         write(data)
         n -= len(data)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """``python -m tests.support.fault_proxy UPSTREAM --delay-ms N``: a proxy in a process of its
+    own (a benchmark's latency must not take the GIL of the process it measures) that delays
+    every request; prints its URL on stdout, then serves until it is killed."""
+    import argparse
+
+    parser = argparse.ArgumentParser(description="an HTTP proxy delaying every request")
+    parser.add_argument("upstream")
+    parser.add_argument("--delay-ms", type=float, required=True)
+    args = parser.parse_args(argv)
+    proxy = FaultProxy(args.upstream).start()
+    proxy.add(Rule(Delay(args.delay_ms / 1000)))
+    print(proxy.url, flush=True)
+    threading.Event().wait()
+
+
+if __name__ == "__main__":
+    main()

@@ -57,20 +57,26 @@ from pyspark.sql import SparkSession
 from tiering.conf.model import DEFAULT_DRIVER_MAX_CHANGES, DEFAULT_MERGE_MAX_ROWS, DEFAULT_TARGET_FILE_MB
 from tiering.lake.bucket_files import BucketResult, WrittenFile, run_task
 from tiering.lake.change_feed import CHANGE_FEED_PROPERTY, check_source_rows, feed_enabled, merge_round, needs_merge
+from tiering.lake.round_plan import BucketPlan
 from tiering.lake.round_protocol import PreparedRound, RoundWriter, TableCommit, WritePath, output_rows
 from tiering.lakestate.commits import maintenance_metadata
 from tiering.lakestate.lake import Lake
 from tiering.lakestate.layout import BUCKET_COLUMN, lake_schema
 
-__all__ = ["TableCommit", "DeltaRsRoundWriter"]
+__all__ = ["TableCommit", "DeltaRsRoundWriter", "threaded"]
 
 log = logging.getLogger(__name__)
 
 #: Buckets of one table the driver writes at once, for a round it writes itself.
 _DRIVER_BUCKET_THREADS = 4
-#: Below this many changes a table's buckets are written one after the other: a few rows cost
-#: less than the threads (the round already commits ``lake.table_parallelism`` tables at once).
+#: A table's buckets are written one after the other below this many changes and this many
+#: bytes of lake files in its buckets: a few rows in small files cost less than the threads
+#: (the round already commits ``lake.table_parallelism`` tables at once). The bytes count too:
+#: 1,000 changes spread over a 20M-row table rewrite every one of its 135 files, ~50 ms each,
+#: which one thread took 8 s to do and four (the GIL released while pyarrow decodes and
+#: encodes) do in what the cores allow.
 _THREADED_CHANGES = 10_000
+_THREADED_BYTES = 8 * 1024 * 1024
 
 
 class DeltaRsRoundWriter(RoundWriter):
@@ -103,7 +109,7 @@ class DeltaRsRoundWriter(RoundWriter):
         if prepared.write_path is not WritePath.DRIVER:
             return []
         tasks = self._bucket_tasks(prepared)
-        if sum(p.num_changes for p in prepared.plans) < _THREADED_CHANGES:
+        if not threaded(prepared.plans):
             return [run_task(task) for task in tasks]
         with ThreadPoolExecutor(min(len(tasks), _DRIVER_BUCKET_THREADS), thread_name_prefix="bucket") as pool:
             return list(pool.map(run_task, tasks))
@@ -163,6 +169,14 @@ class DeltaRsRoundWriter(RoundWriter):
         except Exception as e:
             self._ensure_landed(prepared, e, cleanup=lambda: self._remove(path, written))
         return self._landed(prepared, rows_out=lambda _: sum(f.num_records for f in written), reads_info=False)
+
+
+def threaded(plans: Sequence[BucketPlan]) -> bool:
+    """Whether a driver round's buckets are worth threads: many changes, or big files to rewrite."""
+    return (
+        sum(p.num_changes for p in plans) >= _THREADED_CHANGES
+        or sum(f.size for p in plans for f in p.lake_files) >= _THREADED_BYTES
+    )
 
 
 def _removes(prepared: PreparedRound) -> list[RemoveAction]:
