@@ -52,7 +52,8 @@ import json
 import math
 import time
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from operator import itemgetter
 
@@ -72,11 +73,17 @@ from tiering.storage.landed import LandedObject, copy_object
 from tiering.storage.object_store import ObjectStore
 
 __all__ = [
-    "BucketTask", "BucketResult", "WrittenFile", "RewriteGroup", "write_bucket", "run_task", "file_schema",
+    "BucketTask", "BucketResult", "WrittenFile", "RewriteGroup", "write_bucket", "run_task", "run_tasks", "light",
+    "file_schema",
     "merge_batches", "base_rows", "rewrite_groups", "SORT_MAX_BYTES",
 ]
 
 _BATCH_ROWS = 256 * 1024
+#: Threads of a Spark partition for its light tasks (:func:`run_tasks`), and what makes a task
+#: light: at most this many changes and bytes of lake files (a "lake" or "empty" base).
+PARTITION_THREADS = 8
+LIGHT_CHANGES = 10_000
+LIGHT_BYTES = 8 * 1024 * 1024
 #: The change a snapshot row stands for in a MERGE's source: the key's row as it is now. (An
 #: Arrow scalar: a Python literal makes pyarrow try to import pandas on every call.)
 _UPSERT = pa.scalar(UPDATE, pa.string())
@@ -151,6 +158,36 @@ class RewriteGroup:
 
     files: tuple[LakeFile, ...]
     changes: pa.Table
+
+
+def run_tasks(tasks: Iterable[BucketTask]) -> Iterator[BucketResult]:
+    """A Spark partition's tasks (executor side): the light ones (:func:`light`) on
+    :data:`PARTITION_THREADS` threads, the others one at a time beside them. A task of a tiny
+    bucket is a few object-store requests, each a round trip (tens of ms on S3), and a
+    partition holds hundreds of them in a round of many tables: one after another, the round
+    waits for every trip in turn. The threads release the GIL while they wait and while pyarrow
+    works; a heavy task holds its rows in memory, so only one runs at a time."""
+    heavy: list[BucketTask] = []
+    with ThreadPoolExecutor(PARTITION_THREADS, thread_name_prefix="bucket") as pool:
+        futures = []
+        for task in tasks:
+            if light(task):
+                futures.append(pool.submit(run_task, task))
+            else:
+                heavy.append(task)
+        for task in heavy:
+            yield run_task(task)
+        for future in futures:
+            yield future.result()
+
+
+def light(task: BucketTask) -> bool:
+    """Whether the task holds little in memory: a byte copy (streamed), or a rewrite of a bucket
+    whose lake files and changes are small."""
+    plan = task.plan
+    if plan.base == "snapshot":
+        return not plan.has_changes
+    return plan.num_changes <= LIGHT_CHANGES and sum(f.size for f in plan.lake_files) <= LIGHT_BYTES
 
 
 def run_task(task: BucketTask) -> BucketResult:

@@ -1,0 +1,64 @@
+"""A Spark partition's bucket tasks: the light ones on threads, the heavy ones one at a time,
+every task's result returned once (a local lake, real files; no Spark)."""
+
+from __future__ import annotations
+
+import pyarrow.parquet as pq
+import pytest
+
+from tests.support.store_files import write_log, write_snapshot
+from tiering.kvstore.models import TableInfo
+from tiering.lake import bucket_files
+from tiering.lake.bucket_files import BucketTask, light, run_task, run_tasks
+from tiering.lake.round_plan import BucketPlan
+from tiering.lakestate.lake import LakeFile
+from tiering.storage.object_store import ObjectStore
+
+pytestmark = pytest.mark.unit
+
+TABLE = TableInfo(name="t", table_id=1, num_buckets=8, primary_key=["id"],
+                  schema=[{"name": "id", "type": "bigint"}, {"name": "name", "type": "string"}])
+MIB = 1024 * 1024
+
+
+def task(store: ObjectStore, plan: BucketPlan) -> BucketTask:
+    return BucketTask(TABLE, store.uri("t"), plan, store)
+
+
+def lake_file(size: int) -> LakeFile:
+    return LakeFile("/lake/t/f", "f", size, 10, 0, 9)
+
+
+def test_copies_and_small_rewrites_are_light_big_ones_are_not(tmp_path):
+    store = ObjectStore.of(str(tmp_path / "lake"))
+    assert light(task(store, BucketPlan(0, "snapshot", ("s",), (), 5, 5, snapshot_id=1)))  # a byte copy
+    assert not light(task(store, BucketPlan(0, "snapshot", ("s",), ("l",), 5, 6, snapshot_id=1)))  # decoded, sorted
+    assert light(task(store, BucketPlan(0, "lake", ("f",), ("l",), 5, 8, lake_files=(lake_file(MIB),))))
+    assert not light(task(store, BucketPlan(0, "lake", ("f",), ("l",), 5, 8, lake_files=(lake_file(9 * MIB),))))
+    assert not light(task(store, BucketPlan(0, "empty", (), ("l",), 0, 20_000)))
+
+
+def test_a_partition_returns_each_tasks_result_once_as_run_alone(tmp_path, monkeypatch):
+    monkeypatch.setattr(bucket_files, "PARTITION_THREADS", 3)
+    store = ObjectStore.of(str(tmp_path / "lake"))
+    tasks = []
+    for b in range(6):  # light: changes into empty buckets; one of them reads a file that is not there
+        log = write_log(tmp_path / f"log{b}", TABLE, [(0, "+I", {"id": b, "name": f"n{b}"}), (1, "+I", {"id": b + 8, "name": "x"})])
+        tasks.append(task(store, BucketPlan(b, "empty", (), (log if b != 4 else str(tmp_path / "gone.parquet"),), 0, 2)))
+    snap = write_snapshot(tmp_path / "snap", TABLE, [({"id": 6, "name": "s"}, 0)])
+    log = write_log(tmp_path / "log6", TABLE, [(1, "+U", {"id": 6, "name": "s2"})])
+    tasks.append(task(store, BucketPlan(6, "snapshot", (snap,), (log,), 1, 2, snapshot_id=1)))  # heavy
+
+    results = list(run_tasks(iter(tasks)))
+
+    assert sorted(r.bucket for r in results) == list(range(7))
+    by_bucket = {r.bucket: r for r in results}
+    assert "bucket 4" in by_bucket[4].error and "gone.parquet" in by_bucket[4].error
+    for b, result in by_bucket.items():
+        if b == 4:
+            continue
+        assert result.error is None
+        names = sorted(pq.read_table(store.path(f"{store.uri('t')}/{f.path}"))["name"].to_pylist() for f in result.files)
+        expected = [["s2"]] if b == 6 else [[f"n{b}", "x"]]
+        assert names == expected, b
+    assert run_task(tasks[4]).error == by_bucket[4].error
