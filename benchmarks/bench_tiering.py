@@ -38,7 +38,7 @@ belongs to one measurement) and prints one JSON object:
   entry Spark wrote for it; ``--lake s3`` puts the lake on an embedded S3 server, and
   ``--s3-latency-ms N`` every request to it N ms away (a proxy process in front of it: loopback
   answers in well under a millisecond, S3 in tens, and a round's requests wait one after another
-  where nothing runs them side by side);
+  where nothing runs them side by side); ``--table-parallelism N`` sets ``lake.table_parallelism``;
 - ``lag --rate R --duration S``: a steady writer of R rows/s (upserts) while a continuous job
   runs with the default trigger: seconds from each write's acknowledgement to the lake reaching
   its offsets, p50/p99/max;
@@ -731,6 +731,8 @@ def _bench_tables(args, work: Path, store, where: dict) -> dict:
         job = f"bench-tables-{count}"
         settings = {"tables.include": [f"t{count}_*"]}
         lake = {**where, "driver_max_changes": args.merge_max_changes}
+        if args.table_parallelism:
+            lake["table_parallelism"] = args.table_parallelism
         bootstrap = run_service(spark, service_config(work, store.url, job, settings, **lake))
         measured = {"tables": count, "setup_s": round(setup_s, 1), "bootstrap_s": round(bootstrap.wall_s, 1)}
         idle = {**settings, "trigger.available_now": False, "trigger.interval_s": 0.5}
@@ -864,6 +866,8 @@ def main() -> None:
     parser.add_argument("--duration", type=float, default=60.0, help="lag: seconds of steady writing")
     parser.add_argument("--lake", choices=("local", "s3"), default="local",
                         help="snapshot, tables: where the lake is (s3: an embedded S3 server on loopback)")
+    parser.add_argument("--table-parallelism", type=int, default=None,
+                        help="tables: lake.table_parallelism (default: the service's)")
     parser.add_argument("--s3-latency-ms", type=float, default=0.0,
                         help="with --lake s3: every request to it delayed this long (a proxy process in front of it)")
     parser.add_argument("--small-keys", type=int, default=200_000,

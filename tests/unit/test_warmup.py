@@ -11,4 +11,4 @@ pytestmark = pytest.mark.unit
 
 
 def test_the_warm_up_imports_the_module_of_the_function_a_rounds_tasks_run():
-    assert executor_writes.run_task.__module__ in EXECUTOR_MODULES
+    assert executor_writes.run_tasks.__module__ in EXECUTOR_MODULES
