@@ -313,12 +313,11 @@ class RoundWriter:
             except OSError as e:
                 log.warning("unreferenced file %s/%s left to VACUUM: delete failed: %s", table_uri, f.path, e)
 
-    def _landed(self, prepared: PreparedRound, rows_out: Callable[[Mapping[str, Any] | None], int], *,
-                reads_info: bool = True) -> TableCommit:
+    def _landed(self, prepared: PreparedRound, rows_out: Callable[[Mapping[str, Any] | None], int]) -> TableCommit:
         """The result of our landed commit, found in the history (writers do not return its
-        version, and another commit may sit on top of it); ``rows_out`` reads its commit info
-        (unless not ``reads_info``: then a handle one version further whose txn is ours needs no
-        history read, a few milliseconds per table of a round of hundreds).
+        version, and another commit may sit on top of it); ``rows_out`` reads its commit info.
+        The newest commit's info is read first (one GET): it almost always is ours. Not the
+        txn: delta-rs finds it by reading every commit since the last checkpoint again.
         The commit has landed: a store that fails the read of its history afterwards does not
         fail the table; the version is then the one the handle knows (a warning says so)."""
         committed = prepared.dt
@@ -326,11 +325,7 @@ class RoundWriter:
             if committed is None:
                 committed = open_table(prepared.path, self._lake.store.delta_options())
             else:
-                before = committed.version()
                 committed.update_incremental()
-                if (not reads_info and committed.version() == before + 1
-                        and committed.transaction_version(prepared.app) == prepared.version):
-                    return prepared.result(delta_version=committed.version(), rows_out=rows_out(None))
             ours = find_round_commit(committed, self._job, prepared.version)
         except (OSError, DeltaError) as e:
             if committed is None:

@@ -168,7 +168,7 @@ class DeltaRsRoundWriter(RoundWriter):
                 )
         except Exception as e:
             self._ensure_landed(prepared, e, cleanup=lambda: self._remove(path, written))
-        return self._landed(prepared, rows_out=lambda _: sum(f.num_records for f in written), reads_info=False)
+        return self._landed(prepared, rows_out=lambda _: sum(f.num_records for f in written))
 
 
 def threaded(plans: Sequence[BucketPlan]) -> bool:

@@ -12,7 +12,7 @@ without a JVM (delta-rs).
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -25,7 +25,7 @@ from tiering.errors import LakeReadError
 from tiering.enumerator.positions import LakePosition
 from tiering.lakestate.commits import LakeCommitInfo, newest_commit
 from tiering.lakestate.foreign import ForeignCommit, first_foreign_change
-from tiering.lakestate.layout import BUCKET_COLUMN, lake_directory
+from tiering.lakestate.layout import BUCKET_COLUMN, app_id, lake_directory, txn_version
 from tiering.storage.object_store import ObjectStore
 
 __all__ = ["Lake", "LakeFile", "LakeTable", "LakeTables", "open_table"]
@@ -73,6 +73,10 @@ class LakeTable:
     info: LakeCommitInfo | None
     store: ObjectStore
     foreign: ForeignCommit | None = None
+    #: transaction versions known, by (app id, Delta version): a version's txns never change,
+    #: and delta-rs reads them by replaying every commit since the last checkpoint (up to
+    #: ``maintenance.checkpoint_interval`` GETs on S3) at each ask
+    txns: dict[tuple[str, int], int | None] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def version(self) -> int:
@@ -85,7 +89,17 @@ class LakeTable:
         return self.info.position
 
     def transaction_version(self, app: str) -> int | None:
-        return self.dt.transaction_version(app)
+        """``app``'s transaction version at the loaded version (read once per version)."""
+        key = (app, self.dt.version())
+        if key not in self.txns:
+            self.remember(app, key[1], self.dt.transaction_version(app))
+        return self.txns[key]
+
+    def remember(self, app: str, version: int, txn: int | None) -> None:
+        """``app``'s transaction version at Delta version ``version`` (older versions' are dropped)."""
+        for stale in [k for k in self.txns if k[1] != version]:
+            del self.txns[stale]
+        self.txns[(app, version)] = txn
 
     def files_by_bucket(self, key: str | None = None, buckets: Collection[int] | None = None) -> dict[int, list[LakeFile]]:
         """The table's current data files per ``__bucket``, with the bounds of column ``key``
@@ -230,12 +244,15 @@ class LakeTables:
     def landed(self, table: str, info: LakeCommitInfo) -> None:
         """``info`` is this process's own round commit: when it is the newest version of
         ``table``'s loaded handle, the next :meth:`load` need not read it back from the history
-        (a history read per table per round, a GET on S3). Nothing changes when the handle is at
+        (a history read per table per round, a GET on S3), nor the next round's replay check
+        replay the log for the txn it wrote (the commit carried it). Nothing changes when the handle is at
         another version (a commit landed on top, or a writer that commits through another
         handle) or the table is not held."""
         seen = self._seen.get(table)
         if seen is not None and seen[0].dt.version() == info.delta_version:
-            self._seen[table] = (replace(seen[0], info=info, foreign=None), info.delta_version)
+            view = replace(seen[0], info=info, foreign=None)
+            view.remember(app_id(info.job, table), info.delta_version, txn_version(info.epoch, info.round_id))
+            self._seen[table] = (view, info.delta_version)
 
     def _first_load(self, table: str) -> LakeTable | None:
         view = self.lake.load(table)

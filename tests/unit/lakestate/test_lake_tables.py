@@ -6,12 +6,14 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 from deltalake import CommitProperties, write_deltalake
+from deltalake.transaction import Transaction
 
 from tiering.conf.model import LakeConfig
 from tiering.enumerator.positions import LakePosition
 from tiering.errors import LakeReadError
 from tiering.lakestate.commits import commit_metadata, round_commit_info
 from tiering.lakestate.lake import Lake, LakeTables
+from tiering.lakestate.layout import app_id, txn_version
 
 pytestmark = pytest.mark.unit
 
@@ -63,3 +65,45 @@ def test_a_commit_on_top_of_the_landed_one_is_read_from_the_history(tmp_path):
 
     loaded = tables.load("t")
     assert (loaded.info.delta_version, loaded.info.round_id, loaded.position(7).buckets) == (2, 3, {0: 40})
+
+
+def _round_with_txn(path: str, round_id: int, offset: int) -> dict:
+    """A round commit as the writer makes it: its entry and its txn."""
+    metadata = commit_metadata(job="j", position=LakePosition(7, {0: offset}), epoch=2, round_id=round_id,
+                               lease_id="L", snapshots={})
+    write_deltalake(path, pa.table({"x": [round_id]}), mode="append", commit_properties=CommitProperties(
+        custom_metadata=metadata, app_transactions=[Transaction(app_id("j", "t"), txn_version(2, round_id))]))
+    return metadata
+
+
+@pytest.mark.parametrize("told", [True, False])
+def test_the_landed_commits_txn_is_known_without_replaying_the_log(tmp_path, told):
+    tables = LakeTables(Lake.of(LakeConfig(root=str(tmp_path))))
+    path = str(tmp_path / "t")
+    _round_with_txn(path, 1, 10)
+    view = tables.load("t")
+    metadata = _round_with_txn(path, 2, 25)
+    view.dt.update_incremental()
+    if told:
+        tables.landed("t", round_commit_info(metadata, 1, "t"))
+    loaded = tables.load("t") if told else view
+    _corrupt(path, 0)  # a replay of the log now fails
+    _corrupt(path, 1)
+
+    if not told:
+        with pytest.raises(Exception):
+            loaded.transaction_version(app_id("j", "t"))
+        return
+    assert loaded.transaction_version(app_id("j", "t")) == txn_version(2, 2)
+
+
+def test_a_txn_is_read_again_at_a_newer_version(tmp_path):
+    tables = LakeTables(Lake.of(LakeConfig(root=str(tmp_path))))
+    path = str(tmp_path / "t")
+    _round_with_txn(path, 1, 10)
+    loaded = tables.load("t")
+    assert loaded.transaction_version(app_id("j", "t")) == txn_version(2, 1)
+    _round_with_txn(path, 2, 25)  # another term's handle, say, committed on top
+
+    assert tables.load("t").transaction_version(app_id("j", "t")) == txn_version(2, 2)
+    assert tables.load("t").transaction_version(app_id("j", "other")) is None
