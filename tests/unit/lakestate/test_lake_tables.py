@@ -12,18 +12,33 @@ from tiering.conf.model import LakeConfig
 from tiering.enumerator.positions import LakePosition
 from tiering.errors import LakeReadError
 from tiering.lakestate.commits import commit_metadata, round_commit_info
-from tiering.lakestate.lake import Lake, LakeTables
+from tiering.lakestate.lake import Lake, LakeTable, LakeTables
 from tiering.lakestate.layout import app_id, txn_version
 
 pytestmark = pytest.mark.unit
 
 
 def _round(path: str, round_id: int, offset: int) -> dict:
+    """A round commit as the writer makes it: its entry and its txn."""
     metadata = commit_metadata(job="j", position=LakePosition(7, {0: offset}), epoch=2, round_id=round_id,
                                lease_id="L", snapshots={})
-    write_deltalake(path, pa.table({"x": [round_id]}), mode="append",
-                    commit_properties=CommitProperties(custom_metadata=metadata))
+    write_deltalake(path, pa.table({"x": [round_id]}), mode="append", commit_properties=CommitProperties(
+        custom_metadata=metadata, app_transactions=[Transaction(app_id("j", "t"), txn_version(2, round_id))]))
     return metadata
+
+
+def _second_round_landed(tmp_path, told: bool) -> tuple[LakeTables, str, LakeTable]:
+    """Two rounds of table "t"; the process's handle brought up to the second, as the
+    committer's is after its commit, and LakeTables ``told`` of it or not. Returns the handle."""
+    tables = LakeTables(Lake.of(LakeConfig(root=str(tmp_path))))
+    path = str(tmp_path / "t")
+    _round(path, 1, 10)
+    view = tables.load("t")
+    metadata = _round(path, 2, 25)
+    view.dt.update_incremental()
+    if told:
+        tables.landed("t", round_commit_info(metadata, 1, "t"))
+    return tables, path, view
 
 
 def _corrupt(path: str, version: int) -> None:
@@ -34,14 +49,7 @@ def _corrupt(path: str, version: int) -> None:
 
 @pytest.mark.parametrize("told", [True, False])
 def test_a_landed_round_commit_is_not_read_back(tmp_path, told):
-    tables = LakeTables(Lake.of(LakeConfig(root=str(tmp_path))))
-    path = str(tmp_path / "t")
-    _round(path, 1, 10)
-    view = tables.load("t")
-    metadata = _round(path, 2, 25)
-    view.dt.update_incremental()  # as the committer's handle is after its commit
-    if told:
-        tables.landed("t", round_commit_info(metadata, 1, "t"))
+    tables, path, _ = _second_round_landed(tmp_path, told)
     _corrupt(path, 1)
 
     if not told:
@@ -67,25 +75,9 @@ def test_a_commit_on_top_of_the_landed_one_is_read_from_the_history(tmp_path):
     assert (loaded.info.delta_version, loaded.info.round_id, loaded.position(7).buckets) == (2, 3, {0: 40})
 
 
-def _round_with_txn(path: str, round_id: int, offset: int) -> dict:
-    """A round commit as the writer makes it: its entry and its txn."""
-    metadata = commit_metadata(job="j", position=LakePosition(7, {0: offset}), epoch=2, round_id=round_id,
-                               lease_id="L", snapshots={})
-    write_deltalake(path, pa.table({"x": [round_id]}), mode="append", commit_properties=CommitProperties(
-        custom_metadata=metadata, app_transactions=[Transaction(app_id("j", "t"), txn_version(2, round_id))]))
-    return metadata
-
-
 @pytest.mark.parametrize("told", [True, False])
 def test_the_landed_commits_txn_is_known_without_replaying_the_log(tmp_path, told):
-    tables = LakeTables(Lake.of(LakeConfig(root=str(tmp_path))))
-    path = str(tmp_path / "t")
-    _round_with_txn(path, 1, 10)
-    view = tables.load("t")
-    metadata = _round_with_txn(path, 2, 25)
-    view.dt.update_incremental()
-    if told:
-        tables.landed("t", round_commit_info(metadata, 1, "t"))
+    tables, path, view = _second_round_landed(tmp_path, told)
     loaded = tables.load("t") if told else view
     _corrupt(path, 0)  # a replay of the log now fails
     _corrupt(path, 1)
@@ -100,10 +92,10 @@ def test_the_landed_commits_txn_is_known_without_replaying_the_log(tmp_path, tol
 def test_a_txn_is_read_again_at_a_newer_version(tmp_path):
     tables = LakeTables(Lake.of(LakeConfig(root=str(tmp_path))))
     path = str(tmp_path / "t")
-    _round_with_txn(path, 1, 10)
+    _round(path, 1, 10)
     loaded = tables.load("t")
     assert loaded.transaction_version(app_id("j", "t")) == txn_version(2, 1)
-    _round_with_txn(path, 2, 25)  # another term's handle, say, committed on top
+    _round(path, 2, 25)  # another term's handle, say, committed on top
 
     assert tables.load("t").transaction_version(app_id("j", "t")) == txn_version(2, 2)
     assert tables.load("t").transaction_version(app_id("j", "other")) is None
