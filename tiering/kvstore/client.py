@@ -97,13 +97,17 @@ def segment(value: str) -> str:
 def error_for(status: int, body: Any, method: str, path: str, *, store: str | None = None, **context: Any) -> StoreError:
     """The typed error for an error response (``body`` is the decoded JSON, or text). A 5xx says
     it came from the KV store (at ``store``): behind a proxy or in a table's failure, a bare
-    "HTTP 503" names no dependency."""
+    "HTTP 503" names no dependency. So does any answer without the store's error envelope (no
+    error code): another server may listen where the store was (a restart elsewhere, a port
+    taken over), and "HTTP 404" alone would not say where to look."""
     code = body.get("error", "") if isinstance(body, dict) else ""
     server_message = body.get("message", "") if isinstance(body, dict) else str(body)[:500]
     message = f"{server_message or f'HTTP {status}'} ({method} {path})"
     if status >= 500:
         answered = " ".join(part for part in (str(status), code) if part)
         message = f"KV store{f' at {store}' if store else ''} answered {answered}: {message}"
+    elif not code and store:
+        message = f"{store} answered {status} without the KV store's error envelope: {message}"
     kind: type[StoreError]
     if status in (400, 413):  # 413: the body is over the store's limit; resending it cannot help
         kind = BadRequestError

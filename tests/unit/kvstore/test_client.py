@@ -79,6 +79,15 @@ def test_non_json_error_body_keeps_its_text():
     assert str(error) == "KV store answered 502: <html>Bad Gateway</html> (GET /v1/tables)"
 
 
+def test_an_answer_without_the_stores_envelope_names_who_answered():
+    """Another server on the store's port (its old one, taken over) answers 404 with no error code."""
+    error = error_for(404, {"detail": "Not Found"}, "GET", "/v1/tables", store="http://127.0.0.1:8080")
+    assert isinstance(error, NotFoundError)
+    assert str(error) == "http://127.0.0.1:8080 answered 404 without the KV store's error envelope: HTTP 404 (GET /v1/tables)"
+    enveloped = error_for(404, {"error": "TABLE_NOT_FOUND", "message": "no table t"}, "GET", "/v1/tables/t", store="x")
+    assert str(enveloped) == "no table t (GET /v1/tables/t)"
+
+
 def test_policy_retries_only_unavailable_and_reraises_the_error():
     calls = []
 
