@@ -66,7 +66,7 @@ from tiering.kvstore.changelog import apply_changes, apply_sorted, newest_per_ke
 from tiering.kvstore.models import TableInfo
 from tiering.conf.model import DEFAULT_COMPRESSION, DEFAULT_TARGET_FILE_MB
 from tiering.kvstore.protocol import DELETE, OFFSET_COLUMN, OP_COLUMN, UPDATE
-from tiering.lake.round_plan import BucketPlan
+from tiering.lake.round_plan import BucketPlan, small
 from tiering.lakestate.lake import LakeFile
 from tiering.lakestate.layout import BUCKET_COLUMN, lake_schema
 from tiering.storage.landed import LandedObject, copy_object
@@ -79,11 +79,8 @@ __all__ = [
 ]
 
 _BATCH_ROWS = 256 * 1024
-#: Threads of a Spark partition for its light tasks (:func:`run_tasks`), and what makes a task
-#: light: at most this many changes and bytes of lake files (a "lake" or "empty" base).
+#: Threads of a Spark partition for its light tasks (:func:`run_tasks`).
 PARTITION_THREADS = 8
-LIGHT_CHANGES = 10_000
-LIGHT_BYTES = 8 * 1024 * 1024
 #: The change a snapshot row stands for in a MERGE's source: the key's row as it is now. (An
 #: Arrow scalar: a Python literal makes pyarrow try to import pandas on every call.)
 _UPSERT = pa.scalar(UPDATE, pa.string())
@@ -182,12 +179,12 @@ def run_tasks(tasks: Iterable[BucketTask]) -> Iterator[BucketResult]:
 
 
 def light(task: BucketTask) -> bool:
-    """Whether the task holds little in memory: a byte copy (streamed), or a rewrite of a bucket
-    whose lake files and changes are small."""
+    """Whether the task holds little in memory: a byte copy (streamed), or a small rewrite
+    (:func:`~tiering.lake.round_plan.small`)."""
     plan = task.plan
     if plan.base == "snapshot":
         return not plan.has_changes
-    return plan.num_changes <= LIGHT_CHANGES and sum(f.size for f in plan.lake_files) <= LIGHT_BYTES
+    return small([plan])
 
 
 def run_task(task: BucketTask) -> BucketResult:

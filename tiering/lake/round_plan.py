@@ -20,7 +20,12 @@ from tiering.errors import LakeCommitError
 from tiering.kvstore.models import TableInfo
 from tiering.lakestate.lake import LakeFile
 
-__all__ = ["BucketPlan", "plan_buckets"]
+__all__ = ["BucketPlan", "plan_buckets", "small"]
+
+#: A rewrite is small below this many changes and this many bytes of lake files: its rows are
+#: few, so threads cost more than they save on CPU, and holding it in memory costs little.
+SMALL_CHANGES = 10_000
+SMALL_BYTES = 8 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -67,9 +72,19 @@ class BucketPlan:
         return max(0, self.log_to - self.log_from)
 
     @property
+    def lake_bytes(self) -> int:
+        """Bytes of the bucket's files in the lake before the round."""
+        return sum(f.size for f in self.lake_files)
+
+    @property
     def rewrites(self) -> bool:
         """False when the bucket's lake content would not change (all its changes are there)."""
         return self.base == "snapshot" or self.has_changes
+
+
+def small(plans: Sequence[BucketPlan]) -> bool:
+    """Whether rewriting ``plans`` together is small (:data:`SMALL_CHANGES`, :data:`SMALL_BYTES`)."""
+    return sum(p.num_changes for p in plans) < SMALL_CHANGES and sum(p.lake_bytes for p in plans) < SMALL_BYTES
 
 
 def plan_buckets(

@@ -57,7 +57,7 @@ from pyspark.sql import SparkSession
 from tiering.conf.model import DEFAULT_DRIVER_MAX_CHANGES, DEFAULT_MERGE_MAX_ROWS, DEFAULT_TARGET_FILE_MB
 from tiering.lake.bucket_files import BucketResult, WrittenFile, run_task
 from tiering.lake.change_feed import CHANGE_FEED_PROPERTY, check_source_rows, feed_enabled, merge_round, needs_merge
-from tiering.lake.round_plan import BucketPlan
+from tiering.lake.round_plan import BucketPlan, small
 from tiering.lake.round_protocol import PreparedRound, RoundWriter, TableCommit, WritePath, output_rows
 from tiering.lakestate.commits import maintenance_metadata
 from tiering.lakestate.lake import Lake
@@ -69,14 +69,6 @@ log = logging.getLogger(__name__)
 
 #: Buckets of one table the driver writes at once, for a round it writes itself.
 _DRIVER_BUCKET_THREADS = 4
-#: A table's buckets are written one after the other below this many changes and this many
-#: bytes of lake files in its buckets: a few rows in small files cost less than the threads
-#: (the round already commits ``lake.table_parallelism`` tables at once). The bytes count too:
-#: 1,000 changes spread over a 20M-row table rewrite every one of its 135 files, ~50 ms each,
-#: which one thread took 8 s to do and four (the GIL released while pyarrow decodes and
-#: encodes) do in what the cores allow.
-_THREADED_CHANGES = 10_000
-_THREADED_BYTES = 8 * 1024 * 1024
 
 
 class DeltaRsRoundWriter(RoundWriter):
@@ -172,11 +164,13 @@ class DeltaRsRoundWriter(RoundWriter):
 
 
 def threaded(plans: Sequence[BucketPlan]) -> bool:
-    """Whether a driver round's buckets are worth threads: many changes, or big files to rewrite."""
-    return (
-        sum(p.num_changes for p in plans) >= _THREADED_CHANGES
-        or sum(f.size for p in plans for f in p.lake_files) >= _THREADED_BYTES
-    )
+    """Whether a driver round's buckets are worth threads. One after the other when the rewrite
+    is small (:func:`~tiering.lake.round_plan.small`): a few rows in small files cost less than
+    the threads (the round already commits ``lake.table_parallelism`` tables at once). Many
+    changes, or big files, get four: 1,000 changes spread over a 20M-row table rewrite every one
+    of its 135 files, ~50 ms each, which one thread took 8 s to do (the GIL is released while
+    pyarrow decodes and encodes)."""
+    return not small(plans)
 
 
 def _removes(prepared: PreparedRound) -> list[RemoveAction]:
