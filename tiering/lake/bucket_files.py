@@ -51,9 +51,11 @@ import itertools
 import json
 import math
 import time
+import threading
 import uuid
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, replace
 from operator import itemgetter
 
@@ -163,34 +165,39 @@ def run_tasks(tasks: Iterable[BucketTask]) -> Iterator[BucketResult]:
     bucket is a few object-store requests, each a round trip (tens of ms on S3), and a
     partition holds hundreds of them in a round of many tables: one after another, the round
     waits for every trip in turn. The threads release the GIL while they wait and while pyarrow
-    works; a heavy task holds its rows in memory, so only one runs at a time."""
+    works; a heavy rewrite holds its rows in memory, so only one runs at a time, a snapshot
+    that turns out not to be copyable (its columns differ from the lake's) included."""
+    one_heavy = threading.Lock()
     heavy: list[BucketTask] = []
     with ThreadPoolExecutor(PARTITION_THREADS, thread_name_prefix="bucket") as pool:
         futures = []
         for task in tasks:
             if light(task):
-                futures.append(pool.submit(run_task, task))
+                futures.append(pool.submit(run_task, task, one_heavy))
             else:
                 heavy.append(task)
         for task in heavy:
-            yield run_task(task)
+            yield run_task(task, one_heavy)
         for future in futures:
             yield future.result()
 
 
 def light(task: BucketTask) -> bool:
-    """Whether the task holds little in memory: a byte copy (streamed), or a small rewrite
-    (:func:`~tiering.lake.round_plan.small`)."""
+    """Whether the task likely holds little in memory: a snapshot without changes, normally a
+    byte copy (streamed), or a small rewrite (:func:`~tiering.lake.round_plan.small`). Decided
+    from the plan alone: whether a snapshot's columns allow the copy takes its footers, read
+    on the task's thread (:func:`run_task`)."""
     plan = task.plan
     if plan.base == "snapshot":
         return not plan.has_changes
     return small([plan])
 
 
-def run_task(task: BucketTask) -> BucketResult:
-    """The bucket's write as a Spark task: every error comes back as a result."""
+def run_task(task: BucketTask, one_heavy: AbstractContextManager[object] | None = None) -> BucketResult:
+    """The bucket's write as a Spark task: every error comes back as a result. A rewrite that
+    is not small (a snapshot's, of unknown size, included) holds ``one_heavy`` while it runs."""
     try:
-        files, replaced = _write(task)
+        files, replaced = _write(task, one_heavy or nullcontext())
         return BucketResult(task.table.name, task.plan.bucket, tuple(files), replaced=replaced)
     except Exception as e:  # noqa: BLE001 - reported to the driver, which fails the table
         return BucketResult(task.table.name, task.plan.bucket, error=f"bucket {task.plan.bucket}: {type(e).__name__}: {e}")
@@ -208,12 +215,22 @@ def write_bucket(task: BucketTask) -> list[WrittenFile]:
     return _write(task)[0]
 
 
-def _write(task: BucketTask) -> tuple[list[WrittenFile], tuple[str, ...]]:
-    """The files written, and the lake files they replace when the bucket is rewritten by file."""
+def _write(
+    task: BucketTask, one_heavy: AbstractContextManager[object] = nullcontext()
+) -> tuple[list[WrittenFile], tuple[str, ...]]:
+    """The files written, and the lake files they replace when the bucket is rewritten by file
+    (a heavy rewrite holding ``one_heavy``)."""
     schema = file_schema(task.table)
     plan = task.plan
     if _copyable(task, schema):
         return [_copy(task, path, schema) for path in plan.base_files], ()
+    with one_heavy if plan.base == "snapshot" or not small([plan]) else nullcontext():
+        return _rewrite(task, schema)
+
+
+def _rewrite(task: BucketTask, schema: pa.Schema) -> tuple[list[WrittenFile], tuple[str, ...]]:
+    """The bucket decoded and written anew: whole, or by file (:func:`rewrite_groups`)."""
+    plan = task.plan
     changes = _latest_changes(task) if plan.has_changes else None
     if not plan.by_file:
         return _write_rows(task, schema, plan.base_files, changes, None)[0], ()

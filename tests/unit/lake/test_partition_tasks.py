@@ -3,6 +3,9 @@ every task's result returned once (a local lake, real files; no Spark)."""
 
 from __future__ import annotations
 
+import threading
+import time
+
 import pyarrow.parquet as pq
 import pytest
 
@@ -62,3 +65,38 @@ def test_a_partition_returns_each_tasks_result_once_as_run_alone(tmp_path, monke
         expected = [["s2"]] if b == 6 else [[f"n{b}", "x"]]
         assert names == expected, b
     assert run_task(tasks[4]).error == by_bucket[4].error
+
+
+def test_snapshots_that_cannot_be_copied_are_decoded_one_at_a_time(tmp_path, monkeypatch):
+    """A snapshot taken before a column was added lacks it: not a byte copy, but a rewrite
+    of rows of unknown size, so the partition's threads take turns."""
+    before = TableInfo(name="t", table_id=1, num_buckets=8, primary_key=["id"], schema=[{"name": "id", "type": "bigint"}])
+    running, most = 0, 0
+    lock = threading.Lock()
+    write_rows = bucket_files._write_rows
+
+    def counted(*args, **kwargs):
+        nonlocal running, most
+        with lock:
+            running += 1
+            most = max(most, running)
+        time.sleep(0.05)
+        try:
+            return write_rows(*args, **kwargs)
+        finally:
+            with lock:
+                running -= 1
+
+    monkeypatch.setattr(bucket_files, "_write_rows", counted)
+    store = ObjectStore.of(str(tmp_path / "lake"))
+    tasks = [task(store, BucketPlan(b, "snapshot", (write_snapshot(tmp_path / f"s{b}", before, [({"id": b}, 0)]),), (), 1, 1,
+                                    snapshot_id=1)) for b in range(4)]
+    assert all(light(t) for t in tasks), "from the plan alone they look like copies"
+
+    results = sorted(run_tasks(iter(tasks)), key=lambda r: r.bucket)
+
+    assert most == 1
+    assert [r.error for r in results] == [None] * 4
+    rows = [pq.read_table(store.path(f"{store.uri('t')}/{f.path}"), columns=["id", "name"]).to_pylist()
+            for r in results for f in r.files]
+    assert rows == [[{"id": b, "name": None}] for b in range(4)], "the added column reads as nulls"
