@@ -29,6 +29,7 @@ from __future__ import annotations
 import json
 import logging
 import sys
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import TracebackType
@@ -143,6 +144,7 @@ class KvTieringStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         self._client = None
         self._lease = None
         self._lake = None
+        self._making_lake = threading.Lock()
         self._settled = None
         self._selected: dict[str, bool] = {}
         self._lake_read: set[str] = set()  # tables whose lake this process read at least once
@@ -196,11 +198,15 @@ class KvTieringStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
 
     @property
     def lake(self):
-        """The lake's tables as this process last saw them (read incrementally round by round)."""
-        if self._lake is None:
-            from tiering.lakestate.lake import LakeTables
+        """The lake's tables as this process last saw them (read incrementally round by round).
+        Made under a lock: the planning threads ask for it first, and each thread that made its
+        own would keep its tables' views in a copy the next round no longer sees (each such
+        table's Delta log was then read afresh every round: on S3, nine requests, not two)."""
+        with self._making_lake:
+            if self._lake is None:
+                from tiering.lakestate.lake import LakeTables
 
-            self._lake = LakeTables(self.context.lake)
+                self._lake = LakeTables(self.context.lake)
         return self._lake
 
     def initialOffset(self) -> dict:

@@ -7,6 +7,9 @@ import json
 import pickle
 import subprocess
 import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -175,3 +178,29 @@ def test_without_a_start_offset_the_newest_logged_one_is_used(tmp_path):
     assert r._logged_offset() == TieringOffset("j-lease", 4, 2).to_dict()
     with pytest.raises(FencedEpochError, match="planned by epoch 4, this term is epoch 3"):
         r.latestOffset()
+
+
+def test_the_planning_threads_share_one_view_of_the_lake(monkeypatch):
+    """The round's planning threads ask for the lake first: one view for all of them, or the
+    tables read into the others' views are read afresh every round."""
+    from tiering.lakestate import lake
+
+    made = lake.LakeTables.__init__
+
+    def slow(self, *args):
+        time.sleep(0.05)  # a thread switch while the view is made
+        made(self, *args)
+
+    monkeypatch.setattr(lake.LakeTables, "__init__", slow)
+    r = reader()
+    r.context  # parsed once, as the planning process does before it plans
+    start = threading.Barrier(8)
+
+    def ask(_):
+        start.wait()
+        return r.lake
+
+    with ThreadPoolExecutor(8) as pool:
+        views = list(pool.map(ask, range(8)))
+
+    assert len({id(v) for v in views}) == 1 and views[0] is r.lake
