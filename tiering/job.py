@@ -18,7 +18,10 @@ Failure modes:
   it (:mod:`tiering.state.checkpoint_check`), and named when the query fails on it mid-run; the
   next start after the fault is fixed resumes from it;
 - lake hygiene: the leader maintains the tables after every ``maintenance.every_rounds``-th
-  round, in the round loop's thread, so never beside a round commit of its own;
+  round, in the round loop's thread, so never beside a round commit of its own; the rounds'
+  committed tables are handed to the term's maintainer, whose passes skip the tables no round
+  changed since its last (:mod:`tiering.lake.maintenance`), so a pass stalls the rounds for the
+  tables that need it, not for every table of the job;
   :func:`maintain_as_leader` (`tiering maintain`) runs a pass as a term of its own, refused while
   another driver leads;
 - a lake table that no round can repair (deleted or changed by hand, another writer's rows, a
@@ -141,7 +144,8 @@ class TieringJob:
         self._renewer: LeaseRenewer | None = None
         maintenance = context.config.maintenance
         self._maintainer = LakeMaintainer(
-            context.lake, context.job, maintenance, context.epoch, fence=self._check
+            context.lake, context.job, maintenance, context.epoch, fence=self._check,
+            parallelism=context.config.lake.table_parallelism,
         ) if maintenance.enabled else None
         self._query = None
         self._end_when_idle = False
@@ -264,8 +268,15 @@ class TieringJob:
             self.result.failed_tables.update(outcome.failed)
         self._record_health(outcome)
         self._on_round(outcome)
-        if self._maintainer is not None and outcome.round_id % self.context.config.maintenance.every_rounds == 0:
-            self._maintainer.run(included_tables(self.context.config, self.lease.client))
+        if self._maintainer is not None:
+            self._maintain(self._maintainer, outcome)
+
+    def _maintain(self, maintainer: LakeMaintainer, outcome: RoundOutcome) -> None:
+        """Hand the round's commits to the maintainer (a replayed or empty round committed
+        nothing), and run a pass after every ``every_rounds``-th round."""
+        maintainer.changed(table for table, commit in outcome.committed.items() if not commit.skipped)
+        if outcome.round_id % self.context.config.maintenance.every_rounds == 0:
+            maintainer.run(included_tables(self.context.config, self.lease.client))
 
     def _record_health(self, outcome: RoundOutcome) -> None:
         """Keep every table's health in the checkpoint for ``tiering status`` (advisory: a write
@@ -319,8 +330,9 @@ def maintain_as_leader(config: TieringConfig, *, wait_s: float = 5.0) -> Mainten
     term = _term_of_its_own(config, "maintain", busy, wait_s)
     try:
         tables = included_tables(config, store_client(config.kvstore))
+        # a maintainer of its own knows no history: its pass covers every table
         return LakeMaintainer(Lake.of(config.lake), config.job.name, config.maintenance, term.epoch,
-                              fence=term.check).run(tables)
+                              fence=term.check, parallelism=config.lake.table_parallelism).run(tables)
     finally:
         term.resign()
 

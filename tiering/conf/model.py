@@ -244,7 +244,8 @@ class LakeConfig(_Section):
     table_parallelism: int = setting(
         "Tables of one round prepared, committed and reported at the same time (threads of the "
         "driver; delta-rs commits and store calls wait on I/O), and planned (threads of the planning "
-        "process). 1 handles them one by one. A table's round is some 20 object-store requests one "
+        "process); also the tables a maintenance pass maintains at once (one compaction at a time). "
+        "1 handles them one by one. A table's round is some 20 object-store requests one "
         "after another, most of them its Delta log's: on S3, where each takes tens of milliseconds, "
         "raise it (with every request 20 ms away, 200 tables took 47.5 s to tier a change of each at "
         "32 against 78.9 s at 8).",

@@ -2,6 +2,12 @@
 of the leader, fenced like a round's (docs/DESIGN.md §6). The leader runs a pass between rounds; `tiering
 maintain` runs one as a term of its own.
 
+A pass stalls the round loop for as long as it runs (a table is some 50 object-store requests, ~1 s
+on S3), so it maintains only the tables that need it: every table on a maintainer's first pass,
+then the tables a round committed to since its last pass (:meth:`LakeMaintainer.changed`), and
+any table it has not maintained for :data:`REVISIT_S`. Those run ``parallelism`` at a time (their
+requests overlap), with at most one compaction at a time (each holds a bucket's rows in memory).
+
 Failure modes and what happens:
 - a stale term maintains a table a newer term already wrote to (a round, or a compaction's
   fence): :class:`FencedEpochError` before anything is committed;
@@ -19,6 +25,9 @@ Failure modes and what happens:
   newest round commit's version); maintenance commits make none;
 - a file a reader of a recent version or a round not yet committed needs: only files unreferenced
   for ``file_retention_hours`` (at least a day) are deleted;
+- a table no round touches keeps unreferenced files that age into deletability (a lost commit
+  race, a crash, a compaction's replaced files): it is maintained again :data:`REVISIT_S` after
+  this maintainer last did, so vacuum reaches it;
 - a compaction that undoes the rounds' layout (docs/DESIGN.md §6: key-sorted files whose key ranges
   let a round rewrite only the files its changes touch): files merged in any order would each
   span most of the bucket's keys, so every round would rewrite them all. A bucket of a table whose
@@ -32,8 +41,10 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 
 import pyarrow as pa
@@ -54,6 +65,16 @@ log = logging.getLogger(__name__)
 #: Maintenance commits make no checkpoint and clean no log on their own (see the module doc).
 _NO_HOOKS = PostCommitHookProperties(create_checkpoint=False, cleanup_expired_logs=False)
 _MIB = 1024 * 1024
+
+#: Seconds after which a table no round committed to is maintained again. What such a table still
+#: needs is time-driven: files unreferenced since before the last pass become deletable
+#: ``file_retention_hours`` (at least 24) after they were replaced, and log entries expire after
+#: ``log_retention_hours``. Revisited hourly, a file outlives its retention by at most an hour
+#: plus the pass interval (a few percent of a day's storage), while a table costs one full visit
+#: an hour instead of one every pass (every ``every_rounds`` rounds, often minutes apart). A time
+#: bound rather than every n-th pass: the passes' spacing depends on the trigger interval and the
+#: rounds' length, the files' ageing does not.
+REVISIT_S = 3600.0
 
 
 @dataclass(frozen=True)
@@ -84,43 +105,120 @@ class TableMaintenance:
 
 @dataclass
 class MaintenancePass:
-    """One pass over tables: what each did, and the tables that failed (with why)."""
+    """One pass over tables: what each did (maintained, or skipped and why), and the tables that
+    failed (with why); both in the order the tables were given."""
 
     epoch: int
     done: dict[str, TableMaintenance] = field(default_factory=dict)
     failed: dict[str, str] = field(default_factory=dict)
+    seconds: float = 0.0
 
     @property
     def ok(self) -> bool:
         return not self.failed
 
+    @property
+    def skipped(self) -> list[str]:
+        return [table for table, done in self.done.items() if done.skipped]
+
+    def __str__(self) -> str:
+        skipped = len(self.skipped)
+        return (
+            f"tables maintained {len(self.done) - skipped} skipped {skipped} failed {len(self.failed)} "
+            f"in {self.seconds:.2f}s"
+        )
+
 
 class LakeMaintainer:
     """Maintains the job's tables as term ``epoch``; ``fence`` raises :class:`NotLeaderError`
-    once the term is over (checked before each pass)."""
+    once the term is over (checked before each pass). It remembers, for the passes of its term,
+    which tables rounds committed to (:meth:`changed`) and when it last maintained each table
+    (``clock``, seconds), to skip the tables nothing changed (see the module doc); a new
+    maintainer knows nothing and covers every table."""
 
     def __init__(
-        self, lake: Lake, job: str, config: MaintenanceConfig, epoch: int, *, fence: Callable[[], None] = lambda: None
+        self,
+        lake: Lake,
+        job: str,
+        config: MaintenanceConfig,
+        epoch: int,
+        *,
+        fence: Callable[[], None] = lambda: None,
+        parallelism: int = 1,
+        revisit_s: float = REVISIT_S,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._lake = lake
         self._job = job
         self._config = config
         self._epoch = epoch
         self._fence = fence
+        self._parallelism = parallelism
+        self._revisit_s = revisit_s
+        self._clock = clock
+        self._compacting = threading.Lock()
+        self._changes = threading.Lock()
+        self._changed: set[str] = set()
+        self._maintained: dict[str, float] = {}  # table -> clock() at the start of its last pass
+
+    def changed(self, tables: Iterable[str]) -> None:
+        """Rounds committed to ``tables``: the next pass maintains them."""
+        with self._changes:
+            self._changed.update(tables)
 
     def run(self, tables: Iterable[str]) -> MaintenancePass:
-        """One pass; a table's failure is recorded and the others go on, a lost term stops it."""
+        """One pass; a table's failure is recorded (and the table maintained again next pass) and
+        the others go on, a lost term stops it."""
         self._fence()
+        started, now = time.monotonic(), self._clock()
+        with self._changes:
+            changed, self._changed = self._changed, set()
+        reasons = {table: self._why_skip(table, changed, now) for table in tables}
+        results = self._maintain_all([table for table, reason in reasons.items() if not reason])
         result = MaintenancePass(self._epoch)
-        for table in tables:
-            try:
-                result.done[table] = self.maintain(table)
-            except NotLeaderError:
-                raise
-            except Exception as e:  # one table's failure must not stop the others
-                result.failed[table] = f"{type(e).__name__}: {e}"
-                log.error("maintenance table=%s FAILED epoch=%d: %s (retried next pass)", table, self._epoch, e)
+        for table, reason in reasons.items():
+            if reason:
+                result.done[table] = TableMaintenance(table, self._epoch, skipped=reason)
+            elif isinstance(results[table], str):
+                result.failed[table] = results[table]
+            else:
+                result.done[table], self._maintained[table] = results[table], now
+        self.changed(result.failed)
+        result.seconds = time.monotonic() - started
+        log.info("maintenance pass epoch=%d %s", self._epoch, result)
         return result
+
+    def _why_skip(self, table: str, changed: set[str], now: float) -> str:
+        """Why this pass leaves ``table`` alone: no round committed to it since this maintainer
+        maintained it, less than ``revisit_s`` ago. Empty when the pass must maintain it."""
+        last = self._maintained.get(table)
+        if table in changed or last is None or now - last >= self._revisit_s:
+            return ""
+        return (f"unchanged: no round committed to it since this term maintained it {now - last:.0f}s ago "
+                f"(again once {self._revisit_s:.0f}s have passed)")
+
+    def _maintain_all(self, tables: list[str]) -> dict[str, TableMaintenance | str]:
+        """``tables`` maintained ``parallelism`` at a time: each one's result, or why it failed.
+        A lost term (:class:`NotLeaderError`) starts no other table and is raised."""
+        if not tables:
+            return {}
+        with ThreadPoolExecutor(min(self._parallelism, len(tables)), thread_name_prefix="maintenance") as pool:
+            futures = {table: pool.submit(self._attempt, table) for table in tables}
+            for future in as_completed(futures.values()):
+                if future.exception() is not None:
+                    pool.shutdown(cancel_futures=True)
+                    raise future.exception()
+        return {table: future.result() for table, future in futures.items()}
+
+    def _attempt(self, table: str) -> TableMaintenance | str:
+        """:meth:`maintain`, or why it failed; a lost term raises."""
+        try:
+            return self.maintain(table)
+        except NotLeaderError:
+            raise
+        except Exception as e:  # one table's failure must not stop the others
+            log.error("maintenance table=%s FAILED epoch=%d: %s (retried next pass)", table, self._epoch, e)
+            return f"{type(e).__name__}: {e}"
 
     def maintain(self, table: str) -> TableMaintenance:
         """Compact, checkpoint, clean the log and remove unreferenced files of ``table``."""
@@ -135,7 +233,8 @@ class LakeMaintainer:
         buckets = self._to_compact(sizes)
         self._set_properties(table, dt, fence=bool(buckets))
         if buckets:
-            self._compact(table, dt, buckets, info.sort_key)
+            with self._compacting:  # one at a time: a compaction holds a bucket's rows in memory
+                self._compact(table, dt, buckets, info.sort_key)
         checkpoint = self._checkpoint(path, dt, info)
         dt.cleanup_metadata()
         vacuumed = dt.vacuum(

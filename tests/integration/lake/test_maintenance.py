@@ -5,6 +5,7 @@ many files, as a writer that appends would leave them."""
 from __future__ import annotations
 
 import os
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -19,7 +20,7 @@ from tests.support.lake import codecs
 from tiering.conf.model import MaintenanceConfig
 from tiering.enumerator.positions import LakePosition
 from tiering.errors import FencedEpochError, LakeCommitError
-from tiering.lake.maintenance import LakeMaintainer
+from tiering.lake.maintenance import REVISIT_S, LakeMaintainer
 from tiering.lakestate.commits import commit_metadata
 from tiering.lakestate.lake import Lake
 from tiering.lakestate.layout import app_id, txn_version
@@ -39,20 +40,21 @@ def _rows(start: int, n: int) -> pa.Table:
     })
 
 
-def _round(path: str, epoch: int, round_id: int, rows: pa.Table, sort_key: str | None = None) -> None:
+def _round(path: str, epoch: int, round_id: int, rows: pa.Table, sort_key: str | None = None, table: str = TABLE) -> None:
     """One appending round commit: the round's offsets in its metadata, its txn version."""
     position = LakePosition(1, {b: round_id * 10 for b in range(BUCKETS)})
     meta = commit_metadata(job=JOB, position=position, epoch=epoch, round_id=round_id, lease_id="l", snapshots={},
                            sort_key=sort_key)
     write_deltalake(path, rows, mode="append", partition_by=["__bucket"], commit_properties=CommitProperties(
-        custom_metadata=meta, app_transactions=[Transaction(app_id(JOB, TABLE), txn_version(epoch, round_id))]))
+        custom_metadata=meta, app_transactions=[Transaction(app_id(JOB, table), txn_version(epoch, round_id))]))
 
 
-def _tiered(tmp_path: Path, rounds: int = 8, epoch: int = 3) -> tuple[Lake, str]:
+def _tiered(tmp_path: Path, rounds: int = 8, epoch: int = 3, table: str = TABLE, first: int = 1) -> tuple[Lake, str]:
+    """``table`` with rounds ``first`` to ``first + rounds - 1``: one small file per bucket each."""
     lake = Lake.at(str(tmp_path / "lake"))
-    path = lake.path(TABLE)
-    for r in range(1, rounds + 1):
-        _round(path, epoch, r, _rows(r * 100, 6))
+    path = lake.path(table)
+    for r in range(first, first + rounds):
+        _round(path, epoch, r, _rows(r * 100, 6), table=table)
     return lake, path
 
 
@@ -69,6 +71,37 @@ def _files_per_bucket(path: str) -> dict[int, int]:
 def _backdate(path: Path, hours: float) -> None:
     then = time.time() - hours * 3600
     os.utime(path, (then, then))
+
+
+def _orphan(path: str, hours_old: float) -> Path:
+    """A data file no version references (a lost commit race's), unreferenced for ``hours_old``."""
+    orphan = Path(path) / "__bucket=0" / f"part-{uuid.uuid4().hex}.parquet"
+    pq.write_table(_rows(9000, 2).drop(["__bucket"]), orphan)
+    _backdate(orphan, hours_old)
+    return orphan
+
+
+class Clock:
+    """The maintainer's clock, in seconds, moved by the test instead of sleeping."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _maintainer(lake: Lake, clock: Clock | None = None) -> LakeMaintainer:
+    return LakeMaintainer(lake, JOB, CONFIG, epoch=3, parallelism=4, clock=clock or Clock())
+
+
+def _tables(tmp_path: Path, *names: str) -> tuple[Lake, dict[str, str]]:
+    """Tables ``names``, each of eight rounds (eight small files per bucket): the lake and their paths."""
+    return Lake.at(str(tmp_path / "lake")), {name: _tiered(tmp_path, table=name)[1] for name in names}
+
+
+def _rows_of(path: str) -> list[dict]:
+    return sorted(DeltaTable(path).to_pyarrow_table().to_pylist(), key=lambda row: row["id"])
 
 
 def test_compaction_merges_each_bucket_and_keeps_rows_position_and_txn(tmp_path):
@@ -142,11 +175,7 @@ def test_checkpoint_is_made_at_the_newest_round_commit_and_old_log_entries_go(tm
 
 def test_unreferenced_file_older_than_the_retention_is_removed_fresh_and_referenced_stay(tmp_path):
     lake, path = _tiered(tmp_path, rounds=2)
-    bucket = Path(path) / "__bucket=0"
-    old, fresh = bucket / f"part-{uuid.uuid4().hex}.parquet", bucket / f"part-{uuid.uuid4().hex}.parquet"
-    for orphan in (old, fresh):
-        pq.write_table(_rows(9000, 2).drop(["__bucket"]), orphan)
-    _backdate(old, 25)
+    old, fresh = _orphan(path, 25), _orphan(path, 0)
     referenced = sorted(DeltaTable(path).file_uris())
     for uri in referenced:
         _backdate(Path(uri.removeprefix("file://")), 48)
@@ -222,3 +251,118 @@ def test_a_round_prepared_before_a_compaction_cannot_land_after_it(tmp_path):
         _overwrite_bucket(stale_round, path, 0, [0, 2, 4], epoch=3, round_id=7)
 
     assert _ids(path) == expected, "no row twice: the compacted file and the round's would both be live"
+
+
+def test_a_pass_covers_every_table_first_then_only_those_rounds_committed_to_since(tmp_path):
+    lake, paths = _tables(tmp_path, "a", "b", "c")
+    maintainer = _maintainer(lake)
+
+    first = maintainer.run(sorted(paths))
+
+    assert first.ok and list(first.done) == ["a", "b", "c"] and first.skipped == []
+    assert all(done.compacted == (0, 1) for done in first.done.values()), "a new maintainer covers every table"
+    for name in ("a", "b"):  # rounds 9-11 land on a and b; only a's reach the maintainer
+        _tiered(tmp_path, rounds=3, table=name, first=9)
+    maintainer.changed(["a"])
+    versions, rows = {n: DeltaTable(p).version() for n, p in paths.items()}, {n: _rows_of(p) for n, p in paths.items()}
+
+    second = maintainer.run(sorted(paths))
+
+    assert second.ok and list(second.done) == ["a", "b", "c"] and second.skipped == ["b", "c"]
+    done = second.done["a"]
+    assert (done.skipped, done.compacted, done.version_before) == ("", (0, 1), versions["a"])
+    assert DeltaTable(paths["a"]).version() > versions["a"] and _files_per_bucket(paths["a"]) == {0: 1, 1: 1}
+    for name in ("b", "c"):
+        assert second.done[name].skipped.startswith("unchanged: no round committed to it since this term maintained it")
+        assert DeltaTable(paths[name]).version() == versions[name], f"{name}: not even a property commit"
+    assert _files_per_bucket(paths["b"]) == {0: 4, 1: 4}, "b's rounds never reached the maintainer: left alone"
+    assert {n: _rows_of(p) for n, p in paths.items()} == rows
+    assert str(second).startswith("tables maintained 1 skipped 2 failed 0 in ")
+
+
+def test_a_table_no_round_changed_is_maintained_again_once_the_revisit_bound_passed(tmp_path):
+    lake, path = _tiered(tmp_path)
+    clock = Clock()
+    maintainer = _maintainer(lake, clock)
+    maintainer.run([TABLE])
+    orphan = _orphan(path, 25)  # deletable now, and no round will bring the maintainer back to the table
+
+    clock.now = REVISIT_S - 1
+    assert "maintained it 3599s ago" in maintainer.run([TABLE]).done[TABLE].skipped
+    assert orphan.exists()
+
+    clock.now = REVISIT_S
+    done = maintainer.run([TABLE]).done[TABLE]
+    assert (done.skipped, done.vacuumed) == ("", 1), "vacuum does not starve on an unchanged table"
+    assert not orphan.exists()
+
+    clock.now = REVISIT_S * 2 - 1
+    assert maintainer.run([TABLE]).done[TABLE].skipped, "the bound counts from the table's last full pass"
+
+
+def test_compactions_run_one_at_a_time_while_the_other_tables_steps_go_on(tmp_path, monkeypatch):
+    lake, paths = _tables(tmp_path, "a", "b", "c")
+    paths["small"] = _tiered(tmp_path, rounds=1, table="small")[1]  # one file per bucket: nothing to compact
+    rows = {name: _rows_of(path) for name, path in paths.items()}
+    compact, checkpoint = LakeMaintainer._compact, LakeMaintainer._checkpoint
+    counts, started, overlapped = {"running": 0, "most": 0, "done": 0}, threading.Event(), threading.Event()
+    lock = threading.Lock()
+
+    def counted_compact(self, *args):
+        with lock:
+            counts["running"] += 1
+            counts["most"] = max(counts["most"], counts["running"])
+        started.set()
+        try:
+            overlapped.wait(5)  # the small table's steps go on meanwhile, on another thread
+            time.sleep(0.2)  # room for another compaction to start, were it let
+            return compact(self, *args)
+        finally:
+            with lock:
+                counts["running"] -= 1
+                counts["done"] += 1
+
+    def watched_checkpoint(self, path, *args):
+        if path == paths["small"] and started.wait(5):
+            with lock:
+                if counts["running"]:
+                    overlapped.set()
+        return checkpoint(self, path, *args)
+
+    monkeypatch.setattr(LakeMaintainer, "_compact", counted_compact)
+    monkeypatch.setattr(LakeMaintainer, "_checkpoint", watched_checkpoint)
+
+    result = _maintainer(lake).run(sorted(paths))
+
+    assert result.ok and list(result.done) == ["a", "b", "c", "small"]
+    assert (counts["done"], counts["most"]) == (3, 1), "three compactions, never two at once"
+    assert overlapped.is_set(), "the small table was maintained while a compaction ran"
+    assert [result.done[n].compacted for n in ("a", "b", "c", "small")] == [(0, 1), (0, 1), (0, 1), ()]
+    assert {n: _files_per_bucket(p) for n, p in paths.items()} == {n: {0: 1, 1: 1} for n in paths}
+    assert {n: _rows_of(p) for n, p in paths.items()} == rows, "every row as it was"
+
+
+def test_a_failing_table_is_recorded_and_tried_again_next_pass_while_the_others_are_maintained(tmp_path):
+    lake, paths = _tables(tmp_path, "a", "broken", "c")
+    maintainer = _maintainer(lake)
+    assert maintainer.run(sorted(paths)).ok
+    for name in ("a", "broken"):  # rounds land on a and broken, whose log then breaks
+        _tiered(tmp_path, rounds=3, table=name, first=9)
+    (Path(paths["broken"]) / "_delta_log" / f"{DeltaTable(paths['broken']).version() + 1:020d}.json").write_text("{")
+    maintainer.changed(["a", "broken"])
+
+    second = maintainer.run(sorted(paths))
+
+    assert not second.ok and list(second.failed) == ["broken"] and "DeltaError" in second.failed["broken"]
+    assert list(second.done) == ["a", "c"] and second.skipped == ["c"]
+    assert second.done["a"].compacted == (0, 1) and _files_per_bucket(paths["a"]) == {0: 1, 1: 1}
+    third = maintainer.run(sorted(paths))
+    assert list(third.failed) == ["broken"] and third.skipped == ["a", "c"], "the failed table is tried again"
+
+
+def test_a_lost_term_stops_the_pass_and_is_raised(tmp_path):
+    lake, paths = _tables(tmp_path, "a", "newer")
+    _round(paths["newer"], 5, 9, _rows(5000, 4), table="newer")  # a newer term's round
+
+    with pytest.raises(FencedEpochError, match="table 'newer': epoch 5 already wrote"):
+        _maintainer(lake).run(sorted(paths))
