@@ -40,7 +40,7 @@ from tiering.errors import LakeCommitError
 from tiering.kvstore.protocol import DELETE, OFFSET_COLUMN, OP_COLUMN
 from tiering.lake.bucket_files import BucketTask, base_rows, merge_batches
 from tiering.lake.compression import delta_rs_properties
-from tiering.lake.round_protocol import PreparedRound
+from tiering.lake.round_protocol import PreparedRound, post_commit
 from tiering.lakestate.layout import BUCKET_COLUMN, lake_schema
 
 __all__ = ["CHANGE_FEED_PROPERTY", "check_source_rows", "feed_enabled", "merge_round", "needs_merge"]
@@ -86,7 +86,7 @@ def merge_round(
         prepared.dt.merge(
             source, _predicate(prepared), source_alias="s", target_alias="t",
             merge_schema=bool(prepared.added_columns), commit_properties=properties,
-            writer_properties=delta_rs_properties(compression),
+            writer_properties=delta_rs_properties(compression), post_commithook_properties=post_commit(prepared.dt),
         )
         .when_matched_delete(delete)
         .when_matched_update_all(predicate=f"NOT ({delete}) AND t.{offset} <> s.{offset}", except_cols=[OP_COLUMN])

@@ -44,6 +44,7 @@ from typing import Any
 
 from deltalake import DeltaTable, Schema
 from deltalake.exceptions import DeltaError
+from deltalake.transaction import PostCommitHookProperties
 from pyspark.sql import SparkSession
 
 from tiering.enumerator.positions import LakePosition
@@ -61,14 +62,17 @@ from tiering.lake.bucket_files import BucketResult, BucketTask, WrittenFile
 from tiering.lake.executor_writes import run_bucket_tasks
 from tiering.lake.round_plan import BucketPlan, plan_buckets
 from tiering.lake.schema_change import added_columns
-from tiering.lakestate.commits import LakeCommitInfo, commit_metadata, fence_epoch, find_round_commit
+from tiering.lakestate.commits import LakeCommitInfo, commit_metadata, fence_epoch, find_round_commit, round_commit_at
 from tiering.lakestate.foreign import ForeignCommit
 from tiering.lakestate.lake import Lake, LakeTable, open_table
 from tiering.lakestate.layout import BUCKET_COLUMN, app_id, epoch_round, lake_schema, txn_version
 
-__all__ = ["PreparedRound", "RoundWriter", "TableCommit", "WritePath", "output_rows"]
+__all__ = ["PreparedRound", "RoundWriter", "TableCommit", "WritePath", "output_rows", "post_commit"]
 
 log = logging.getLogger(__name__)
+
+#: The table property of Delta's checkpoint interval, and delta-rs's default for a table without it.
+_CHECKPOINT_INTERVAL = ("delta.checkpointInterval", 100)
 
 
 class WritePath(StrEnum):
@@ -314,19 +318,24 @@ class RoundWriter:
                 log.warning("unreferenced file %s/%s left to VACUUM: delete failed: %s", table_uri, f.path, e)
 
     def _landed(self, prepared: PreparedRound, rows_out: Callable[[Mapping[str, Any] | None], int]) -> TableCommit:
-        """The result of our landed commit, found in the history (writers do not return its
-        version, and another commit may sit on top of it); ``rows_out`` reads its commit info.
-        The newest commit's info is read first (one GET): it almost always is ours. Not the
-        txn: delta-rs finds it by reading every commit since the last checkpoint again.
-        The commit has landed: a store that fails the read of its history afterwards does not
-        fail the table; the version is then the one the handle knows (a warning says so)."""
+        """The result of our landed commit (writers do not return its version); ``rows_out``
+        reads its commit info. The version after the handle's is read first, alone (one GET):
+        it almost always is ours, and the handle is left as it is (the next round's update
+        reads the commit anyway). Else the commit is found in the history: another commit may
+        sit on top of it. Not the txn: delta-rs finds it by reading every commit since the
+        last checkpoint again. The commit has landed: a store that fails the read of its
+        history afterwards does not fail the table; the version is then the one the handle
+        knows (a warning says so)."""
         committed = prepared.dt
         try:
-            if committed is None:
-                committed = open_table(prepared.path, self._lake.store.delta_options())
-            else:
-                committed.update_incremental()
-            ours = find_round_commit(committed, self._job, prepared.version)
+            following = committed.version() + 1 if committed is not None else 0
+            ours = round_commit_at(self._lake.store, prepared.path, following, self._job, prepared.version)
+            if ours is None:
+                if committed is None:
+                    committed = open_table(prepared.path, self._lake.store.delta_options())
+                else:
+                    committed.update_incremental()
+                ours = find_round_commit(committed, self._job, prepared.version)
         except (OSError, DeltaError) as e:
             if committed is None:
                 raise
@@ -422,3 +431,15 @@ def output_rows(commit: Mapping[str, Any] | None, metric: str) -> int:
     """Rows the commit wrote, from its ``operationMetrics`` (each writer names the metric)."""
     metrics = commit.get("operationMetrics", {}) if commit is not None else {}
     return int(metrics.get(metric, 0))
+
+
+def post_commit(dt: DeltaTable) -> PostCommitHookProperties:
+    """A round commit's hooks: a checkpoint every ``delta.checkpointInterval`` versions, and the
+    log cleanup with it only. delta-rs otherwise cleans after every commit, and a cleanup lists
+    the whole ``_delta_log`` (on S3 a LIST request per thousand entries, per table per round),
+    though what it may delete (entries past the log retention and older than the newest
+    checkpoint) grows by a checkpoint at a time. At a checkpoint the table's own
+    ``delta.enableExpiredLogCleanup`` decides, as it would."""
+    interval = int(dt.metadata().configuration.get(*_CHECKPOINT_INTERVAL))
+    due = (dt.version() + 1) % interval == 0
+    return PostCommitHookProperties(create_checkpoint=True, cleanup_expired_logs=None if due else False)

@@ -58,7 +58,7 @@ from tiering.conf.model import DEFAULT_DRIVER_MAX_CHANGES, DEFAULT_MERGE_MAX_ROW
 from tiering.lake.bucket_files import BucketResult, WrittenFile, run_task
 from tiering.lake.change_feed import CHANGE_FEED_PROPERTY, check_source_rows, feed_enabled, merge_round, needs_merge
 from tiering.lake.round_plan import BucketPlan, small
-from tiering.lake.round_protocol import PreparedRound, RoundWriter, TableCommit, WritePath, output_rows
+from tiering.lake.round_protocol import PreparedRound, RoundWriter, TableCommit, WritePath, output_rows, post_commit
 from tiering.lakestate.commits import maintenance_metadata
 from tiering.lakestate.lake import Lake
 from tiering.lakestate.layout import BUCKET_COLUMN, lake_schema
@@ -151,12 +151,12 @@ class DeltaRsRoundWriter(RoundWriter):
                 filters = None if prepared.replace_table else [(BUCKET_COLUMN, "in", [str(p.bucket) for p in prepared.plans])]
                 dt.create_write_transaction(
                     adds, "overwrite", schema, partition_by=[BUCKET_COLUMN], partition_filters=filters,
-                    commit_properties=properties,
+                    commit_properties=properties, post_commithook_properties=post_commit(dt),
                 )
             else:
                 dt.create_write_transaction(
                     adds + _removes(prepared), "append", schema, partition_by=[BUCKET_COLUMN],
-                    commit_properties=properties,
+                    commit_properties=properties, post_commithook_properties=post_commit(dt),
                 )
         except Exception as e:
             self._ensure_landed(prepared, e, cleanup=lambda: self._remove(path, written))

@@ -20,6 +20,8 @@ from deltalake import DeltaTable
 from tiering.enumerator.positions import LakePosition
 from tiering.errors import LakeCommitError
 from tiering.lakestate.layout import FENCE_PROPERTY, MAINTENANCE_KEY, METADATA_KEY, METADATA_VERSION, txn_version
+from tiering.lakestate.log_entries import read_entry
+from tiering.storage.object_store import ObjectStore
 
 __all__ = [
     "LakeCommitInfo",
@@ -27,6 +29,7 @@ __all__ = [
     "maintenance_metadata",
     "round_commit_info",
     "find_round_commit",
+    "round_commit_at",
     "fence_epoch",
     "newest_commit",
     "tiering_entry",
@@ -117,10 +120,27 @@ def find_round_commit(dt: DeltaTable, job: str, txn: int, depth: int = 50) -> di
     may already sit on top of it (the newest is looked at alone first: it almost always is ours)."""
     for limit in (1, depth):
         for commit in dt.history(limit):
-            entry = tiering_entry(commit)
-            if isinstance(entry, dict) and entry.get("job") == job and txn_version(entry["epoch"], entry["round"]) == txn:
+            if _is_round(commit, job, txn):
                 return commit
     return None
+
+
+def round_commit_at(store: ObjectStore, table_uri: str, version: int, job: str, txn: int) -> dict[str, Any] | None:
+    """The commit info (with its ``version``, as the history gives it) of ``job``'s round
+    ``txn`` when it is Delta version ``version``; None when that version is another commit or
+    not there. One GET: the version right after the one a commit started from is almost always
+    the commit's own, and the history would list the log first."""
+    try:
+        actions = read_entry(store, table_uri, version)
+    except FileNotFoundError:
+        return None
+    info = next((a["commitInfo"] for a in actions if isinstance(a.get("commitInfo"), dict)), None)
+    return {**info, "version": version} if info is not None and _is_round(info, job, txn) else None
+
+
+def _is_round(commit: Mapping[str, Any], job: str, txn: int) -> bool:
+    entry = tiering_entry(commit)
+    return isinstance(entry, dict) and entry.get("job") == job and txn_version(entry["epoch"], entry["round"]) == txn
 
 
 def round_commit_info(metadata: Mapping[str, Any], delta_version: int, table: str) -> LakeCommitInfo:

@@ -19,11 +19,11 @@ and not at all while the newest commit is a round's.
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from tiering.lakestate.log_entries import read_entry
 from tiering.storage.object_store import ObjectStore
 
 __all__ = ["ForeignCommit", "first_foreign_change", "is_data_change"]
@@ -56,8 +56,7 @@ def first_foreign_change(store: ObjectStore, table_uri: str, versions: range) ->
     cleanup is older than a checkpoint and cannot be looked at: it is passed over."""
     for version in versions:
         try:
-            with store.filesystem.open_input_stream(store.path(f"{table_uri}/_delta_log/{version:020d}.json")) as f:
-                actions = [json.loads(line) for line in f.read().decode().splitlines() if line.strip()]
+            actions = read_entry(store, table_uri, version)
         except FileNotFoundError:
             log.debug("%s: log entry %d cleaned up: not checked for other writers", table_uri, version)
             continue

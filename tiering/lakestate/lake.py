@@ -243,13 +243,14 @@ class LakeTables:
 
     def landed(self, table: str, info: LakeCommitInfo) -> None:
         """``info`` is this process's own round commit: when it is the newest version of
-        ``table``'s loaded handle, the next :meth:`load` need not read it back from the history
-        (a history read per table per round, a GET on S3), nor the next round's replay check
-        replay the log for the txn it wrote (the commit carried it). Nothing changes when the handle is at
-        another version (a commit landed on top, or a writer that commits through another
+        ``table``'s loaded handle, or the one right after it (the commit was read back
+        without updating the handle), the next :meth:`load` need not read it back from the
+        history (a LIST and a GET on S3), nor the next round's replay check replay the log
+        for the txn it wrote (the commit carried it). Nothing changes when the handle is at
+        another version (a commit landed between, or a writer that commits through another
         handle) or the table is not held."""
         seen = self._seen.get(table)
-        if seen is not None and seen[0].dt.version() == info.delta_version:
+        if seen is not None and seen[0].dt.version() in (info.delta_version, info.delta_version - 1):
             view = replace(seen[0], info=info, foreign=None)
             view.remember(app_id(info.job, table), info.delta_version, txn_version(info.epoch, info.round_id))
             self._seen[table] = (view, info.delta_version)

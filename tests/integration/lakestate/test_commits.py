@@ -6,12 +6,14 @@ import json
 
 import pyarrow as pa
 import pytest
-from deltalake import write_deltalake
+from deltalake import DeltaTable, write_deltalake
 from deltalake.transaction import CommitProperties
 
 from tiering.enumerator.positions import LakePosition
-from tiering.lakestate.commits import commit_metadata
+from tiering.lake.round_protocol import post_commit
+from tiering.lakestate.commits import commit_metadata, round_commit_at
 from tiering.lakestate.lake import Lake
+from tiering.lakestate.layout import txn_version
 
 pytestmark = pytest.mark.integration
 
@@ -39,3 +41,40 @@ def test_positions_are_read_back_from_delta_spark_user_metadata(tmp_path):
     assert lake.position("orders", 1) == position
     assert lake.position("orders", 2) is None, "another incarnation's offsets are not this table's"
     assert lake.position("users", 1) is None and lake.load("users") is None
+
+
+def test_a_round_commit_is_read_back_from_its_own_log_entry_as_the_history_shows_it(tmp_path):
+    """One GET of the version a commit started from plus one, instead of listing the log: the
+    commit info must be the history's (metrics included), and anything but this job's round
+    with this txn is not ours."""
+    lake = Lake.at(str(tmp_path))
+    path = lake.path("orders")
+    metadata = commit_metadata(job="j", position=LakePosition(1, {0: 5}), epoch=2, round_id=7, lease_id="l", snapshots={})
+    write_deltalake(path, pa.table({"id": [1]}), commit_properties=CommitProperties(custom_metadata=metadata))
+    write_deltalake(path, pa.table({"id": [2]}), mode="append")  # another writer on top
+    txn = txn_version(2, 7)
+
+    ours = round_commit_at(lake.store, path, 0, "j", txn)
+
+    (history,) = [c for c in DeltaTable(path).history() if c["version"] == 0]
+    assert ours == history
+    assert ours["operationMetrics"]["num_added_files"] == 1
+    assert round_commit_at(lake.store, path, 1, "j", txn) is None, "another writer's commit"
+    assert round_commit_at(lake.store, path, 0, "other-job", txn) is None
+    assert round_commit_at(lake.store, path, 0, "j", txn_version(2, 8)) is None, "another round"
+    assert round_commit_at(lake.store, path, 2, "j", txn) is None, "not written"
+
+
+@pytest.mark.parametrize(("commits", "cleans"), [(4, False), (5, True)])
+def test_a_round_commit_cleans_the_log_only_where_it_makes_a_checkpoint(tmp_path, commits, cleans):
+    """delta-rs would list the whole log after every commit to clean it; a round lets it do so
+    at a checkpoint only, where the table's own setting decides (None)."""
+    path = str(tmp_path / "t")
+    write_deltalake(path, pa.table({"id": [0]}), configuration={"delta.checkpointInterval": "5"})
+    for i in range(1, commits):
+        write_deltalake(path, pa.table({"id": [i]}), mode="append")
+
+    hooks = post_commit(DeltaTable(path))  # the next commit is version `commits`
+
+    assert hooks.create_checkpoint is True
+    assert hooks.cleanup_expired_logs is (None if cleans else False)

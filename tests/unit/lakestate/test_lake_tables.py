@@ -3,6 +3,8 @@ newest tiering commit without reading the history; a commit on top of it is read
 
 from __future__ import annotations
 
+from unittest import mock
+
 import pyarrow as pa
 import pytest
 from deltalake import CommitProperties, write_deltalake
@@ -12,6 +14,7 @@ from tiering.conf.model import LakeConfig
 from tiering.enumerator.positions import LakePosition
 from tiering.errors import LakeReadError
 from tiering.lakestate.commits import commit_metadata, round_commit_info
+from tiering.lakestate import lake as lake_module
 from tiering.lakestate.lake import Lake, LakeTable, LakeTables
 from tiering.lakestate.layout import app_id, txn_version
 
@@ -27,15 +30,17 @@ def _round(path: str, round_id: int, offset: int) -> dict:
     return metadata
 
 
-def _second_round_landed(tmp_path, told: bool) -> tuple[LakeTables, str, LakeTable]:
-    """Two rounds of table "t"; the process's handle brought up to the second, as the
-    committer's is after its commit, and LakeTables ``told`` of it or not. Returns the handle."""
+def _second_round_landed(tmp_path, told: bool, updated: bool = True) -> tuple[LakeTables, str, LakeTable]:
+    """Two rounds of table "t"; the process's handle brought up to the second when
+    ``updated`` (else left at the first: the committer reads its commit back without it), and
+    LakeTables ``told`` of it or not. Returns the handle."""
     tables = LakeTables(Lake.of(LakeConfig(root=str(tmp_path))))
     path = str(tmp_path / "t")
     _round(path, 1, 10)
     view = tables.load("t")
     metadata = _round(path, 2, 25)
-    view.dt.update_incremental()
+    if updated:
+        view.dt.update_incremental()
     if told:
         tables.landed("t", round_commit_info(metadata, 1, "t"))
     return tables, path, view
@@ -59,6 +64,19 @@ def test_a_landed_round_commit_is_not_read_back(tmp_path, told):
     loaded = tables.load("t")
     assert (loaded.info.delta_version, loaded.info.round_id, loaded.position(7).buckets) == (1, 2, {0: 25})
     assert loaded.foreign is None and loaded.info.committed_ms is None
+
+
+def test_a_landed_commit_one_past_the_handle_is_not_read_back_from_the_history(tmp_path):
+    tables, path, _ = _second_round_landed(tmp_path, told=True, updated=False)
+
+    with mock.patch.object(lake_module, "newest_commit", side_effect=AssertionError("the history was read")):
+        loaded = tables.load("t")
+
+    assert (loaded.version, loaded.info.delta_version, loaded.info.round_id, loaded.position(7).buckets) == (1, 1, 2, {0: 25})
+    assert loaded.info.committed_ms is None, "the landed info, not the history's"
+    assert loaded.transaction_version(app_id("j", "t")) == txn_version(2, 2)
+    _round(path, 3, 40)  # and a round on top of it is read as ever
+    assert tables.load("t").info.round_id == 3
 
 
 def test_a_commit_on_top_of_the_landed_one_is_read_from_the_history(tmp_path):
