@@ -5,7 +5,7 @@ maintain` runs one as a term of its own.
 A pass stalls the round loop for as long as it runs (a table is some 50 object-store requests, ~1 s
 on S3), so it maintains only the tables that need it: every table on a maintainer's first pass,
 then the tables a round committed to since its last pass (:meth:`LakeMaintainer.changed`), and
-any table it has not maintained for :data:`REVISIT_S`. Those run ``parallelism`` at a time (their
+any table it has not maintained for :func:`revisit_after` (at most :data:`REVISIT_S`). Those run ``parallelism`` at a time (their
 requests overlap), with at most one compaction at a time (each holds a bucket's rows in memory).
 
 Failure modes and what happens:
@@ -26,8 +26,8 @@ Failure modes and what happens:
 - a file a reader of a recent version or a round not yet committed needs: only files unreferenced
   for ``file_retention_hours`` (at least a day) are deleted;
 - a table no round touches keeps unreferenced files that age into deletability (a lost commit
-  race, a crash, a compaction's replaced files): it is maintained again :data:`REVISIT_S` after
-  this maintainer last did, so vacuum reaches it;
+  race, a crash, a compaction's replaced files): it is maintained again at most :data:`REVISIT_S`
+  after this maintainer last did, so vacuum reaches it;
 - a compaction that undoes the rounds' layout (docs/DESIGN.md §6: key-sorted files whose key ranges
   let a round rewrite only the files its changes touch): files merged in any order would each
   span most of the bucket's keys, so every round would rewrite them all. A bucket of a table whose
@@ -43,6 +43,7 @@ import json
 import logging
 import threading
 import time
+import zlib
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
@@ -58,7 +59,7 @@ from tiering.lakestate.commits import LakeCommitInfo, fence_epoch, maintenance_m
 from tiering.lakestate.lake import Lake, open_table
 from tiering.lakestate.layout import BUCKET_COLUMN, FENCE_PROPERTY, app_id, epoch_round
 
-__all__ = ["LakeMaintainer", "MaintenancePass", "TableMaintenance"]
+__all__ = ["LakeMaintainer", "MaintenancePass", "TableMaintenance", "revisit_after"]
 
 log = logging.getLogger(__name__)
 
@@ -75,6 +76,14 @@ _MIB = 1024 * 1024
 #: bound rather than every n-th pass: the passes' spacing depends on the trigger interval and the
 #: rounds' length, the files' ageing does not.
 REVISIT_S = 3600.0
+
+
+def revisit_after(table: str, bound: float = REVISIT_S) -> float:
+    """Seconds after which ``table``, unchanged, is maintained again: between half of ``bound``
+    and all of it, by its name's hash. A term's first pass maintains every table at once; one
+    bound for all would bring all the idle ones back in one pass every hour (1,000 tables on S3
+    at eight at a time: two minutes of stalled rounds), spread they come back a few per pass."""
+    return bound * (0.5 + (zlib.crc32(table.encode()) % 1000) / 2000)
 
 
 @dataclass(frozen=True)
@@ -190,12 +199,13 @@ class LakeMaintainer:
 
     def _why_skip(self, table: str, changed: set[str], now: float) -> str:
         """Why this pass leaves ``table`` alone: no round committed to it since this maintainer
-        maintained it, less than ``revisit_s`` ago. Empty when the pass must maintain it."""
+        maintained it, less than its :func:`revisit_after` ago. Empty when the pass must maintain it."""
         last = self._maintained.get(table)
-        if table in changed or last is None or now - last >= self._revisit_s:
+        bound = revisit_after(table, self._revisit_s)
+        if table in changed or last is None or now - last >= bound:
             return ""
         return (f"unchanged: no round committed to it since this term maintained it {now - last:.0f}s ago "
-                f"(again once {self._revisit_s:.0f}s have passed)")
+                f"(again once {bound:.0f}s have passed)")
 
     def _maintain_all(self, tables: list[str]) -> dict[str, TableMaintenance | str]:
         """``tables`` maintained ``parallelism`` at a time: each one's result, or why it failed.

@@ -20,7 +20,7 @@ from tests.support.lake import codecs
 from tiering.conf.model import MaintenanceConfig
 from tiering.enumerator.positions import LakePosition
 from tiering.errors import FencedEpochError, LakeCommitError
-from tiering.lake.maintenance import REVISIT_S, LakeMaintainer
+from tiering.lake.maintenance import REVISIT_S, LakeMaintainer, revisit_after
 from tiering.lakestate.commits import commit_metadata
 from tiering.lakestate.lake import Lake
 from tiering.lakestate.layout import app_id, txn_version
@@ -287,17 +287,27 @@ def test_a_table_no_round_changed_is_maintained_again_once_the_revisit_bound_pas
     maintainer.run([TABLE])
     orphan = _orphan(path, 25)  # deletable now, and no round will bring the maintainer back to the table
 
-    clock.now = REVISIT_S - 1
-    assert "maintained it 3599s ago" in maintainer.run([TABLE]).done[TABLE].skipped
+    bound = revisit_after(TABLE)
+    assert REVISIT_S / 2 <= bound <= REVISIT_S
+
+    clock.now = bound - 1
+    assert f"maintained it {bound - 1:.0f}s ago" in maintainer.run([TABLE]).done[TABLE].skipped
     assert orphan.exists()
 
-    clock.now = REVISIT_S
+    clock.now = bound
     done = maintainer.run([TABLE]).done[TABLE]
     assert (done.skipped, done.vacuumed) == ("", 1), "vacuum does not starve on an unchanged table"
     assert not orphan.exists()
 
-    clock.now = REVISIT_S * 2 - 1
+    clock.now = bound * 2 - 1
     assert maintainer.run([TABLE]).done[TABLE].skipped, "the bound counts from the table's last full pass"
+
+
+def test_idle_tables_maintained_together_come_back_spread_over_half_the_bound():
+    bounds = [revisit_after(f"t{i:04d}") for i in range(1000)]
+    assert REVISIT_S / 2 <= min(bounds) and max(bounds) <= REVISIT_S
+    late = sum(b > REVISIT_S * 0.75 for b in bounds)
+    assert 400 < late < 600, "about half in each quarter of an hour"
 
 
 def test_compactions_run_one_at_a_time_while_the_other_tables_steps_go_on(tmp_path, monkeypatch):
