@@ -46,6 +46,7 @@ commit (a newer term's round, a maintenance fence) makes it conflict.
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -69,6 +70,11 @@ log = logging.getLogger(__name__)
 
 #: Buckets of one table the driver writes at once, for a round it writes itself.
 _DRIVER_BUCKET_THREADS = 4
+#: Tables whose big round (:func:`threaded`) the driver writes at once: each holds up to
+#: :data:`_DRIVER_BUCKET_THREADS` rewrites in memory, and a round runs ``lake.table_parallelism``
+#: tables at a time (32 on S3), so the rewrites the driver holds stay at eight however many
+#: tables wait on the object store beside them.
+DRIVER_BIG_TABLES = 2
 
 
 class DeltaRsRoundWriter(RoundWriter):
@@ -85,6 +91,7 @@ class DeltaRsRoundWriter(RoundWriter):
         self._driver_max_changes = driver_max_changes
         self._merge_max_rows = merge_max_rows
         self._change_data_feed = change_data_feed
+        self._big_rounds = threading.BoundedSemaphore(DRIVER_BIG_TABLES)
 
     def _adjust_table(self, dt: DeltaTable, epoch: int) -> None:
         """With the feed on, a table created without it gets it (only later versions have a feed)."""
@@ -97,13 +104,13 @@ class DeltaRsRoundWriter(RoundWriter):
 
     def _driver_writes(self, prepared: PreparedRound) -> list[BucketResult]:
         """The round's buckets written by this process, a few at a time (pyarrow and the
-        object store release the GIL)."""
+        object store release the GIL); a big round waits for one of :data:`DRIVER_BIG_TABLES`."""
         if prepared.write_path is not WritePath.DRIVER:
             return []
         tasks = self._bucket_tasks(prepared)
         if not threaded(prepared.plans):
             return [run_task(task) for task in tasks]
-        with ThreadPoolExecutor(min(len(tasks), _DRIVER_BUCKET_THREADS), thread_name_prefix="bucket") as pool:
+        with self._big_rounds, ThreadPoolExecutor(min(len(tasks), _DRIVER_BUCKET_THREADS), thread_name_prefix="bucket") as pool:
             return list(pool.map(run_task, tasks))
 
     def _write_path(self, prepared: PreparedRound) -> WritePath:

@@ -122,6 +122,18 @@ def test_unknown_key_without_a_close_one_lists_the_keys(tmp_path: Path) -> None:
     assert problems(path) == [f"lease.flavour ({path}): unknown key; expected one of 'duration_s', 'renew'"]
 
 
+def test_table_parallelism_follows_the_lake_unless_set(tmp_path: Path) -> None:
+    """An S3 lake waits on round trips: more tables at once, unless the key says otherwise."""
+    path = write(tmp_path, MINIMAL)
+    assert load_config(path, env={}).lake.table_parallelism == 8
+    s3 = {"lake.root": "s3://bucket/lake"}
+    assert load_config(path, env={}, overrides=s3).lake.table_parallelism == 32
+    assert load_config(path, env={"TIERING_LAKE_TABLE_PARALLELISM": "4"}, overrides=s3).lake.table_parallelism == 4
+    assert load_config(path, env={}, overrides={**s3, "lake.table_parallelism": 8}).lake.table_parallelism == 8
+    refused = write(tmp_path, MINIMAL.replace('root = "/data/lake"', 'root = "s3://bucket/lake"\ntable_parallelism = 0'))
+    assert problems(refused) == [f"lake.table_parallelism ({refused}): expected integer >= 1, got 0"]
+
+
 def test_stop_wait_defaults_to_20_s_and_refuses_a_negative_one(tmp_path: Path) -> None:
     assert load_config(write(tmp_path, MINIMAL), env={}).trigger.stop_wait_s == 20.0
     path = write(tmp_path, MINIMAL + "[trigger]\nstop_wait_s = -1\n")

@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from types import SimpleNamespace
+
 import pytest
 
+from tiering.kvstore.models import TableInfo
+from tiering.lake import round_writer
+from tiering.lake.bucket_files import BucketResult
 from tiering.lake.round_plan import BucketPlan
-from tiering.lake.round_writer import threaded
-from tiering.lakestate.lake import LakeFile
+from tiering.lake.round_protocol import PreparedRound, WritePath
+from tiering.lake.round_writer import DRIVER_BIG_TABLES, DeltaRsRoundWriter, threaded
+from tiering.lakestate.lake import Lake, LakeFile
 
 pytestmark = pytest.mark.unit
 
@@ -31,3 +40,37 @@ def test_a_few_changes_into_big_files_get_threads():
     plans = [bucket(b, 125, *[MIB] * 17) for b in range(8)]
     assert threaded(plans)
     assert not threaded([bucket(0, 125, 4 * MIB), bucket(1, 125, 3 * MIB)])
+
+
+def test_the_driver_writes_two_tables_big_rounds_at_a_time(tmp_path, monkeypatch):
+    """32 table threads on S3 must not mean 32 big rewrites of four threads each in memory."""
+    running: dict[str, int] = {}
+    most = {"tables": 0, "rewrites": 0}
+    lock = threading.Lock()
+
+    def rewrite(task):
+        with lock:
+            running[task.table.name] = running.get(task.table.name, 0) + 1
+            most["tables"] = max(most["tables"], len(running))
+            most["rewrites"] = max(most["rewrites"], sum(running.values()))
+        time.sleep(0.05)
+        with lock:
+            running[task.table.name] -= 1
+            if not running[task.table.name]:
+                del running[task.table.name]
+        return BucketResult(task.table.name, task.plan.bucket)
+
+    monkeypatch.setattr(round_writer, "run_task", rewrite)
+    spark = SimpleNamespace(conf=SimpleNamespace(set=lambda key, value: None))  # no Spark job runs here
+    writer = DeltaRsRoundWriter(spark, Lake.at(str(tmp_path)), "j")
+
+    def big_round(name: str) -> PreparedRound:
+        table = TableInfo(name=name, table_id=1, num_buckets=4, primary_key=["id"], schema=[{"name": "id", "type": "bigint"}])
+        return PreparedRound(table, f"{tmp_path}/{name}", "app", 1, 1, None, False,
+                             tuple(bucket(b, 5000, MIB) for b in range(4)), {}, {}, write_path=WritePath.DRIVER)
+
+    with ThreadPoolExecutor(8) as tables:
+        results = list(tables.map(lambda n: writer._driver_writes(big_round(f"t{n}")), range(8)))
+
+    assert [len(r) for r in results] == [4] * 8
+    assert most == {"tables": DRIVER_BIG_TABLES, "rewrites": DRIVER_BIG_TABLES * 4}
