@@ -50,8 +50,8 @@ from __future__ import annotations
 import itertools
 import json
 import math
-import time
 import threading
+import time
 import uuid
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -191,9 +191,13 @@ def light(task: BucketTask) -> bool:
     from the plan alone: whether a snapshot's columns allow the copy takes its footers, read
     on the task's thread (:func:`run_task`)."""
     plan = task.plan
-    if plan.base == "snapshot":
-        return not plan.has_changes
-    return small([plan])
+    return (plan.base == "snapshot" and not plan.has_changes) or not _holds_rows(plan)
+
+
+def _holds_rows(plan: BucketPlan) -> bool:
+    """Whether rewriting the bucket may hold many rows in memory: a snapshot's (the plan does not
+    know its size) or a rewrite that is not small."""
+    return plan.base == "snapshot" or not small([plan])
 
 
 def run_task(task: BucketTask, one_heavy: AbstractContextManager[object] | None = None) -> BucketResult:
@@ -227,7 +231,7 @@ def _write(
     plan = task.plan
     if _copyable(task, schema):
         return [_copy(task, path, schema) for path in plan.base_files], ()
-    with one_heavy if plan.base == "snapshot" or not small([plan]) else nullcontext():
+    with one_heavy if _holds_rows(plan) else nullcontext():
         return _rewrite(task, schema)
 
 

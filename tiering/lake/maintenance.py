@@ -5,8 +5,9 @@ maintain` runs one as a term of its own.
 A pass stalls the round loop for as long as it runs (a table is some 50 object-store requests, ~1 s
 on S3), so it maintains only the tables that need it: every table on a maintainer's first pass,
 then the tables a round committed to since its last pass (:meth:`LakeMaintainer.changed`), and
-any table it has not maintained for :func:`revisit_after` (at most :data:`REVISIT_S`). Those run ``parallelism`` at a time (their
-requests overlap), with at most one compaction at a time (each holds a bucket's rows in memory).
+any table it has not maintained for :func:`revisit_after` (at most :data:`REVISIT_S`). Those run
+``parallelism`` at a time (their requests overlap), with at most one compaction at a time (each
+holds a bucket's rows in memory).
 
 Failure modes and what happens:
 - a stale term maintains a table a newer term already wrote to (a round, or a compaction's
@@ -57,7 +58,7 @@ from tiering.errors import FencedEpochError, LakeCommitError, NotLeaderError
 from tiering.lake.compression import delta_rs_properties
 from tiering.lakestate.commits import LakeCommitInfo, fence_epoch, maintenance_metadata, newest_commit
 from tiering.lakestate.lake import Lake, open_table
-from tiering.lakestate.layout import BUCKET_COLUMN, FENCE_PROPERTY, app_id, epoch_round
+from tiering.lakestate.layout import BUCKET_COLUMN, CHECKPOINT_INTERVAL_PROPERTY, FENCE_PROPERTY, app_id, epoch_round
 
 __all__ = ["LakeMaintainer", "MaintenancePass", "TableMaintenance", "revisit_after"]
 
@@ -281,7 +282,7 @@ class LakeMaintainer:
         """The configured checkpoint interval and log retention, and (before a compaction) this
         term's fence, in one metadata commit when any differs from the table's."""
         wanted = {
-            "delta.checkpointInterval": str(self._config.checkpoint_interval),
+            CHECKPOINT_INTERVAL_PROPERTY: str(self._config.checkpoint_interval),
             "delta.logRetentionDuration": f"interval {self._config.log_retention_hours} hours",
             # tombstones of replaced files live in every checkpoint this long (Delta's default is a
             # week): as long as vacuum keeps the files, no longer, or checkpoints keep growing

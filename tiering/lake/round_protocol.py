@@ -65,14 +65,19 @@ from tiering.lake.schema_change import added_columns
 from tiering.lakestate.commits import LakeCommitInfo, commit_metadata, fence_epoch, find_round_commit, round_commit_at
 from tiering.lakestate.foreign import ForeignCommit
 from tiering.lakestate.lake import Lake, LakeTable, open_table
-from tiering.lakestate.layout import BUCKET_COLUMN, app_id, epoch_round, lake_schema, txn_version
+from tiering.lakestate.layout import (
+    BUCKET_COLUMN,
+    CHECKPOINT_INTERVAL_PROPERTY,
+    DELTA_RS_CHECKPOINT_INTERVAL,
+    app_id,
+    epoch_round,
+    lake_schema,
+    txn_version,
+)
 
 __all__ = ["PreparedRound", "RoundWriter", "TableCommit", "WritePath", "output_rows", "post_commit"]
 
 log = logging.getLogger(__name__)
-
-#: The table property of Delta's checkpoint interval, and delta-rs's default for a table without it.
-_CHECKPOINT_INTERVAL = ("delta.checkpointInterval", 100)
 
 
 class WritePath(StrEnum):
@@ -440,6 +445,6 @@ def post_commit(dt: DeltaTable) -> PostCommitHookProperties:
     though what it may delete (entries past the log retention and older than the newest
     checkpoint) grows by a checkpoint at a time. At a checkpoint the table's own
     ``delta.enableExpiredLogCleanup`` decides, as it would."""
-    interval = int(dt.metadata().configuration.get(*_CHECKPOINT_INTERVAL))
+    interval = int(dt.metadata().configuration.get(CHECKPOINT_INTERVAL_PROPERTY, DELTA_RS_CHECKPOINT_INTERVAL))
     due = (dt.version() + 1) % interval == 0
     return PostCommitHookProperties(create_checkpoint=True, cleanup_expired_logs=None if due else False)

@@ -46,6 +46,10 @@ MAINTENANCE_KEY = "kvTieringMaintenance"
 #: a metadata change, which every concurrent Delta commit conflicts with: a stale writer's round
 #: prepared before it cannot land on top of a compaction (see ``tiering.lake.maintenance``).
 FENCE_PROPERTY = "kvTiering.fenceEpoch"
+#: Delta's table property of its checkpoint interval (set by maintenance, read by the round
+#: commits' hooks), and delta-rs's default for a table without it.
+CHECKPOINT_INTERVAL_PROPERTY = "delta.checkpointInterval"
+DELTA_RS_CHECKPOINT_INTERVAL = 100
 
 ROUND_BITS = 32
 _MAX_ROUND = 2**ROUND_BITS - 1
