@@ -17,6 +17,7 @@ pickling, as is the kept list of tables.
 from __future__ import annotations
 
 import gc
+import json
 import os
 from collections.abc import Iterable
 from typing import Any, TypeVar
@@ -94,14 +95,31 @@ def segment(value: str) -> str:
     return quote(value, safe="").replace(".", "%2E")
 
 
+def _envelope(body: Any) -> tuple[str, str]:
+    """``(code, message)`` of an error answer. The store's envelope is ``{"error": CODE, "message":
+    text}``; an answer in any other shape (a gateway's own JSON such as ``{"error": {"code": 503,
+    ...}}``, HTML, text, an empty body) has no code, and its message is what it said."""
+    if isinstance(body, dict) and isinstance(body.get("error"), str) and isinstance(body.get("message"), str):
+        return body["error"], body["message"]
+    return "", _foreign(body)
+
+
+def _foreign(body: Any) -> str:
+    """An answer in another shape than the store's, as one short line of what it said."""
+    text = body if isinstance(body, str) else json.dumps(body, sort_keys=True, default=str)
+    text = " ".join(text.split())
+    return (text[:300] + "...") if len(text) > 300 else (text or "an empty body")
+
+
 def error_for(status: int, body: Any, method: str, path: str, *, store: str | None = None, **context: Any) -> StoreError:
-    """The typed error for an error response (``body`` is the decoded JSON, or text). A 5xx says
-    it came from the KV store (at ``store``): behind a proxy or in a table's failure, a bare
-    "HTTP 503" names no dependency. So does any answer without the store's error envelope (no
-    error code): another server may listen where the store was (a restart elsewhere, a port
-    taken over), and "HTTP 404" alone would not say where to look."""
-    code = body.get("error", "") if isinstance(body, dict) else ""
-    server_message = body.get("message", "") if isinstance(body, dict) else str(body)[:500]
+    """The typed error for an error response (``body`` is the decoded JSON, or text): the status
+    picks the type, the envelope's code refines it. A 5xx says it came from the KV store (at
+    ``store``): behind a proxy or in a table's failure, a bare "HTTP 503" names no dependency.
+    So does any answer without the store's error envelope: another server may listen where the
+    store was (a restart elsewhere, a port taken over), or a gateway in front of it answered in
+    its own shape, and "HTTP 404" alone would not say where to look. Whatever the body, the
+    answer is an error of the status's type, never a failure to read it."""
+    code, server_message = _envelope(body)
     message = f"{server_message or f'HTTP {status}'} ({method} {path})"
     if status >= 500:
         answered = " ".join(part for part in (str(status), code) if part)
@@ -124,7 +142,7 @@ def error_for(status: int, body: Any, method: str, path: str, *, store: str | No
         kind = FencedEpochError if code == "FENCED_EPOCH" else ConflictError
     elif status == 410:
         kind = SnapshotUnavailableError
-    elif status >= 500:
+    elif status >= 500 or status in (408, 429):  # a gateway's timeout or rate limit passes too
         kind = StoreUnavailableError
     else:
         kind = StoreError

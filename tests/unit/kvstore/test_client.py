@@ -14,6 +14,8 @@ from urllib.parse import parse_qs, urlsplit
 import pyarrow as pa
 import pytest
 import requests
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tiering.errors import (
     BadRequestError,
@@ -24,6 +26,7 @@ from tiering.errors import (
     NotLeaderError,
     RetryableError,
     SnapshotUnavailableError,
+    StoreError,
     StoreUnavailableError,
     TableNotFoundError,
     UnauthorizedError,
@@ -83,9 +86,60 @@ def test_an_answer_without_the_stores_envelope_names_who_answered():
     """Another server on the store's port (its old one, taken over) answers 404 with no error code."""
     error = error_for(404, {"detail": "Not Found"}, "GET", "/v1/tables", store="http://127.0.0.1:8080")
     assert isinstance(error, NotFoundError)
-    assert str(error) == "http://127.0.0.1:8080 answered 404 without the KV store's error envelope: HTTP 404 (GET /v1/tables)"
+    assert str(error) == ("http://127.0.0.1:8080 answered 404 without the KV store's error envelope: "
+                          '{"detail": "Not Found"} (GET /v1/tables)')
     enveloped = error_for(404, {"error": "TABLE_NOT_FOUND", "message": "no table t"}, "GET", "/v1/tables/t", store="x")
     assert str(enveloped) == "no table t (GET /v1/tables/t)"
+
+
+_STATUS_KINDS = {400: BadRequestError, 413: BadRequestError, 401: UnauthorizedError, 404: NotFoundError,
+                 409: ConflictError, 410: SnapshotUnavailableError, 408: StoreUnavailableError,
+                 429: StoreUnavailableError}
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    max_leaves=12,
+)
+_FOREIGN_BODIES = st.one_of(
+    _JSON,
+    st.fixed_dictionaries({"error": st.fixed_dictionaries({"code": st.integers(400, 599), "message": st.text()})}),
+    st.fixed_dictionaries({"error": st.integers() | st.none() | st.just("") | st.lists(st.text())},
+                          optional={"message": _JSON}),
+    st.fixed_dictionaries({"error": st.text(min_size=1)}, optional={"message": st.integers() | st.lists(st.text())}),
+    st.text(),
+    st.just("<html><body><h1>503 Service Temporarily Unavailable</h1></body></html>"),
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(status=st.integers(400, 599), body=_FOREIGN_BODIES,
+       path=st.sampled_from(["/v1/leases/job-1/release", "/v1/tables/t/lake", "/v1/logs", "/v1/leases"]))
+def test_any_answer_in_a_foreign_shape_is_the_typed_error_of_its_status_naming_who_answered(status, body, path):
+    """A gateway in front of the store answers in its own shape; whatever it says, the client
+    raises the error its status means (never a TypeError from reading it) and names the answerer."""
+    error = error_for(status, body, "POST", path, store="http://gw:8443", lease_id="job-1", epoch=4)
+    expected = StoreUnavailableError if status >= 500 else _STATUS_KINDS.get(status)
+    if status == 404 and path.startswith("/v1/leases/"):
+        expected = LeaseNotFoundError
+    assert type(error) is (expected or StoreError) and error.status == status
+    assert (error.lease_id, error.epoch) == ("job-1", 4)
+    assert f"(POST {path})" in str(error) and "http://gw:8443" in str(error)
+    assert "\n" not in str(error) and len(str(error)) < 500
+
+
+def test_a_gateways_503_on_a_release_is_unavailable_naming_it():
+    """The shape issue 30 reproduced: the job died of a TypeError on the first refused release."""
+    body = {"error": {"code": 503, "message": "upstream connect error"}}
+    error = error_for(503, body, "POST", "/v1/leases/j-1/release", store="http://gw:8443")
+    assert type(error) is StoreUnavailableError and error.code == ""
+    assert str(error) == ('KV store at http://gw:8443 answered 503: {"error": {"code": 503, "message": "upstream '
+                          'connect error"}} (POST /v1/leases/j-1/release)')
+
+
+@pytest.mark.parametrize(("body", "shown"), [("", "an empty body"), (None, "null"), ("x" * 1000, "x" * 300 + "...")])
+def test_an_empty_or_long_foreign_body_is_said_in_one_short_line(body, shown):
+    error = error_for(502, body, "GET", "/v1/logs", store="http://s")
+    assert str(error) == f"KV store at http://s answered 502: {shown} (GET /v1/logs)"
 
 
 def test_policy_retries_only_unavailable_and_reraises_the_error():
