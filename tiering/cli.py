@@ -118,14 +118,16 @@ def _status(args: argparse.Namespace) -> int:
 
 
 def _leases_list(args: argparse.Namespace) -> int:
+    from tiering.state.lease_file import job_of_lease
     from tiering.status import job_leases, render_leases
 
     config = _load(args)
     leases = job_leases(config, every_job=args.all)
     if args.json:
-        print(json.dumps([lease.model_dump(mode="json") for lease in leases], indent=2, sort_keys=True))
+        rows = [{**lease.model_dump(mode="json"), "job": job_of_lease(lease.lease_id)} for lease in leases]
+        print(json.dumps(rows, indent=2, sort_keys=True))
     else:
-        render_leases(leases, config)
+        render_leases(leases, config, every_job=args.all)
     return EXIT_OK
 
 
@@ -265,17 +267,19 @@ def _parser() -> argparse.ArgumentParser:
     lease_commands = leases.add_subparsers(dest="lease_command", required=True, metavar="COMMAND")
     listing = lease_commands.add_parser("list", help="list leases: id, epoch, expiry, snapshots held per table")
     _conf_arg(listing)
-    listing.add_argument("--all", action="store_true", help="every job's leases, not only this job's")
+    listing.add_argument("--all", action="store_true", help="every job's leases, each with its job, not only this job's")
     listing.add_argument("--json", action="store_true", help="print JSON instead of a table")
     listing.set_defaults(func=_leases_list)
     drop = lease_commands.add_parser(
         "drop", help="drop a lease so the store may collect its snapshots",
-        description="Drop a lease at its own epoch. Refused while a driver leads the job, unless --force.",
+        description="Drop a lease at its own epoch. Refused while a driver leads the job, unless --force; another "
+                    "job's lease is refused naming that job, unless --force while that job has no leader.",
     )
     _conf_arg(drop)
     drop.add_argument("lease_id", nargs="?", default=None,
                       help="lease to drop (default: the one in the job's checkpoint)")
-    drop.add_argument("--force", action="store_true", help="drop even while a driver leads the job")
+    drop.add_argument("--force", action="store_true",
+                      help="drop even while a driver leads the job; another job's lease only while that job has no leader")
     drop.set_defaults(func=_leases_drop)
 
     take = commands.add_parser(

@@ -49,6 +49,8 @@ class TermContext(BaseModel):
     config: TieringConfig
     epoch: int = Field(ge=0)
     lease_id: str = Field(min_length=1)
+    #: False when the store has no lease API (found as the term started): no lease calls at all.
+    leases: bool = True
 
     @classmethod
     def begin(cls, config: TieringConfig, epoch: int) -> TermContext:
@@ -87,4 +89,4 @@ class TermContext(BaseModel):
         """The term's lease handle: every call carries this term's epoch."""
         from tiering.lease.job_lease import JobLease
 
-        return JobLease(client, self.lease_id, self.epoch, int(self.config.lease.duration_s * 1000))
+        return JobLease(client, self.lease_id, self.epoch, int(self.config.lease.duration_s * 1000), enabled=self.leases)

@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING
 
 from tiering import spark_version
 from tiering.conf.model import TieringConfig
+from tiering.enumerator.splits import SnapshotSplit
 from tiering.context import TermContext, store_client
 from tiering.errors import (
     CheckpointError,
@@ -58,6 +59,7 @@ from tiering.lease.job_lease import JobLease, LeaseRenewer
 from tiering.lease.release import LeaseReleases
 from tiering.round.committer import RoundCommitter, other_job
 from tiering.round.health import RoundFacts, after_round, read_health, write_health
+from tiering.state.offset_log import replayed_offset
 from tiering.round.outcome import RoundOutcome
 from tiering.round.states import TableFailure
 
@@ -163,6 +165,7 @@ class TieringJob:
         if self.spark.conf.get(PROGRESS_RETENTION[0], None) is None:
             self.spark.conf.set(*PROGRESS_RETENTION)
         self.spark.dataSource.register(KvTieringDataSource)
+        self._take_over_lease()
         committer = RoundCommitter(
             make_round_writer(self.spark, config.lake, self.context.job),
             self.context,
@@ -182,9 +185,8 @@ class TieringJob:
             trigger = {"availableNow": True}
         else:
             trigger = {"processingTime": f"{config.trigger.interval_s} seconds"}
-        self.lease.claim()
-        if config.lease.renew:
-            self._renewer = LeaseRenewer(self.lease).start()
+        if config.lease.renew and self.lease.enabled:
+            self._renewer = LeaseRenewer(self.lease, after=self._releases.after_renewal).start()
         self._query = (
             stream.writeStream.queryName(f"kv-tiering:{self.context.job}")
             .foreachBatch(committer)
@@ -197,6 +199,28 @@ class TieringJob:
             "availableNow" if config.trigger.available_now else f"every {config.trigger.interval_s}s",
         )
         return self._query
+
+    def _take_over_lease(self) -> None:
+        """The kept lease at the term's start: claimed with this term's epoch (off when the store
+        has no lease API, for the planning process too), then rid of the holds no planned round
+        needs. A checkpoint whose replayed round cannot be read keeps every hold: expiry, not a
+        guess, lets go of them."""
+        self.lease.claim()
+        if not self.lease.enabled:
+            self.context = self.context.model_copy(update={"leases": False})
+            return
+        try:
+            replayed = replayed_offset(self.context.config.job.checkpoint)
+        except CheckpointError as e:
+            log.warning("job=%s: the lease's holds are kept, the round to replay is unreadable: %s", self.context.job, e)
+            return
+        planned = [s.ref for s in replayed.splits if isinstance(s, SnapshotSplit)] if replayed is not None else []
+        try:
+            self._releases.reconcile(planned)
+        except NotLeaderError:
+            raise
+        except TieringError as e:
+            log.warning("job=%s: the lease's unplanned holds are kept (they lapse with it): %s", self.context.job, e)
 
     @property
     def query(self):
@@ -343,8 +367,9 @@ def resync_as_leader(config: TieringConfig, table: str, *, wait_s: float = 5.0) 
     the store does not have or the job does not tier is a :class:`UsageError`, one another job
     tiers (its lake report is that job's) a ``ConflictError`` naming it, a driver leading the
     job a :class:`TieringError`: all before anything is written."""
-    from tiering.lake.resync import resync_lease_id, resync_table
+    from tiering.lake.resync import resync_table
     from tiering.lake.writers import make_round_writer
+    from tiering.state.lease_file import new_lease_id
 
     job = config.job.name
     if not config.tables.selects(table):
@@ -359,10 +384,18 @@ def resync_as_leader(config: TieringConfig, table: str, *, wait_s: float = 5.0) 
         raise other_job(table, job, holder)
     term = _term_of_its_own(config, "resync", "stop it to run `tiering resync`, then start it again", wait_s)
     try:
-        lease = JobLease(client, resync_lease_id(job), term.epoch, int(config.lease.duration_s * 1000))
+        lease = JobLease(client, new_lease_id(job), term.epoch, int(config.lease.duration_s * 1000))
+        lease.claim()
+        renewer = LeaseRenewer(lease)
+
+        def fence() -> None:
+            term.check()
+            renewer.check()
+
         try:
             writer = make_round_writer(build_spark(config), config.lake, job)
-            return resync_table(info, writer, Lake.of(config.lake), lease, fence=term.check)
+            with renewer:  # the snapshots stay held however long the rebuild takes
+                return resync_table(info, writer, Lake.of(config.lake), lease, fence=fence)
         finally:
             _drop_quietly(lease)
     finally:

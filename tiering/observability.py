@@ -103,7 +103,8 @@ class FreshnessCollector(Collector):
 
 
 class LeaseCollector(Collector):
-    """``kv_tiering_lease_expiry_timestamp_seconds`` and ``kv_tiering_lease_duration_seconds``, per job.
+    """``kv_tiering_lease_expiry_timestamp_seconds``, ``kv_tiering_lease_duration_seconds`` and
+    ``kv_tiering_lease_enabled``, per job.
 
     Failure mode: a lease that lapses while the job runs (a renewer that died, a store that
     refuses or never receives renewals) no longer keeps the store's GC off the snapshots a round
@@ -116,6 +117,8 @@ class LeaseCollector(Collector):
 
     _EXPIRY = ("kv_tiering_lease_expiry_timestamp_seconds", "When the job's lease expires unless renewed (Unix time).")
     _DURATION = ("kv_tiering_lease_duration_seconds", "Lease duration: each renewal extends the lease this far.")
+    _ENABLED = ("kv_tiering_lease_enabled", "1 while the job holds snapshots under a lease, 0 when the store has no "
+                "lease API (its GC may delete a snapshot a bootstrap reads).")
 
     def __init__(self) -> None:
         self._leases: dict[str, JobLease] = {}
@@ -128,19 +131,23 @@ class LeaseCollector(Collector):
     def describe(self):
         yield GaugeMetricFamily(*self._EXPIRY, labels=["job"])
         yield GaugeMetricFamily(*self._DURATION, labels=["job"])
+        yield GaugeMetricFamily(*self._ENABLED, labels=["job"])
 
     def collect(self):
         expiry = GaugeMetricFamily(*self._EXPIRY, labels=["job"])
         duration = GaugeMetricFamily(*self._DURATION, labels=["job"])
+        enabled = GaugeMetricFamily(*self._ENABLED, labels=["job"])
         with self._lock:
             leases = sorted(self._leases.items())
         for job, lease in leases:
+            enabled.add_metric([job], 1 if lease.enabled else 0)
             expires_at_ms = lease.expires_at_ms
             if expires_at_ms is not None:
                 expiry.add_metric([job], expires_at_ms / 1000)
                 duration.add_metric([job], lease.duration_ms / 1000)
         yield expiry
         yield duration
+        yield enabled
 
 
 class TieringMetrics:

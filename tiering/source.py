@@ -270,15 +270,13 @@ class KvTieringStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
     def _logged_offset(self) -> dict:
         """The end offset of the newest batch in the checkpoint's offsets log (Spark writes it
         before the batch runs, so it is the next batch's start), or the initial offset."""
-        from tiering.state.lease_file import checkpoint_dir
-        from tiering.state.offset_log import read_batch_offset
+        from tiering.state.offset_log import newest_batch, read_batch_offset
 
         checkpoint = self.context.config.job.checkpoint
-        logged = checkpoint_dir(checkpoint) / "offsets"
-        batches = [int(p.name) for p in logged.iterdir() if p.name.isdigit()] if logged.is_dir() else []
-        if not batches:
+        newest = newest_batch(checkpoint)
+        if newest is None:
             return self.initialOffset()
-        return read_batch_offset(checkpoint, max(batches)).to_dict()
+        return read_batch_offset(checkpoint, newest).to_dict()
 
     def _check_term(self, previous: TieringOffset) -> None:
         """The checkpoint's last offset says which term planned it and under which lease: a newer

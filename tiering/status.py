@@ -23,13 +23,14 @@ from tiering.console import output_console
 from tiering.context import store_client
 from tiering.coord.leader import read_status
 from tiering.enumerator.positions import LakePosition
-from tiering.errors import LeaseNotFoundError, StoreError, TieringError
+from tiering.errors import LeaseNotFoundError, NotFoundError, StoreError, TieringError
 from tiering.kvstore.client import KvStoreClient
 from tiering.kvstore.models import LakeReport, Lease, TableInfo
 from tiering.lakestate.freshness import freshness_s, oldest_untiered_write_ms
 from tiering.lakestate.lake import Lake, LakeTable
 from tiering.lakestate.layout import SYSTEM_COLUMNS
-from tiering.state.lease_file import read_lease_id
+from tiering.lease.job_lease import serves_leases
+from tiering.state.lease_file import job_of_lease, read_lease_id
 from tiering.round.health import TableHealth, read_health
 
 __all__ = [
@@ -88,6 +89,8 @@ class JobStatus:
     contenders: int
     lease_id: str | None
     tables: list[TableStatus] = field(default_factory=list)
+    #: False when the store has no lease API: the job tiers without snapshot leases
+    leases: bool = True
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -108,7 +111,8 @@ def job_status(config: TieringConfig) -> JobStatus:
     lease_id = read_lease_id(config.job.checkpoint)
     infos = [info for info in client.list_tables() if config.tables.selects(info.name)]
     health = {t: h for t, h in read_health(config.job.checkpoint).items() if config.tables.selects(t)}
-    tables = table_statuses(client, Lake.of(config.lake), infos, held_snapshots(client, lease_id), health)
+    held = held_snapshots(client, lease_id)
+    tables = table_statuses(client, Lake.of(config.lake), infos, held or Counter(), health)
     return JobStatus(
         job=config.job.name,
         epoch=zk["epoch"],
@@ -117,17 +121,21 @@ def job_status(config: TieringConfig) -> JobStatus:
         contenders=zk["contenders"],
         lease_id=lease_id,
         tables=tables,
+        leases=held is not None,
     )
 
 
-def held_snapshots(client: KvStoreClient, lease_id: str | None) -> Counter[int]:
-    """Snapshots the lease holds now, per ``table_id`` (none when there is no such lease)."""
-    if lease_id is None:
-        return Counter()
+def held_snapshots(client: KvStoreClient, lease_id: str | None) -> Counter[int] | None:
+    """Snapshots the lease holds now, per ``table_id`` (none when there is no such lease); None
+    when the store has no lease API at all."""
     try:
+        if lease_id is None:
+            return Counter() if serves_leases(client) else None
         lease = client.get_lease(lease_id)
-    except LeaseNotFoundError:
-        return Counter()
+    except NotFoundError as e:
+        if e.code == "LEASE_NOT_FOUND" or serves_leases(client):
+            return Counter()
+        return None
     return Counter(ref.table_id for ref in lease.snapshots)
 
 
@@ -246,11 +254,15 @@ def _user_columns(loaded: LakeTable | None) -> int | None:
 
 
 def job_leases(config: TieringConfig, *, every_job: bool = False) -> list[Lease]:
-    """The store's leases of this job (ids start with ``<job>-``), or all of them."""
-    prefix = f"{config.job.name}-"
-    leases = _operator_client(config).list_leases()
+    """The store's leases of this job (the job its id was made for, read exactly: job ``orders``
+    does not list job ``orders-eu``'s), or every job's."""
+    try:
+        leases = _operator_client(config).list_leases()
+    except NotFoundError as e:
+        raise TieringError(f"the KV store at {config.kvstore.url} has no lease API: {e}") from None
     return sorted(
-        (lease for lease in leases if every_job or lease.lease_id.startswith(prefix)), key=lambda lease: lease.lease_id
+        (lease for lease in leases if every_job or job_of_lease(lease.lease_id) == config.job.name),
+        key=lambda lease: lease.lease_id,
     )
 
 
@@ -258,21 +270,25 @@ def drop_lease(config: TieringConfig, lease_id: str | None = None, *, force: boo
     """Drop ``lease_id`` (default: the one in the job's checkpoint) at the lease's own epoch.
 
     Refused while a driver leads the job, unless ``force``: that driver reads the snapshots the
-    lease holds. Returns the lease as it was just before the drop.
+    lease holds. Another job's lease is refused naming that job, unless ``force``, and even then
+    while that job has a leader. Returns the lease as it was just before the drop.
     """
+    job = config.job.name
     lease_id = lease_id or read_lease_id(config.job.checkpoint)
     if lease_id is None:
         raise TieringError(
-            f"job {config.job.name!r}: no lease id in checkpoint {config.job.checkpoint!r}; name the lease to drop"
+            f"job {job!r}: no lease id in checkpoint {config.job.checkpoint!r}; name the lease to drop"
         )
-    if not force:
-        leader = read_status(config.zookeeper.hosts, config.job.name)["leader"]
-        if leader is not None:
-            raise TieringError(
-                f"job {config.job.name!r} is led by {leader} right now: stop it first, or pass --force "
-                f"to drop lease {lease_id!r} under it",
-                lease_id=lease_id,
-            )
+    owner = job_of_lease(lease_id)
+    if owner != job:
+        whose = f"job {owner!r}'s" if owner else "not a lease id of any job's"
+        if not force:
+            raise TieringError(f"lease {lease_id!r} is {whose}, not job {job!r}'s: refused (pass --force to drop "
+                               "it anyway, while its job has no leader)", lease_id=lease_id)
+        if owner is not None:
+            _refuse_while_led(config, owner, lease_id, "it cannot be forced: stop that job first")
+    elif not force:
+        _refuse_while_led(config, job, lease_id, f"stop it first, or pass --force to drop lease {lease_id!r} under it")
     client = _operator_client(config)
     try:
         lease = client.get_lease(lease_id)
@@ -281,6 +297,12 @@ def drop_lease(config: TieringConfig, lease_id: str | None = None, *, force: boo
         raise TieringError(f"lease {lease_id!r} does not exist in the store at {config.kvstore.url} "
                            "(already dropped or expired)", lease_id=lease_id) from None
     return lease
+
+
+def _refuse_while_led(config: TieringConfig, job: str, lease_id: str, then: str) -> None:
+    leader = read_status(config.zookeeper.hosts, job)["leader"]
+    if leader is not None:
+        raise TieringError(f"job {job!r} is led by {leader} right now: {then}", lease_id=lease_id)
 
 
 def take_over(config: TieringConfig, table: str, *, force: bool = False) -> tuple[str, LakeReport] | None:
@@ -326,7 +348,8 @@ def status_view(status: JobStatus, note: str = ""):
     leader = status.leader or "none"
     epoch = "never led" if status.epoch is None else str(status.epoch)
     head = Text.assemble("job ", (status.job, "bold"), f"  leader {leader}  epoch {epoch}  "
-                         f"contenders {status.contenders}  lease {status.lease_id or 'none'}{note}")
+                         f"contenders {status.contenders}  lease {status.lease_id or 'none'}"
+                         f"{'' if status.leases else ' (off: the store has no lease API)'}{note}")
     table = Table("table", "table_id", "state", "lake offset", "lag", "fresh (s)", "lake version", "lake epoch",
                   "last commit", "columns store/lake", "leased snapshots")
     for t in status.tables:
@@ -386,21 +409,25 @@ def _when(ms: int | None) -> str:
     return "-" if ms is None else time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ms / 1000))
 
 
-def render_leases(leases: list[Lease], config: TieringConfig, console=None) -> None:
-    """Print one row per lease; the checkpoint's lease is marked with ``*``."""
+def render_leases(leases: list[Lease], config: TieringConfig, console=None, *, every_job: bool = False) -> None:
+    """Print one row per lease (with the job it is for when ``every_job``); the checkpoint's
+    lease is marked with ``*``."""
     from rich.table import Table
 
     console = console or output_console()
     mine = read_lease_id(config.job.checkpoint)
-    table = Table("lease", "epoch", "expires in", "snapshots (by table_id)")
+    columns = ("job", "lease", "epoch", "expires in", "snapshots (by table_id)")
+    table = Table(*columns[0 if every_job else 1:])
     for lease in leases:
         held = Counter(ref.table_id for ref in lease.snapshots)
         by_table = ", ".join(f"{t}: {n}" for t, n in sorted(held.items())) or "none"
         mark = " *" if lease.lease_id == mine else ""
-        table.add_row(f"{lease.lease_id}{mark}", str(lease.epoch), f"{expires_in_s(lease):.0f}s", by_table)
+        row = (job_of_lease(lease.lease_id) or "?", f"{lease.lease_id}{mark}", str(lease.epoch),
+               f"{expires_in_s(lease):.0f}s", by_table)
+        table.add_row(*row[0 if every_job else 1:])
     console.print(table)
     if not leases:
-        console.print(f"no leases of job {config.job.name!r} in the store")
+        console.print("no leases in the store" if every_job else f"no leases of job {config.job.name!r} in the store")
 
 
 def _or_dash(value: int | None) -> str:

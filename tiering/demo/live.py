@@ -9,6 +9,7 @@ lake's own commit metadata); rounds and failures are counted from the job's roun
 from __future__ import annotations
 
 import threading
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -56,7 +57,7 @@ class Progress:
 
     def poll(self, client: KvStoreClient, lake: Lake, infos: list[TableInfo], lease_id: str | None) -> bool:
         """Refresh store and lake numbers; True when every table's lake reached its log end."""
-        statuses = table_statuses(client, lake, infos, held_snapshots(client, lease_id))
+        statuses = table_statuses(client, lake, infos, held_snapshots(client, lease_id) or Counter())
         with self.lock:
             for s in statuses:
                 p = self.tables.setdefault(s.table, TableProgress())

@@ -121,11 +121,7 @@ class RoundPlan:
 
     def snapshot_refs(self) -> list[SnapshotRef]:
         """The snapshots the job lease must hold before this plan is handed out."""
-        return [
-            SnapshotRef(table_id=s.table_id, bucket=s.bucket, snapshot_id=s.snapshot_id)
-            for s in self.splits
-            if isinstance(s, SnapshotSplit)
-        ]
+        return [s.ref for s in self.splits if isinstance(s, SnapshotSplit)]
 
     def without_buckets(self, refs: Iterable[SnapshotRef]) -> RoundPlan:
         """Drop the buckets whose snapshot the lease could not hold.

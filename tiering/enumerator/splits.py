@@ -10,7 +10,10 @@ checkpointed offset. Offsets follow the protocol: starts inclusive, ends exclusi
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Union
+from typing import TYPE_CHECKING, Union
+
+if TYPE_CHECKING:
+    from tiering.kvstore.models import SnapshotRef
 
 
 @dataclass(frozen=True, order=True)
@@ -32,6 +35,14 @@ class SnapshotSplit:
     def __post_init__(self) -> None:
         if self.bucket < 0 or self.snapshot_id < 0 or self.log_offset < 0:
             raise ValueError(f"negative field in {self}")
+
+    @property
+    def ref(self) -> SnapshotRef:
+        """The snapshot as the job lease holds it (imported here: the source's planning process
+        loads this module and no pydantic model until it needs one)."""
+        from tiering.kvstore.models import SnapshotRef
+
+        return SnapshotRef(table_id=self.table_id, bucket=self.bucket, snapshot_id=self.snapshot_id)
 
 
 @dataclass(frozen=True, order=True)

@@ -21,14 +21,13 @@ Failure modes of its own, each before anything is written unless said otherwise:
 - the term lost (a newer leader): :class:`NotLeaderError` from the fence before the commit, or
   from the commit itself;
 - a crash: nothing landed, or the one commit did. The snapshots are held under a lease of the
-  resync's own (``<job>-resync-<hex>``, never the checkpoint's), dropped when it ends, else
-  lapsing after ``lease.duration_s``.
+  resync's own (a fresh ``<job>-<hex>``, never the checkpoint's), renewed while it runs (a
+  resync may outlast ``lease.duration_s``), dropped when it ends, else lapsing after it.
 """
 
 from __future__ import annotations
 
 import logging
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -41,7 +40,7 @@ from tiering.lake.round_protocol import RoundWriter, TableCommit
 from tiering.lakestate.lake import Lake
 from tiering.lease.job_lease import JobLease
 
-__all__ = ["ResyncError", "TableResync", "resync_lease_id", "resync_table"]
+__all__ = ["ResyncError", "TableResync", "resync_table"]
 
 log = logging.getLogger(__name__)
 
@@ -65,11 +64,6 @@ class TableResync:
     def __str__(self) -> str:
         report = "" if self.reported else "; the store's lake report waits for the job's next commit"
         return f"resynced from snapshots {self.snapshots}: {self.commit}{report}"
-
-
-def resync_lease_id(job: str) -> str:
-    """A lease id of the resync's own: the job's checkpoint is left as it is."""
-    return f"{job}-resync-{uuid.uuid4().hex}"
 
 
 def resync_table(

@@ -7,6 +7,11 @@ rather than hiding it, and callers re-acquire and re-check availability instead 
 the holds survived. A driver whose epoch was superseded must stop: :class:`FencedEpochError`
 always propagates, from the calls and from the renewer thread (via :meth:`LeaseRenewer.check`).
 
+A store that predates the lease API answers its routes 404: :meth:`JobLease.claim` finds that
+out once per term, says so in one WARNING and turns the lease off (every call a no-op), so the
+job tiers without protection from the store's GC instead of failing every round; a lease call
+failing for any other reason still fails as it did.
+
 The per-table holdings live in the store; the source of truth is ``GET /v1/leases/{id}``
 (:meth:`JobLease.state`), so this object keeps no copy that could drift.
 """
@@ -15,21 +20,40 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
-from tiering.errors import LeaseNotFoundError, RetryableError
+from tiering.errors import LeaseNotFoundError, NotFoundError, RetryableError, StoreError
 from tiering.kvstore.client import KvStoreClient
 from tiering.kvstore.models import BucketRef, Lease, SnapshotRef
 
-__all__ = ["JobLease", "LeaseRenewer"]
+__all__ = ["JobLease", "LeaseRenewer", "serves_leases"]
 
 log = logging.getLogger(__name__)
 
+#: The statuses a store without the lease API answers its routes with (an unknown route, a method
+#: it does not serve there).
+_NO_ROUTE = frozenset({404, 405})
+
+
+def serves_leases(client: KvStoreClient) -> bool:
+    """Whether the store serves the lease API at all: its list answers, whoever holds what. Asked
+    only when a lease call got a 404 or 405 that is not the store's unknown lease."""
+    try:
+        client.list_leases()
+    except StoreError as e:
+        if e.status in _NO_ROUTE:
+            return False
+        raise
+    return True
+
 
 class JobLease:
-    """One job's lease for one leadership term: every call carries ``epoch``."""
+    """One job's lease for one leadership term: every call carries ``epoch``. ``enabled`` False:
+    the store has no lease API (found by :meth:`claim`, or by the term that passed it on), and
+    every call does nothing."""
 
-    def __init__(self, client: KvStoreClient, lease_id: str, epoch: int, duration_ms: int) -> None:
+    def __init__(self, client: KvStoreClient, lease_id: str, epoch: int, duration_ms: int,
+                 *, enabled: bool = True) -> None:
         if not lease_id:
             raise ValueError("lease_id is empty")
         if epoch < 0:
@@ -40,6 +64,7 @@ class JobLease:
         self.lease_id = lease_id
         self.epoch = epoch
         self.duration_ms = duration_ms
+        self.enabled = enabled
         #: when the store said the lease expires (epoch ms), as of the last acquire, renewal or
         #: :meth:`state`; None before the first and after a drop (the lease-expiry metric reads it)
         self.expires_at_ms: int | None = None
@@ -47,6 +72,8 @@ class JobLease:
     def acquire(self, refs: list[SnapshotRef]) -> list[SnapshotRef]:
         """Hold ``refs`` (creating or renewing the lease); returns the ones whose files are
         already gone: plan those buckets from a newer snapshot."""
+        if not self.enabled:
+            return []
         result = self.client.acquire_lease(self.lease_id, self.epoch, self.duration_ms, refs)
         self.expires_at_ms = result.expires_at_ms
         return list(result.unavailable)
@@ -60,7 +87,7 @@ class JobLease:
         in one call however many tables a round had (when, and why then: :mod:`tiering.lease.release`).
         An expired lease holds nothing: nothing left to release."""
         refs = [BucketRef(table_id=table_id, bucket=b) for table_id, buckets in sorted(held.items()) for b in sorted(buckets)]
-        if not refs:
+        if not refs or not self.enabled:
             return
         try:
             self.client.release_lease(self.lease_id, self.epoch, refs)
@@ -69,6 +96,8 @@ class JobLease:
 
     def renew(self) -> bool:
         """Extend the lease; False when the store no longer knows it (its holds are gone)."""
+        if not self.enabled:
+            return True
         try:
             self.expires_at_ms = self.client.renew_lease(self.lease_id, self.epoch, self.duration_ms).expires_at_ms
         except LeaseNotFoundError:
@@ -82,17 +111,40 @@ class JobLease:
         acquire holds (up to a third of the lease later, when the renewer first runs, or longer
         when no snapshot is read). An unknown lease has nothing to take over: the first acquire
         creates it with this epoch. A store out of reach is logged: the renewer and the
-        round's acquires carry the epoch as soon as it answers."""
+        round's acquires carry the epoch as soon as it answers. A store without the lease API
+        turns the lease off (:meth:`_turn_off`)."""
+        if not self.enabled:
+            return
         try:
-            claimed = self.renew()
+            self.expires_at_ms = self.client.renew_lease(self.lease_id, self.epoch, self.duration_ms).expires_at_ms
         except RetryableError as e:
             log.warning("lease %s: could not claim it for epoch %d at the term's start: %s", self.lease_id, self.epoch, e)
             return
-        if claimed:
-            log.info("lease %s: claimed for epoch %d", self.lease_id, self.epoch)
+        except NotFoundError as e:
+            if e.code != "LEASE_NOT_FOUND" and not serves_leases(self.client):
+                self._turn_off(e)
+            return
+        except StoreError as e:
+            if e.status not in _NO_ROUTE or serves_leases(self.client):
+                raise
+            self._turn_off(e)
+            return
+        log.info("lease %s: claimed for epoch %d", self.lease_id, self.epoch)
+
+    def _turn_off(self, answer: StoreError) -> None:
+        self.enabled = False
+        self.expires_at_ms = None
+        log.warning(
+            "lease %s: the KV store at %s has no lease API (%s); job tiers WITHOUT snapshot leases this term: "
+            "the store's GC may delete a snapshot while a bootstrap reads it, and that table's round then fails "
+            "(snapshot_gone) and bootstraps again from a newer snapshot",
+            self.lease_id, self.client.url, answer,
+        )
 
     def drop(self) -> None:
         """End the lease on a clean stop; already gone counts as dropped."""
+        if not self.enabled:
+            return
         try:
             self.client.drop_lease(self.lease_id, self.epoch)
         except LeaseNotFoundError:
@@ -101,6 +153,8 @@ class JobLease:
 
     def state(self) -> Lease | None:
         """What the store holds for this lease right now; None when unknown or expired."""
+        if not self.enabled:
+            return None
         try:
             lease = self.client.get_lease(self.lease_id)
         except LeaseNotFoundError:
@@ -113,17 +167,21 @@ class LeaseRenewer:
     """Renews a :class:`JobLease` every ``duration / 3`` on a daemon thread until stopped.
 
     Two renewals may fail in a row before the lease lapses. A renewal that finds the lease
-    expired logs a warning; nothing trusts a hold without re-acquiring it (the committer
-    re-acquires every snapshot right before reading it), so a lapse costs a re-acquire, not
-    data. A store outage first blocks one renewal inside the client's retry policy (~30 s,
+    expired logs a warning and tells ``after`` (``after(renewed)`` follows every renewal that got
+    an answer): the round in flight holds its snapshots again there, and releases the store
+    refused earlier are sent again, so an idle job does not pin them
+    (:class:`~tiering.lease.release.LeaseReleases`). Nothing trusts a hold without re-acquiring
+    it (the committer re-acquires every snapshot right before reading it). A store outage first blocks one renewal inside the client's retry policy (~30 s,
     ``STORE_RETRY``), then is logged and retried on the next tick; leases much shorter than
     that can lapse during an outage.
     Anything else (a fenced epoch above all) ends the thread and is re-raised by
     :meth:`check` in the caller's thread: the renewer never swallows it.
     """
 
-    def __init__(self, lease: JobLease, interval_s: float | None = None) -> None:
+    def __init__(self, lease: JobLease, interval_s: float | None = None, *,
+                 after: Callable[[bool], None] = lambda renewed: None) -> None:
         self.lease = lease
+        self._after = after
         self.interval_s = interval_s if interval_s is not None else lease.duration_ms / 3000
         if self.interval_s <= 0:
             raise ValueError(f"lease {lease.lease_id}: renew interval must be > 0, got {self.interval_s}")
@@ -156,6 +214,10 @@ class LeaseRenewer:
         while not self._stop.wait(self.interval_s):
             try:
                 renewed = self.lease.renew()
+                if not renewed:
+                    log.warning("lease %s: expired or unknown at renewal (epoch %s); its snapshot holds are gone "
+                                "until acquired again", self.lease.lease_id, self.lease.epoch)
+                self._after(renewed)
             except RetryableError as e:
                 log.warning("lease %s: renewal failed, retrying in %.1fs: %s", self.lease.lease_id, self.interval_s, e)
                 continue
@@ -165,10 +227,3 @@ class LeaseRenewer:
                 return
             if renewed:
                 self.renewals += 1
-            else:
-                log.warning(
-                    "lease %s: expired or unknown at renewal (epoch %s); its snapshot holds are gone "
-                    "until the next acquire",
-                    self.lease.lease_id,
-                    self.lease.epoch,
-                )

@@ -18,6 +18,13 @@ files are read. They are let go at exactly these points (docs/DESIGN.md §1):
 - **stopped** — a clean stop drops the whole lease (``TieringJob.stop``), but only while this
   driver still leads: a new leader uses the same lease id and the store would refuse our
   stale epoch anyway;
+- **refused** — a release the store refused (a blip) is kept and sent again: at the next
+  round's start and at every renewal (:meth:`LeaseReleases.after_renewal`), so a job with
+  nothing to tier does not pin those snapshots for as long as it idles;
+- **unplanned** — a new term lets go of every hold no planned split needs
+  (:meth:`LeaseReleases.reconcile`): a driver killed after the planner's acquire and before
+  Spark logged the offset left holds that no round will ever release, under a lease id every
+  later term keeps renewing;
 - **expiry** — the store's backstop, ``lease.duration_s`` after the last renewal. It covers
   what no code can: a driver killed mid-round, Spark's ``commit(end)`` that runs one batch
   late and never for a run's last batch, and ``stop()`` that Spark does not call on SIGTERM —
@@ -25,14 +32,21 @@ files are read. They are let go at exactly these points (docs/DESIGN.md §1):
 
 A driver whose term is over (:class:`~tiering.errors.NotLeaderError`) releases nothing: the
 store refuses its epoch and the new leader owns the holds.
+
+What the round in flight holds is known here too (:meth:`LeaseReleases.hold`): when a renewal
+finds the lease lapsed (a store paused past ``lease.duration_s``), those snapshots are acquired
+again at once rather than read unheld; one found gone by then is :meth:`LeaseReleases.lost`, and
+the committer fails its table with cause ``snapshot_gone`` instead of committing what it read.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Iterable, Mapping
 
-from tiering.errors import NotLeaderError, TieringError
+from tiering.errors import NotLeaderError, StoreError, TieringError
+from tiering.kvstore.models import SnapshotRef
 from tiering.lease.job_lease import JobLease
 
 __all__ = ["LeaseReleases"]
@@ -40,29 +54,138 @@ __all__ = ["LeaseReleases"]
 log = logging.getLogger(__name__)
 
 
+Held = Mapping[int, Iterable[int]]
+
+
 class LeaseReleases:
-    """The release points above, for one term's :class:`JobLease`."""
+    """The release points above, for one term's :class:`JobLease`; what the round in flight
+    holds and what the store refused to release. Thread-safe: the round's threads and the
+    lease renewer call it."""
 
     def __init__(self, lease: JobLease) -> None:
         self.lease = lease
+        self._lock = threading.Lock()
+        self._in_flight: set[SnapshotRef] = set()
+        self._lost: set[SnapshotRef] = set()
+        self._refused: dict[int, set[int]] = {}
 
-    def finished(self, held: Mapping[int, Iterable[int]]) -> None:
+    def hold(self, refs: list[SnapshotRef]) -> list[SnapshotRef]:
+        """Acquire the round's snapshots right before they are read; returns the ones already
+        gone. The rest are the round in flight until released. A refused release of a bucket the
+        round holds again is dropped: it would let go of the round's new hold."""
+        gone = self.lease.acquire(refs) if refs else []
+        with self._lock:
+            self._in_flight = set(refs) - set(gone)
+            self._lost = set()
+            for ref in self._in_flight:
+                self._refused.get(ref.table_id, set()).discard(ref.bucket)
+            self._refused = {t: buckets for t, buckets in self._refused.items() if buckets}
+        return gone
+
+    def lost(self) -> frozenset[SnapshotRef]:
+        """Snapshots of the round in flight found gone when the lapsed lease was acquired again."""
+        with self._lock:
+            return frozenset(self._lost)
+
+    def finished(self, held: Held) -> None:
         """The round's committed tables, ``table_id -> buckets``: one call for all of them."""
-        self.lease.release(held)
+        self._release(held, "after the commit")
 
     def failed(self, table_id: int, buckets: Iterable[int]) -> None:
-        self.lease.release({table_id: buckets})
+        self._release({table_id: buckets}, "of a failed table")
 
-    def failed_over(self, unsettled: Mapping[int, Iterable[int]]) -> None:
-        """Release every table of an aborted round (``table_id -> buckets``); best effort: the
-        round's own error is what the caller raises, and expiry backs this up."""
+    def failed_over(self, unsettled: Held) -> None:
+        """Release every table of an aborted round (``table_id -> buckets``) and every release
+        still refused; best effort: the round's own error is what the caller raises, and expiry
+        backs this up."""
+        held = self._take_refused()
+        for table_id, buckets in unsettled.items():
+            held.setdefault(table_id, set()).update(buckets)
+        self._forget(held)
         try:
-            self.lease.release(unsettled)
+            self.lease.release(held)
         except NotLeaderError:
             return
         except TieringError as e:
             log.warning("lease %s: release of table_ids %s after an aborted round failed: %s",
-                        self.lease.lease_id, sorted(unsettled), e)
+                        self.lease.lease_id, sorted(held), e)
+
+    def retry_refused(self) -> None:
+        """Send the releases the store refused, in one call; what it refuses again waits for the
+        next try. :class:`NotLeaderError` propagates (the term is over)."""
+        held = self._take_refused()
+        if held and self._send(held, "refused before"):
+            log.info("lease %s: released table_ids %s, refused before", self.lease.lease_id, sorted(held))
+
+    def after_renewal(self, renewed: bool) -> None:
+        """The renewer's tick: a lapsed lease holds the round in flight's snapshots again, and
+        the refused releases are sent."""
+        if not renewed:
+            self._hold_again()
+        self.retry_refused()
+
+    def reconcile(self, planned: Iterable[SnapshotRef]) -> None:
+        """A new term's start: release every hold of the lease that no planned split needs
+        (``planned``: the snapshot splits of the round Spark will replay, if any). Buckets are
+        released whole, so a bucket with a planned snapshot keeps all of its holds."""
+        state = self.lease.state()
+        if state is None:
+            return
+        keep = {(ref.table_id, ref.bucket) for ref in planned}
+        stray: dict[int, set[int]] = {}
+        for ref in state.snapshots:
+            if (ref.table_id, ref.bucket) not in keep:
+                stray.setdefault(ref.table_id, set()).add(ref.bucket)
+        if not stray:
+            return
+        self.lease.release(stray)
+        log.info("lease %s: released %d holds no planned round needs (table_ids %s), left by an earlier term",
+                 self.lease.lease_id, sum(map(len, stray.values())), sorted(stray))
 
     def stopped(self) -> None:
         self.lease.drop()
+
+    def _release(self, held: Held, what: str) -> None:
+        held = {table_id: set(buckets) for table_id, buckets in held.items()}
+        self._forget(held)
+        self._send(held, what)
+
+    def _send(self, held: dict[int, set[int]], what: str) -> bool:
+        """One release; one the store refuses is kept for :meth:`retry_refused` (False)."""
+        try:
+            self.lease.release(held)
+        except NotLeaderError:
+            raise
+        except StoreError as e:
+            log.warning("lease %s: release %s refused for table_ids %s (sent again at the next renewal or round): %s",
+                        self.lease.lease_id, what, sorted(held), e)
+            self._refuse(held)
+            return False
+        return True
+
+    def _hold_again(self) -> None:
+        with self._lock:
+            refs = sorted(self._in_flight, key=lambda r: (r.table_id, r.bucket, r.snapshot_id))
+        if not refs:
+            return
+        gone = set(self.lease.acquire(refs))
+        with self._lock:
+            self._lost |= gone & self._in_flight
+            self._in_flight -= gone
+        log.warning("lease %s lapsed: acquired the %d snapshots of the round in flight again%s", self.lease.lease_id,
+                    len(refs), f"; {len(gone)} already gone, their tables fail (snapshot_gone)" if gone else "")
+
+    def _forget(self, held: Held) -> None:
+        """Released buckets are no longer the round in flight's."""
+        with self._lock:
+            self._in_flight = {r for r in self._in_flight if r.bucket not in held.get(r.table_id, ())}
+
+    def _refuse(self, held: Held) -> None:
+        with self._lock:
+            for table_id, buckets in held.items():
+                self._refused.setdefault(table_id, set()).update(buckets)
+
+    def _take_refused(self) -> dict[int, set[int]]:
+        with self._lock:
+            held, self._refused = self._refused, {}
+        return held

@@ -19,8 +19,12 @@ Failure modes and what happens:
   released once, and the other tables still commit; it is re-planned next round from its lake
   position, which did not move;
 - the store refuses a committed table's report or release (a blip): the commit stands and the
-  table counts as committed; the report or release is sent again first thing next round
-  (:mod:`tiering.round.deferred`), the lag is left unknown for the round;
+  table counts as committed; the report is sent again first thing next round
+  (:mod:`tiering.round.deferred`), the release then and at every lease renewal
+  (:mod:`tiering.lease.release`), the lag is left unknown for the round;
+- the lease lapsed mid-round (the store paused past ``lease.duration_s``): the renewer holds the
+  round's snapshots again; a table whose snapshot was collected meanwhile fails before its
+  commit with cause ``snapshot_gone`` and bootstraps again next round;
 - another job tiers the table (the store holds that job's lake report: two jobs, two lakes, one
   store table): it fails before its lake is read, naming that job, and the store never sees a
   report of it from this job (docs/DESIGN.md §3, one table, one job);
@@ -42,7 +46,6 @@ Failure modes and what happens:
 from __future__ import annotations
 
 import logging
-import threading
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -62,7 +65,7 @@ from tiering.errors import (
     TableRecreatedError,
 )
 from tiering.kvstore.client import KvStoreClient, segment
-from tiering.kvstore.models import LakeReport, LogRange, LogSegment, SnapshotRef, TableInfo
+from tiering.kvstore.models import LakeReport, LogRange, LogSegment, TableInfo
 from tiering.lake.bucket_files import BucketResult
 from tiering.lake.round_protocol import RoundWriter, TableCommit
 from tiering.lakestate.commits import round_commit_info
@@ -126,7 +129,6 @@ class RoundCommitter:
         self._lake = LakeTables(context.lake)
         self._parallelism = context.config.lake.table_parallelism
         self._deferred = DeferredEnds()
-        self._lock = threading.Lock()  # guards the deferred releases of tables failing in round threads
 
     def __call__(self, batch_df, batch_id: int) -> None:
         """Commit the round of batch ``batch_id`` (its splits: :mod:`tiering.round.batch_splits`)."""
@@ -141,10 +143,7 @@ class RoundCommitter:
         except NotLeaderError:
             raise
         except BaseException:
-            held = {t.table_id: t.leased for t in tables if not t.released}
-            for table_id, buckets in self._deferred.releases.items():
-                held[table_id] = sorted({*held.get(table_id, []), *buckets})
-            self._releases.failed_over(held)
+            self._releases.failed_over({t.table_id: t.leased for t in tables if not t.released})
             raise
         self._mark_dropped(tables)
         outcome.failed = {t.name: t.failure for t in tables if t.failure is not None}
@@ -152,7 +151,7 @@ class RoundCommitter:
         self._on_round(outcome)
 
     def _run(self, tables: list[TableRound], outcome: RoundOutcome) -> None:
-        self._deferred.retry(self._table_client.report_lakes, self._releases)
+        self._deferred.retry(self._table_client.report_lakes)
         with ThreadPoolExecutor(self._parallelism, thread_name_prefix="round") as pool:
 
             def each(step: Callable[[TableRound], None], state: TableState) -> None:
@@ -160,6 +159,7 @@ class RoundCommitter:
                 list(pool.map(lambda t: self._settle(t, step, outcome), [t for t in tables if t.state is state]))
 
             gone = self._acquire_snapshots(tables)
+            self._releases.retry_refused()  # after the hold: a bucket held again is not let go
             for table in tables:
                 table.advance(TableState.ACQUIRED)
             # One call for the round, made after the round's offsets were planned: every change the
@@ -192,9 +192,8 @@ class RoundCommitter:
 
     def _acquire_snapshots(self, tables: Iterable[TableRound]) -> _Gone:
         """One acquire for every snapshot the round reads; the ones whose files are gone."""
-        refs = [SnapshotRef(table_id=s.table_id, bucket=s.bucket, snapshot_id=s.snapshot_id)
-                for t in tables for s in t.splits if isinstance(s, SnapshotSplit)]
-        gone = self._releases.lease.acquire(refs) if refs else []
+        refs = [s.ref for t in tables for s in t.splits if isinstance(s, SnapshotSplit)]
+        gone = self._releases.hold(refs)
         return {(r.table_id, r.bucket, r.snapshot_id) for r in gone}
 
     def _trim(self, table: TableRound, infos: dict[str, TableInfo], gone: _Gone, holder: str | StoreError | None) -> None:
@@ -251,6 +250,11 @@ class RoundCommitter:
             table.prepared_as(prepared)
 
     def _write_and_commit(self, table: TableRound, results: list[BucketResult]) -> None:
+        lost = self._releases.lost()
+        unheld = [s for s in table.todo if isinstance(s, SnapshotSplit) and s.ref in lost]
+        if unheld:
+            raise SnapshotUnavailableError(f"table {table.name!r}: the lease lapsed while the round read it and "
+                                           f"these snapshots were collected meanwhile: {unheld}", table=table.name)
         table.written_as(self._writer.written_files(table.prepared, results))
         table.committed_as(self._writer.commit(table.prepared, table.written))
         if table.lake is not None:  # a table this round created is read afresh next round
@@ -292,30 +296,15 @@ class RoundCommitter:
             )
 
     def _release_committed(self, committed: list[TableRound]) -> None:
-        """The committed tables' one release; one the store refuses is sent again next round."""
-        held = {t.table_id: t.leased for t in committed if t.leased}
-        try:
-            self._releases.finished(held)
-        except NotLeaderError:
-            raise
-        except StoreError as e:
-            log.warning("table_ids %s: release refused (sent again next round): %s", sorted(held), e)
-            for table_id, buckets in held.items():
-                self._deferred.add_release(table_id, buckets)
+        """The committed tables' one release (one the store refuses is the lease's to send again)."""
+        self._releases.finished({t.table_id: t.leased for t in committed if t.leased})
         for table in committed:
             table.released = True
             table.advance(TableState.RELEASED)
 
     def _release_failed(self, table: TableRound) -> None:
-        """A failed table's one release; one the store refuses is sent again next round."""
-        try:
-            self._releases.failed(table.table_id, table.leased)
-        except NotLeaderError:
-            raise
-        except StoreError as e:
-            log.warning("table=%s: release of buckets %s refused (sent again next round): %s", table.name, table.leased, e)
-            with self._lock:
-                self._deferred.add_release(table.table_id, table.leased)
+        """A failed table's one release (one the store refuses is the lease's to send again)."""
+        self._releases.failed(table.table_id, table.leased)
         table.released = True
 
     def _lags(self, tables: list[TableRound]) -> dict[str, int]:

@@ -1,12 +1,11 @@
-"""A committed table's lake report or lease release that the store refused, sent again next round.
+"""A committed table's lake report that the store refused, sent again next round.
 
 Failure mode: a store blip right after a Delta commit landed. Failing the table then would
-report a landed commit as failed and release its buckets a second time; dropping the report
-would leave the store believing the lake is behind (it keeps log segments it could delete and
-shows a lag that is not there) until the table changes again; dropping the release would pin
-the snapshot for as long as the renewed lease lives. So both are kept here, per term, and sent
-first thing in the next round; a report is superseded by a newer one of the same table. The
-lease's expiry stays the backstop for a driver that stops before the next round.
+report a landed commit as failed; dropping the report would leave the store believing the lake
+is behind (it keeps log segments it could delete and shows a lag that is not there) until the
+table changes again. So it is kept here, per term, and sent first thing in the next round; a
+report is superseded by a newer one of the same table. (A refused release is the lease's to
+send again: :mod:`tiering.lease.release`.)
 
 A refusal that no retry can turn (409 ``OTHER_JOB``: another job's lake report holds the table,
 docs/DESIGN.md §5) drops the report with an ERROR instead of sending it every round: the store
@@ -20,7 +19,6 @@ from collections.abc import Callable, Mapping
 
 from tiering.errors import NotFoundError, NotLeaderError, StoreError
 from tiering.kvstore.models import LakeReport
-from tiering.lease.release import LeaseReleases
 
 __all__ = ["DeferredEnds", "FINAL_REFUSALS"]
 
@@ -31,24 +29,19 @@ log = logging.getLogger(__name__)
 
 
 class DeferredEnds:
-    """Reports and releases waiting for the next round (one term's; not thread-safe by design:
-    the committer adds to it from its round threads under its own lock, and retries between rounds)."""
+    """Reports waiting for the next round (one term's; not thread-safe by design: the committer
+    adds to it after its round's threads are done, and retries between rounds)."""
 
     def __init__(self) -> None:
         self.reports: dict[str, LakeReport] = {}
-        self.releases: dict[int, set[int]] = {}
 
     def add_report(self, table: str, report: LakeReport) -> None:
         self.reports[table] = report
 
-    def add_release(self, table_id: int, buckets: list[int]) -> None:
-        self.releases.setdefault(table_id, set()).update(buckets)
-
-    def retry(self, report: Callable[[dict[str, LakeReport]], Mapping[str, StoreError | None]],
-              releases: LeaseReleases) -> None:
-        """Send what waits, the reports in one call and the releases in one; what the store refuses
-        again waits for the round after. A table the store no longer has needs no report.
-        :class:`NotLeaderError` propagates (the term is over)."""
+    def retry(self, report: Callable[[dict[str, LakeReport]], Mapping[str, StoreError | None]]) -> None:
+        """Send what waits, in one call; what the store refuses again waits for the round after. A
+        table the store no longer has needs no report. :class:`NotLeaderError` propagates (the
+        term is over)."""
         if self.reports:
             try:
                 answers = report(dict(self.reports))
@@ -68,12 +61,3 @@ class DeferredEnds:
                                 table, self.reports[table].lake_version, error)
                     continue
                 del self.reports[table]
-        if self.releases:
-            try:
-                releases.finished(self.releases)
-            except NotLeaderError:
-                raise
-            except StoreError as e:
-                log.warning("table_ids %s: releases still refused: %s", sorted(self.releases), e)
-                return
-            self.releases.clear()

@@ -17,16 +17,33 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import uuid
 from pathlib import Path
 from urllib.parse import urlparse
 
 from tiering.errors import CheckpointError
 
-__all__ = ["checkpoint_dir", "lease_file_path", "load_or_create_lease_id", "read_lease_id"]
+__all__ = ["checkpoint_dir", "job_of_lease", "lease_file_path", "load_or_create_lease_id", "new_lease_id", "read_lease_id"]
 
 _DIR = "tiering"
 _FILE = "lease.json"
+#: A lease id: ``<job>-<uuid4 hex>``. The hex part has no ``-`` and a fixed length, so the job is
+#: whatever comes before its last ``-``: job ``orders``'s ids never match job ``orders-eu``'s.
+_LEASE_ID = re.compile(r"(?P<job>.+)-[0-9a-f]{32}")
+
+
+def new_lease_id(job: str) -> str:
+    """A fresh lease id of ``job`` (the checkpoint's, or a one-off command's own)."""
+    if not job:
+        raise ValueError("job name is empty: the lease id is prefixed with it")
+    return f"{job}-{uuid.uuid4().hex}"
+
+
+def job_of_lease(lease_id: str) -> str | None:
+    """The job a lease id was made for, read exactly (not by prefix); None for an id of another form."""
+    found = _LEASE_ID.fullmatch(lease_id)
+    return found["job"] if found else None
 
 
 def lease_file_path(checkpoint: str) -> Path:
@@ -60,13 +77,11 @@ def read_lease_id(checkpoint: str) -> str | None:
 def load_or_create_lease_id(checkpoint: str, job: str) -> str:
     """The lease id of this checkpoint: created on first call (``<job>-<uuid4 hex>``), then
     always the same one."""
-    if not job:
-        raise ValueError("job name is empty: the lease id is prefixed with it")
+    lease_id = new_lease_id(job)
     path = lease_file_path(checkpoint)
     if path.exists():
         return _read(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    lease_id = f"{job}-{uuid.uuid4().hex}"
     tmp = path.with_name(f".{_FILE}.{os.getpid()}.{uuid.uuid4().hex}.tmp")
     try:
         with open(tmp, "w", encoding="utf-8") as f:

@@ -27,7 +27,7 @@ from tiering.errors import CheckpointError, OffsetLogFormatError
 from tiering.state.lease_file import checkpoint_dir
 from tiering.state.offset import TieringOffset
 
-__all__ = ["read_batch_offset"]
+__all__ = ["newest_batch", "read_batch_offset", "replayed_offset"]
 
 _VERSION = "v1"
 
@@ -53,6 +53,25 @@ def read_batch_offset(checkpoint: str, batch_id: int) -> TieringOffset:
         return TieringOffset.from_json(lines[2])
     except ValueError as e:
         raise CheckpointError(f"offsets log entry {path}: the source offset does not decode: {e}") from None
+
+
+def newest_batch(checkpoint: str, log: str = "offsets") -> int | None:
+    """The newest batch id in Spark's ``offsets`` (or ``commits``) log; None when it has none."""
+    folder = checkpoint_dir(checkpoint) / log
+    batches = [int(p.name) for p in folder.iterdir() if p.name.isdigit()] if folder.is_dir() else []
+    return max(batches, default=None)
+
+
+def replayed_offset(checkpoint: str) -> TieringOffset | None:
+    """The end offset of the batch Spark runs again when the query restarts: the newest in the
+    offsets log when the commits log does not have it yet; None when every logged batch ran."""
+    planned = newest_batch(checkpoint)
+    if planned is None:
+        return None
+    ran = newest_batch(checkpoint, "commits")
+    if ran is not None and ran >= planned:
+        return None
+    return read_batch_offset(checkpoint, planned)
 
 
 def _is_json_object(text: str) -> bool:

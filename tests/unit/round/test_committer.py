@@ -4,6 +4,7 @@ covered by tests/integration/pipeline; here every step can be made to fail on de
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import pytest
@@ -65,6 +66,7 @@ class FakeWriter:
     fail: dict[tuple[str, str], Exception] = field(default_factory=dict)
     replayed: set[str] = field(default_factory=set)
     committed: list[str] = field(default_factory=list)
+    while_writing: Callable[[], None] = lambda: None
 
     def _maybe_fail(self, step: str, table: str) -> None:
         if (step, table) in self.fail:
@@ -83,6 +85,7 @@ class FakeWriter:
     def write_files(self, tasks) -> dict:
         if ("write_files", "*") in self.fail:
             raise self.fail[("write_files", "*")]
+        self.while_writing()
         return {name: [f"result of {name}"] for name in tasks}
 
     def written_files(self, prepared: Prepared, results) -> list:
@@ -175,7 +178,7 @@ class FakeLease:
         if "acquire" in self.fail:
             raise self.fail["acquire"]
         self.acquired.extend(refs)
-        return self.gone
+        return [ref for ref in self.gone if ref in refs]
 
     def release(self, held: dict[int, list[int]]) -> None:
         """``fail["release"]`` refuses the next call once."""
@@ -197,8 +200,9 @@ class Round:
         })
         self.writer, self.store, self.lease = writer or FakeWriter(), store or FakeStore(), lease or FakeLease()
         self.outcomes: list[RoundOutcome] = []
+        self.releases = LeaseReleases(self.lease)
         self.committer = RoundCommitter(self.writer, TermContext(config=config, epoch=EPOCH, lease_id="lease-1"),
-                                        self.store, LeaseReleases(self.lease), on_round=self.outcomes.append)
+                                        self.store, self.releases, on_round=self.outcomes.append)
 
     def run(self, batch_id: int, splits: tuple[Split, ...] = SPLITS) -> RoundOutcome:
         """Round ``batch_id + 1`` with ``splits``, its offset in the offsets log as Spark writes it."""
@@ -354,6 +358,34 @@ def test_a_refused_release_after_the_commit_is_sent_once_next_round(tmp_path):
     assert 1 not in releases_of(lease)
     r.run(1, (LogSplit("b", 0, 2, 4, 6),))
     assert releases_of(lease)[1] == [(0,)]
+
+
+def test_a_refused_release_of_a_bucket_the_next_round_holds_again_is_not_sent_over_its_new_hold(tmp_path):
+    lease = FakeLease(fail={"release": StoreUnavailableError("store blip")})
+    r = Round(tmp_path, lease=lease)
+    r.run(0)
+    r.run(1, (SnapshotSplit("a", 0, 1, 6, 12),))  # bucket 0 of "a" bootstraps again, from snapshot 6
+
+    assert releases_of(lease)[1] == [(0,)], "released once, by the round that holds it now"
+
+
+def test_a_snapshot_found_gone_when_a_lapsed_lease_is_held_again_fails_its_table_before_the_commit(tmp_path):
+    """The renewer found the lease lapsed mid-round and acquired the round's snapshots again:
+    one was collected meanwhile, and the table that read it must not commit what it read."""
+    lease = FakeLease()
+    r = Round(tmp_path, lease=lease)
+
+    def lapse_while_writing() -> None:
+        lease.gone = [SnapshotRef(table_id=1, bucket=0, snapshot_id=5)]
+        r.releases.after_renewal(False)
+
+    r.writer.while_writing = lapse_while_writing
+    outcome = r.run(0)
+
+    assert outcome.failed["a"].cause is FailureCause.SNAPSHOT_GONE and "lease lapsed" in str(outcome.failed["a"])
+    assert "a" not in r.writer.committed and sorted(outcome.committed) == ["b", "c"]
+    assert lease.acquired.count(SnapshotRef(table_id=1, bucket=0, snapshot_id=5)) == 2, "held again at the lapse"
+    assert releases_of(lease)[1] == [(0,)], "the failed table's bucket released once"
 
 
 def test_an_unknown_lag_does_not_fail_a_committed_table(tmp_path):

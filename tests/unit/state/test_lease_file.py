@@ -9,7 +9,9 @@ import re
 import pytest
 
 from tiering.errors import CheckpointError
-from tiering.state.lease_file import lease_file_path, load_or_create_lease_id, read_lease_id
+from tiering.state.lease_file import (
+    job_of_lease, lease_file_path, load_or_create_lease_id, new_lease_id, read_lease_id,
+)
 
 pytestmark = pytest.mark.unit
 
@@ -75,3 +77,15 @@ def test_racing_creators_all_return_the_one_stored_id(tmp_path):
 def test_empty_job_name_is_refused(tmp_path):
     with pytest.raises(ValueError, match="job name is empty"):
         load_or_create_lease_id(str(tmp_path), "")
+
+
+def test_a_lease_id_names_its_job_exactly_never_by_prefix():
+    """Job ``orders`` must not take job ``orders-eu``'s lease for its own (`leases list`, `drop`)."""
+    orders, orders_eu = new_lease_id("orders"), new_lease_id("orders-eu")
+
+    assert (job_of_lease(orders), job_of_lease(orders_eu)) == ("orders", "orders-eu")
+    assert job_of_lease(f"orders-{'a' * 31}") is None and job_of_lease("orders") is None
+    assert job_of_lease(f"orders-eu-{'0' * 32}-x") is None
+    assert new_lease_id("orders") != orders
+    with pytest.raises(ValueError, match="job name is empty"):
+        new_lease_id("")

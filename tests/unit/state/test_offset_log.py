@@ -9,7 +9,7 @@ import pytest
 from tiering.enumerator.splits import LogSplit
 from tiering.errors import CheckpointError, OffsetLogFormatError
 from tiering.state.offset import TieringOffset
-from tiering.state.offset_log import read_batch_offset
+from tiering.state.offset_log import newest_batch, read_batch_offset, replayed_offset
 
 pytestmark = pytest.mark.unit
 
@@ -58,3 +58,18 @@ def test_an_entry_of_the_known_version_it_cannot_read_is_corrupt_and_names_the_f
 def test_a_missing_entry_names_the_batch(tmp_path):
     with pytest.raises(CheckpointError, match="of batch 5 is unreadable"):
         read_batch_offset(str(tmp_path), 5)
+
+
+def test_the_replayed_round_is_the_newest_logged_batch_spark_has_not_committed(tmp_path):
+    """What a new term keeps holds for: the batch Spark runs again on restart, and only that one."""
+    entry = 'v1\n{"batchWatermarkMs":0}\n'
+    assert replayed_offset(str(tmp_path)) is None, "no log yet"
+    log_entry(tmp_path, 0, entry + TieringOffset("lease-1", 3, 1, ()).to_json())
+    log_entry(tmp_path, 1, entry + OFFSET.to_json())
+    (tmp_path / "commits").mkdir()
+    (tmp_path / "commits" / "0").write_text("v1\n{}\n")
+
+    assert newest_batch(str(tmp_path)) == 1 and newest_batch(str(tmp_path), "commits") == 0
+    assert replayed_offset(str(tmp_path)) == OFFSET
+    (tmp_path / "commits" / "1").write_text("v1\n{}\n")
+    assert replayed_offset(str(tmp_path)) is None, "every logged batch ran"
