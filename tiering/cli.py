@@ -1,6 +1,11 @@
 """The `tiering` command (docs/DESIGN.md §8). Each subcommand is a thin shell over a library function.
 
 Exit codes: 0 success, 1 runtime failure, 2 bad usage or configuration, 130 interrupted.
+
+Global options (``--log-level``; ``--conf`` and ``--set`` of the commands that read a config) go
+before or after the subcommand: a subcommand's copy of one defaults to ``argparse.SUPPRESS``, so
+one not given after the subcommand leaves the value given before it. An error is one line on
+stderr; with ``--json`` also a JSON object on stdout (``error``, ``kind``, ``exit_code``).
 """
 
 from __future__ import annotations
@@ -21,6 +26,14 @@ EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 #: ``tiering status``: the command worked, and a table keeps failing (for monitoring scripts)
 EXIT_TABLES_FAILING = 3
 
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+#: Libraries whose INFO is connection chatter: at WARNING or quieter unless ``--log-level DEBUG``.
+LIBRARY_LOGGERS = ("kazoo", "urllib3", "tenacity", "py4j")
+#: Commands a person waits on: a dependency that is down is their one error line, so the
+#: reconnects and retries on the way there (kazoo's, the store client's) are not logged.
+OPERATOR_COMMANDS = ("status", "leases", "take-over", "check")
+RETRY_LOGGERS = ("kazoo", "tiering.kvstore.retry")
+
 
 def _zk(args: argparse.Namespace) -> int:
     from tiering.coord.embedded import run_foreground
@@ -39,7 +52,9 @@ def _kv_store_serve(args: argparse.Namespace) -> int:
 def _load(args: argparse.Namespace, **overrides: object):
     from tiering.conf.loader import load_config
 
-    return load_config(args.conf, os.environ, {k: v for k, v in overrides.items() if v is not None})
+    settings = [*getattr(args, "settings_before", []), *getattr(args, "settings", [])]
+    return load_config(args.conf, os.environ, {k: v for k, v in overrides.items() if v is not None},
+                       settings=dict(settings))
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -191,8 +206,63 @@ def _positive_float(text: str) -> float:
     return value
 
 
+def _port(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if not 1 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"expected a port 1-65535, got {text!r}")
+    return value
+
+
+def _setting(text: str) -> tuple[str, str]:
+    key, equals, value = text.partition("=")
+    if not equals or "." not in key.strip(".") or key != key.strip():
+        raise argparse.ArgumentTypeError(f"expected SECTION.KEY=VALUE, got {text!r}")
+    return key, value
+
+
+def _version() -> str:
+    """The installed distribution's version: pyproject.toml is its one source."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("kv-tiering")
+    except PackageNotFoundError:
+        return "unknown (the kv-tiering distribution is not installed)"
+
+
+def _config_options(parser: argparse.ArgumentParser, *, before: bool = False) -> None:
+    """``--conf`` and ``--set``. Before the subcommand ``--set`` collects into ``settings_before``:
+    argparse parses the subcommand's options into a namespace of their own, and its list would
+    replace the one given before. Whether ``--conf`` was given at all is checked in :func:`main`."""
+    parser.add_argument("--conf", default=argparse.SUPPRESS, metavar="FILE",
+                        help="TOML config file (required; see conf/tiering.toml)")
+    parser.add_argument("--set", type=_setting, action="append", default=argparse.SUPPRESS,
+                        dest="settings_before" if before else "settings", metavar="SECTION.KEY=VALUE",
+                        help="set one config key (repeatable), over the file and TIERING_* variables; "
+                             "validated like the file")
+
+
 def _conf_arg(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--conf", required=True, help="TOML config file (see conf/tiering.toml)")
+    _config_options(parser)
+    parser.set_defaults(config_parser=parser)
+
+
+def _global_options(parser: argparse.ArgumentParser, *, top: bool = False) -> None:
+    parser.add_argument("--log-level", type=str.upper, choices=LOG_LEVELS, metavar="LEVEL",
+                        default="INFO" if top else argparse.SUPPRESS,
+                        help=f"Python log level: {', '.join(LOG_LEVELS)} (default INFO); library "
+                             "connection logs (kazoo, urllib3, py4j) only at DEBUG")
+
+
+class _CommandParser(argparse.ArgumentParser):
+    """A subcommand's parser (nested ones too): takes the global options after the subcommand."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        _global_options(self)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -201,14 +271,16 @@ def _parser() -> argparse.ArgumentParser:
         description=__doc__.splitlines()[0],
         epilog="Exit codes: 0 success, 1 runtime failure, 2 bad usage or configuration, 130 interrupted.",
     )
-    parser.add_argument("--log-level", default="INFO", help="Python log level (default INFO)")
-    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
+    _global_options(parser, top=True)
+    _config_options(parser, before=True)
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=_CommandParser)
 
     run = commands.add_parser("run", help="lead the job and run the tiering query (a standby waits)")
     _conf_arg(run)
     run.add_argument("--available-now", action="store_true",
                      help="tier what is available now, then stop (for scheduled runs)")
-    run.add_argument("--metrics-port", type=int, default=None, metavar="PORT",
+    run.add_argument("--metrics-port", type=_port, default=None, metavar="PORT",
                      help="serve Prometheus metrics at http://0.0.0.0:PORT/metrics (default: off)")
     run.set_defaults(func=_run)
 
@@ -294,7 +366,7 @@ def _parser() -> argparse.ArgumentParser:
     take.set_defaults(func=_take_over)
 
     zk = commands.add_parser("zk", help="run an embedded ZooKeeper server in the foreground")
-    zk.add_argument("--port", type=int, default=2181)
+    zk.add_argument("--port", type=_port, default=2181)
     zk.add_argument("--data-dir", required=True)
     zk.set_defaults(func=_zk)
 
@@ -306,10 +378,43 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _parse(argv: list[str] | None) -> argparse.Namespace:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    command_parser = getattr(args, "config_parser", None)
+    if command_parser is None and ("conf" in args or "settings_before" in args):
+        parser.error(f"--conf and --set go with a command that reads a config, not {args.command!r}")
+    if command_parser is not None and "conf" not in args:
+        command_parser.error("the following arguments are required: --conf")
+    return args
+
+
+def _configure_logging(level: str, command: str) -> None:
+    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if level == "DEBUG":
+        return
+    # a logger's own level, not the root's, decides what reaches the root's handler
+    quiet = max(logging.WARNING, logging.getLevelName(level))
+    for name in LIBRARY_LOGGERS:
+        logging.getLogger(name).setLevel(quiet)
+    if command in OPERATOR_COMMANDS:
+        for name in RETRY_LOGGERS:
+            logging.getLogger(name).setLevel(max(logging.ERROR, quiet))
+
+
+def _failed(args: argparse.Namespace, error: BaseException, code: int, line: str) -> int:
+    """One line on stderr; with ``--json`` the same as a JSON object on stdout."""
+    print(f"tiering: {line}", file=sys.stderr)
+    if getattr(args, "json", False):
+        detail = {"problems": error.problems} if isinstance(error, ConfigError) else {}
+        print(json.dumps({"error": line, "kind": type(error).__name__, "exit_code": code, **detail}, sort_keys=True))
+    return code
+
+
 def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    args = _parser().parse_args(argv)
-    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    args = _parse(argv)
+    _configure_logging(args.log_level, args.command)
     try:
         if getattr(args, "metrics_port", None) is not None:
             from tiering.observability import serve_metrics
@@ -317,17 +422,15 @@ def main(argv: list[str] | None = None) -> int:
             serve_metrics(args.metrics_port)
         return args.func(args)
     except (ConfigError, UsageError) as e:
-        print(f"tiering: {e}", file=sys.stderr)
-        return EXIT_USAGE
+        return _failed(args, e, EXIT_USAGE, str(e))
     except (TieringError, OSError) as e:  # OSError names its file
-        print(f"tiering: {e}", file=sys.stderr)
-        return EXIT_FAILURE
+        return _failed(args, e, EXIT_FAILURE, str(e))
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
     except Exception as e:  # noqa: BLE001 - an operator gets one line; the traceback goes to the log
         logging.getLogger(__name__).debug("unexpected error", exc_info=True)
-        print(f"tiering: unexpected {type(e).__name__}: {e} (--log-level DEBUG logs the traceback)", file=sys.stderr)
-        return EXIT_FAILURE
+        return _failed(args, e, EXIT_FAILURE,
+                       f"unexpected {type(e).__name__}: {e} (--log-level DEBUG logs the traceback)")
 
 
 if __name__ == "__main__":

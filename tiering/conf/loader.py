@@ -1,4 +1,5 @@
-"""Load the configuration: TOML file, then ``TIERING_<SECTION>_<KEY>`` environment, then overrides.
+"""Load the configuration: TOML file, then ``TIERING_<SECTION>_<KEY>`` environment, then overrides,
+then settings (``tiering --set section.key=value``).
 
 Failure mode this prevents: an operator fixing one config mistake per restart. Every problem —
 unreadable file, unknown key or variable, unparsable text, wrong type, missing required key —
@@ -34,6 +35,7 @@ log = logging.getLogger(__name__)
 
 ENV_PREFIX = "TIERING_"
 OVERRIDE_SOURCE = "override"
+SET_SOURCE = "--set"
 _TRUE = ("true", "1", "yes", "on")
 _FALSE = ("false", "0", "no", "off")
 _TOML_LINE = re.compile(r"\s*\(at line (\d+), column (\d+)\)$")
@@ -62,11 +64,14 @@ def load_config(
     path: str | Path | None,
     env: Mapping[str, str] | None = None,
     overrides: Mapping[str, object] | None = None,
+    settings: Mapping[str, str] | None = None,
 ) -> TieringConfig:
     """Build the validated config. ``path`` None means no file (environment and overrides only);
     ``env`` None means ``os.environ``; ``overrides`` maps dotted keys (``"trigger.available_now"``,
     ``"spark.spark.sql.shuffle.partitions"``) to values, a None value meaning "flag not given";
-    a string given for a non-string key is parsed like an environment value.
+    a string given for a non-string key is parsed like an environment value. ``settings`` are
+    ``--set`` texts by dotted key, over every other layer; an entry of a table-valued key is
+    named by one more segment (``lake.storage.AWS_REGION``, ``tables.freshness_targets.orders``).
 
     Raises ConfigError listing every problem found.
     """
@@ -74,6 +79,7 @@ def load_config(
     file_read = path is None or _read_file(Path(path), layers)
     _apply_env(os.environ if env is None else env, layers)
     _apply_overrides(overrides or {}, layers)
+    _apply_overrides(settings or {}, layers, SET_SOURCE)
     _apply_renamed(layers)
     config = None
     if file_read:
@@ -159,24 +165,46 @@ def _apply_env(env: Mapping[str, str], layers: _Layers) -> None:
             layers.problems.append(f"{name} (env): unknown setting; {hint}")
 
 
-def _apply_overrides(overrides: Mapping[str, object], layers: _Layers) -> None:
+def _apply_overrides(overrides: Mapping[str, object], layers: _Layers, source: str = OVERRIDE_SOURCE) -> None:
     known = [f"{s}.{k}" for s, model in SECTIONS.items() for k in model.model_fields]
     for dotted, value in overrides.items():
         if value is None:
             continue
         section, _, key = dotted.partition(".")
+        name, _, entry = key.partition(".")
         if section == "spark" and key:
-            layers.set("spark", key, value, OVERRIDE_SOURCE)
+            layers.set("spark", key, value, source)
         elif section in SECTIONS and key in _keys(section):
             if isinstance(value, str):
-                _set_text(layers, section, key, value, OVERRIDE_SOURCE)
+                _set_text(layers, section, key, value, source)
             else:
-                layers.set(section, key, value, OVERRIDE_SOURCE)
+                layers.set(section, key, value, source)
+        elif section in SECTIONS and entry and _is_table(section, name) and isinstance(value, str):
+            _set_entry(layers, section, name, entry, value, source)
         else:
             same_section = [k for k in known if k.startswith(f"{section}.")]
             layers.problems.append(
-                f"{dotted} ({OVERRIDE_SOURCE}): unknown key" + _did_you_mean(dotted, known, same_section or known)
+                f"{dotted} ({source}): unknown key" + _did_you_mean(dotted, known, same_section or known)
             )
+
+
+def _is_table(section: str, key: str) -> bool:
+    info = SECTIONS[section].model_fields.get(key)
+    return info is not None and typing.get_origin(base_type(info)) is dict
+
+
+def _set_entry(layers: _Layers, section: str, key: str, entry: str, text: str, source: str) -> None:
+    """One entry of a table-valued key, its text parsed by the table's value type."""
+    value_type = typing.get_args(base_type(SECTIONS[section].model_fields[key]))[1]
+    info = FieldInfo.from_annotation(value_type)
+    try:
+        value = _parse_text(info, text)
+    except ValueError:
+        layers.problems.append(f"{section}.{key}.{entry} ({source}): expected {type_label(info)}, "
+                               f"got {_shown(text, is_secret(info))}")
+        return
+    table = layers.raw[section].get(key)
+    layers.set(section, key, {**(table if isinstance(table, dict) else {}), entry: value}, source)
 
 
 def _set_text(layers: _Layers, section: str, key: str, text: str, source: str) -> None:
