@@ -169,6 +169,22 @@ def _take_over(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _check(args: argparse.Namespace) -> int:
+    from tiering.preflight import preflight
+
+    verdicts = preflight(_load(args), timeout_s=args.timeout)
+    failed = next((v for v in verdicts if not v.ok), None)
+    if args.json:
+        print(json.dumps({"ok": failed is None, "checks": [v.as_dict() for v in verdicts]}, indent=2, sort_keys=True))
+    else:
+        for verdict in verdicts:
+            print(verdict.line())
+    if failed is not None:
+        print(f"tiering: check failed: {failed.name}: {failed.detail}", file=sys.stderr)
+        return EXIT_FAILURE
+    return EXIT_OK
+
+
 def _demo(args: argparse.Namespace) -> int:
     from tiering.console import output_console
     from tiering.demo import DemoOptions, run_demo
@@ -364,6 +380,19 @@ def _parser() -> argparse.ArgumentParser:
     _conf_arg(take)
     take.add_argument("--force", action="store_true", help="drop the report even while a driver leads the holding job")
     take.set_defaults(func=_take_over)
+
+    check = commands.add_parser(
+        "check", help="try each dependency once: ZooKeeper, the store, the lake root, the checkpoint",
+        description="Try each dependency of the job once, without retries, and print one verdict each: "
+        "ZooKeeper (connect, read the job's znodes), the KV store (health, API version), the lake root "
+        "(a scratch table committed twice: the second commit of one version must be refused) and the "
+        f"checkpoint. Exit {EXIT_OK} when all pass, {EXIT_FAILURE} naming the first that failed.",
+    )
+    _conf_arg(check)
+    check.add_argument("--json", action="store_true", help="print the verdicts as JSON")
+    check.add_argument("--timeout", type=_positive_float, default=10.0, metavar="S",
+                       help="seconds each dependency has to answer (default 10)")
+    check.set_defaults(func=_check)
 
     zk = commands.add_parser("zk", help="run an embedded ZooKeeper server in the foreground")
     zk.add_argument("--port", type=_port, default=2181)

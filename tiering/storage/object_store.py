@@ -141,8 +141,10 @@ class ObjectStore:
         object.__setattr__(self, "root", state["root"])
         object.__setattr__(self, "options", state["options"])
 
-    def check(self) -> None:
-        """:class:`LakeStorageError` unless the root is usable now (see the module docstring)."""
+    def check(self, *, probe: bool | None = None) -> None:
+        """:class:`LakeStorageError` unless the root is usable now (see the module docstring).
+        ``probe``: commit twice to a scratch table under the root (writes and conditional puts
+        work); by default on S3 only, where a server may ignore the condition."""
         try:
             info = self.filesystem.get_file_info(self.path(self.root))
         except OSError as e:
@@ -151,6 +153,7 @@ class ObjectStore:
             raise LakeStorageError(f"lake root {self.root!r} is a file, not a directory")
         if self.is_s3:
             self._check_bucket()
+        if self.is_s3 if probe is None else probe:
             self._check_conditional_put()
 
     def _check_bucket(self) -> None:

@@ -105,6 +105,7 @@ def test_the_spark_submit_entry_takes_the_global_options(conf, capsys):
     (["zk", "--data-dir", "d", "--port", "0"], "argument --port: expected a port 1-65535"),
     (["--conf", "a.toml", "demo"], "--conf and --set go with a command that reads a config, not 'demo'"),
     (["leases", "list"], "the following arguments are required: --conf"),
+    (["check", "--conf", "a.toml", "--timeout", "0"], "argument --timeout: expected a number of seconds > 0"),
 ], ids=lambda v: " ".join(v) if isinstance(v, list) else "")
 def test_a_bad_value_exits_2_with_one_error_line(argv, complaint, capsys):
     with pytest.raises(SystemExit) as exit_:
@@ -117,7 +118,7 @@ def test_a_bad_value_exits_2_with_one_error_line(argv, complaint, capsys):
 
 
 @pytest.mark.parametrize("command, retries", [("status", logging.ERROR), ("leases", logging.ERROR),
-                                              ("run", logging.NOTSET)])
+                                              ("check", logging.ERROR), ("run", logging.NOTSET)])
 def test_library_loggers_are_quiet_unless_debug(command, retries):
     """A command a person waits on also silences the reconnects and retries before its one line."""
     logging.getLogger("tiering.kvstore.retry").setLevel(logging.NOTSET)

@@ -1,0 +1,86 @@
+"""`tiering check` against a real ZooKeeper and the real store process, and what an operator
+command prints when one of them is down: one clear line, no library logs."""
+
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+
+from tests.support.config import write_conf
+from tests.support.drivers import tiering_cli
+from tiering.cli import EXIT_FAILURE, EXIT_OK
+from tiering.kvstore.server.process import free_port
+
+pytestmark = pytest.mark.integration
+
+
+def verdicts(result: subprocess.CompletedProcess) -> dict[str, str]:
+    """``{name: "ok" | "FAILED"}`` from the command's lines."""
+    return {line.split()[1]: line.split()[0] for line in result.stdout.splitlines()}
+
+
+def test_all_dependencies_pass(kv_store, zk_server, unique_job, tmp_path):
+    (tmp_path / "lake").mkdir()
+    conf = write_conf(tmp_path / "tiering.toml", job=unique_job, store_url=kv_store.url, zk_hosts=zk_server.hosts)
+
+    result = tiering_cli("check", "--conf", str(conf))
+
+    assert result.returncode == EXIT_OK, result.stdout + result.stderr
+    assert verdicts(result) == dict.fromkeys(["zookeeper", "kvstore", "lake", "checkpoint"], "ok")
+    assert f"{kv_store.url}: healthy, API version 1" in result.stdout
+    assert "conditional put" in result.stdout
+    assert list((tmp_path / "lake").iterdir()) == [], "the probe table is gone"
+    assert not (tmp_path / "ckpt").exists()
+
+
+def test_a_stopped_store_fails_its_check_and_only_it(store_factory, zk_server, unique_job, tmp_path):
+    store = store_factory()
+    conf = write_conf(tmp_path / "tiering.toml", job=unique_job, store_url=store.url, zk_hosts=zk_server.hosts)
+    store.stop()
+
+    result = tiering_cli("check", "--conf", str(conf))
+
+    assert result.returncode == EXIT_FAILURE
+    assert verdicts(result) == {"zookeeper": "ok", "kvstore": "FAILED", "lake": "ok", "checkpoint": "ok"}
+    assert result.stderr.splitlines() == [f"tiering: check failed: kvstore: KV store at {store.url} unreachable: "
+                                          "[Errno 111] Connection refused"]
+
+
+def test_a_stopped_zookeeper_is_named_first(kv_store, zk_factory, unique_job, tmp_path):
+    zk = zk_factory()
+    conf = write_conf(tmp_path / "tiering.toml", job=unique_job, store_url=kv_store.url, zk_hosts=zk.hosts)
+    zk.stop()
+
+    result = tiering_cli("check", "--conf", str(conf), "--timeout", "3")
+
+    assert result.returncode == EXIT_FAILURE
+    assert verdicts(result) == {"zookeeper": "FAILED", "kvstore": "ok", "lake": "ok", "checkpoint": "ok"}
+    assert result.stderr.splitlines() == [f"tiering: check failed: zookeeper: cannot connect to ZooKeeper at {zk.hosts} "
+                                          "within 3s"]
+
+
+def test_status_with_zookeeper_down_prints_one_line_and_no_kazoo_logs(kv_store, unique_job, tmp_path):
+    hosts = f"127.0.0.1:{free_port()}"
+    conf = write_conf(tmp_path / "tiering.toml", job=unique_job, store_url=kv_store.url, zk_hosts=hosts)
+
+    quiet = tiering_cli("status", "--conf", str(conf))
+    assert quiet.returncode == EXIT_FAILURE
+    assert quiet.stderr.splitlines() == [f"tiering: cannot connect to ZooKeeper at {hosts} within 10s"]
+
+    debug = tiering_cli("status", "--conf", str(conf), "--log-level", "DEBUG")
+    assert debug.returncode == EXIT_FAILURE
+    assert "kazoo.client" in debug.stderr, "at DEBUG the library's reconnects are shown"
+
+
+def test_leases_list_with_the_store_down_prints_no_retry_lines(store_factory, zk_server, unique_job, tmp_path):
+    store = store_factory()
+    conf = write_conf(tmp_path / "tiering.toml", job=unique_job, store_url=store.url, zk_hosts=zk_server.hosts)
+    store.stop()
+
+    result = tiering_cli("leases", "list", "--conf", str(conf), "--json")
+
+    assert result.returncode == EXIT_FAILURE
+    assert len(result.stderr.splitlines()) == 1, result.stderr
+    assert result.stderr.startswith(f"tiering: KV store at {store.url} unreachable")
+    assert '"kind": "StoreUnavailableError"' in result.stdout

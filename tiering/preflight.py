@@ -1,0 +1,147 @@
+"""``tiering check``: every dependency of a job tried once, before a first run, one verdict each.
+
+Failure mode it prevents: a first ``run`` that stops at the first dependency out of reach, then,
+once that is fixed, at the next one. Here each dependency is tried once, without retries and within
+a timeout, and each gets a verdict even when another failed. The checks are those ``run`` makes on
+its way, reused: ZooKeeper (connect, read the job's znodes: :func:`tiering.coord.leader.read_status`),
+the KV store (``GET /v1/health``, then the API version its OpenAPI document gives, when it serves
+one), the lake root (:meth:`ObjectStore.check` with the conditional-put probe of
+:mod:`tiering.storage.commit_probe`: two commits of one version, the second must be refused), and the
+checkpoint (:func:`tiering.state.checkpoint_check.check_checkpoint`). Nothing is left behind: the
+probe table is removed, a lake root or checkpoint not made yet is not made.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from tiering.conf.model import TieringConfig
+from tiering.errors import LakeStorageError, StoreUnavailableError
+
+__all__ = ["Verdict", "preflight", "CHECKS"]
+
+log = logging.getLogger(__name__)
+
+#: What is checked, in this order: the name a verdict carries.
+CHECKS = ("zookeeper", "kvstore", "lake", "checkpoint")
+#: The innermost reason of a requests/urllib3 error ("[Errno 111] Connection refused"), not its
+#: ~400 characters of connection-pool repr.
+_ERRNO = re.compile(r"\[Errno -?\d+\] [^'\")]+")
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One dependency's outcome: ``detail`` says what was found, or why it failed."""
+
+    name: str
+    ok: bool
+    detail: str
+
+    def line(self) -> str:
+        return f"{'ok' if self.ok else 'FAILED':<6} {self.name:<10} {self.detail}"
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def preflight(config: TieringConfig, timeout_s: float = 10.0) -> list[Verdict]:
+    """A verdict for each of :data:`CHECKS`, each dependency tried once within ``timeout_s``."""
+    checks: dict[str, Callable[[TieringConfig, float], str]] = {
+        "zookeeper": _zookeeper, "kvstore": _kvstore, "lake": _lake, "checkpoint": _checkpoint,
+    }
+    return [_verdict(name, checks[name], config, timeout_s) for name in CHECKS]
+
+
+def _verdict(name: str, check: Callable[[TieringConfig, float], str], config: TieringConfig,
+             timeout_s: float) -> Verdict:
+    try:
+        return Verdict(name, True, check(config, timeout_s))
+    except Exception as e:  # noqa: BLE001 - every dependency gets its verdict; the error is that verdict
+        log.debug("check %s failed", name, exc_info=True)
+        return Verdict(name, False, " ".join(str(e).split()) or type(e).__name__)
+
+
+def _zookeeper(config: TieringConfig, timeout_s: float) -> str:
+    from tiering.coord.leader import read_status
+    from tiering.coord.paths import job_path
+
+    hosts, job = config.zookeeper.hosts, config.job.name
+    status = read_status(hosts, job, timeout_s=timeout_s)
+    if status["epoch"] is None:
+        return f"{hosts}: connected; job {job!r} has no epoch yet (its first run creates {job_path(job)})"
+    leader = status["leader"] or "none"
+    return f"{hosts}: {job_path(job)} readable: epoch {status['epoch']}, leader {leader}"
+
+
+def _kvstore(config: TieringConfig, timeout_s: float) -> str:
+    import requests
+
+    from tiering.context import store_client
+    from tiering.kvstore.client import error_for
+
+    client = store_client(config.kvstore, timeout_s=timeout_s)
+    try:
+        health = client.session.get(f"{client.url}/v1/health", timeout=timeout_s)
+    except requests.RequestException as e:
+        reason = _ERRNO.search(str(e))
+        raise StoreUnavailableError(f"KV store at {client.url} unreachable: "
+                                    f"{reason[0] if reason else type(e).__name__}") from None
+    if health.status_code != 200:
+        raise error_for(health.status_code, _body(health), "GET", "/v1/health", store=client.url)
+    return f"{client.url}: healthy, {_api_version(client.session, client.url, timeout_s)}"
+
+
+def _body(response) -> object:
+    try:
+        return response.json()
+    except ValueError:
+        return response.text
+
+
+def _api_version(session, url: str, timeout_s: float) -> str:
+    """The store's API version from its OpenAPI document; a store of the protocol need not serve one."""
+    import requests
+
+    try:
+        response = session.get(f"{url}/openapi.json", timeout=timeout_s)
+        version = response.json()["info"]["version"] if response.status_code == 200 else None
+    except (requests.RequestException, ValueError, KeyError, TypeError):
+        version = None
+    return f"API version {version}" if version else "API version not published (no /openapi.json)"
+
+
+def _lake(config: TieringConfig, timeout_s: float) -> str:
+    from tiering.lakestate.lake import Lake
+
+    store = Lake.of(config.lake).store
+    if not store.is_s3 and not os.path.exists(store.root):
+        return f"{store.root}: not created yet; {_creatable(Path(store.root), 'lake root')}"
+    store.check(probe=True)
+    return f"{store.root}: writable, a second commit of one Delta version is refused (conditional put)"
+
+
+def _checkpoint(config: TieringConfig, timeout_s: float) -> str:
+    from tiering.state.checkpoint_check import check_checkpoint
+    from tiering.state.lease_file import checkpoint_dir, read_lease_id
+
+    check_checkpoint(config.job.checkpoint)
+    root = checkpoint_dir(config.job.checkpoint)
+    if not root.exists():
+        return f"{root}: not created yet; its first run creates it"
+    lease_id = read_lease_id(config.job.checkpoint)
+    return f"{root}: usable" + (f", lease {lease_id}" if lease_id else ", no lease id yet")
+
+
+def _creatable(path: Path, role: str) -> str:
+    """Where ``path`` would be created, when a write there is allowed; else LakeStorageError."""
+    ancestor = path.absolute().parent
+    while not ancestor.exists() and ancestor != ancestor.parent:
+        ancestor = ancestor.parent
+    if not ancestor.is_dir() or not os.access(ancestor, os.W_OK | os.X_OK):
+        raise LakeStorageError(f"{role} {path} cannot be created: {ancestor} is not a writable directory")
+    return f"its first run creates it in {ancestor}"
