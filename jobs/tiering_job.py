@@ -1,7 +1,8 @@
 """spark-submit entry point: the same as `tiering run`, with Spark's settings from spark-submit.
 
     spark-submit --master local[2] --py-files dist/kv_tiering.zip \\
-        jobs/tiering_job.py --conf conf/tiering.toml [--available-now] [--metrics-port P]
+        jobs/tiering_job.py --conf conf/tiering.toml [--available-now] [--metrics-port P] \\
+        [--set SECTION.KEY=VALUE ...] [--log-level LEVEL]
 
 Failure mode it guards against: a driver that starts Spark on the wrong interpreter or with a
 stale copy of the package. The driver's Python must have the service's dependencies

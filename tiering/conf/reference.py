@@ -24,7 +24,8 @@ def config_reference_markdown() -> str:
     """A Markdown table of every key: ``section.key``, type, default, description."""
     rows = [
         f"Every key can also be set with the environment variable `{ENV_PREFIX}<SECTION>_<KEY>` "
-        "(lists comma-separated), which wins over the file; command-line flags win over both. "
+        "(lists comma-separated), which wins over the file; command-line flags win over both, and "
+        "`--set section.key=value` (repeatable; `lake.storage.<option>` for an entry of a table) over all. "
         "Unknown keys and variables are errors.",
         "",
         "| Key | Type | Default | Description |",
