@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.config import make_config
+from tests.support.config import make_config, write_conf
 from tiering.cli import EXIT_FAILURE, main
 from tiering.kvstore.server.process import free_port
 from tiering.preflight import CHECKS, preflight
@@ -65,10 +65,8 @@ def test_a_damaged_checkpoint_fails_naming_the_path(nothing_running, tmp_path):
 
 
 def test_the_command_prints_each_verdict_and_exits_1_naming_the_first_failure(nothing_running, tmp_path, capsys):
-    conf = tmp_path / "tiering.toml"
-    conf.write_text(f'[job]\nname = "{nothing_running.job.name}"\ncheckpoint = "{tmp_path / "ckpt"}"\n'
-                    f'[kvstore]\nurl = "{nothing_running.kvstore.url}"\n[zookeeper]\nhosts = "{nothing_running.zookeeper.hosts}"\n'
-                    f'[lake]\nroot = "{tmp_path / "lake"}"\n')
+    conf = write_conf(tmp_path / "tiering.toml", job=nothing_running.job.name, store_url=nothing_running.kvstore.url,
+                      zk_hosts=nothing_running.zookeeper.hosts)
 
     assert main(["check", "--conf", str(conf), "--timeout", "1"]) == EXIT_FAILURE
     out, err = capsys.readouterr()

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.config import write_conf
 from tiering.cli import (
     EXIT_FAILURE,
     EXIT_OK,
@@ -38,10 +39,7 @@ def no_tiering_env(monkeypatch):
 
 @pytest.fixture
 def conf(tmp_path: Path) -> Path:
-    path = tmp_path / "tiering.toml"
-    path.write_text(f'[job]\nname = "cli-test"\ncheckpoint = "{tmp_path / "ckpt"}"\n[kvstore]\nurl = "http://127.0.0.1:9"\n'
-                    f'[zookeeper]\nhosts = "127.0.0.1:9"\n[lake]\nroot = "{tmp_path / "lake"}"\n')
-    return path
+    return write_conf(tmp_path / "tiering.toml", job="cli-test", store_url="http://127.0.0.1:9", zk_hosts="127.0.0.1:9")
 
 
 def test_version_is_the_distribution_s(capsys):

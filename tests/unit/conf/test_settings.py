@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.unit.conf.test_loader import MINIMAL
+from tests.support.config import write_conf
 from tiering.conf.loader import load_config
 from tiering.errors import ConfigError
 
@@ -16,9 +16,8 @@ pytestmark = pytest.mark.unit
 
 @pytest.fixture
 def conf(tmp_path: Path) -> Path:
-    path = tmp_path / "tiering.toml"
-    path.write_text(MINIMAL + "[trigger]\ninterval_s = 5\n")
-    return path
+    return write_conf(tmp_path / "tiering.toml", job="orders-tiering", store_url="http://127.0.0.1:8420",
+                      zk_hosts="127.0.0.1:2181", trigger={"interval_s": 5.0})
 
 
 def problems(conf: Path, settings: dict[str, str]) -> list[str]:
@@ -45,7 +44,7 @@ def test_settings_are_parsed_by_the_key_type(conf: Path) -> None:
 
 
 def test_an_entry_of_a_table_valued_key_joins_the_file_entries(conf: Path) -> None:
-    conf.write_text(MINIMAL + "[trigger]\ninterval_s = 5\n[tables]\nfreshness_targets = { users = 30.0 }\n")
+    conf.write_text(conf.read_text() + "\n[tables.freshness_targets]\nusers = 30.0\n")
     config = load_config(conf, env={}, settings={
         "tables.freshness_targets.orders": "60", "lake.storage.AWS_REGION": "eu-west-1"})
     assert config.tables.freshness_targets == {"users": 30.0, "orders": 60.0}
