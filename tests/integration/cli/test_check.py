@@ -84,3 +84,22 @@ def test_leases_list_with_the_store_down_prints_no_retry_lines(store_factory, zk
     assert len(result.stderr.splitlines()) == 1, result.stderr
     assert result.stderr.startswith(f"tiering: KV store at {store.url} unreachable")
     assert '"kind": "StoreUnavailableError"' in result.stdout
+
+
+def test_an_s3_lake_takes_the_conditional_put_probe_and_a_missing_bucket_fails(
+        kv_store, zk_server, s3_server, s3_root, unique_job, tmp_path):
+    storage = s3_server.storage_options()
+    conf = write_conf(tmp_path / "tiering.toml", job=unique_job, store_url=kv_store.url, zk_hosts=zk_server.hosts,
+                      lake_root=s3_root, lake={"storage": storage})
+
+    result = tiering_cli("check", "--conf", str(conf))
+    assert result.returncode == EXIT_OK, result.stdout + result.stderr
+    assert f"ok     lake       {s3_root}: writable, a second commit of one Delta version is refused" in result.stdout
+
+    missing = write_conf(tmp_path / "missing.toml", job=unique_job, store_url=kv_store.url, zk_hosts=zk_server.hosts,
+                         lake_root="s3://no-such-bucket-for-check/lake", lake={"storage": storage})
+    refused = tiering_cli("check", "--conf", str(missing))
+    assert refused.returncode == EXIT_FAILURE
+    assert verdicts(refused)["lake"] == "FAILED"
+    assert refused.stderr.splitlines() == ["tiering: check failed: lake: lake root 's3://no-such-bucket-for-check/lake': "
+                                           "bucket 'no-such-bucket-for-check' does not exist"]
