@@ -18,6 +18,7 @@ import signal
 import sys
 import threading
 from pathlib import Path
+from typing import NoReturn
 
 from tiering.errors import ConfigError, TieringError, UsageError
 from tiering.kvstore.server.main import add_serve_arguments
@@ -273,7 +274,20 @@ def _global_options(parser: argparse.ArgumentParser, *, top: bool = False) -> No
                              "connection logs (kazoo, urllib3, py4j) only at DEBUG")
 
 
-class _CommandParser(argparse.ArgumentParser):
+class _BadUsage(Exception):
+    def __init__(self, parser: argparse.ArgumentParser, message: str) -> None:
+        super().__init__(message)
+        self.parser, self.message = parser, message
+
+
+class _Parser(argparse.ArgumentParser):
+    """Hands a usage error to :func:`_parse`, which says it as argparse does (and as JSON)."""
+
+    def error(self, message: str) -> NoReturn:
+        raise _BadUsage(self, message)
+
+
+class _CommandParser(_Parser):
     """A subcommand's parser (nested ones too): takes the global options after the subcommand."""
 
     def __init__(self, *args, **kwargs) -> None:
@@ -282,7 +296,7 @@ class _CommandParser(argparse.ArgumentParser):
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="tiering",
         description=__doc__.splitlines()[0],
         epilog="Exit codes: 0 success, 1 runtime failure, 2 bad usage or configuration, 130 interrupted.",
@@ -408,13 +422,22 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _parse(argv: list[str] | None) -> argparse.Namespace:
+    """The arguments, or exit 2: usage and one error line on stderr, with ``--json`` among the
+    arguments also the error as a JSON object on stdout."""
+    argv = sys.argv[1:] if argv is None else argv
     parser = _parser()
-    args = parser.parse_args(argv)
-    command_parser = getattr(args, "config_parser", None)
-    if command_parser is None and ("conf" in args or "settings_before" in args):
-        parser.error(f"--conf and --set go with a command that reads a config, not {args.command!r}")
-    if command_parser is not None and "conf" not in args:
-        command_parser.error("the following arguments are required: --conf")
+    try:
+        args = parser.parse_args(argv)
+        command_parser = getattr(args, "config_parser", None)
+        if command_parser is None and ("conf" in args or "settings_before" in args):
+            parser.error(f"--conf and --set go with a command that reads a config, not {args.command!r}")
+        if command_parser is not None and "conf" not in args:
+            command_parser.error("the following arguments are required: --conf")
+    except _BadUsage as e:
+        if "--json" in argv:
+            print(json.dumps({"error": e.message, "kind": "UsageError", "exit_code": EXIT_USAGE}, sort_keys=True))
+        e.parser.print_usage(sys.stderr)
+        e.parser.exit(EXIT_USAGE, f"{e.parser.prog}: error: {e.message}\n")
     return args
 
 

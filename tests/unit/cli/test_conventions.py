@@ -167,3 +167,13 @@ def test_without_json_an_error_prints_nothing_on_stdout(conf, capsys, monkeypatc
     monkeypatch.setattr("tiering.status.job_status", unreachable)
     assert main(["status", "--conf", str(conf)]) == EXIT_FAILURE
     assert capsys.readouterr().out == ""
+
+
+def test_json_usage_error_is_a_json_object_on_stdout(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(["status", "--conf", "a.toml", "--json", "--fail-after", "0"])
+    assert exit_.value.code == EXIT_USAGE
+    out, err = capsys.readouterr()
+    assert json.loads(out) == {"error": "argument --fail-after: expected a whole number of rounds >= 1, got '0'",
+                               "kind": "UsageError", "exit_code": EXIT_USAGE}
+    assert err.splitlines()[-1] == "tiering status: error: argument --fail-after: expected a whole number of rounds >= 1, got '0'"
