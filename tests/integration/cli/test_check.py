@@ -4,6 +4,7 @@ command prints when one of them is down: one clear line, no library logs."""
 from __future__ import annotations
 
 import subprocess
+import sys
 
 import pytest
 
@@ -32,6 +33,9 @@ def test_all_dependencies_pass(kv_store, zk_server, unique_job, tmp_path):
     assert "conditional put" in result.stdout
     assert list((tmp_path / "lake").iterdir()) == [], "the probe table is gone"
     assert not (tmp_path / "ckpt").exists()
+    probe = f"import sys\nfrom tiering.cli import main\nprint(main(['check', '--conf', {str(conf)!r}]), 'pyspark' in sys.modules)"
+    without_jvm = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert without_jvm.stdout.splitlines()[-1] == "0 False", "a check needs no JVM: " + without_jvm.stderr[-2000:]
 
 
 def test_a_stopped_store_fails_its_check_and_only_it(store_factory, zk_server, unique_job, tmp_path):
