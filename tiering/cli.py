@@ -270,8 +270,8 @@ def _conf_arg(parser: argparse.ArgumentParser) -> None:
 def _global_options(parser: argparse.ArgumentParser, *, top: bool = False) -> None:
     parser.add_argument("--log-level", type=str.upper, choices=LOG_LEVELS, metavar="LEVEL",
                         default="INFO" if top else argparse.SUPPRESS,
-                        help=f"Python log level: {', '.join(LOG_LEVELS)} (default INFO); library "
-                             "connection logs (kazoo, urllib3, py4j) only at DEBUG")
+                        help=f"Python log level: {', '.join(LOG_LEVELS)} (default INFO); libraries "
+                             "(kazoo, urllib3, py4j) log warnings only, unless DEBUG")
 
 
 class _BadUsage(Exception):
