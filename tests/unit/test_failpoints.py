@@ -41,3 +41,10 @@ def test_a_point_not_armed_does_nothing(armed):
 def test_the_fired_line_names_the_point():
     assert failpoints.fired("before_delta_commit") != failpoints.fired("after_delta_commit")
     assert "before_delta_commit" in failpoints.fired("before_delta_commit")
+
+
+def test_a_point_armed_to_sleep_says_so_holds_the_process_then_goes_on():
+    result = run("p=sleep:0.3")
+
+    assert result.returncode == 0 and result.stdout == "before\nafter\n"
+    assert result.stderr.startswith(f"{failpoints.sleeping('p')} 0.3 s") and result.stderr.count("\n") == 1

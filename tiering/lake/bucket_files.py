@@ -65,6 +65,7 @@ import pyarrow.dataset as pads
 import pyarrow.parquet as pq
 from deltalake.transaction import AddAction
 
+from tiering import failpoints
 from tiering.kvstore.changelog import apply_changes, apply_sorted, newest_per_key
 from tiering.kvstore.models import TableInfo
 from tiering.conf.model import DEFAULT_COMPRESSION, DEFAULT_TARGET_FILE_MB
@@ -170,6 +171,7 @@ def run_tasks(tasks: Iterable[BucketTask]) -> Iterator[BucketResult]:
     waits for every trip in turn. The threads release the GIL while they wait and while pyarrow
     works; a heavy rewrite holds its rows in memory, so only one runs at a time, a snapshot
     that turns out not to be copyable (its columns differ from the lake's) included."""
+    failpoints.hit("executor_bucket_write")
     one_heavy = threading.Lock()
     heavy: list[BucketTask] = []
     with ThreadPoolExecutor(PARTITION_THREADS, thread_name_prefix="bucket") as pool:
