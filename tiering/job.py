@@ -419,7 +419,7 @@ def _term_of_its_own(config: TieringConfig, command: str, busy: str, wait_s: flo
 
     Lake.of(config.lake).store.check()
     job = config.job.name
-    leader = read_status(config.zookeeper.hosts, job)["leader"]
+    leader = read_status(config.zookeeper.hosts, job).leader
     if leader is not None:
         raise TieringError(f"job {job!r} is led by {leader} right now: {busy}")
     try:

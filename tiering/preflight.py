@@ -72,9 +72,9 @@ def _zookeeper(config: TieringConfig, timeout_s: float) -> str:
 
     hosts, job = config.zookeeper.hosts, config.job.name
     status = read_status(hosts, job, timeout_s=timeout_s)
-    if status["epoch"] is None:
+    if status.epoch is None:
         return f"{hosts}: connected; job {job!r} has no epoch yet (its first run creates {job_path(job)})"
-    leader = status["leader"] or "none"
+    leader = status.leader or "none"
     return f"{hosts}: {job_path(job)} readable: epoch {status['epoch']}, leader {leader}"
 
 

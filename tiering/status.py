@@ -115,10 +115,10 @@ def job_status(config: TieringConfig) -> JobStatus:
     tables = table_statuses(client, Lake.of(config.lake), infos, held or Counter(), health)
     return JobStatus(
         job=config.job.name,
-        epoch=zk["epoch"],
-        leader=zk["leader"],
-        owner=zk["owner"],
-        contenders=zk["contenders"],
+        epoch=zk.epoch,
+        leader=zk.leader,
+        owner=zk.owner,
+        contenders=zk.contenders,
         lease_id=lease_id,
         tables=tables,
         leases=held is not None,
@@ -300,7 +300,7 @@ def drop_lease(config: TieringConfig, lease_id: str | None = None, *, force: boo
 
 
 def _refuse_while_led(config: TieringConfig, job: str, lease_id: str, then: str) -> None:
-    leader = read_status(config.zookeeper.hosts, job)["leader"]
+    leader = read_status(config.zookeeper.hosts, job).leader
     if leader is not None:
         raise TieringError(f"job {job!r} is led by {leader} right now: {then}", lease_id=lease_id)
 
@@ -321,7 +321,7 @@ def take_over(config: TieringConfig, table: str, *, force: bool = False) -> tupl
     if holder is None or holder == config.job.name:
         return None
     if not force:
-        leader = read_status(config.zookeeper.hosts, holder)["leader"]
+        leader = read_status(config.zookeeper.hosts, holder).leader
         if leader is not None:
             raise TieringError(
                 f"table {table!r} is held by job {holder!r}, which is led by {leader} right now and may still tier "

@@ -32,7 +32,7 @@ def test_an_unusable_lake_root_is_refused_before_the_job_queues_for_leadership(z
     with pytest.raises(LakeStorageError, match="is a file, not a directory"):
         run_as_leader(config)
 
-    assert read_status(zk_hosts, unique_job)["epoch"] is None, "the job never reached ZooKeeper"
+    assert read_status(zk_hosts, unique_job).epoch is None, "the job never reached ZooKeeper"
     assert not (tmp_path / "ckpt").exists()
 
 
@@ -41,7 +41,7 @@ def test_a_standby_stopped_while_it_waits_leaves_the_queue_with_an_empty_result(
     stop = threading.Event()
     with acquire_leadership(zk_hosts, unique_job, 5.0, timeout_s=10) as leader:
         runner, box = in_thread(lambda: run_as_leader(config, stop=stop))
-        wait_until(lambda: read_status(zk_hosts, unique_job)["contenders"] == 2, "the standby to queue", timeout_s=30)
+        wait_until(lambda: read_status(zk_hosts, unique_job).contenders == 2, "the standby to queue", timeout_s=30)
         stop.set()
         runner.join(30)
 
@@ -49,7 +49,7 @@ def test_a_standby_stopped_while_it_waits_leaves_the_queue_with_an_empty_result(
         assert "error" not in box, box.get("error")
         assert box["result"] == JobResult()
         status = read_status(zk_hosts, unique_job)
-        assert (status["contenders"], status["epoch"]) == (1, leader.epoch), "it left the queue and never led"
+        assert (status.contenders, status.epoch) == (1, leader.epoch), "it left the queue and never led"
     assert not (tmp_path / "ckpt").exists(), "a standby touches no checkpoint"
 
 
@@ -67,7 +67,7 @@ def test_maintenance_by_hand_is_a_term_of_its_own_over_the_jobs_tables(kv_store,
     assert result.ok and sorted(result.done) == ["orders"], "the job's tables only"
     assert "no table tiered by job" in result.done["orders"].skipped
     status = read_status(zk_hosts, unique_job)
-    assert (status["epoch"], status["leader"], status["contenders"]) == (result.epoch, None, 0), "leadership given back"
+    assert (status.epoch, status.leader, status.contenders) == (result.epoch, None, 0), "leadership given back"
 
 
 def test_the_spark_settings_the_writer_relies_on_win_over_the_config(spark, tmp_path):

@@ -15,6 +15,7 @@ import math
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from kazoo.client import KazooClient
 from kazoo.exceptions import KazooException, NoNodeError
@@ -27,7 +28,7 @@ from tiering.coord.paths import epoch_path, job_path, leader_path, owner_path, v
 from tiering.coord.watchdog import SessionWatchdog
 from tiering.errors import CoordinationError, LeadershipLostError
 
-__all__ = ["LeaderTerm", "acquire_leadership", "read_status"]
+__all__ = ["JobCoordination", "LeaderTerm", "acquire_leadership", "read_status"]
 
 log = logging.getLogger(__name__)
 
@@ -196,17 +197,28 @@ def _cancel_when(cancel: threading.Event, waited: threading.Event, election: Job
             return
 
 
-def read_status(hosts: str, job: str, *, timeout_s: float = 10.0) -> dict:
-    """Leader and epoch of ``job`` for ``tiering status``: read-only, works without the job's auth.
+@dataclass(frozen=True)
+class JobCoordination:
+    """What ZooKeeper says of a job: ``epoch`` (and its znode's ``epoch_version``) of the latest
+    term, None before the first; ``owner``, the record of the latest term (it outlives its
+    leader); ``leader``, who holds the lock now (``host:pid``) or None; ``contenders``, how many
+    processes are queued, the leader included."""
 
-    ``owner`` is the record of the latest term (it outlives its leader); ``leader`` is who holds
-    the lock now (``host:pid``) or None, ``contenders`` how many processes are queued.
-    """
+    job: str
+    epoch: int | None = None
+    epoch_version: int | None = None
+    owner: dict | None = None
+    leader: str | None = None
+    contenders: int = 0
+
+
+def read_status(hosts: str, job: str, *, timeout_s: float = 10.0) -> JobCoordination:
+    """Leader and epoch of ``job`` for ``tiering status``: read-only, works without the job's auth."""
     validate_job(job)
     zk = connect(hosts, session_timeout_s=max(timeout_s, 2.0), timeout_s=timeout_s)
     try:
         if zk.exists(job_path(job)) is None:
-            return {"job": job, "epoch": None, "epoch_version": None, "owner": None, "leader": None, "contenders": 0}
+            return JobCoordination(job)
         current = read_epoch(zk, job)
         try:
             raw, _ = zk.get(owner_path(job))
@@ -219,14 +231,14 @@ def read_status(hosts: str, job: str, *, timeout_s: float = 10.0) -> dict:
                 f"owner znode {owner_path(job)} of job {job!r} holds no JSON: {raw[:80]!r}"
             ) from None
         contenders = zk.Lock(leader_path(job)).contenders() if zk.exists(leader_path(job)) else []
-        return {
-            "job": job,
-            "epoch": None if current is None else current.value,
-            "epoch_version": None if current is None else current.version,
-            "owner": owner,
-            "leader": contenders[0] if contenders else None,
-            "contenders": len(contenders),
-        }
+        return JobCoordination(
+            job,
+            epoch=None if current is None else current.value,
+            epoch_version=None if current is None else current.version,
+            owner=owner,
+            leader=contenders[0] if contenders else None,
+            contenders=len(contenders),
+        )
     except KazooException as e:
         raise CoordinationError(f"cannot read status of job {job!r} from ZooKeeper at {hosts}: {e!r}") from e
     finally:

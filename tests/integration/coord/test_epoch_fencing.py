@@ -83,18 +83,18 @@ def test_stale_leader_write_is_fenced(zk_hosts, zk, unique_job):
 
 
 def test_owner_record_and_status(zk_hosts, unique_job):
-    assert read_status(zk_hosts, unique_job)["epoch"] is None
+    assert read_status(zk_hosts, unique_job).epoch is None
     term = acquire_leadership(zk_hosts, unique_job, SESSION_S, owner={"spark_app_id": "app-42"})
     status = read_status(zk_hosts, unique_job)
-    assert status["epoch"] == term.epoch == 1
-    assert status["owner"]["spark_app_id"] == "app-42"
-    assert status["owner"]["epoch"] == 1
-    assert status["leader"] == f"{status['owner']['host']}:{status['owner']['pid']}"
-    assert status["contenders"] == 1
+    assert status.epoch == term.epoch == 1
+    assert status.owner["spark_app_id"] == "app-42"
+    assert status.owner["epoch"] == 1
+    assert status.leader == f"{status.owner['host']}:{status.owner['pid']}"
+    assert status.contenders == 1
     term.resign()
     after = read_status(zk_hosts, unique_job)
-    assert (after["leader"], after["contenders"], after["epoch"]) == (None, 0, 1)
-    assert after["owner"]["epoch"] == 1  # the record of the last term outlives it
+    assert (after.leader, after.contenders, after.epoch) == (None, 0, 1)
+    assert after.owner["epoch"] == 1  # the record of the last term outlives it
 
 
 def test_digest_acl_keeps_other_clients_from_bumping(zk_hosts, zk, unique_job):
@@ -106,7 +106,7 @@ def test_digest_acl_keeps_other_clients_from_bumping(zk_hosts, zk, unique_job):
     with pytest.raises(NoAuthError):
         zk.set(owner_path(unique_job), b"{}")
     assert read_epoch(zk, unique_job) == term.fence
-    assert read_status(zk_hosts, unique_job)["epoch"] == term.epoch  # reading stays open
+    assert read_status(zk_hosts, unique_job).epoch == term.epoch  # reading stays open
     term.check()
 
     intruder = KazooClient(hosts=zk_hosts, timeout=SESSION_S, auth_data=[("digest", "tiering:wrong")])

@@ -104,7 +104,7 @@ def test_sigkilled_leader_is_replaced_with_the_next_epoch(zk_hosts, unique_job, 
     time.sleep(1.0)
     assert [e for e in second.drain() if e["event"] == "leader"] == []
     status = read_status(zk_hosts, unique_job)
-    assert status["owner"]["pid"] == first.pid and status["contenders"] == 2
+    assert status.owner["pid"] == first.pid and status.contenders == 2
 
     killed_at = time.monotonic()
     first.proc.send_signal(signal.SIGKILL)
@@ -115,7 +115,7 @@ def test_sigkilled_leader_is_replaced_with_the_next_epoch(zk_hosts, unique_job, 
     time.sleep(0.3)
     assert _data(zk_hosts, unique_job).startswith(f"{second.pid}:{took_over['epoch']}:")
     status = read_status(zk_hosts, unique_job)
-    assert (status["owner"]["pid"], status["epoch"], status["contenders"]) == (second.pid, took_over["epoch"], 1)
+    assert (status.owner["pid"], status.epoch, status.contenders) == (second.pid, took_over["epoch"], 1)
 
 
 def test_sigstopped_leader_is_fenced_after_it_resumes(zk_hosts, unique_job, contenders):
@@ -143,4 +143,4 @@ def test_sigstopped_leader_is_fenced_after_it_resumes(zk_hosts, unique_job, cont
     # No write of the old term landed after the new one began: the successor's value stands.
     time.sleep(0.3)
     assert _data(zk_hosts, unique_job).startswith(f"{second.pid}:{took_over['epoch']}:")
-    assert read_status(zk_hosts, unique_job)["owner"]["pid"] == second.pid
+    assert read_status(zk_hosts, unique_job).owner["pid"] == second.pid

@@ -27,7 +27,7 @@ def test_standby_waits_until_the_leader_resigns(zk_hosts, unique_job):
     standby = threading.Thread(target=lambda: won.append(acquire_leadership(zk_hosts, unique_job, SESSION_S)))
     standby.start()
     time.sleep(0.5)
-    assert won == [] and read_status(zk_hosts, unique_job)["contenders"] == 2
+    assert won == [] and read_status(zk_hosts, unique_job).contenders == 2
     leader.resign()
     standby.join(10)
     assert [t.epoch for t in won] == [leader.epoch + 1]
@@ -86,7 +86,7 @@ def test_frozen_zookeeper_makes_the_leader_step_down(zk_factory, unique_job):
     successor = acquire_leadership(server.hosts, unique_job, SESSION_S, timeout_s=30)
     assert successor.epoch == term.epoch + 1
     status = read_status(server.hosts, unique_job)
-    assert status["epoch"] == successor.epoch and status["contenders"] == 1
+    assert status.epoch == successor.epoch and status.contenders == 1
     term.resign()
     successor.resign()
     assert callbacks == [f"zk-watchdog-{unique_job}"]  # resign does not call on_lost

@@ -74,16 +74,16 @@ class Job:
 
     def wait_owner(self, driver: Driver, timeout_s: float = LEAD_TIMEOUT_S) -> int:
         """Wait until ``driver`` has won the election; return its epoch."""
-        wait_until(lambda: (self.status()["owner"] or {}).get("pid") == driver.pid,
+        wait_until(lambda: (self.status().owner or {}).get("pid") == driver.pid,
                    timeout_s=timeout_s, what=f"driver {driver.pid} to lead")
-        return self.status()["epoch"]
+        return self.status().epoch
 
     def wait_commits(self, epoch: int, n: int = 1) -> None:
         wait_until(lambda: self.epochs().count(epoch) >= n, timeout_s=LEAD_TIMEOUT_S,
                    what=f"{n} commit(s) of epoch {epoch}")
 
     def wait_contenders(self, n: int) -> None:
-        wait_until(lambda: self.status()["contenders"] == n, timeout_s=30, what=f"{n} contenders")
+        wait_until(lambda: self.status().contenders == n, timeout_s=30, what=f"{n} contenders")
 
 
 def last_word(driver: Driver) -> str:
@@ -115,7 +115,7 @@ def test_the_job_survives_a_killed_leader_a_zombie_and_a_zookeeper_outage(
         e1 = job.wait_owner(first)
         standby = drivers(conf)
         job.wait_contenders(2)
-        assert job.status()["leader"] == f"{socket.gethostname()}:{first.pid}"
+        assert job.status().leader == f"{socket.gethostname()}:{first.pid}"
         job.wait_commits(e1)
         assert set(job.epochs()) == {e1}, "only the leader commits"
         assert "round=" not in standby.output(), "the standby plans and commits nothing"
@@ -197,7 +197,7 @@ def test_the_job_survives_a_killed_leader_a_zombie_and_a_zookeeper_outage(
     assert last_word(fourth).startswith(f"tiering: job {unique_job!r} stopped after")
     with pytest.raises(LeaseNotFoundError):
         client.get_lease(lease_id)
-    assert job.status()["contenders"] == 0
+    assert job.status().contenders == 0
     measured["total"] = time.monotonic() - started
     print("\n" + "\n".join(f"{k}: {v:.1f}s" for k, v in measured.items()))
     print(f"zombie exit {zombie_rc}: {zombie_said}\nwrite batches: {writer.batches}, commits: {len(commits)}")
