@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pyspark
 
-from tiering.kvstore.server.process import free_port
+from tiering.ports import free_port
 
 SPARK_HOME = Path(pyspark.__file__).parent
 #: pyspark's spark-submit next to this interpreter (the venv's bin), as users run it

@@ -10,7 +10,7 @@ import pytest
 
 from tests.support.config import make_config, write_conf
 from tiering.cli import EXIT_FAILURE, main
-from tiering.kvstore.server.process import free_port
+from tiering.ports import free_port
 from tiering.preflight import CHECKS, preflight
 
 pytestmark = pytest.mark.unit

@@ -26,6 +26,7 @@ from pathlib import Path
 
 from tiering.children import die_with_parent
 from tiering.errors import CoordinationError
+from tiering.ports import free_port
 
 __all__ = ["EmbeddedZooKeeper", "run_foreground", "zookeeper_classpath", "find_java"]
 
@@ -88,12 +89,6 @@ def zookeeper_classpath(jars_dir: Path | None = None) -> str:
             raise CoordinationError(f"cannot start embedded ZooKeeper: no {pattern} in {jars_dir}")
         jars.extend(str(m) for m in matches)
     return os.pathsep.join(jars)
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _four_letter_word(port: int, word: bytes, timeout_s: float = 1.0) -> bytes:
@@ -168,7 +163,7 @@ class EmbeddedZooKeeper:
         # A free port can be taken by someone else between probing and binding: try a few.
         attempts = 1 if port is not None else 3
         for attempt in range(attempts):
-            self._port = port if port is not None else _free_port()
+            self._port = port if port is not None else free_port()
             try:
                 self._launch()
                 self._wait_serving(timeout_s)

@@ -35,6 +35,7 @@ import pyarrow.fs as pafs
 
 from tiering.children import die_with_parent
 from tiering.errors import LakeStorageError
+from tiering.ports import free_ports, listening
 
 __all__ = ["EmbeddedS3", "find_weed"]
 
@@ -55,18 +56,6 @@ def find_weed() -> str:
     return found
 
 
-def _listening() -> set[int]:
-    """TCP ports in LISTEN state on any address (weed checks every interface, not only loopback)."""
-    ports: set[int] = set()
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        try:
-            lines = Path(table).read_text().splitlines()[1:]
-        except OSError:
-            continue
-        ports.update(int(f[1].rsplit(":", 1)[1], 16) for f in (line.split() for line in lines) if f[3] == "0A")
-    return ports
-
-
 def _bindable(port: int) -> bool:
     with socket.socket() as s:
         try:
@@ -76,22 +65,10 @@ def _bindable(port: int) -> bool:
     return True
 
 
-def _free_ports(count: int) -> list[int]:
-    busy = _listening()
-    ports: list[int] = []
-    while len(ports) < count:
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
-        if port not in busy and port not in ports:
-            ports.append(port)
-    return ports
-
-
 def _admin_port(taken: set[int]) -> int:
     """weed 4.48's embedded worker dials admin.port + 10000 whatever admin.port.grpc says: keep
     the pair that far apart, both free."""
-    busy = _listening() | taken
+    busy = listening() | taken
     for _ in range(500):
         port = random.randint(20000, 55000)
         if not {port, port + 10000} & busy and _bindable(port) and _bindable(port + 10000):
@@ -181,7 +158,7 @@ class EmbeddedS3:
         """Start ``weed mini`` on ``ports`` (fresh free ones when None)."""
         assert self.data_dir is not None
         if ports is None:
-            ports = dict(zip(_PORTS, _free_ports(len(_PORTS))))
+            ports = dict(zip(_PORTS, free_ports(len(_PORTS))))
             admin = _admin_port(set(ports.values()))
             ports.update({"admin.port": admin, "admin.port.grpc": admin + 10000})
         self.ports = ports

@@ -11,7 +11,7 @@ import pytest
 from tests.support.config import write_conf
 from tests.support.drivers import tiering_cli
 from tiering.cli import EXIT_FAILURE, EXIT_USAGE
-from tiering.kvstore.server.process import free_port
+from tiering.ports import free_port
 
 pytestmark = pytest.mark.integration
 

@@ -105,7 +105,7 @@ def assert_status_runs_without_pyspark(conf) -> None:
 
 
 def test_unreachable_zookeeper_exits_1_naming_the_host_and_writes_nothing(kv_store, tmp_path):
-    from tiering.kvstore.server.process import free_port
+    from tiering.ports import free_port
 
     hosts = f"127.0.0.1:{free_port()}"
     conf = write_conf(tmp_path / "tiering.toml", job="unreachable", store_url=kv_store.url, zk_hosts=hosts,

@@ -30,7 +30,7 @@ from tests.support.config import SPARK_LOCAL, write_conf
 from tests.support.drivers import REPO, driver_env
 from tests.support.oracle import TableOracle
 from tests.support.waiting import wait_until
-from tiering.kvstore.server.process import free_port
+from tiering.ports import free_port
 
 pytestmark = pytest.mark.integration
 

@@ -20,7 +20,7 @@ from tests.support.oracle import TableOracle, assert_lake_equals
 from tiering.cli import EXIT_FAILURE
 from tiering.context import TermContext
 from tiering.job import TieringJob
-from tiering.kvstore.server.process import free_port
+from tiering.ports import free_port
 from tiering.lakestate.lake import Lake
 
 pytestmark = pytest.mark.integration

@@ -34,7 +34,7 @@ from tiering.errors import (
 from tiering.kvstore import retry
 from tiering.kvstore.client import KvStoreClient, _refusal, error_for
 from tiering.kvstore.models import BucketRef, ErrorBody, LakeReport, LogRange, SnapshotRef, TableSpec
-from tiering.kvstore.server.process import free_port
+from tiering.ports import free_port
 
 pytestmark = pytest.mark.unit
 

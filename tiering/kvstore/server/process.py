@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -20,12 +19,7 @@ import requests
 
 from tiering.errors import StoreUnavailableError
 from tiering.kvstore.client import KvStoreClient
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from tiering.ports import free_port
 
 
 class StoreProcess:
