@@ -9,7 +9,19 @@ so an operator reading one line of log knows what to look at.
 
 from __future__ import annotations
 
+import re
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def one_line(error: BaseException | str) -> str:
+    """An error's text as one plain line: delta-rs chains its causes over several colored lines
+    ("↳ ..."), pyarrow's S3 errors and HTTP bodies wrap; a log line, the health file and
+    ``tiering status`` need the whole cause, not its first words."""
+    return " ".join(_ANSI.sub("", str(error)).replace("↳", "->").split())
+
 __all__ = [
+    "one_line",
     "TieringError",
     "RetryableError",
     "ConfigError",

@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from tiering.conf.model import TieringConfig
-from tiering.errors import LakeStorageError, StoreUnavailableError
+from tiering.errors import LakeStorageError, StoreUnavailableError, one_line
 
 __all__ = ["Verdict", "preflight", "CHECKS"]
 
@@ -63,7 +63,7 @@ def _verdict(name: str, check: Callable[[TieringConfig, float], str], config: Ti
         return Verdict(name, True, check(config, timeout_s))
     except Exception as e:  # noqa: BLE001 - every dependency gets its verdict; the error is that verdict
         log.debug("check %s failed", name, exc_info=True)
-        return Verdict(name, False, " ".join(str(e).split()) or type(e).__name__)
+        return Verdict(name, False, one_line(e) or type(e).__name__)
 
 
 def _zookeeper(config: TieringConfig, timeout_s: float) -> str:

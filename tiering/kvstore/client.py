@@ -39,6 +39,7 @@ from tiering.errors import (
     StoreUnavailableError,
     TableNotFoundError,
     UnauthorizedError,
+    one_line,
 )
 from tiering.kvstore import retry
 from tiering.kvstore.models import (
@@ -107,7 +108,7 @@ def _envelope(body: Any) -> tuple[str, str]:
 def _foreign(body: Any) -> str:
     """An answer in another shape than the store's, as one short line of what it said."""
     text = body if isinstance(body, str) else json.dumps(body, sort_keys=True, default=str)
-    text = " ".join(text.split())
+    text = one_line(text)
     return (text[:300] + "...") if len(text) > 300 else (text or "an empty body")
 
 

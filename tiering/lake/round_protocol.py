@@ -35,7 +35,6 @@ Failure modes handled here, for every writer:
 from __future__ import annotations
 
 import logging
-import re
 import shlex
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -55,6 +54,7 @@ from tiering.errors import (
     ForeignCommitError,
     LakeCommitError,
     SchemaMismatchError,
+    one_line,
 )
 from tiering.conf.model import DEFAULT_TARGET_FILE_MB
 from tiering.kvstore.models import TableInfo
@@ -365,8 +365,8 @@ class RoundWriter:
             after = open_table(prepared.path, self._lake.store.delta_options())
         except (OSError, DeltaError) as e:
             raise LakeCommitError(
-                f"table {prepared.table.name!r}: Delta commit failed: {_one_line(error)}; whether it landed could not "
-                f"be read from {prepared.path}: {_one_line(e)}", table=prepared.table.name, epoch=prepared.epoch,
+                f"table {prepared.table.name!r}: Delta commit failed: {one_line(error)}; whether it landed could not "
+                f"be read from {prepared.path}: {one_line(e)}", table=prepared.table.name, epoch=prepared.epoch,
             ) from error
         done = after.transaction_version(prepared.app) if after is not None else None
         if done == prepared.version:
@@ -380,7 +380,7 @@ class RoundWriter:
                 table=name,
                 epoch=epoch,
             ) from error
-        reason = f"Delta commit failed: {_one_line(error)}" if error is not None else (
+        reason = f"Delta commit failed: {one_line(error)}" if error is not None else (
             f"Delta skipped the write: the lake's txn version for {prepared.app!r} is {done} "
             f"({epoch_round(done) if done is not None else None}), the round's is {prepared.version}"
         )
@@ -394,13 +394,6 @@ def _foreign_commit(table: str, commit: ForeignCommit, epoch: int) -> ForeignCom
         f"repair: `tiering resync {shlex.quote(table)} --conf FILE` rebuilds the table from the store",
         version=commit.version, operation=commit.operation, table=table, epoch=epoch,
     )
-
-
-def _one_line(error: BaseException | None) -> str:
-    """delta-rs's error chain ("Generic S3 error", then the request, the URL and the store's
-    answer on lines of their own, colored) as one plain line: the cause reaches the log line,
-    the health file and ``tiering status``, not only its first words."""
-    return " ".join(re.sub(r"\x1b\[[0-9;]*m", "", str(error)).replace("↳", "->").split())
 
 
 def _skipped(table: TableInfo, dt: DeltaTable | None, info: LakeCommitInfo | None) -> TableCommit:

@@ -21,7 +21,7 @@ from deltalake import DeltaTable
 from deltalake.exceptions import DeltaError, TableNotFoundError
 
 from tiering.conf.model import DEFAULT_COMPRESSION, LakeConfig
-from tiering.errors import LakeReadError
+from tiering.errors import LakeReadError, one_line
 from tiering.enumerator.positions import LakePosition
 from tiering.lakestate.commits import LakeCommitInfo, newest_commit
 from tiering.lakestate.foreign import ForeignCommit, first_foreign_change
@@ -214,9 +214,8 @@ class LakeTables:
         try:
             return self._load(table)
         except (OSError, DeltaError) as e:
-            message = " ".join(str(e).split())  # delta-rs chains its causes over several lines
             raise LakeReadError(f"table {table!r}: its Delta log at {self.lake.path(table)} cannot be read: "
-                                f"{type(e).__name__}: {message}", table=table) from e
+                                f"{type(e).__name__}: {one_line(e)}", table=table) from e
 
     def _load(self, table: str) -> LakeTable | None:
         seen = self._seen.get(table)

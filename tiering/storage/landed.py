@@ -24,7 +24,7 @@ from types import TracebackType
 import pyarrow as pa
 import pyarrow.fs as pafs
 
-from tiering.errors import ObjectWriteError
+from tiering.errors import ObjectWriteError, one_line
 
 __all__ = ["LandedObject", "copy_object", "store_answer"]
 
@@ -38,7 +38,7 @@ _COPY_CHUNK = 8 * 1024 * 1024
 def store_answer(error: BaseException, default_operation: str) -> tuple[str, str]:
     """``(operation, answer)`` of a failed object-store call: the S3 request and the store's
     error code and text when pyarrow names them, else ``default_operation`` and the error."""
-    text = " ".join(str(error).split())
+    text = one_line(error)
     found = _AWS_ERROR.search(text)
     if found is None:
         return default_operation, f"{type(error).__name__}: {text[:300]}"

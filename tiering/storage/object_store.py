@@ -39,7 +39,7 @@ from urllib.parse import urlsplit
 import pyarrow.fs as pafs
 from deltalake.exceptions import DeltaError
 
-from tiering.errors import ConfigError, LakeStorageError
+from tiering.errors import ConfigError, LakeStorageError, one_line
 
 __all__ = ["ObjectStore", "S3_ENV_KEYS"]
 
@@ -251,7 +251,7 @@ def _seconds(key: str, duration: str) -> float:
 
 def _reason(error: Exception) -> str:
     """The useful part of an S3/pyarrow error: access denied, no such bucket, unreachable."""
-    text = " ".join(str(error).split())
+    text = one_line(error)
     for marker, reason in (
         ("NETWORK_CONNECTION", "unreachable"),
         ("Could not connect", "unreachable"),
