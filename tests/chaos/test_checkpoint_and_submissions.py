@@ -1,4 +1,4 @@
-"""A damaged or moved checkpoint, and the same job submitted twice at once (issue 6).
+"""A damaged or moved checkpoint, and the same job submitted twice at once.
 
 - Spark's checkpoint loses its last ``commits/N`` (the batch is replayed) or its last batch
   entirely (the batch is planned again, differently): the lake, not the checkpoint, says

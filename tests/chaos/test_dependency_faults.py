@@ -1,4 +1,4 @@
-"""The fault matrix on real processes (issue 20, item 4): the KV store, ZooKeeper, Spark executors.
+"""The fault matrix on real processes: the KV store, ZooKeeper, Spark executors.
 
 Each case breaks one dependency of a running job at an exact point of a round, then clears the
 fault, and asserts what an operator relies on: the lake equals the test's oracle row by row

@@ -1,4 +1,4 @@
-"""A `tiering run` driver SIGKILLed at random points of its rounds, over and over (issue 6).
+"""A `tiering run` driver SIGKILLed at random points of its rounds, over and over.
 
 Kill points: the three failpoints of the round committer (before the Delta commit, after it,
 after the store report; a trial fails unless its point fired: the driver says so as it dies,

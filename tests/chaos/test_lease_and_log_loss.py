@@ -1,4 +1,4 @@
-"""Snapshots and log segments vanish under the job: a lapsed lease, a truncated log (issue 6).
+"""Snapshots and log segments vanish under the job: a lapsed lease, a truncated log.
 
 - A lease far shorter than a round, never renewed, under the most aggressive GC: the store
   may delete a snapshot while Spark reads it. The table's round must fail cleanly (its

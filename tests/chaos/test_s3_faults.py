@@ -1,4 +1,4 @@
-"""The fault matrix's S3 cases (issue 20, item 4): a lake on a real S3 server that freezes, dies
+"""The fault matrix's S3 cases: a lake on a real S3 server that freezes, dies
 or answers badly under a running job.
 
 A continuous `tiering run` driver tiers tables ``a`` and ``b`` into a SeaweedFS lake reached

@@ -1,4 +1,4 @@
-"""The services under a running job die and come back: the KV store, ZooKeeper (issue 6).
+"""The services under a running job die and come back: the KV store, ZooKeeper.
 
 The job runs continuously in-process (shared SparkSession) while writers keep changing the
 tables and the store's GC runs at its most aggressive (one retained snapshot, GC every 0.2 s,

@@ -66,7 +66,8 @@ _NAME = re.compile(r"[A-Za-z0-9._-]+")
 _HOST_PORT = re.compile(r"(?P<host>[A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\]):(?P<port>\d{1,5})")
 
 
-#: ``lake.table_parallelism`` when unset on an ``s3://`` root (measured: the issue-21 S3 runs).
+#: ``lake.table_parallelism`` when unset on an ``s3://`` root: each of a table's requests waits a
+#: round trip there, so more tables at once pay (benchmarks/results/SUMMARY.md has the figures).
 S3_TABLE_PARALLELISM = 32
 
 
@@ -201,15 +202,15 @@ class LakeConfig(_Section):
         "delta-rs writer: a round of a table with no bootstrap bucket and at most this many "
         "changes is written by the driver itself (no Spark job: the round of a few changed "
         "rows); bigger rounds and bootstraps are written by the executors. Bounds the changes "
-        "the driver holds for a rewrite; 0 means always the executors. (Was half of "
-        "`merge_max_changes`, which still sets it and this key's sibling `merge_max_rows`.)",
+        "the driver holds for a rewrite; 0 means always the executors. The older key "
+        "`merge_max_changes` still sets it and `merge_max_rows` both.",
         DEFAULT_DRIVER_MAX_CHANGES,
         ge=0,
     )
     merge_max_rows: int = setting(
         "delta-rs writer with `change_data_feed` on: the most rows the source of a round's MERGE "
         "may hold in the driver (the changes, and the whole content of a re-bootstrapped bucket); "
-        "a bigger round fails its table naming this key. (Was the other half of `merge_max_changes`.)",
+        "a bigger round fails its table naming this key.",
         DEFAULT_MERGE_MAX_ROWS,
         ge=0,
     )
@@ -237,8 +238,8 @@ class LakeConfig(_Section):
     compression: Compression = setting(
         "delta-rs writer: the Parquet codec of the data files the job writes: rounds (by the "
         "executors or the driver), a change-feed MERGE, compaction and resync. `snappy` and `lz4` "
-        "encode about a third faster than `zstd` and write three to four times its bytes (the "
-        "amplification benchmark's rows); `gzip` is far slower. Files already in the lake keep "
+        "encode faster than `zstd` and write several times its bytes (the benchmarks page has "
+        "the figures); `gzip` is far slower. Files already in the lake keep "
         "their codec, as do snapshot files a bootstrap copies byte for byte (the store writes zstd): "
         "a table may mix codecs, which Parquet readers handle file by file. delta-spark writes with "
         "Spark's `spark.sql.parquet.compression.codec`.",
@@ -249,12 +250,11 @@ class LakeConfig(_Section):
         "Tables of one round prepared, committed and reported at the same time (threads of the "
         "driver; delta-rs commits and store calls wait on I/O), and planned (threads of the planning "
         "process); also the tables a maintenance pass maintains at once (one compaction at a time). "
-        "1 handles them one by one. A table's round is some 30 object-store requests one "
+        "1 handles them one by one. A table's round is a few dozen object-store requests one "
         "after another, half of them its Delta log's, so on S3, where each takes tens of "
         "milliseconds, more tables at once pay: unset, it is 8 on a local root and "
-        f"{S3_TABLE_PARALLELISM} on an `s3://` one (with every request 20 ms away, a round changing "
-        "100 tables took 8.0 s at 32, 10.5 s at 16 and 19.1 s at 8; on a local lake with 2 cores "
-        "8 was best). The driver writes two tables' big rounds at a time whatever it is.",
+        f"{S3_TABLE_PARALLELISM} on an `s3://` one. The driver writes two tables' big rounds at a "
+        "time whatever it is.",
         8,
         ge=1,
     )

@@ -1,4 +1,4 @@
-"""Start-up and shutdown speak plainly (issue 20, items 4 and 5), through real `tiering run` processes.
+"""Start-up and shutdown speak plainly, through real `tiering run` processes.
 
 - A checkpoint Spark would trip over (``offsets`` a file: Spark's bare ``AssertionError``) is
   refused before the query starts, naming the path; exit 1; lake and checkpoint untouched.

@@ -1,4 +1,4 @@
-"""Whole-job failover with real drivers (issue 4): `tiering run` processes on one job and one
+"""Whole-job failover with real drivers: `tiering run` processes on one job and one
 checkpoint, a KV store taking writes the whole time, an embedded ZooKeeper electing them.
 
 One test walks through the failures in turn, each new leader's successor queued as its standby,

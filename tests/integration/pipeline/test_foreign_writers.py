@@ -1,4 +1,4 @@
-"""Other writers in the lake (issue 22.3): real store process, ZooKeeper, local Spark, real Delta.
+"""Other writers in the lake: real store process, ZooKeeper, local Spark, real Delta.
 
 Someone appends to or deletes from a tiered table with another tool: the job's next round fails
 that table alone (cause ``foreign_write``), naming the commit's version and operation and

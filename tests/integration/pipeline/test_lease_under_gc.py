@@ -1,4 +1,4 @@
-"""The job lease against the store's most aggressive GC (issue 3).
+"""The job lease against the store's most aggressive GC.
 
 Setting: one retained snapshot per bucket, GC every 0.1 s, a new snapshot of every changed
 bucket every 0.2 s while writers keep changing every bucket, and a read limit that spreads the

@@ -1,4 +1,4 @@
-"""Names that attack, end to end: store -> tiering job -> Delta (issue 15).
+"""Names that attack, end to end: store -> tiering job -> Delta.
 
 Every table and column name the store accepts (tests/support/names.py holds the lists,
 tests/integration/kvstore/test_names.py the refusals) is tiered row for row in one round, next to a plainly named table:

@@ -1,4 +1,4 @@
-"""`tiering resync` end to end (issue 22.2): real store process, ZooKeeper, local Spark, real Delta.
+"""`tiering resync` end to end: real store process, ZooKeeper, local Spark, real Delta.
 
 A lake table deleted, altered or changed by hand is rebuilt from a fresh snapshot of every bucket
 in one commit of a term of its own; the lake then equals the store row by row, the job's next run

@@ -1,4 +1,4 @@
-"""A table whose Delta log the lake cannot give back (issue 20): the query goes on without it.
+"""A table whose Delta log the lake cannot give back: the query goes on without it.
 
 The planner reads every table's lake position each round; an object store that fails that read
 for one table (here: a log entry that does not parse, as a truncated or refused read would)

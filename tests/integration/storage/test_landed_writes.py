@@ -1,5 +1,5 @@
 """A lake write the object store refused fails its bucket, naming the object, the request and the
-store's answer (issue 20.1), on a real S3 server whose identities refuse parts of the protocol.
+store's answer, on a real S3 server whose identities refuse parts of the protocol.
 
 The silent case first, as a new user met it: ``pyarrow.fs.copy_files`` into a store that refuses
 ``UploadPart`` returns without an error and no object exists (pyarrow only logs "Error ignored

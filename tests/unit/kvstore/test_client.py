@@ -128,7 +128,7 @@ def test_any_answer_in_a_foreign_shape_is_the_typed_error_of_its_status_naming_w
 
 
 def test_a_gateways_503_on_a_release_is_unavailable_naming_it():
-    """The shape issue 30 reproduced: the job died of a TypeError on the first refused release."""
+    """The shape that killed a job: a TypeError on the first refused release ended the query."""
     body = {"error": {"code": 503, "message": "upstream connect error"}}
     error = error_for(503, body, "POST", "/v1/leases/j-1/release", store="http://gw:8443")
     assert type(error) is StoreUnavailableError and error.code == ""

@@ -1,4 +1,4 @@
-"""The checkpoint's table health file: what a round does to each table's record (issue 14)."""
+"""The checkpoint's table health file: what a round does to each table's record."""
 
 from __future__ import annotations
 

@@ -21,7 +21,7 @@ CANONICAL = (
     '"orders":{"id":3,"snapshot":[[0,5,1100]],"log":[[0,1100,1200],[2,6,7],[10,20,30]]}}}'
 )
 
-#: The same round as an issue-21 v1 entry wrote it: every split names its table and table id,
+#: The same round as a v1 entry wrote it: every split names its table and table id,
 #: ``tables`` carries the round's tables' positions.
 V1 = (
     '{"v":1,"lease_id":"orders-tiering-abc","epoch":7,"round":42,'
