@@ -75,7 +75,7 @@ def _zookeeper(config: TieringConfig, timeout_s: float) -> str:
     if status.epoch is None:
         return f"{hosts}: connected; job {job!r} has no epoch yet (its first run creates {job_path(job)})"
     leader = status.leader or "none"
-    return f"{hosts}: {job_path(job)} readable: epoch {status['epoch']}, leader {leader}"
+    return f"{hosts}: {job_path(job)} readable: epoch {status.epoch}, leader {leader}"
 
 
 def _kvstore(config: TieringConfig, timeout_s: float) -> str:

@@ -11,6 +11,7 @@ import pytest
 from tests.support.config import write_conf
 from tests.support.drivers import tiering_cli
 from tiering.cli import EXIT_FAILURE, EXIT_OK
+from tiering.coord import acquire_leadership
 from tiering.ports import free_port
 
 pytestmark = pytest.mark.integration
@@ -36,6 +37,16 @@ def test_all_dependencies_pass(kv_store, zk_server, unique_job, tmp_path):
     probe = f"import sys\nfrom tiering.cli import main\nprint(main(['check', '--conf', {str(conf)!r}]), 'pyspark' in sys.modules)"
     without_jvm = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
     assert without_jvm.stdout.splitlines()[-1] == "0 False", "a check needs no JVM: " + without_jvm.stderr[-2000:]
+
+
+def test_a_job_that_has_led_shows_its_epoch_and_leader(kv_store, zk_server, unique_job, tmp_path):
+    conf = write_conf(tmp_path / "tiering.toml", job=unique_job, store_url=kv_store.url, zk_hosts=zk_server.hosts)
+    with acquire_leadership(zk_server.hosts, unique_job, 5.0, timeout_s=10) as term:
+        result = tiering_cli("check", "--conf", str(conf))
+
+    assert result.returncode == EXIT_OK, result.stdout + result.stderr
+    line = next(line for line in result.stdout.splitlines() if line.split()[1] == "zookeeper")
+    assert f"epoch {term.epoch}, leader " in line and "leader none" not in line
 
 
 def test_a_stopped_store_fails_its_check_and_only_it(store_factory, zk_server, unique_job, tmp_path):
