@@ -2,8 +2,9 @@
 # Prepares a fresh machine for kv-tiering: Java 17 (Spark and the embedded ZooKeeper run on
 # it), tmux (the `tiering status --watch` test runs it in a terminal), a virtualenv in .venv with
 # the package and its test extras, a second one in .venv-oldest on the oldest supported pyspark
-# (scripts/setup_oldest.sh), and promtool in .venv/bin (the alert rules' tests); both venvs'
-# pyspark.zip get bytecode (scripts/pyspark_bytecode.py). Safe to run again.
+# (scripts/setup_oldest.sh), a third in .venv-delta with delta-spark and its JVM jars fetched with
+# Maven into deploy/jars/lib (scripts/setup_delta.sh), and promtool in .venv/bin (the alert rules'
+# tests); every venv's pyspark.zip gets bytecode (scripts/pyspark_bytecode.py). Safe to run again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -34,6 +35,7 @@ fi
 .venv/bin/python -m pip install -q -e ".[test]"
 .venv/bin/python scripts/pyspark_bytecode.py  # Spark's Python processes import pyspark from its zip
 ./scripts/setup_oldest.sh  # .venv-oldest: the oldest supported pyspark, for scripts/test_oldest.sh
+./scripts/setup_delta.sh  # .venv-delta + deploy/jars/lib: delta-spark and its jars, for scripts/test_delta.sh
 
 # promtool only, from Debian's prometheus package: installing the package would start a server.
 if ! command -v promtool >/dev/null 2>&1 && [ ! -x .venv/bin/promtool ] && command -v apt-get >/dev/null 2>&1; then

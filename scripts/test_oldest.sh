@@ -11,8 +11,6 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 VENV=.venv-oldest
 [ -x "$VENV/bin/python" ] || ./scripts/setup_oldest.sh || exit
-export PYSPARK_PYTHON="$PWD/$VENV/bin/python"
-export PYSPARK_DRIVER_PYTHON="$PWD/$VENV/bin/python"
 export CHAOS_TRIALS="${CHAOS_TRIALS:-2}"
 SELECTION=(
   tests/integration/pipeline/test_tiering_rounds.py
@@ -25,10 +23,4 @@ SELECTION=(
 )
 [ "$#" -eq 0 ] && set -- "${SELECTION[@]}"
 echo "test_oldest: pyspark $("$VENV/bin/python" -c 'import pyspark; print(pyspark.__version__)') (CHAOS_TRIALS=$CHAOS_TRIALS)"
-"$VENV/bin/python" -m pytest -p no:cacheprovider -n "${TEST_WORKERS:-2}" --dist loadfile "$@"
-rc=$?
-if [ "$rc" -eq 5 ]; then
-  echo "test_oldest: no tests were collected"
-  rc=0
-fi
-exit "$rc"
+exec ./scripts/venv_pytest.sh test_oldest "$VENV" "$@"

@@ -5,12 +5,14 @@
 - :func:`assert_no_orphans`: every file under a table directory (outside ``_delta_log`` and
   ``_staging``) is either active in the Delta table or listed by a ``VACUUM`` dry run with zero
   retention, so a crash leaves nothing that stays forever;
-- :func:`read_feed` / :func:`replayed`: the change data feed read back as a consumer would;
+- :func:`read_feed` / :func:`replayed`: the change data feed read back as a consumer would (with
+  Delta's jars in the run, Spark's ``readChangeFeed`` must read the same changes);
 - :func:`codecs` / :func:`file_codecs`: the Parquet codecs a file's column chunks were written with.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import os
 from collections.abc import Iterable
@@ -21,6 +23,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from deltalake import DeltaTable
 
+from tests.support.delta_spark import delta_reader
 from tests.support.oracle import TableOracle
 from tiering.lakestate.commits import tiering_entry
 from tiering.lakestate.lake import Lake
@@ -107,9 +110,28 @@ def file_codecs(lake: Lake | Path, table: str, paths: Iterable[str]) -> set[str]
 
 
 def read_feed(lake: Lake, table: str, start: int, end: int | None = None) -> list[dict]:
-    """The feed of versions ``[start, end]`` (to the newest without ``end``), read by delta-rs."""
+    """The feed of versions ``[start, end]`` (to the newest without ``end``), read by delta-rs;
+    in a run with Delta's jars, Spark's ``readChangeFeed`` reads the same changes."""
     dt = lake.load(table).dt
-    return pa.table(dt.load_cdf(starting_version=start, ending_version=end).read_all()).to_pylist()
+    changes = pa.table(dt.load_cdf(starting_version=start, ending_version=end).read_all()).to_pylist()
+    reader = delta_reader(lake)
+    if reader is not None:
+        spark, rs = _as_set(reader.feed(lake, table, start, end)), _as_set(changes)
+        assert spark == rs, (
+            f"{table}: Spark's change feed of versions {start}..{end} differs from delta-rs's: {len(spark)} changes "
+            f"against {len(rs)}, only Spark's {[c for c in spark if c not in rs][:3]}, only delta-rs's "
+            f"{[c for c in rs if c not in spark][:3]}"
+        )
+    return changes
+
+
+def _as_set(changes: list[dict]) -> list[tuple]:
+    """Changes comparable across readers: sorted, without the commit time (each reader types it its
+    own way), a timestamp as its UTC time (each reader names UTC its own way)."""
+    def value(v):
+        return v.astimezone(dt.timezone.utc).isoformat() if isinstance(v, dt.datetime) else repr(v)
+
+    return sorted(tuple(sorted((k, value(v)) for k, v in c.items() if k != "_commit_timestamp")) for c in changes)
 
 
 def replayed(changes: list[dict], key: str = "id") -> dict[object, dict]:

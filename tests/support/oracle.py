@@ -3,6 +3,8 @@
 The oracle is the test's own record of every upsert and delete it sent, keyed by primary key:
 an independent truth to compare the lake with (not the store's files, which the service itself
 reads). A lake table with a duplicate key or without its system columns fails every comparison.
+The lake is read with delta-rs and, in a run with Delta's jars (``scripts/test_delta.sh``), with
+Spark's own Delta reader too (:mod:`tests.support.delta_spark`): rows, columns, recent versions.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from typing import Any
 
 from deltalake.exceptions import TableNotFoundError
 
+from tests.support.delta_spark import assert_versions_read_alike, delta_reader
 from tiering.kvstore.client import KvStoreClient
 from tiering.kvstore.models import TableSpec
 from tiering.lakestate.lake import Lake
@@ -87,12 +90,26 @@ def lake_rows(lake: Lake | Path, table: str) -> dict[int, dict]:
 
 
 def assert_lake_equals(lake_root: Lake | Path, oracle: TableOracle) -> None:
-    lake = lake_rows(lake_root, oracle.name)
+    """The lake table equals the oracle row by row as delta-rs reads it and, with Delta's jars on
+    the test's Spark session, as Spark's Delta reader reads it (its columns too, and its recent
+    versions as delta-rs reads them)."""
+    lake = lake_root if isinstance(lake_root, Lake) else Lake.at(str(lake_root))
+    _assert_rows_equal(lake_rows(lake, oracle.name), oracle, "delta-rs")
+    reader = delta_reader(lake)
+    if reader is None:
+        return
+    columns = set(reader.columns(lake, oracle.name))
+    assert columns == {c["name"] for c in SCHEMA} | set(oracle.added) | set(SYSTEM), f"Spark reads {oracle.name}'s columns as {columns}"
+    _assert_rows_equal(reader.rows(lake, oracle.name, drop=SYSTEM), oracle, "Spark's Delta reader")
+    assert_versions_read_alike(reader, lake, oracle.name)
+
+
+def _assert_rows_equal(lake: dict[int, dict], oracle: TableOracle, reader: str) -> None:
     missing = sorted(set(oracle.rows) - set(lake))
     extra = sorted(set(lake) - set(oracle.rows))
     wrong = sorted(k for k in set(lake) & set(oracle.rows) if lake[k] != oracle.rows[k])
     assert not (missing or extra or wrong), (
-        f"{oracle.name}: {len(missing)} missing {missing[:5]}, {len(extra)} extra {extra[:5]}, "
+        f"{oracle.name} read by {reader}: {len(missing)} missing {missing[:5]}, {len(extra)} extra {extra[:5]}, "
         f"{len(wrong)} differ {[(k, lake[k], oracle.rows[k]) for k in wrong[:3]]}"
     )
 
@@ -111,9 +128,10 @@ def assert_lakes_equal(lake_root: Lake | Path, tables: Iterable[TableOracle]) ->
 
 
 def lake_matches(lake_root: Lake | Path, oracle: TableOracle) -> bool:
-    """Whether the lake equals the oracle now (a table not created yet does not)."""
+    """Whether the lake equals the oracle now (a table not created yet does not), as delta-rs
+    reads it: a test polls it."""
     try:
-        assert_lake_equals(lake_root, oracle)
+        _assert_rows_equal(lake_rows(lake_root, oracle.name), oracle, "delta-rs")
     except (AssertionError, TableNotFoundError):
         return False
     return True

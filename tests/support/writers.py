@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 from decimal import Decimal
 
+import pytest
+
 from tiering.conf.model import DEFAULT_DRIVER_MAX_CHANGES
 from tiering.enumerator.splits import sort_key
 from tiering.errors import ConfigError
@@ -19,6 +21,19 @@ from tiering.lakestate.lake import Lake
 #: Every writer, by data path: (id, driver_max_changes for delta-rs).
 WRITERS = [("delta-rs-executors", 0), ("delta-rs-driver", DEFAULT_DRIVER_MAX_CHANGES), ("delta-rs-feed", DEFAULT_DRIVER_MAX_CHANGES),
            ("delta-spark", None)]
+
+
+def writer_params(*read_by_spark: str) -> list:
+    """``WRITERS``' ids as fixture params: delta-spark's, and those of ``read_by_spark`` (tables of
+    delta-rs that Spark's Delta reads too), marked ``delta_jars`` (scripts/test_delta.sh runs those)."""
+    marked = {"delta-spark", *read_by_spark}
+    return [pytest.param(k, marks=pytest.mark.delta_jars) if k in marked else k for k, _ in WRITERS]
+
+
+WRITER_PARAMS = writer_params()
+
+#: The ``lake.writer`` values as params of a job test (tests/integration/conftest.py ``lake_writer``).
+LAKE_WRITERS = ["delta-rs", pytest.param("delta-spark", marks=pytest.mark.delta_jars)]
 #: Who writes a changelog-only round's files, by writer.
 WRITTEN_BY = {
     "delta-rs-executors": "executors", "delta-rs-driver": "driver", "delta-rs-feed": "driver (MERGE)", "delta-spark": "delta-spark",
@@ -58,6 +73,13 @@ def missing_delta_jars(spark) -> str | None:
     except ConfigError as e:
         return e.problems[0]
     return None
+
+
+def skip_without_delta_jars(spark) -> None:
+    """Skip the test unless delta-spark can run in ``spark``."""
+    if missing_delta_jars(spark) is not None:
+        pytest.skip("delta-spark not executable here: the Delta jars are not on Spark's classpath "
+                    "(io.delta.tables.DeltaTable is not loadable; scripts/test_delta.sh runs these)")
 
 
 def commit(writer, files, *, epoch=1, round_id=1, table=ORDERS, replace_table=False):

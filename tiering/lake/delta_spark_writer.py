@@ -22,6 +22,11 @@ Failure modes and what happens (the same protocol as :mod:`tiering.lake.round_wr
   match by name, so both read the same;
 - a schema change the lake cannot follow -> :class:`LakeCommitError` naming the table and the
   column, before any file is written (:mod:`tiering.lake.schema_change`);
+- a column whose name holds a space, a tab, a newline or one of ``,;{}()=``: delta-spark refuses
+  to write it into a table without column mapping (``DELTA_INVALID_CHARACTERS_IN_COLUMN_NAMES``),
+  and column mapping (physical names in the files and the stats) is not a layout the lake's
+  readers follow -> :class:`SchemaMismatchError` naming the table and the column, before anything
+  is read or written (delta-rs writes such a column as it is);
 - ``lake.change_data_feed = true``: refused when the configuration is loaded (``ConfigError``):
   the ``replaceWhere`` overwrite below is recorded by Delta as every row of every touched bucket
   deleted and inserted again, not as the round's changes (a feed-correct path would be Delta's
@@ -40,22 +45,27 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 
-from tiering.errors import ConfigError
+from tiering.errors import ConfigError, SchemaMismatchError
 from tiering.kvstore.models import TableInfo
 from tiering.lake.bucket_rows import bucket_rows
 from tiering.lakestate.layout import BUCKET_COLUMN, lake_schema
 from tiering.lake.round_plan import BucketPlan
 from tiering.lake.bucket_files import WrittenFile
 from tiering.lake.round_protocol import PreparedRound, RoundWriter, TableCommit, WritePath, output_rows
-from tiering.lakestate.lake import Lake
+from tiering.enumerator.splits import Split
+from tiering.lakestate.lake import Lake, LakeTable
 
 __all__ = ["DELTA_CLASS", "DeltaSparkRoundWriter", "check_delta_jars"]
 
 log = logging.getLogger(__name__)
+
+#: Characters delta-spark refuses in a column name unless the table maps columns to physical names.
+DELTA_INVALID_NAME_CHARACTERS = " ,;{}()\n\t="
 
 #: A class every delta-spark release ships; loadable iff the jars are on the driver's classpath.
 DELTA_CLASS = "io.delta.tables.DeltaTable"
@@ -91,6 +101,14 @@ class DeltaSparkRoundWriter(RoundWriter):
     def __init__(self, spark: SparkSession, lake: Lake, job: str) -> None:
         check_delta_jars(spark)
         super().__init__(spark, lake, job)
+
+    def prepare(
+        self, table: TableInfo, splits: Sequence[Split], files: Mapping[Split, Sequence[str]],
+        current: LakeTable | None, **round_args: Any,
+    ) -> PreparedRound | TableCommit:
+        """As every writer prepares, after checking that delta-spark can write ``table``'s columns."""
+        _check_column_names(table)
+        return super().prepare(table, splits, files, current, **round_args)
 
     def _write_path(self, prepared: PreparedRound) -> WritePath:
         """Always delta-spark: it writes the data inside its own commit (a Spark job per table)."""
@@ -133,3 +151,16 @@ class DeltaSparkRoundWriter(RoundWriter):
             rows = self._spark.createDataFrame(lake_schema(table).empty_table())
         return rows.select(*columns)
 
+
+
+def _check_column_names(table: TableInfo) -> None:
+    """:class:`SchemaMismatchError` naming every column delta-spark would refuse to write."""
+    refused = [c.name for c in table.columns if any(ch in DELTA_INVALID_NAME_CHARACTERS for ch in c.name)]
+    if refused:
+        raise SchemaMismatchError(
+            f"table {table.name!r}: delta-spark cannot write column(s) {refused}: Delta refuses any of "
+            f"{DELTA_INVALID_NAME_CHARACTERS!r} in a column name unless the table maps columns to physical names "
+            "(column mapping, which the lake does not use); expected names without them, or lake.writer = \"delta-rs\" "
+            "(it writes them as they are)",
+            table=table.name,
+        )

@@ -28,6 +28,14 @@ def test_the_factory_builds_the_delta_rs_writer(spark, tmp_path):
     assert spark.conf.get("spark.sql.parquet.outputTimestampType") == "TIMESTAMP_MICROS"
 
 
+@pytest.mark.delta_jars
+def test_with_the_jars_the_factory_builds_the_delta_spark_writer(spark, tmp_path):
+    if missing_delta_jars(spark) is not None:
+        pytest.skip("the Delta jars are not on the classpath (scripts/test_delta.sh puts them there)")
+    writer = make_round_writer(spark, LakeConfig(root=str(tmp_path / "lake"), writer="delta-spark"), JOB)
+    assert isinstance(writer, DeltaSparkRoundWriter) and writer.job == JOB
+
+
 def test_without_the_jars_delta_spark_refuses_to_start(spark, tmp_path):
     if missing_delta_jars(spark) is None:
         pytest.skip("the Delta jars are on the classpath")

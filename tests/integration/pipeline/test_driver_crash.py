@@ -5,7 +5,8 @@ test knows where the round stood: after the lease was acquired but before the De
 or after the Delta commit but before Spark's commit log. The restart is the next driver's
 leader loop (``run_as_leader``) in the test process, on the session's SparkSession: it reads
 the crashed driver's checkpoint like a new process would (a restart in a new process is
-`tests/chaos` and the spark-submit tests' part), without a second JVM start per test.
+`tests/chaos` and the spark-submit tests' part), without a second JVM start per test. Both lake
+writers are killed and replayed (delta-spark where the Delta jars are on the classpath).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from deltalake import DeltaTable
 from deltalake.exceptions import TableNotFoundError
 
 from tests.support.config import write_conf
+from tests.support.delta_spark import delta_spark_conf
 from tests.support.drivers import run_driver
 from tests.support.oracle import TableOracle, assert_lake_equals
 from tests.support.waiting import wait_until
@@ -31,11 +33,12 @@ from tiering.state.lease_file import load_or_create_lease_id
 pytestmark = pytest.mark.integration
 
 
-def crash_conf(tmp_path: Path, store_url: str, zk_hosts: str, lease_s: float = 60.0) -> Path:
+def crash_conf(tmp_path: Path, store_url: str, zk_hosts: str, lease_s: float = 60.0, writer: str = "delta-rs") -> Path:
     return write_conf(
         tmp_path / "tiering.toml", job="crash-job", store_url=store_url, zk_hosts=zk_hosts,
-        zookeeper={"session_timeout_s": 4.0}, lease={"duration_s": lease_s},
-        spark={"spark.master": "local[2]", "spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "4"},
+        zookeeper={"session_timeout_s": 4.0}, lease={"duration_s": lease_s}, lake={"writer": writer},
+        spark={"spark.master": "local[2]", "spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "4",
+               **delta_spark_conf()},
     )
 
 
@@ -62,9 +65,11 @@ def tables(kv_store):
     return orders, users
 
 
-def test_killed_before_the_delta_commit_replays_the_round_with_the_same_lease(spark, kv_store, zk_server, tables, tmp_path):
+def test_killed_before_the_delta_commit_replays_the_round_with_the_same_lease(
+    spark, kv_store, zk_server, tables, lake_writer, tmp_path
+):
     client = kv_store.client()
-    conf = crash_conf(tmp_path, kv_store.url, zk_server.hosts)
+    conf = crash_conf(tmp_path, kv_store.url, zk_server.hosts, writer=lake_writer)
 
     crashed_at(conf, "before_delta_commit")
     lease_id = load_or_create_lease_id(str(tmp_path / "ckpt"), "crash-job")
@@ -79,9 +84,9 @@ def test_killed_before_the_delta_commit_replays_the_round_with_the_same_lease(sp
     assert client.list_leases() == [], "released after the replay, dropped at the clean stop"
 
 
-def test_killed_after_the_delta_commit_skips_the_replayed_round(spark, kv_store, zk_server, tables, tmp_path):
+def test_killed_after_the_delta_commit_skips_the_replayed_round(spark, kv_store, zk_server, tables, lake_writer, tmp_path):
     client = kv_store.client()
-    conf = crash_conf(tmp_path, kv_store.url, zk_server.hosts)
+    conf = crash_conf(tmp_path, kv_store.url, zk_server.hosts, writer=lake_writer)
 
     crashed_at(conf, "after_delta_commit")
     committed = {t.name: _version(tmp_path / "lake" / t.name) for t in tables}

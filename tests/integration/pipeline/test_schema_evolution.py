@@ -5,8 +5,8 @@ round, in that round's one commit, and the lake stays equal to the store row by 
 written before the column hold null in it); the other table of the job keeps committing in the
 same rounds. A change the lake cannot follow fails that table alone, naming the column. Every
 write path runs the same tests (delta-rs with the executors writing, delta-rs with the driver
-writing a small changelog round, delta-rs with the change data feed on, delta-spark: skipped where
-its jars are missing).
+writing a small changelog round, delta-rs with the change data feed on, delta-spark: in
+scripts/test_delta.sh's run, skipped elsewhere).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from deltalake import DeltaTable, write_deltalake
 
 from tests.support.config import make_config
 from tests.support.oracle import TableOracle, assert_lake_equals
-from tests.support.writers import WRITERS, WRITTEN_BY, missing_delta_jars
+from tests.support.writers import WRITERS, WRITTEN_BY, skip_without_delta_jars, writer_params
 from tiering.context import TermContext
 from tiering.job import JobResult, TieringJob
 from tiering.lakestate.lake import Lake
@@ -30,11 +30,10 @@ from tiering.verify import check_table
 
 pytestmark = pytest.mark.integration
 
-@pytest.fixture(params=[kind for kind, _ in WRITERS])
+@pytest.fixture(params=writer_params("delta-rs-driver"))  # Spark's Delta reads delta-rs's evolved tables too
 def write_path(request, spark) -> str:
-    if request.param == "delta-spark" and missing_delta_jars(spark) is not None:
-        pytest.skip("delta-spark not executable here: the Delta jars are not on Spark's classpath "
-                    "(io.delta.tables.DeltaTable is not loadable; Maven Central is out of reach)")
+    if request.param == "delta-spark":
+        skip_without_delta_jars(spark)
     return request.param
 
 

@@ -34,7 +34,7 @@ def status(conf, *flags: str) -> subprocess.CompletedProcess:
 
 
 def test_dropped_mid_round_fails_alone_is_released_reported_and_a_recreated_table_starts_over(
-    spark, kv_store, zk_server, unique_job, tmp_path, monkeypatch
+    spark, kv_store, zk_server, unique_job, lake_writer, tmp_path, monkeypatch
 ):
     client = kv_store.client()
     keep, gone, bad = (TableOracle(client, name, num_buckets=2) for name in ("keep", "gone", "bad"))
@@ -43,9 +43,9 @@ def test_dropped_mid_round_fails_alone_is_released_reported_and_a_recreated_tabl
         client.take_snapshots(t.name)
     # "bad" fails every round: an incompatible Delta table already sits where it would land.
     write_deltalake(str(tmp_path / "lake" / "bad"), pa.table({"id": pa.array(["x"]), "other": pa.array([1])}))
-    config = make_config(tmp_path, kv_store.url, zk_server.hosts, job=unique_job)
+    config = make_config(tmp_path, kv_store.url, zk_server.hosts, job=unique_job, **{"lake.writer": lake_writer})
     conf = write_conf(tmp_path / "tiering.toml", job=unique_job, checkpoint=config.job.checkpoint, lake_root=config.lake.root,
-                      store_url=kv_store.url, zk_hosts=zk_server.hosts)
+                      store_url=kv_store.url, zk_hosts=zk_server.hosts, lake={"writer": lake_writer})
 
     def run(epoch: int, on_round=lambda outcome: None):
         return TieringJob(spark, TermContext.begin(config, epoch), on_round=on_round).run()

@@ -35,7 +35,7 @@ def snapshotted(client, name: str, rows: int, num_buckets: int) -> TableOracle:
     return table
 
 
-def test_three_tables_interleaved_with_snapshots_match_store_row_by_row(spark, kv_store, tmp_path):
+def test_three_tables_interleaved_with_snapshots_match_store_row_by_row(spark, kv_store, lake_writer, tmp_path):
     client = kv_store.client()
     tables = [TableOracle(client, name, num_buckets=4) for name in ("orders", "customers", "items")]
     for t in tables:
@@ -49,7 +49,7 @@ def test_three_tables_interleaved_with_snapshots_match_store_row_by_row(spark, k
         t.churn(60, key_space=500)
         t.delete([1, 2, 3])
 
-    config = make_config(tmp_path, kv_store.url, "127.0.0.1:1")
+    config = make_config(tmp_path, kv_store.url, "127.0.0.1:1", **{"lake.writer": lake_writer})
     result = run_available_now(spark, config)
 
     assert result.ok, result.failed_tables
@@ -62,10 +62,10 @@ def test_three_tables_interleaved_with_snapshots_match_store_row_by_row(spark, k
     assert client.list_leases() == [], "a clean stop drops the lease"
 
 
-def test_second_run_merges_only_new_changes_and_replay_adds_nothing(spark, kv_store, tmp_path):
+def test_second_run_merges_only_new_changes_and_replay_adds_nothing(spark, kv_store, lake_writer, tmp_path):
     client = kv_store.client()
     orders = snapshotted(client, "orders", 200, num_buckets=4)
-    config = make_config(tmp_path, kv_store.url, "127.0.0.1:1")
+    config = make_config(tmp_path, kv_store.url, "127.0.0.1:1", **{"lake.writer": lake_writer})
     assert run_available_now(spark, config).ok
     first_version = DeltaTable(str(tmp_path / "lake" / "orders")).version()
 

@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Runs the tests marked delta_jars in .venv-delta (scripts/setup_delta.sh; made here when absent),
+# with deploy/jars/lib on Spark's classpath (tests/support/delta_spark.py): the delta-spark writer's
+# cases of the tests parametrized over the writers, and the pipeline tests whose tables Spark's own
+# Delta reader reads too, beside delta-rs (rows, schema, time travel, the change data feed).
+# Everything else runs once, in the main suite without jars. scripts/test.sh runs it after the
+# main suite. Arguments replace the selection. pytest's exit 5 (no tests) is not a failure.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+VENV=.venv-delta
+JARS=deploy/jars/lib
+{ [ -x "$VENV/bin/python" ] && ls "$JARS"/*.jar >/dev/null 2>&1; } || ./scripts/setup_delta.sh || exit
+DELTA_SPARK_JARS=$(ls "$PWD/$JARS"/*.jar | paste -sd, -)
+export DELTA_SPARK_JARS
+SELECTION=(-m delta_jars tests/integration)
+[ "$#" -eq 0 ] && set -- "${SELECTION[@]}"
+echo "test_delta: pyspark $("$VENV/bin/python" -c 'import pyspark; print(pyspark.__version__)'), $(ls "$JARS" | wc -l) Delta jars"
+exec ./scripts/venv_pytest.sh test_delta "$VENV" "$@"
