@@ -187,6 +187,9 @@ def _check(args: argparse.Namespace) -> int:
 
 
 def _demo(args: argparse.Namespace) -> int:
+    from tiering.extras import require
+
+    require("demo", "tiering demo")
     from tiering.console import output_console
     from tiering.demo import DemoOptions, run_demo
 
@@ -201,6 +204,52 @@ def _demo(args: argparse.Namespace) -> int:
         lake=args.lake,
     )
     return EXIT_OK if run_demo(options, output_console()) else EXIT_FAILURE
+
+
+def _init(args: argparse.Namespace) -> int:
+    """The example config, from the package (``tiering/resources/tiering.toml``), to FILE or stdout."""
+    from importlib.resources import files
+
+    text = files("tiering").joinpath("resources", "tiering.toml").read_text(encoding="utf-8")
+    if args.file == "-":
+        sys.stdout.write(text)
+        return EXIT_OK
+    path = Path(args.file)
+    if path.exists() and not args.force:
+        raise UsageError(f"{path} exists; --force overwrites it")
+    path.write_text(text, encoding="utf-8")
+    print(f"tiering: wrote {path}: set [kvstore] url, [zookeeper] hosts and [lake] root, "
+          f"then: tiering check --conf {path}")
+    return EXIT_OK
+
+
+def _alert_rules(args: argparse.Namespace) -> int:
+    from importlib.resources import files
+
+    sys.stdout.write(files("tiering").joinpath("resources", "kv-tiering.yml").read_text(encoding="utf-8"))
+    return EXIT_OK
+
+
+def _submit(args: argparse.Namespace) -> int:
+    """spark-submit's exit code is the job's (``tiering run``'s) in client mode."""
+    import shlex
+    import subprocess
+
+    from tiering.submit import submit_command
+
+    if args.spark_args and not args.spark_args[0].startswith("-"):
+        raise UsageError(f"spark-submit options go after '--', got {args.spark_args[0]!r}")
+    settings = [*getattr(args, "settings_before", []), *getattr(args, "settings", [])]
+    job_args = ["--conf", args.conf, *(f"--set={k}={v}" for k, v in settings), "--log-level", args.log_level]
+    if args.available_now:
+        job_args.append("--available-now")
+    if args.job_metrics_port is not None:
+        job_args += ["--metrics-port", str(args.job_metrics_port)]
+    command = submit_command(job_args, args.spark_args, args.spark_submit)
+    if args.dry_run:
+        print(shlex.join(command))
+        return EXIT_OK
+    return subprocess.run(command, check=False).returncode
 
 
 def _positive_int(text: str) -> int:
@@ -241,13 +290,9 @@ def _setting(text: str) -> tuple[str, str]:
 
 
 def _version() -> str:
-    """The installed distribution's version: pyproject.toml is its one source."""
-    from importlib.metadata import PackageNotFoundError, version
+    import tiering
 
-    try:
-        return version("kv-tiering")
-    except PackageNotFoundError:
-        return "unknown (the kv-tiering distribution is not installed)"
+    return tiering.__version__
 
 
 def _config_options(parser: argparse.ArgumentParser, *, before: bool = False) -> None:
@@ -255,7 +300,7 @@ def _config_options(parser: argparse.ArgumentParser, *, before: bool = False) ->
     argparse parses the subcommand's options into a namespace of their own, and its list would
     replace the one given before. Whether ``--conf`` was given at all is checked in :func:`main`."""
     parser.add_argument("--conf", default=argparse.SUPPRESS, metavar="FILE",
-                        help="TOML config file (required; see conf/tiering.toml)")
+                        help="TOML config file (required; `tiering init` writes an example)")
     parser.add_argument("--set", type=_setting, action="append", default=argparse.SUPPRESS,
                         dest="settings_before" if before else "settings", metavar="SECTION.KEY=VALUE",
                         help="set one config key (repeatable), over the file and TIERING_* variables; "
@@ -407,6 +452,41 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument("--timeout", type=_positive_float, default=10.0, metavar="S",
                        help="seconds each dependency has to answer (default 10)")
     check.set_defaults(func=_check)
+
+    init = commands.add_parser(
+        "init", help="write the example config (tiering.toml) to start from",
+        description="Write the commented example config, set for a local run on the embedded services, "
+        "to FILE (default tiering.toml; - for stdout). An existing file is kept unless --force.",
+    )
+    init.add_argument("file", nargs="?", default="tiering.toml", metavar="FILE")
+    init.add_argument("--force", action="store_true", help="overwrite FILE if it exists")
+    init.set_defaults(func=_init)
+
+    rules = commands.add_parser(
+        "alert-rules", help="print the Prometheus alert rules for the job's metrics (YAML)",
+        description="Print the Prometheus alerting rules for the series `tiering run --metrics-port` serves; "
+        "redirect them into a file that Prometheus' rule_files lists.",
+    )
+    rules.set_defaults(func=_alert_rules)
+
+    submit = commands.add_parser(
+        "submit", help="spark-submit the job entry of this install (tiering run's options; spark-submit's after --)",
+        description="Run spark-submit on this install's job entry (tiering/jobs/tiering_job.py) with tiering "
+        "run's options, the driver's Python being this interpreter unless PYSPARK_PYTHON is set. Options after "
+        "'--' go to spark-submit, e.g. `tiering submit --conf tiering.toml --available-now -- --master "
+        "local[2]`. Exit code: spark-submit's (the job's, in client mode).",
+    )
+    _conf_arg(submit)
+    submit.add_argument("--available-now", action="store_true", help="tier what is available now, then stop")
+    submit.add_argument("--metrics-port", dest="job_metrics_port", type=_port, default=None, metavar="PORT",
+                        help="the job's Prometheus metrics port (default: off)")
+    submit.add_argument("--spark-submit", default=None, metavar="PATH",
+                        help="spark-submit to run (default: $SPARK_HOME/bin's, else pyspark's beside this "
+                             "interpreter, else PATH's)")
+    submit.add_argument("--dry-run", action="store_true", help="print the command instead of running it")
+    submit.add_argument("spark_args", nargs="*", metavar="-- SPARK_SUBMIT_OPTION",
+                        help="spark-submit's own options (--master, --deploy-mode, --py-files, --conf k=v ...)")
+    submit.set_defaults(func=_submit)
 
     zk = commands.add_parser("zk", help="run an embedded ZooKeeper server in the foreground")
     zk.add_argument("--port", type=_port, default=2181)

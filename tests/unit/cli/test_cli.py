@@ -27,6 +27,9 @@ COMMANDS = [
     ["zk"],
     ["kv-store"],
     ["kv-store", "serve"],
+    ["init"],
+    ["alert-rules"],
+    ["submit"],
 ]
 
 

@@ -11,7 +11,7 @@ import argparse
 import logging
 import sys
 
-from tiering.errors import ConfigError
+from tiering.errors import ConfigError, UsageError
 from tiering.kvstore.server.main import add_serve_arguments, serve_from_args
 
 
@@ -23,7 +23,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
         serve_from_args(args)
-    except ConfigError as e:
+    except (ConfigError, UsageError) as e:
         print(f"kv-store: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

@@ -51,6 +51,9 @@ def serve(
     """Serve until stopped. ``snapshot_interval_s`` 0 = snapshots only on request;
     ``log_retention_s`` None = log segments are kept until tiered (no hard cap);
     ``max_body_bytes``: larger request bodies are refused with 413."""
+    from tiering.extras import require
+
+    require("store", "the reference KV store")
     import uvicorn
 
     from tiering.kvstore.server.app import create_app
