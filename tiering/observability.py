@@ -29,7 +29,7 @@ from tiering.context import TermContext
 from tiering.errors import TieringError
 from tiering.enumerator.positions import LakePosition
 from tiering.kvstore.client import KvStoreClient
-from tiering.kvstore.models import TableLog
+from tiering.kvstore.models import NamedTableLog
 from tiering.lakestate.freshness import freshness_s, oldest_untiered_write_ms
 from tiering.lease.job_lease import JobLease
 from tiering.round.outcome import RoundOutcome
@@ -87,13 +87,13 @@ class FreshnessCollector(Collector):
         yield family
 
     @staticmethod
-    def _log_ends(tables) -> dict[int, dict[str, TableLog]]:
+    def _log_ends(tables) -> dict[int, dict[str, NamedTableLog]]:
         """Every tracked table's log ends, one store call per client (a scrape of a job with a
         thousand tables must not make a thousand calls); a client's store that fails answers none."""
         names: dict[int, tuple[KvStoreClient, list[str]]] = {}
         for (_, table), (_, client, _) in tables:
             names.setdefault(id(client), (client, []))[1].append(table)
-        logs: dict[int, dict[str, TableLog]] = {}
+        logs: dict[int, dict[str, NamedTableLog]] = {}
         for key, (client, wanted) in names.items():
             try:
                 logs[key] = client.logs(wanted)

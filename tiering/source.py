@@ -54,13 +54,13 @@ try:  # Spark >= 4.2: admission control and availableNow for Python sources
 except ImportError:  # Spark 4.0, 4.1: latestOffset() gets no start and no limit (tiering.spark_version)
     ADMISSION_CONTROL = False
 
-    class ReadLimit:  # stand-ins for the annotations: no limit ever reaches latestOffset there
+    class ReadLimit:  # type: ignore[no-redef]  # stand-ins: no limit ever reaches latestOffset there
         pass
 
-    class ReadAllAvailable(ReadLimit):
+    class ReadAllAvailable(ReadLimit):  # type: ignore[no-redef]
         pass
 
-    class SupportsTriggerAvailableNow:  # Spark runs availableNow through its own wrapper there
+    class SupportsTriggerAvailableNow:  # type: ignore[no-redef]  # Spark's own availableNow wrapper there
         pass
 
 if TYPE_CHECKING:
@@ -157,7 +157,7 @@ class KvTieringStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         return {"option": self._option}
 
     def __setstate__(self, state: dict) -> None:
-        self.__init__(state["option"])
+        KvTieringStreamReader.__init__(self, state["option"])
 
     # -- planning side (one long-lived process per query run) --------------------------------
 
@@ -305,7 +305,7 @@ class KvTieringStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
                 chosen.append(t)
         return chosen
 
-    def _plan(self, round_id: int, limit: ReadLimit, planned_before: set[str]) -> RoundPlan:
+    def _plan(self, round_id: int, limit: ReadLimit | None, planned_before: set[str]) -> RoundPlan:
         """The round over every selected table. Every table's log ends come in one call; a table
         settled with these very ends is skipped (:mod:`tiering.enumerator.settled`), the others'
         lake and store reads run ``lake.table_parallelism`` at a time (they wait on I/O), in a
@@ -328,7 +328,7 @@ class KvTieringStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
                 continue
             moved.append((info, buckets))
         with ThreadPoolExecutor(self.context.config.lake.table_parallelism, thread_name_prefix="plan") as pool:
-            found_inputs = list(pool.map(lambda m: self._table_input(*m, m[0].name in planned_before), moved))
+            found_inputs = list(pool.map(lambda m: self._table_input(m[0], m[1], m[0].name in planned_before), moved))
         inputs = [table for table in found_inputs if table is not None]
         unlimited = isinstance(limit, ReadAllAvailable)
         limits = self.context.config.limits
@@ -417,5 +417,7 @@ class KvTieringStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
 
     # -- executor side ------------------------------------------------------------------------
 
-    def read(self, partition: RoundPartition):
+    def read(self, partition: InputPartition):
+        if not isinstance(partition, RoundPartition):
+            raise TypeError(f"kv-tiering source: a partition of another source: {partition!r}")
         yield from partition.rows

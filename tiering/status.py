@@ -23,7 +23,7 @@ from tiering.console import output_console
 from tiering.context import store_client
 from tiering.coord.leader import read_status
 from tiering.enumerator.positions import LakePosition
-from tiering.errors import LeaseNotFoundError, NotFoundError, StoreError, TieringError
+from tiering.errors import LeaseNotFoundError, NotFoundError, StoreError, TieringError, one_line
 from tiering.kvstore.client import KvStoreClient
 from tiering.kvstore.models import LakeReport, Lease, TableInfo
 from tiering.lakestate.freshness import freshness_s, oldest_untiered_write_ms
@@ -149,7 +149,7 @@ def table_statuses(
     now_ms = int(time.time() * 1000)
     out = [_table_status(client, lake, info, held[info.table_id], health.get(info.name), now_ms) for info in infos]
     present = {info.name for info in infos}
-    out += [_dropped_status(lake, h) for t, h in health.items() if t not in present and h.table_id is not None]
+    out += [_dropped_status(lake, h, h.table_id) for t, h in health.items() if t not in present and h.table_id is not None]
     return sorted(out, key=lambda t: t.table)
 
 
@@ -198,16 +198,17 @@ def _read_lake(lake: Lake, table: str) -> tuple[LakeTable | None, str | None]:
     try:
         return lake.load(table), None
     except (OSError, DeltaError) as e:
-        return None, f"{type(e).__name__}: {' '.join(str(e).split())}"
+        return None, f"{type(e).__name__}: {one_line(e)}"
 
 
-def _dropped_status(lake: Lake, health: TableHealth) -> TableStatus:
-    """A table the job tiered and the store no longer lists: its lake table is kept as it was."""
+def _dropped_status(lake: Lake, health: TableHealth, table_id: int) -> TableStatus:
+    """A table the job tiered (as ``table_id``) and the store no longer lists: its lake table is
+    kept as it was."""
     loaded, lake_error = _read_lake(lake, health.table)
-    position, lake_fields = _lake_side(loaded, health.table_id)
+    position, lake_fields = _lake_side(loaded, table_id)
     return TableStatus(
         table=health.table,
-        table_id=health.table_id,
+        table_id=table_id,
         state="dropped",
         buckets=len(position.buckets) if position is not None else 0,
         log_end=0,
@@ -224,7 +225,7 @@ def _dropped_status(lake: Lake, health: TableHealth) -> TableStatus:
 def _lake_side(loaded: LakeTable | None, table_id: int) -> tuple[LakePosition | None, dict]:
     """Where the lake is for incarnation ``table_id``, and the status fields of its newest commit."""
     position = loaded.position(table_id) if loaded is not None else None
-    commit = loaded.info if position is not None else None
+    commit = loaded.info if loaded is not None and position is not None else None
     return position, {
         "lake_offset": None if position is None else sum(position.buckets.values()),
         "lake_version": None if commit is None else commit.delta_version,

@@ -51,7 +51,7 @@ def check_table(client: KvStoreClient, lake: Lake, info: TableInfo) -> TableChec
     offsets_match = all(reached.get(s.bucket, 0) == s.log_offset for s in snapshots)
     rows: dict[tuple, dict] = {}
     duplicates = 0
-    if position is not None:
+    if loaded is not None and position is not None:
         for row in loaded.to_arrow().to_pylist():
             key = key_of(row)
             duplicates += key in rows

@@ -23,6 +23,7 @@ import subprocess
 import threading
 import time
 from pathlib import Path
+from typing import BinaryIO
 
 from tiering.children import die_with_parent
 from tiering.errors import CoordinationError
@@ -126,7 +127,7 @@ class EmbeddedZooKeeper:
         self.data_dir: Path | None = None
         self._port: int | None = None
         self._proc: subprocess.Popen | None = None
-        self._log_file = None
+        self._log_file: BinaryIO | None = None
         atexit.register(self._kill_quietly)
 
     @property
@@ -250,9 +251,9 @@ class EmbeddedZooKeeper:
             _MAIN_CLASS,
             str(cfg),
         ]
-        self._log_file = open(self.log_path, "ab")
-        self._log_file.write(f"--- {time.strftime('%Y-%m-%dT%H:%M:%S')} starting: {' '.join(command)}\n".encode())
-        self._log_file.flush()
+        log_file = self._log_file = open(self.log_path, "ab")
+        log_file.write(f"--- {time.strftime('%Y-%m-%dT%H:%M:%S')} starting: {' '.join(command)}\n".encode())
+        log_file.flush()
         self._proc = subprocess.Popen(
             command,
             stdin=subprocess.DEVNULL,

@@ -166,7 +166,7 @@ class _Work:
     bucket: int
     splits: tuple[Split, ...]
     position: BucketPosition
-    est_bytes: int
+    est_bytes: float
 
 
 class RoundPlanner:
@@ -271,7 +271,7 @@ class RoundPlanner:
     @staticmethod
     def _bootstrap(info: TableInfo, snap: Snapshot, log: BucketLog, record_bytes: float) -> _Work:
         splits: list[Split] = [SnapshotSplit(info.name, snap.bucket, info.table_id, snap.snapshot_id, snap.log_offset)]
-        est = snap.size_bytes
+        est: float = snap.size_bytes
         if log.log_end_offset > snap.log_offset:
             splits.append(LogSplit(info.name, snap.bucket, info.table_id, snap.log_offset, log.log_end_offset))
             est += (log.log_end_offset - snap.log_offset) * record_bytes
@@ -289,7 +289,7 @@ class RoundPlanner:
             return [], []
         start = round % len(work)
         rotated = work[start:] + work[:start]
-        splits = est = 0
+        splits, est = 0, 0.0
         admitted: list[_Work] = []
         for i, w in enumerate(rotated):
             over_splits = self.max_splits and splits + len(w.splits) > self.max_splits

@@ -57,6 +57,7 @@ from tiering.kvstore.models import (
     LogSegment,
     LogSegments,
     LogsRequest,
+    NamedTableLog,
     ReleaseRequest,
     RenewRequest,
     SegmentsRequest,
@@ -112,7 +113,9 @@ def _foreign(body: Any) -> str:
     return (text[:300] + "...") if len(text) > 300 else (text or "an empty body")
 
 
-def error_for(status: int, body: Any, method: str, path: str, *, store: str | None = None, **context: Any) -> StoreError:
+def error_for(
+    status: int, body: Any, method: str, path: str, *, store: str | None = None, **context: Any
+) -> StoreError | FencedEpochError:
     """The typed error for an error response (``body`` is the decoded JSON, or text): the status
     picks the type, the envelope's code refines it. A 5xx says it came from the KV store (at
     ``store``): behind a proxy or in a table's failure, a bare "HTTP 503" names no dependency.
@@ -127,7 +130,7 @@ def error_for(status: int, body: Any, method: str, path: str, *, store: str | No
         message = f"KV store{f' at {store}' if store else ''} answered {answered}: {message}"
     elif not code and store:
         message = f"{store} answered {status} without the KV store's error envelope: {message}"
-    kind: type[StoreError]
+    kind: type[StoreError] | type[FencedEpochError]
     if status in (400, 413):  # 413: the body is over the store's limit; resending it cannot help
         kind = BadRequestError
     elif status == 401:
@@ -165,14 +168,18 @@ def _parse(model: type[M], content: bytes) -> M:
             gc.enable()
 
 
-def _named_logs(content: bytes) -> dict[str, TableLog]:
+def _named_logs(content: bytes) -> dict[str, NamedTableLog]:
     """A ``TablesLog`` answer by name."""
     return {log.name: log for log in _parse(TablesLog, content).tables}
 
 
 def _refusal(path: str, table: str, error: ErrorBody, **context: Any) -> StoreError:
-    """The error ``table``'s own call would raise, for its refusal inside a batched answer."""
-    return error_for(_STATUS_OF_CODE.get(error.error, 0), error.model_dump(), "POST", path, table=table, **context)
+    """The error ``table``'s own call would raise, for its refusal inside a batched answer; a
+    fenced epoch is raised, as the whole call's would be (this driver's term is over)."""
+    refusal = error_for(_STATUS_OF_CODE.get(error.error, 0), error.model_dump(), "POST", path, table=table, **context)
+    if not isinstance(refusal, StoreError):
+        raise refusal
+    return refusal
 
 
 class KvStoreClient:
@@ -188,7 +195,7 @@ class KvStoreClient:
         self._session: requests.Session | None = None
         # list_tables()'s last answer and its ETag, replaced as one value: threads share it.
         self._listed: tuple[str, list[TableInfo]] | None = None
-        self._logged: tuple[str, dict[str, TableLog]] | None = None  # logs()'s last, the same way
+        self._logged: tuple[str, dict[str, NamedTableLog]] | None = None  # logs()'s last, the same way
 
     def with_retry_deadline(self, seconds: float) -> KvStoreClient:
         """The same store, its unavailable calls retried for at most ``seconds`` (a session of its own)."""
@@ -332,7 +339,7 @@ class KvStoreClient:
         )
         return [b.segments for b in TableSegments.model_validate(response.json()).buckets]
 
-    def logs(self, tables: list[str] | None = None) -> dict[str, TableLog]:
+    def logs(self, tables: list[str] | None = None) -> dict[str, NamedTableLog]:
         """``log_info`` of ``tables`` (None: every table) in one call, by name; a name the store does
         not hold (a table dropped meanwhile) is absent, the others answer. The values are
         NamedTableLog: a TableLog that also carries its name, its last lake report's offsets and
@@ -345,7 +352,7 @@ class KvStoreClient:
         response = self._call("POST", "/v1/logs", params=_HOLDERS, **self._body(LogsRequest(tables=tables)))
         return _named_logs(response.content)
 
-    def _all_logs(self) -> dict[str, TableLog]:
+    def _all_logs(self) -> dict[str, NamedTableLog]:
         """Every table's log ends. As with :meth:`list_tables`, the last answer is kept with its
         ETag: while no table was created or dropped and no log moved, the store answers 304 and
         an idle job's planner parses nothing (10,000 tables' ends: ~100 ms of parsing)."""

@@ -47,5 +47,8 @@ def arrow_type(spark_type: str) -> pa.DataType:
     t = normalize_type(spark_type)
     if t in _SIMPLE:
         return _SIMPLE[t]
-    precision, scale = _DECIMAL.match(t).groups()
+    decimal = _DECIMAL.match(t)
+    if decimal is None:  # normalize_type accepts only the simple types and decimals
+        raise ValueError(f"no Arrow type for Spark type {spark_type!r}")
+    precision, scale = decimal.groups()
     return pa.decimal128(int(precision), int(scale))

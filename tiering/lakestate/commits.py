@@ -168,7 +168,7 @@ def tiering_entry(commit: Mapping[str, Any]) -> Any | None:
 
 
 def _decode(entry: Any, commit: Mapping[str, Any], table: str) -> LakeCommitInfo:
-    version = commit.get("version")
+    version: Any = commit.get("version")
     if isinstance(entry, str):  # a writer that stored the entry as a JSON string
         entry = json.loads(entry)
     try:

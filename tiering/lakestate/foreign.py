@@ -61,6 +61,6 @@ def first_foreign_change(store: ObjectStore, table_uri: str, versions: range) ->
             log.debug("%s: log entry %d cleaned up: not checked for other writers", table_uri, version)
             continue
         if is_data_change(actions):
-            info = next((a["commitInfo"] for a in actions if isinstance(a.get("commitInfo"), dict)), {})
+            info: dict = next((a["commitInfo"] for a in actions if isinstance(a.get("commitInfo"), dict)), {})
             return ForeignCommit(version, str(info.get("operation", "unknown operation")))
     return None

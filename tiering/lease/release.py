@@ -146,9 +146,9 @@ class LeaseReleases:
         self.lease.drop()
 
     def _release(self, held: Held, what: str) -> None:
-        held = {table_id: set(buckets) for table_id, buckets in held.items()}
-        self._forget(held)
-        self._send(held, what)
+        as_sets = {table_id: set(buckets) for table_id, buckets in held.items()}
+        self._forget(as_sets)
+        self._send(as_sets, what)
 
     def _send(self, held: dict[int, set[int]], what: str) -> bool:
         """One release; one the store refuses is kept for :meth:`retry_refused` (False)."""

@@ -228,8 +228,10 @@ class RoundCommitter:
 
     def _prepare(self, table: TableRound, info: TableInfo, segments: list[list[LogSegment]] | StoreError | None,
                  outcome: RoundOutcome) -> None:
-        files = {s: list(self._table_client.get_snapshot(table.name, s.bucket, s.snapshot_id).files)
-                 for s in table.todo if isinstance(s, SnapshotSplit)}
+        files: dict[Split, list[str]] = {
+            s: list(self._table_client.get_snapshot(table.name, s.bucket, s.snapshot_id).files)
+            for s in table.todo if isinstance(s, SnapshotSplit)
+        }
         logs = [s for s in table.todo if isinstance(s, LogSplit)]
         if logs:
             if isinstance(segments, StoreError):
@@ -332,17 +334,17 @@ class RoundCommitter:
         """Failed tables the store no longer lists: whatever error a drop caused mid-round (a file
         gone, a 404), the table's cause is ``dropped``, not what its last step happened to hit.
         One listing, only when a table failed for a cause that could be a drop."""
-        unsure = [t for t in tables if t.failure is not None and t.failure.cause is not FailureCause.DROPPED]
+        unsure = [(t, t.failure) for t in tables if t.failure is not None and t.failure.cause is not FailureCause.DROPPED]
         if not unsure:
             return
         try:
             present = {info.name for info in self._client.list_tables()}
         except StoreError as e:
-            log.warning("cannot tell whether failed tables %s were dropped: %s", sorted(t.name for t in unsure), e)
+            log.warning("cannot tell whether failed tables %s were dropped: %s", sorted(t.name for t, _ in unsure), e)
             return
-        for table in unsure:
+        for table, failure in unsure:
             if table.name not in present:
-                table.failure = table.failure.as_dropped()
+                table.failure = failure.as_dropped()
 
 
 def _answers(call: Callable[[dict[str, R]], Mapping[str, A]], request: dict[str, R]) -> dict[str, A | StoreError]:

@@ -37,12 +37,26 @@ class TableRound:
     lake: LakeTable | None = None
     #: the splits the lake still lacks (a replay's are already there)
     todo: Sequence[Split] = ()
-    prepared: PreparedRound | None = None
     written: list[WrittenFile] = field(default_factory=list)
-    commit: TableCommit | None = None
     failure: TableFailure | None = None
     #: its leased buckets were let go (or handed on to the next round's retry): never twice
     released: bool = False
+    _prepared: PreparedRound | None = None
+    _commit: TableCommit | None = None
+
+    @property
+    def prepared(self) -> PreparedRound:
+        """What its prepare step produced; asked for before that step, a :class:`RoundStateError`."""
+        if self._prepared is None:
+            raise RoundStateError(f"table {self.name!r} has no prepared round in state {self.state}", table=self.name)
+        return self._prepared
+
+    @property
+    def commit(self) -> TableCommit:
+        """Its commit (or the replayed one the lake had); asked for before, a :class:`RoundStateError`."""
+        if self._commit is None:
+            raise RoundStateError(f"table {self.name!r} has no commit in state {self.state}", table=self.name)
+        return self._commit
 
     @property
     def table_id(self) -> int:
@@ -69,7 +83,7 @@ class TableRound:
 
     def prepared_as(self, prepared: PreparedRound) -> None:
         self.advance(TableState.PREPARED)
-        self.prepared = prepared
+        self._prepared = prepared
 
     def written_as(self, written: list[WrittenFile]) -> None:
         self.advance(TableState.WRITTEN)
@@ -77,7 +91,7 @@ class TableRound:
 
     def committed_as(self, commit: TableCommit) -> None:
         self.advance(TableState.COMMITTED)
-        self.commit = commit
+        self._commit = commit
 
     def fail(self, error: BaseException) -> TableFailure:
         """Record ``error`` as the table's failure in its current state (a committed table

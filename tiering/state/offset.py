@@ -101,12 +101,13 @@ class TieringOffset:
             raise ValueError(f"offset v{version} has unknown fields {unknown}")
         if version < 2:
             _object(_required(data, "tables"), "tables")  # positions, not read back (module docstring)
-        lease_id = None
+        lease_id: str | None = None
         splits: tuple[Split, ...] = ()
         if version >= 1:
-            lease_id = _required(data, "lease_id")
-            if not isinstance(lease_id, str) or not lease_id:
-                raise ValueError(f"offset field 'lease_id' must be a non-empty string, got {lease_id!r}")
+            found = _required(data, "lease_id")
+            if not isinstance(found, str) or not found:
+                raise ValueError(f"offset field 'lease_id' must be a non-empty string, got {found!r}")
+            lease_id = found
             raw = _required(data, "splits")
             splits = _decode_v1_splits(raw) if version == 1 else _decode_v2_splits(raw)
         return cls(
@@ -189,12 +190,16 @@ def _decode_v1_splits(raw: object) -> tuple[Split, ...]:
         table, bucket, kind, table_id, a, b = item
         if not isinstance(table, str) or not table:
             raise ValueError(f"offset field '{where}[0]' (table) must be a non-empty string, got {table!r}")
-        make = {"snapshot": SnapshotSplit, "log": LogSplit}.get(kind)
+        make = _KINDS.get(kind)
         if make is None:
             raise ValueError(f"offset field '{where}[2]' (kind) must be 'snapshot' or 'log', got {kind!r}")
         bucket, table_id = _int(bucket, f"{where}[1]"), _int(table_id, f"{where}[3]")
         splits.append(_split(make, where, table, bucket, table_id, _int(a, f"{where}[4]"), _int(b, f"{where}[5]")))
     return tuple(splits)
+
+
+#: A v1 split's kind, as written, and the split it decodes to.
+_KINDS: dict[str, type[SnapshotSplit] | type[LogSplit]] = {"snapshot": SnapshotSplit, "log": LogSplit}
 
 
 def _split(make: type[Split], where: str, table: str, bucket: int, table_id: int, a: int, b: int) -> Split:

@@ -30,6 +30,7 @@ import time
 import urllib.error
 import urllib.request
 from pathlib import Path
+from typing import BinaryIO
 
 import pyarrow.fs as pafs
 
@@ -86,7 +87,7 @@ class EmbeddedS3:
         self.data_dir: Path | None = None
         self.ports: dict[str, int] = {}
         self._proc: subprocess.Popen | None = None
-        self._log = None
+        self._log: BinaryIO | None = None
 
     @property
     def endpoint(self) -> str:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, Literal, TypeVar
 
 from fastapi import FastAPI, Header, Path, Query, Request
@@ -87,7 +87,7 @@ _DESCRIPTION = ("Request bodies are read strictly: a field the store does not kn
                 "earlier release's clients would refuse is sent only to a client that asks for it (`holders`).")
 
 
-def _error(status: int, code: str, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
+def _error(status: int, code: str, message: str, headers: Mapping[str, str] | None = None) -> JSONResponse:
     return JSONResponse({"error": code, "message": message}, status_code=status, headers=headers)
 
 
@@ -253,16 +253,17 @@ def create_app(store: Store, token: str | None, max_body_bytes: int) -> FastAPI:
         name: str, request: Request,
         op: Literal["upsert", "delete"] = Query("upsert", description="the operation of an Arrow IPC body"),
     ) -> Response:
+        write_op: str = op
         if request.headers.get("content-type", "").startswith(ARROW_STREAM):
             body = await request.body()
             info = await _run(store.get_table, name)
-            data = await _run(rows.from_arrow, info, op, body)
+            data = await _run(rows.from_arrow, info, write_op, body)
         else:
             req = await _body(request, RowsRequest)
-            op = req.op
+            write_op = req.op
             info = await _run(store.get_table, name)
-            data = await _run(rows.from_json, info, op, req.rows)
-        return _json(await _run(store.write_rows, name, op, data))
+            data = await _run(rows.from_json, info, write_op, req.rows)
+        return _json(await _run(store.write_rows, name, write_op, data))
 
     @app.post("/v1/tables/{name}/snapshots", response_model=TableSnapshots, responses=errors(404))
     async def take_snapshots(name: str) -> Response:

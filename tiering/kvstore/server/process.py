@@ -73,12 +73,18 @@ class StoreProcess:
             self._proc = subprocess.Popen(self._args, stdout=out, stderr=subprocess.STDOUT, env=env)
         self._wait_healthy()
 
+    @property
+    def _process(self) -> subprocess.Popen:
+        if self._proc is None:
+            raise StoreUnavailableError(f"kv-store on port {self.port} was never started")
+        return self._proc
+
     def _wait_healthy(self) -> None:
         deadline = time.monotonic() + self.startup_timeout_s
         while time.monotonic() < deadline:
-            if self._proc.poll() is not None:
+            if self._process.poll() is not None:
                 raise StoreUnavailableError(
-                    f"kv-store exited with code {self._proc.returncode} while starting on port {self.port}:\n{self.log_tail()}"
+                    f"kv-store exited with code {self._process.returncode} while starting on port {self.port}:\n{self.log_tail()}"
                 )
             try:
                 if requests.get(f"{self.url}/v1/health", timeout=1).ok:
@@ -105,9 +111,9 @@ class StoreProcess:
         """Send ``sig``; for SIGKILL/SIGTERM also reap the process."""
         if not self.alive():
             return
-        self._proc.send_signal(sig)
+        self._process.send_signal(sig)
         if sig in (signal.SIGKILL, signal.SIGTERM):
-            self._proc.wait(timeout=30)
+            self._process.wait(timeout=30)
 
     def restart(self) -> None:
         """Kill (if running) and start again on the same port and data dir."""
@@ -117,13 +123,14 @@ class StoreProcess:
     def stop(self, timeout_s: float = 15.0) -> None:
         if not self.alive():
             return
-        self._proc.send_signal(signal.SIGCONT)  # a SIGSTOPped store could not handle SIGTERM
-        self._proc.terminate()
+        process = self._process
+        process.send_signal(signal.SIGCONT)  # a SIGSTOPped store could not handle SIGTERM
+        process.terminate()
         try:
-            self._proc.wait(timeout=timeout_s)
+            process.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:
-            self._proc.kill()
-            self._proc.wait(timeout=30)
+            process.kill()
+            process.wait(timeout=30)
 
     def __repr__(self) -> str:
         return f"StoreProcess(url={self.url!r}, data_dir={str(self.data_dir)!r}, pid={self.pid})"
