@@ -64,7 +64,7 @@ from tiering.round.outcome import RoundOutcome
 from tiering.round.states import TableFailure
 
 if TYPE_CHECKING:
-    from tiering.lake.resync import TableResync
+    from tiering.round.resync import TableResync
 from tiering.source import ADMISSION_CONTROL, CONTEXT_OPTION, KvTieringDataSource
 from tiering.state.checkpoint_check import check_checkpoint
 from tiering.warmup import warm_executors
@@ -363,11 +363,11 @@ def maintain_as_leader(config: TieringConfig, *, wait_s: float = 5.0) -> Mainten
 
 def resync_as_leader(config: TieringConfig, table: str, *, wait_s: float = 5.0) -> TableResync:
     """Rebuild ``table``'s lake copy from a fresh snapshot of every bucket, in one commit of a
-    term of its own (:mod:`tiering.lake.resync`); the job's next term continues from it. A table
+    term of its own (:mod:`tiering.round.resync`); the job's next term continues from it. A table
     the store does not have or the job does not tier is a :class:`UsageError`, one another job
     tiers (its lake report is that job's) a ``ConflictError`` naming it, a driver leading the
     job a :class:`TieringError`: all before anything is written."""
-    from tiering.lake.resync import resync_table
+    from tiering.round.resync import resync_table
     from tiering.lake.writers import make_round_writer
     from tiering.state.lease_file import new_lease_id
 
