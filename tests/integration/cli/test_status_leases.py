@@ -115,3 +115,36 @@ def test_unreachable_zookeeper_exits_1_naming_the_host_and_writes_nothing(kv_sto
     assert run.returncode == EXIT_FAILURE, run.stderr[-2000:]
     assert f"cannot connect to ZooKeeper at {hosts}" in run.stderr
     assert not (tmp_path / "ckpt").exists() and not (tmp_path / "lake").exists()
+
+
+def test_lease_tooling_names_each_lease_by_its_own_job_never_by_prefix(kv_store, zk_server, unique_job, tmp_path):
+    """Jobs ``J`` and ``J-eu``: ``J`` lists only its own lease, ``--all`` both with their jobs, and a
+    drop of ``J-eu``'s lease from ``J`` is refused naming ``J-eu`` unless forced while it has no leader."""
+    client = kv_store.client()
+    table = TableOracle(client, "orders", num_buckets=1)
+    table.upsert(range(10))
+    snapshot = client.take_snapshots("orders").buckets[0]
+    held = [SnapshotRef(table_id=table.info.table_id, bucket=0, snapshot_id=snapshot.snapshot_id)]
+    mine, eu_job = f"{unique_job}-{'a' * 32}", f"{unique_job}-eu"
+    theirs = f"{eu_job}-{'b' * 32}"
+    for lease_id in (mine, theirs):
+        client.acquire_lease(lease_id, 1, 60_000, held)
+    conf = write_conf(tmp_path / "tiering.toml", job=unique_job, store_url=kv_store.url, zk_hosts=zk_server.hosts)
+
+    listed = tiering_cli("leases", "list", "--conf", str(conf), "--json")
+    assert listed.returncode == EXIT_OK, listed.stderr
+    assert [(x["lease_id"], x["job"]) for x in json.loads(listed.stdout)] == [(mine, unique_job)]
+    every = tiering_cli("leases", "list", "--conf", str(conf), "--all", "--json")
+    assert {(x["lease_id"], x["job"]) for x in json.loads(every.stdout)} >= {(mine, unique_job), (theirs, eu_job)}
+    table_view = tiering_cli("leases", "list", "--conf", str(conf), "--all")
+    assert eu_job in table_view.stdout and "job" in table_view.stdout.splitlines()[1]
+
+    refused = tiering_cli("leases", "drop", "--conf", str(conf), theirs)
+    assert refused.returncode == EXIT_FAILURE and f"job {eu_job!r}'s" in refused.stderr, refused.stderr
+    with acquire_leadership(zk_server.hosts, eu_job, 5.0, timeout_s=10):
+        forced_while_led = tiering_cli("leases", "drop", "--conf", str(conf), theirs, "--force")
+        assert forced_while_led.returncode == EXIT_FAILURE and f"job {eu_job!r} is led by" in forced_while_led.stderr
+    assert {x.lease_id for x in client.list_leases()} >= {mine, theirs}, "nothing dropped yet"
+    forced = tiering_cli("leases", "drop", "--conf", str(conf), theirs, "--force")
+    assert forced.returncode == EXIT_OK, forced.stderr
+    assert theirs not in {x.lease_id for x in client.list_leases()} and mine in {x.lease_id for x in client.list_leases()}
