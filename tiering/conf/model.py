@@ -246,6 +246,22 @@ class LakeConfig(_Section):
         DEFAULT_COMPRESSION,
     )
 
+    catalog_database: str | None = setting(
+        "A database of the Spark session catalog (the Hive metastore when the session has one: "
+        "`spark.sql.catalogImplementation = hive`, a remote one through "
+        "`spark.hadoop.hive.metastore.uris`) in which the leader registers every table it tiers "
+        "(`CREATE TABLE IF NOT EXISTS db.t USING DELTA LOCATION ...`, once per term, after the "
+        "table's round), so that `spark.table(\"db.t\")` reads the lake; a re-created upstream "
+        "table re-points its entry. Needs the Delta jars and Delta's catalog "
+        "(`spark.sql.catalog.spark_catalog`) in the session, or the job refuses to start naming "
+        "what is missing. A table the catalog refuses (its names take letters, digits and `_` "
+        "only) or an entry that points elsewhere is a warning in the driver's log: the round is "
+        "committed and the next one tries again. Unset: no catalog is written.",
+        None,
+        label="letters, digits and _",
+        pattern=r"^[A-Za-z0-9_]+$",
+    )
+
     table_parallelism: int = setting(
         "Tables of one round prepared, committed and reported at the same time (threads of the "
         "driver; delta-rs commits and store calls wait on I/O), and planned (threads of the planning "

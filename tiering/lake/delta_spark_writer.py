@@ -71,16 +71,20 @@ DELTA_INVALID_NAME_CHARACTERS = " ,;{}()\n\t="
 DELTA_CLASS = "io.delta.tables.DeltaTable"
 
 _MISSING_JARS = (
-    "lake.writer: 'delta-spark' needs the Delta Lake jars on Spark's classpath, but {cls} is not "
+    "{who} needs the Delta Lake jars on Spark's classpath, but {cls} is not "
     "loadable ({why}); add them, e.g. spark.jars.packages = \"io.delta:delta-spark_{minor}_2.13:<version "
     "matching Spark {spark}>\" in the [spark] section (Delta 4.4 and later name the artifact by Spark "
     "version; earlier ones io.delta:delta-spark_2.13) (or --packages / spark.jars with spark-submit), or "
-    "use lake.writer = \"delta-rs\" (no JVM jars needed)"
+    "{instead}"
 )
 
 
-def check_delta_jars(spark: SparkSession) -> None:
-    """:class:`ConfigError` unless the Delta classes load in the driver's JVM."""
+def check_delta_jars(
+    spark: SparkSession, who: str = "lake.writer: 'delta-spark'",
+    instead: str = "use lake.writer = \"delta-rs\" (no JVM jars needed)",
+) -> None:
+    """:class:`ConfigError` unless the Delta classes load in the driver's JVM; the error says that
+    ``who`` (a setting) needs them, and what to do ``instead``."""
     jvm = getattr(spark, "_jvm", None)
     if jvm is None:
         why = "this session has no local JVM (Spark Connect?)"
@@ -92,7 +96,7 @@ def check_delta_jars(spark: SparkSession) -> None:
             return
         why = "class not found"
     minor = ".".join(spark.version.split(".")[:2])
-    raise ConfigError([_MISSING_JARS.format(cls=DELTA_CLASS, why=why, spark=spark.version, minor=minor)])
+    raise ConfigError([_MISSING_JARS.format(who=who, cls=DELTA_CLASS, why=why, spark=spark.version, minor=minor, instead=instead)])
 
 
 class DeltaSparkRoundWriter(RoundWriter):

@@ -59,6 +59,7 @@ from tiering.errors import (
 from tiering.conf.model import DEFAULT_TARGET_FILE_MB
 from tiering.kvstore.models import TableInfo
 from tiering.lake.bucket_files import BucketResult, BucketTask, WrittenFile
+from tiering.lake.catalog import TableCatalog
 from tiering.lake.executor_writes import run_bucket_tasks
 from tiering.lake.round_plan import BucketPlan, plan_buckets
 from tiering.lake.schema_change import added_columns
@@ -170,6 +171,9 @@ class RoundWriter:
 
     #: the size of the files bucket tasks write (a writer with a setting for it overrides it)
     _target_file_bytes = DEFAULT_TARGET_FILE_MB * 1024 * 1024
+    #: where a committed table is registered (``lake.catalog_database``; set by
+    #: :func:`tiering.lake.writers.make_round_writer`), None: nowhere
+    catalog: TableCatalog | None = None
 
     def __init__(self, spark: SparkSession, lake: Lake, job: str) -> None:
         app_id(job, "probe")
@@ -178,6 +182,11 @@ class RoundWriter:
         self._job = job
         # Delta's timestamp is Parquet INT64 micros; Spark's default (INT96) is not readable.
         spark.conf.set("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
+
+    @property
+    def lake(self) -> Lake:
+        """The lake this writer commits to."""
+        return self._lake
 
     @property
     def job(self) -> str:
@@ -303,8 +312,12 @@ class RoundWriter:
         return []
 
     def commit(self, prepared: PreparedRound, written: Sequence[WrittenFile]) -> TableCommit:
-        """The table's one commit, with the :meth:`written_files` of the round."""
-        return self._commit(prepared, written)
+        """The table's one commit, with the :meth:`written_files` of the round; then the table is
+        registered in the :attr:`catalog`, if any (a failure there is a warning, never the round's)."""
+        result = self._commit(prepared, written)
+        if self.catalog is not None:
+            self.catalog.register(prepared.table.name, recreated=prepared.replace_table)
+        return result
 
     def _commit(self, prepared: PreparedRound, written: Sequence[WrittenFile]) -> TableCommit:
         raise NotImplementedError

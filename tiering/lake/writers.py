@@ -1,13 +1,15 @@
 """Choosing the lake writer named by ``[lake] writer`` (docs/DESIGN.md §6, §8).
 
 Failure mode: a typo or an unavailable writer discovered mid-round, after leases were taken.
-The choice is checked when the job is wired, with the valid names in the error.
+The choice is checked when the job is wired, with the valid names in the error; so is the
+catalog the writer registers tables in (``lake.catalog_database``, :mod:`tiering.lake.catalog`).
 """
 
 from __future__ import annotations
 
 from tiering.conf.model import LakeConfig
 from tiering.errors import ConfigError
+from tiering.lake.catalog import TableCatalog
 from tiering.lake.delta_spark_writer import DeltaSparkRoundWriter
 from tiering.lake.round_protocol import RoundWriter
 from tiering.lake.round_writer import DeltaRsRoundWriter
@@ -19,7 +21,15 @@ WRITERS = ("delta-rs", "delta-spark")
 
 
 def make_round_writer(spark, lake: LakeConfig, job: str) -> RoundWriter:
-    """The round writer ``lake.writer`` names; :class:`ConfigError` for anything not available."""
+    """The round writer ``lake.writer`` names, registering its tables in ``lake.catalog_database``
+    when set; :class:`ConfigError` for anything not available."""
+    writer = _writer(spark, lake, job)
+    if lake.catalog_database is not None:
+        writer.catalog = TableCatalog(spark, writer.lake, lake.catalog_database)
+    return writer
+
+
+def _writer(spark, lake: LakeConfig, job: str) -> RoundWriter:
     if lake.writer == "delta-rs":
         return DeltaRsRoundWriter(
             spark, Lake.of(lake), job, driver_max_changes=lake.driver_max_changes, merge_max_rows=lake.merge_max_rows,
