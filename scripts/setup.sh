@@ -3,8 +3,10 @@
 # it), tmux (the `tiering status --watch` test runs it in a terminal), a virtualenv in .venv with
 # the package and its test extras, a second one in .venv-oldest on the oldest supported pyspark
 # (scripts/setup_oldest.sh), a third in .venv-delta with delta-spark and its JVM jars fetched with
-# Maven into deploy/jars/lib (scripts/setup_delta.sh), and promtool in .venv/bin (the alert rules'
-# tests); every venv's pyspark.zip gets bytecode (scripts/pyspark_bytecode.py). Safe to run again.
+# Maven into deploy/jars/lib (scripts/setup_delta.sh), hadoop-aws and its AWS SDK bundle (Spark's
+# s3a, for a checkpoint on S3) fetched the same way into deploy/jars/s3a/lib (scripts/setup_s3a.sh),
+# and promtool in .venv/bin (the alert rules' tests); every venv's pyspark.zip gets bytecode
+# (scripts/pyspark_bytecode.py). Safe to run again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -36,6 +38,7 @@ fi
 .venv/bin/python scripts/pyspark_bytecode.py  # Spark's Python processes import pyspark from its zip
 ./scripts/setup_oldest.sh  # .venv-oldest: the oldest supported pyspark, for scripts/test_oldest.sh
 ./scripts/setup_delta.sh  # .venv-delta + deploy/jars/lib: delta-spark and its jars, for scripts/test_delta.sh
+./scripts/setup_s3a.sh  # deploy/jars/s3a/lib: hadoop-aws + AWS SDK bundle, for a checkpoint on S3
 
 # promtool only, from Debian's prometheus package: installing the package would start a server.
 if ! command -v promtool >/dev/null 2>&1 && [ ! -x .venv/bin/promtool ] && command -v apt-get >/dev/null 2>&1; then

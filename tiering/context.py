@@ -56,9 +56,10 @@ class TermContext(BaseModel):
     def begin(cls, config: TieringConfig, epoch: int) -> TermContext:
         """The context of a term just won: the lease id comes from the checkpoint (created there
         on the job's first run, reused by every later term)."""
+        from tiering.state.checkpoint_store import checkpoint_of
         from tiering.state.lease_file import load_or_create_lease_id
 
-        return cls(config=config, epoch=epoch, lease_id=load_or_create_lease_id(config.job.checkpoint, config.job.name))
+        return cls(config=config, epoch=epoch, lease_id=load_or_create_lease_id(checkpoint_of(config), config.job.name))
 
     def to_option(self) -> str:
         """The context as the source's one option (secrets in clear: the option stays in this

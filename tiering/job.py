@@ -46,6 +46,7 @@ from tiering.enumerator.splits import SnapshotSplit
 from tiering.context import TermContext, store_client
 from tiering.errors import (
     CheckpointError,
+    ConfigError,
     CoordinationError,
     LeadershipLostError,
     NotLeaderError,
@@ -67,6 +68,7 @@ if TYPE_CHECKING:
     from tiering.round.resync import TableResync
 from tiering.source import ADMISSION_CONTROL, CONTEXT_OPTION, KvTieringDataSource
 from tiering.state.checkpoint_check import check_checkpoint
+from tiering.state.checkpoint_store import CheckpointStore, checkpoint_of
 from tiering.warmup import warm_executors
 
 log = logging.getLogger(__name__)
@@ -97,6 +99,33 @@ CHECKPOINT_FILE_MANAGER = (
 PROGRESS_RETENTION = ("spark.sql.streaming.numRecentProgressUpdates", "10")
 
 RoundListener = Callable[[RoundOutcome], None]
+
+
+#: The class Spark's ``s3a`` filesystem is: hadoop-aws's jar (and the AWS SDK bundle it was built
+#: against) must be on Spark's classpath for a checkpoint on S3 (deploy/jars/s3a/pom.xml).
+S3A_FILESYSTEM = "org.apache.hadoop.fs.s3a.S3AFileSystem"
+
+
+def use_checkpoint_store(spark, checkpoint: CheckpointStore) -> None:
+    """Give the session what Spark needs to write ``checkpoint``: for one on S3, the ``fs.s3a.*``
+    settings derived from the lake's storage options (a setting the session already has, as
+    ``fs.s3a.x`` or ``spark.hadoop.fs.s3a.x``, wins), after checking that ``s3a`` is on the
+    classpath; a :class:`ConfigError` naming the jars otherwise. Nothing for a local one."""
+    settings = checkpoint.hadoop_conf()
+    if not checkpoint.is_s3:
+        return
+    jvm = spark.sparkContext._jvm
+    try:
+        jvm.java.lang.Class.forName(S3A_FILESYSTEM, False, jvm.java.lang.Thread.currentThread().getContextClassLoader())
+    except Exception:
+        raise ConfigError([
+            f"job.checkpoint: {checkpoint.location!r} is on S3, and Spark writes its part through hadoop-aws's s3a, "
+            f"which is not on Spark's classpath ({S3A_FILESYSTEM} not found): add hadoop-aws of the Hadoop inside "
+            "pyspark and its AWS SDK bundle to spark.jars (scripts/setup_s3a.sh fetches them into deploy/jars/s3a/lib)"
+        ]) from None
+    for key, value in settings.items():
+        if spark.conf.get(key, None) is None and spark.conf.get(f"spark.hadoop.{key}", None) is None:
+            spark.conf.set(key, value)
 
 
 def build_spark(config: TieringConfig):
@@ -152,7 +181,8 @@ class TieringJob:
         self._query = None
         self._end_when_idle = False
         self._lock = threading.Lock()
-        self._health = read_health(context.config.job.checkpoint)
+        self._checkpoint = checkpoint_of(context.config)
+        self._health = read_health(self._checkpoint)
 
     def start(self):
         """Start the streaming query (and the lease renewer); returns Spark's StreamingQuery."""
@@ -162,6 +192,7 @@ class TieringJob:
         if config.lake.writer == "delta-rs":  # its executors write with Python; delta-spark's in the JVM
             warm_executors(self.spark)  # beside the query's start, which leaves the executors idle
         self.spark.conf.set(*CHECKPOINT_FILE_MANAGER)
+        use_checkpoint_store(self.spark, self._checkpoint)
         if self.spark.conf.get(PROGRESS_RETENTION[0], None) is None:
             self.spark.conf.set(*PROGRESS_RETENTION)
         self.spark.dataSource.register(KvTieringDataSource)
@@ -190,7 +221,7 @@ class TieringJob:
         self._query = (
             stream.writeStream.queryName(f"kv-tiering:{self.context.job}")
             .foreachBatch(committer)
-            .option("checkpointLocation", config.job.checkpoint)
+            .option("checkpointLocation", self._checkpoint.spark_location)
             .trigger(**trigger)
             .start()
         )
@@ -210,7 +241,7 @@ class TieringJob:
             self.context = self.context.model_copy(update={"leases": False})
             return
         try:
-            replayed = replayed_offset(self.context.config.job.checkpoint)
+            replayed = replayed_offset(self._checkpoint)
         except CheckpointError as e:
             log.warning("job=%s: the lease's holds are kept, the round to replay is unreadable: %s", self.context.job, e)
             return
@@ -260,7 +291,7 @@ class TieringJob:
         """A query that failed on its checkpoint (a disk that filled up or turned read-only) says
         so in a Java stack trace naming no file; the pre-flight check, run again, names it."""
         try:
-            check_checkpoint(self.context.config.job.checkpoint)
+            check_checkpoint(self._checkpoint)
         except CheckpointError as bad:
             raise CheckpointError(f"job {self.context.job!r}: query failed on its checkpoint: {bad}") from error
 
@@ -311,7 +342,7 @@ class TieringJob:
         self._health = after_round(self._health, facts)
         outcome.health = self._health
         try:
-            write_health(self.context.config.job.checkpoint, self._health)
+            write_health(self._checkpoint, self._health)
         except OSError as e:
             log.warning("job=%s round=%d: table health not saved: %s", self.context.job, outcome.round_id, e)
 
@@ -457,7 +488,7 @@ def run_as_leader(
         raise
     log.info("job=%s leader with epoch=%d", config.job.name, term.epoch)
     try:
-        check_checkpoint(config.job.checkpoint)  # before the term writes to it: the lease file comes next
+        check_checkpoint(checkpoint_of(config))  # before the term writes to it: the lease file comes next
         context = TermContext.begin(config, term.epoch)
         spark = build_spark(config)
         lease = context.job_lease(context.store_client())

@@ -127,13 +127,15 @@ def _lake(config: TieringConfig, timeout_s: float) -> str:
 
 def _checkpoint(config: TieringConfig, timeout_s: float) -> str:
     from tiering.state.checkpoint_check import check_checkpoint
-    from tiering.state.lease_file import checkpoint_dir, read_lease_id
+    from tiering.state.checkpoint_store import checkpoint_of
+    from tiering.state.lease_file import read_lease_id
 
-    check_checkpoint(config.job.checkpoint)
-    root = checkpoint_dir(config.job.checkpoint)
-    if not root.exists():
+    checkpoint = checkpoint_of(config)
+    check_checkpoint(checkpoint)
+    root = checkpoint.name()
+    if checkpoint.kind() is None:
         return f"{root}: not created yet; its first run creates it"
-    lease_id = read_lease_id(config.job.checkpoint)
+    lease_id = read_lease_id(checkpoint)
     return f"{root}: usable" + (f", lease {lease_id}" if lease_id else ", no lease id yet")
 
 

@@ -30,6 +30,7 @@ from tiering.lakestate.freshness import freshness_s, oldest_untiered_write_ms
 from tiering.lakestate.lake import Lake, LakeTable
 from tiering.lakestate.layout import SYSTEM_COLUMNS
 from tiering.lease.job_lease import serves_leases
+from tiering.state.checkpoint_store import checkpoint_of
 from tiering.state.lease_file import job_of_lease, read_lease_id
 from tiering.round.health import TableHealth, read_health
 
@@ -108,9 +109,10 @@ def job_status(config: TieringConfig) -> JobStatus:
     """Leader and epoch from ZooKeeper, per selected table: store log end, lake offset, lag, leases."""
     zk = read_status(config.zookeeper.hosts, config.job.name)
     client = _operator_client(config)
-    lease_id = read_lease_id(config.job.checkpoint)
+    checkpoint = checkpoint_of(config)
+    lease_id = read_lease_id(checkpoint)
     infos = [info for info in client.list_tables() if config.tables.selects(info.name)]
-    health = {t: h for t, h in read_health(config.job.checkpoint).items() if config.tables.selects(t)}
+    health = {t: h for t, h in read_health(checkpoint).items() if config.tables.selects(t)}
     held = held_snapshots(client, lease_id)
     tables = table_statuses(client, Lake.of(config.lake), infos, held or Counter(), health)
     return JobStatus(
@@ -275,7 +277,7 @@ def drop_lease(config: TieringConfig, lease_id: str | None = None, *, force: boo
     while that job has a leader. Returns the lease as it was just before the drop.
     """
     job = config.job.name
-    lease_id = lease_id or read_lease_id(config.job.checkpoint)
+    lease_id = lease_id or read_lease_id(checkpoint_of(config))
     if lease_id is None:
         raise TieringError(
             f"job {job!r}: no lease id in checkpoint {config.job.checkpoint!r}; name the lease to drop"
@@ -416,7 +418,7 @@ def render_leases(leases: list[Lease], config: TieringConfig, console=None, *, e
     from rich.table import Table
 
     console = console or output_console()
-    mine = read_lease_id(config.job.checkpoint)
+    mine = read_lease_id(checkpoint_of(config))
     columns = ("job", "lease", "epoch", "expires in", "snapshots (by table_id)")
     table = Table(*columns[0 if every_job else 1:])
     for lease in leases:

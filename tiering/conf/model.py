@@ -84,10 +84,14 @@ class JobConfig(_Section):
         label="name matching [A-Za-z0-9._-]+",
     )
     checkpoint: str = setting(
-        "Streaming checkpoint location: a local path or `file:` URI of the driver (the lease-id "
-        "file is created there with an atomic no-clobber link). Holds the source offsets and the "
-        "lease id; restarting from it resumes the job instead of bootstrapping again.",
-        label="non-empty local path or file: URI",
+        "Streaming checkpoint location: a local path or `file:` URI of the driver, or "
+        "`s3://bucket/prefix` so that a driver restarted on any node continues from it (Spark "
+        "writes its part through hadoop-aws's `s3a`, whose jars must be on Spark's classpath; the "
+        "job's own files go through the lake's object store, reached with `[lake.storage]` and the "
+        "`AWS_*` environment). Holds the source offsets and the lease id (created once, no-clobber: "
+        "a link on a local disk, a conditional put on S3); restarting from it resumes the job "
+        "instead of bootstrapping again.",
+        label="non-empty local path, file: URI or s3://bucket/prefix",
         min_length=1,
     )
 
@@ -97,8 +101,10 @@ class JobConfig(_Section):
         parsed = urlsplit(v)
         if parsed.scheme == "file" and parsed.netloc not in ("", "localhost"):
             raise ValueError(f"file URI with remote host {parsed.netloc!r}")
-        if len(parsed.scheme) > 1 and parsed.scheme != "file":
-            raise ValueError(f"scheme {parsed.scheme!r} is not supported; use a local path or a file: URI")
+        if parsed.scheme == "s3" and not parsed.netloc:
+            raise ValueError("no bucket; expected s3://bucket/prefix")
+        if len(parsed.scheme) > 1 and parsed.scheme not in ("file", "s3"):
+            raise ValueError(f"scheme {parsed.scheme!r} is not supported; use a local path, a file: URI or s3://bucket/prefix")
         return v
 
     @field_validator("name")

@@ -34,6 +34,7 @@ from tiering.demo.scenario import Writer, demo_tables
 from tiering.demo.services import SPARK_LOG4J, DemoServices, log_to_file
 from tiering.kvstore.models import TableInfo
 from tiering.lakestate.lake import Lake
+from tiering.state.checkpoint_store import checkpoint_of
 from tiering.state.lease_file import read_lease_id
 from tiering.storage.embedded_s3 import EmbeddedS3
 from tiering.verify import TableCheck, check_table
@@ -195,7 +196,7 @@ class _Watch:
         while True:
             if self.writer.error is not None or self.job.error is not None:
                 return False
-            lease_id = read_lease_id(self.config.job.checkpoint)
+            lease_id = read_lease_id(checkpoint_of(self.config))
             caught_up = self.progress.poll(self.client, self.lake, self.infos, lease_id)
             live.update(self.progress.render(self.writer, self.elapsed_s, self.data_dir))
             if done(caught_up):

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Literal
 from tiering.enumerator.descriptor import from_descriptor
 from tiering.enumerator.splits import Split, sort_key
 from tiering.errors import OffsetLogFormatError, TieringError
+from tiering.state.checkpoint_store import CheckpointStore
 from tiering.state.offset_log import read_batch_offset
 
 if TYPE_CHECKING:
@@ -41,7 +42,7 @@ class BatchSplits:
     source: Literal["offsets log", "batch rows"]
 
 
-def batch_splits(batch_df: DataFrame, batch_id: int, checkpoint: str) -> BatchSplits:
+def batch_splits(batch_df: DataFrame, batch_id: int, checkpoint: str | CheckpointStore) -> BatchSplits:
     """The round of batch ``batch_id`` (``batch_df`` as ``foreachBatch`` hands it over) of the
     query checkpointed at ``checkpoint``: from the offsets log when its format is known, else
     from the batch's rows."""

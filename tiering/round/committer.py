@@ -77,6 +77,7 @@ from tiering.round.deferred import DeferredEnds
 from tiering.round.outcome import RoundOutcome
 from tiering.round.states import FailureCause, TableState
 from tiering.round.table_round import TableRound
+from tiering.state.checkpoint_store import checkpoint_of
 
 __all__ = ["RoundCommitter", "other_job"]
 
@@ -129,10 +130,11 @@ class RoundCommitter:
         self._lake = LakeTables(context.lake)
         self._parallelism = context.config.lake.table_parallelism
         self._deferred = DeferredEnds()
+        self._checkpoint = checkpoint_of(context.config)
 
     def __call__(self, batch_df, batch_id: int) -> None:
         """Commit the round of batch ``batch_id`` (its splits: :mod:`tiering.round.batch_splits`)."""
-        batch = batch_splits(batch_df, batch_id, self._context.config.job.checkpoint)
+        batch = batch_splits(batch_df, batch_id, self._checkpoint)
         by_table: dict[str, list[Split]] = defaultdict(list)
         for split in batch.splits:
             by_table[split.table].append(split)

@@ -5,30 +5,28 @@ alive. The lake only records what landed, and the driver's log rolls away, so ``
 status`` could not say why a table is stuck, since when, or that it was dropped upstream.
 The leader therefore rewrites ``<checkpoint>/tiering/tables.json`` after every round with,
 per table, its last commit, its last failure (cause, step, message, time, how many rounds in a
-row) and when it was found dropped. The file is replaced atomically (write, fsync, rename): a reader
-sees the previous round's file or this one's, never half of one. It is advisory: a lost or
+row) and when it was found dropped. The file is replaced atomically (write, fsync, rename on a
+local disk; one PUT on S3: :mod:`tiering.state.checkpoint_store`): a reader sees the previous
+round's file or this one's, never half of one. It is advisory: a lost or
 unreadable file loses history, never data, so the job starts a fresh one instead of stopping.
 """
 
 from __future__ import annotations
 
 import logging
-import os
-import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, RootModel, ValidationError
 
 from tiering.round.states import FailureCause, TableFailure, TableState
-from tiering.state.lease_file import checkpoint_dir
+from tiering.state.checkpoint_store import CheckpointStore, open_checkpoint
 
 __all__ = ["TableHealth", "RoundFacts", "health_file_path", "read_health", "write_health", "after_round"]
 
 log = logging.getLogger(__name__)
 
-_FILE = "tables.json"
+_PART = "tiering/tables.json"
 
 
 class TableHealth(BaseModel):
@@ -67,37 +65,28 @@ class RoundFacts:
     dropped: frozenset[str] = frozenset()  # tables the store no longer has, failed or committed
 
 
-def health_file_path(checkpoint: str) -> Path:
-    """``<checkpoint>/tiering/tables.json``."""
-    return checkpoint_dir(checkpoint) / "tiering" / _FILE
+def health_file_path(checkpoint: str | CheckpointStore) -> str:
+    """``<checkpoint>/tiering/tables.json``: a local path or an ``s3://`` URI."""
+    return open_checkpoint(checkpoint).name(_PART)
 
 
-def read_health(checkpoint: str) -> dict[str, TableHealth]:
+def read_health(checkpoint: str | CheckpointStore) -> dict[str, TableHealth]:
     """The file's tables; empty when there is none yet or it cannot be read (logged: history is
     lost, nothing else)."""
-    path = health_file_path(checkpoint)
+    store = open_checkpoint(checkpoint)
     try:
-        return _HealthFile.model_validate_json(path.read_bytes()).root
+        return _HealthFile.model_validate_json(store.read_bytes(_PART)).root
     except FileNotFoundError:
         return {}
     except (OSError, ValidationError) as e:
-        log.warning("table health file %s is unreadable (%s); starting a new one", path, e)
+        log.warning("table health file %s is unreadable (%s); starting a new one", store.name(_PART), e)
         return {}
 
 
-def write_health(checkpoint: str, health: Mapping[str, TableHealth]) -> None:
+def write_health(checkpoint: str | CheckpointStore, health: Mapping[str, TableHealth]) -> None:
     """Replace the file atomically (a reader never sees half of it)."""
-    path = health_file_path(checkpoint)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{_FILE}.{os.getpid()}.{uuid.uuid4().hex}.tmp")
-    try:
-        with open(tmp, "wb") as f:
-            f.write(_HealthFile(dict(sorted(health.items()))).model_dump_json(indent=1).encode())
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
+    data = _HealthFile(dict(sorted(health.items()))).model_dump_json(indent=1).encode()
+    open_checkpoint(checkpoint).replace(_PART, data)
 
 
 def after_round(health: Mapping[str, TableHealth], facts: RoundFacts) -> dict[str, TableHealth]:

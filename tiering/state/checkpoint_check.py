@@ -1,4 +1,4 @@
-"""The streaming checkpoint, checked before the query starts: what is wrong with it, and where.
+"""The streaming checkpoint, local or on S3, checked before the query starts: what is wrong with it, and where.
 
 Failure mode this addresses: Spark meets a damaged checkpoint deep inside the query's start and
 says so badly or not at all. An ``offsets`` that is a file is a bare ``java.lang.AssertionError:
@@ -13,7 +13,8 @@ so the checkpoint is left as it was found.
 What is checked, for each part that exists (a missing part is created by whoever writes it):
 
 - the root and ``offsets/``, ``commits/``, ``sources/``, ``tiering/``: directories that take a write;
-  a missing root: its nearest existing ancestor is a directory it can be created in;
+  a missing root: its nearest existing ancestor is a directory it can be created in (on S3: its
+  bucket exists and the prefix takes a write);
 - ``metadata``: Spark's query id, a JSON object with a string ``id``;
 - ``offsets/<batch id>``: Spark's ``OffsetSeqLog`` entries as :mod:`tiering.state.offset_log`
   reads them (an entry of another ``v<n>`` format is Spark's business: the round then reads the
@@ -31,172 +32,130 @@ written once under a temporary name and renamed or linked into place, never rewr
 from __future__ import annotations
 
 import json
-import os
 import re
-import stat
-import uuid
-from pathlib import Path
 
 from tiering.errors import CheckpointError, OffsetLogFormatError
-from tiering.state.lease_file import checkpoint_dir, read_lease_id
+from tiering.state.checkpoint_store import DIRECTORY as _DIRECTORY, FILE as _FILE, CheckpointStore, open_checkpoint, reason
+from tiering.state.lease_file import read_lease_id
 from tiering.state.offset_log import read_batch_offset
 
 __all__ = ["check_checkpoint"]
 
-#: A probe writes this much and syncs it: an empty file needs no free block, so would not show a full disk.
-_PROBE_BYTES = 4096
-_DIRECTORY, _FILE = "a directory", "a file"
 _VERSION_LINE = re.compile(r"v[0-9]+")
 #: What to do about a log Spark did not write this way: the lake, not the checkpoint, holds what was tiered.
 _LOG_REMEDY = ("restore the missing entries, or start from a new checkpoint holding only tiering/lease.json "
                "(rounds are planned from the lake; the lease id is kept)")
 
 
-def check_checkpoint(checkpoint: str) -> None:
-    """Raise :class:`CheckpointError` when the checkpoint at ``checkpoint`` (a local path or
-    ``file:`` URI) cannot be used as it is; return when the query may start from it."""
-    root = checkpoint_dir(checkpoint)
-    if _kind(root) is None:
-        _check_creatable(root)
+def check_checkpoint(checkpoint: str | CheckpointStore) -> None:
+    """Raise :class:`CheckpointError` when the checkpoint at ``checkpoint`` (a local path, a
+    ``file:`` URI, or a store: :func:`tiering.state.checkpoint_store.checkpoint_of`) cannot be used
+    as it is; return when the query may start from it."""
+    store = open_checkpoint(checkpoint)
+    if store.kind() is None:
+        store.check_creatable()
         return
-    _check_directory(root, "the checkpoint")
-    if _kind(root / "metadata") is not None:
-        _check_metadata(root / "metadata")
-    offsets = _batch_ids(root / "offsets", "Spark's offsets log")
+    _check_directory(store, "", "the checkpoint")
+    if store.kind("metadata") is not None:
+        _check_metadata(store, "metadata")
+    offsets = _batch_ids(store, "offsets", "Spark's offsets log")
     for batch_id in offsets:
-        _check_offsets_entry(checkpoint, root / "offsets" / str(batch_id), batch_id)
-    commits = _batch_ids(root / "commits", "Spark's commit log")
+        _check_offsets_entry(store, batch_id)
+    commits = _batch_ids(store, "commits", "Spark's commit log")
     for batch_id in commits:
-        _check_commit_entry(root / "commits" / str(batch_id))
-    _check_logs_agree(root, offsets, commits)
-    if _kind(root / "sources") is not None:
-        _check_directory(root / "sources", "Spark's source metadata")
-    tiering = root / "tiering"
-    if _kind(tiering) is not None:
-        _check_directory(tiering, "the job's own files")
-        if _kind(tiering / "lease.json") is not None:
-            _expect(tiering / "lease.json", _FILE, "the lease-id file")
-            read_lease_id(checkpoint)
-        if _kind(tiering / "tables.json") is not None:
-            _read(tiering / "tables.json", "the table health file")
+        _check_commit_entry(store, f"commits/{batch_id}")
+    _check_logs_agree(store, offsets, commits)
+    if store.kind("sources") is not None:
+        _check_directory(store, "sources", "Spark's source metadata")
+    if store.kind("tiering") is not None:
+        _check_directory(store, "tiering", "the job's own files")
+        if store.kind("tiering/lease.json") is not None:
+            _expect(store, "tiering/lease.json", _FILE, "the lease-id file")
+            read_lease_id(store)
+        if store.kind("tiering/tables.json") is not None:
+            _read(store, "tiering/tables.json", "the table health file")
 
 
-def _kind(path: Path) -> str | None:
-    """What is at ``path`` (``a directory``, ``a file``, ...), or None when nothing is or can be."""
-    try:
-        mode = path.stat().st_mode
-    except FileNotFoundError:
-        return "a dangling symlink" if path.is_symlink() else None
-    except NotADirectoryError:  # an ancestor is a file: the walk in _check_creatable names it
-        return None
-    except OSError as e:
-        raise CheckpointError(f"checkpoint path {path} cannot be looked at: {_reason(e)}") from None
-    if stat.S_ISDIR(mode):
-        return _DIRECTORY
-    return _FILE if stat.S_ISREG(mode) else "a special file"
-
-
-def _expect(path: Path, expected: str, role: str) -> None:
-    found = _kind(path)
+def _expect(store: CheckpointStore, part: str, expected: str, role: str) -> None:
+    found = store.kind(part)
     if found != expected:
-        raise CheckpointError(f"checkpoint path {path} ({role}) is {found or 'missing'}; expected {expected}")
+        raise CheckpointError(f"checkpoint path {store.name(part)} ({role}) is {found or 'missing'}; expected {expected}")
 
 
-def _check_directory(path: Path, role: str) -> None:
+def _check_directory(store: CheckpointStore, part: str, role: str) -> None:
     """A directory that can be listed and written to."""
-    _expect(path, _DIRECTORY, role)
+    _expect(store, part, _DIRECTORY, role)
     try:
-        os.listdir(path)
+        store.listdir(part)
     except OSError as e:
-        raise CheckpointError(f"checkpoint directory {path} ({role}) cannot be listed: {_reason(e)}") from None
-    _probe(path, role)
-
-
-def _probe(directory: Path, role: str) -> None:
-    probe = directory / f".tiering-probe.{os.getpid()}.{uuid.uuid4().hex}.tmp"
+        raise CheckpointError(f"checkpoint directory {store.name(part)} ({role}) cannot be listed: {reason(e)}") from None
     try:
-        try:
-            with open(probe, "xb") as f:
-                f.write(bytes(_PROBE_BYTES))
-                f.flush()
-                os.fsync(f.fileno())
-        finally:
-            probe.unlink(missing_ok=True)
+        store.probe(part)
     except OSError as e:
         raise CheckpointError(
-            f"checkpoint directory {directory} ({role}) does not take writes: {_reason(e)}; "
+            f"checkpoint directory {store.name(part)} ({role}) does not take writes: {reason(e)}; "
             "expected a writable directory with free space"
         ) from None
 
 
-def _check_creatable(root: Path) -> None:
-    """A checkpoint not made yet: its nearest existing ancestor must be a directory it can be made in."""
-    if root.is_symlink():
-        raise CheckpointError(f"checkpoint path {root} is a dangling symlink; expected a directory or nothing")
-    ancestor = root.absolute().parent
-    while _kind(ancestor) is None and ancestor != ancestor.parent:
-        ancestor = ancestor.parent
-    _expect(ancestor, _DIRECTORY, f"where the checkpoint {root} is to be created")
-    if not os.access(ancestor, os.W_OK | os.X_OK):
-        raise CheckpointError(f"checkpoint {root} cannot be created: directory {ancestor} does not take writes")
-
-
-def _read(path: Path, role: str) -> str:
-    _expect(path, _FILE, role)
+def _read(store: CheckpointStore, part: str, role: str) -> str:
+    _expect(store, part, _FILE, role)
     try:
-        return path.read_text(encoding="utf-8")
+        return store.read_bytes(part).decode("utf-8")
     except (OSError, UnicodeDecodeError) as e:
-        raise CheckpointError(f"checkpoint file {path} ({role}) is unreadable: {_reason(e)}") from None
+        raise CheckpointError(f"checkpoint file {store.name(part)} ({role}) is unreadable: {reason(e)}") from None
 
 
-def _check_metadata(path: Path) -> None:
-    text = _read(path, "Spark's query id")
+def _check_metadata(store: CheckpointStore, part: str) -> None:
+    text = _read(store, part, "Spark's query id")
     try:
         data = json.loads(text)
     except ValueError:
         data = None
     if not isinstance(data, dict) or not isinstance(data.get("id"), str):
-        raise CheckpointError(f"checkpoint file {path} (Spark's query id) holds {text[:80]!r}; "
+        raise CheckpointError(f"checkpoint file {store.name(part)} (Spark's query id) holds {text[:80]!r}; "
                               'expected a JSON object {"id": "<query id>"}')
 
 
-def _batch_ids(log: Path, role: str) -> list[int]:
+def _batch_ids(store: CheckpointStore, log: str, role: str) -> list[int]:
     """The batch ids of a log directory, consecutive; [] when the log does not exist yet."""
-    if _kind(log) is None:
+    if store.kind(log) is None:
         return []
-    _check_directory(log, role)
-    ids = sorted(int(name) for name in os.listdir(log) if name.isascii() and name.isdigit())
+    _check_directory(store, log, role)
+    ids = sorted(int(name) for name in store.listdir(log) if name.isascii() and name.isdigit())
     missing = sorted(set(range(ids[0], ids[-1] + 1)) - set(ids)) if ids else []
     if missing:
         raise CheckpointError(
-            f"checkpoint log {log} ({role}) has batches {ids[0]}..{ids[-1]} without {_listed(missing)}; "
+            f"checkpoint log {store.name(log)} ({role}) has batches {ids[0]}..{ids[-1]} without {_listed(missing)}; "
             f"expected consecutive batch ids: {_LOG_REMEDY}"
         )
     return ids
 
 
-def _check_offsets_entry(checkpoint: str, path: Path, batch_id: int) -> None:
-    _expect(path, _FILE, f"the planned end offset of batch {batch_id}")
+def _check_offsets_entry(store: CheckpointStore, batch_id: int) -> None:
+    part = f"offsets/{batch_id}"
+    _expect(store, part, _FILE, f"the planned end offset of batch {batch_id}")
     try:
-        read_batch_offset(checkpoint, batch_id)
+        read_batch_offset(store, batch_id)
     except OffsetLogFormatError as e:
         if not _VERSION_LINE.fullmatch(e.version):
-            raise CheckpointError(f"offsets log entry {path} starts {e.version!r}; expected a version line "
+            raise CheckpointError(f"offsets log entry {store.name(part)} starts {e.version!r}; expected a version line "
                                   "'v<n>' as Spark writes") from None
 
 
-def _check_commit_entry(path: Path) -> None:
-    lines = _read(path, "the commit of a batch").splitlines()
+def _check_commit_entry(store: CheckpointStore, part: str) -> None:
+    lines = _read(store, part, "the commit of a batch").splitlines()
     if len(lines) != 2 or not _VERSION_LINE.fullmatch(lines[0]) or not _is_json_object(lines[1]):
-        raise CheckpointError(f"commit log entry {path} holds {[line[:60] for line in lines[:3]]!r}; "
+        raise CheckpointError(f"commit log entry {store.name(part)} holds {[line[:60] for line in lines[:3]]!r}; "
                               "expected a version line 'v<n>' and one JSON object, as Spark writes")
 
 
-def _check_logs_agree(root: Path, offsets: list[int], commits: list[int]) -> None:
+def _check_logs_agree(store: CheckpointStore, offsets: list[int], commits: list[int]) -> None:
     """Spark writes ``offsets/N``, runs batch N, then writes ``commits/N``: the last commit is the
     last planned batch or the one before it."""
     if not commits:
         return
+    root = store.name()
     last_commit = commits[-1]
     last_planned = offsets[-1] if offsets else None
     if last_planned is None or last_commit > last_planned:
@@ -204,14 +163,14 @@ def _check_logs_agree(root: Path, offsets: list[int], commits: list[int]) -> Non
         raise CheckpointError(
             f"checkpoint {root}: commits/{_listed(orphans)} without a planned batch in offsets/ "
             f"(last planned: {last_planned}); expected every committed batch planned first: "
-            f"remove the orphan commit {'entry' if len(orphans) == 1 else 'entries'} from {root / 'commits'} "
+            f"remove the orphan commit {'entry' if len(orphans) == 1 else 'entries'} from {store.name('commits')} "
             "(the lake, not the checkpoint, holds what was tiered)"
         )
     if last_commit < last_planned - 1:
         raise CheckpointError(
             f"checkpoint {root}: batches {last_commit + 1}..{last_planned} are planned in offsets/ but only "
             f"{last_commit} committed; expected at most the last planned batch uncommitted: remove "
-            f"offsets/{_listed(list(range(last_commit + 2, last_planned + 1)))} from {root / 'offsets'} "
+            f"offsets/{_listed(list(range(last_commit + 2, last_planned + 1)))} from {store.name('offsets')} "
             "(the lake, not the checkpoint, holds what was tiered)"
         )
 
@@ -230,7 +189,3 @@ def _is_json_object(text: str) -> bool:
         return isinstance(json.loads(text), dict)
     except ValueError:
         return False
-
-
-def _reason(e: BaseException) -> str:
-    return e.strerror if isinstance(e, OSError) and e.strerror else str(e)

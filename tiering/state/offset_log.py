@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 
 from tiering.errors import CheckpointError, OffsetLogFormatError
-from tiering.state.lease_file import checkpoint_dir
+from tiering.state.checkpoint_store import CheckpointStore, open_checkpoint
 from tiering.state.offset import TieringOffset
 
 __all__ = ["newest_batch", "read_batch_offset", "replayed_offset"]
@@ -32,19 +32,20 @@ __all__ = ["newest_batch", "read_batch_offset", "replayed_offset"]
 _VERSION = "v1"
 
 
-def read_batch_offset(checkpoint: str, batch_id: int) -> TieringOffset:
+def read_batch_offset(checkpoint: str | CheckpointStore, batch_id: int) -> TieringOffset:
     """The end offset Spark logged for ``batch_id`` of the query checkpointed at ``checkpoint``."""
-    path = checkpoint_dir(checkpoint) / "offsets" / str(batch_id)
+    store = open_checkpoint(checkpoint)
+    path = store.name(f"offsets/{batch_id}")
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except OSError as e:
+        lines = store.read_bytes(f"offsets/{batch_id}").decode("utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as e:
         raise CheckpointError(f"offsets log entry {path} of batch {batch_id} is unreadable: {e}") from None
     if not lines:
         raise CheckpointError(f"offsets log entry {path} of batch {batch_id} is empty")
     if lines[0] != _VERSION:
         raise OffsetLogFormatError(
             f"offsets log entry {path} is format {lines[0][:40]!r}; this code reads '{_VERSION}'",
-            path=str(path), version=lines[0][:40],
+            path=path, version=lines[0][:40],
         )
     if len(lines) != 3 or not _is_json_object(lines[1]):
         raise CheckpointError(f"offsets log entry {path}: expected '{_VERSION}', a JSON object of batch metadata "
@@ -55,16 +56,17 @@ def read_batch_offset(checkpoint: str, batch_id: int) -> TieringOffset:
         raise CheckpointError(f"offsets log entry {path}: the source offset does not decode: {e}") from None
 
 
-def newest_batch(checkpoint: str, log: str = "offsets") -> int | None:
+def newest_batch(checkpoint: str | CheckpointStore, log: str = "offsets") -> int | None:
     """The newest batch id in Spark's ``offsets`` (or ``commits``) log; None when it has none."""
-    folder = checkpoint_dir(checkpoint) / log
-    batches = [int(p.name) for p in folder.iterdir() if p.name.isdigit()] if folder.is_dir() else []
+    store = open_checkpoint(checkpoint)
+    batches = [int(name) for name in store.listdir(log) if name.isascii() and name.isdigit()]
     return max(batches, default=None)
 
 
-def replayed_offset(checkpoint: str) -> TieringOffset | None:
+def replayed_offset(checkpoint: str | CheckpointStore) -> TieringOffset | None:
     """The end offset of the batch Spark runs again when the query restarts: the newest in the
     offsets log when the commits log does not have it yet; None when every logged batch ran."""
+    checkpoint = open_checkpoint(checkpoint)
     planned = newest_batch(checkpoint)
     if planned is None:
         return None

@@ -19,7 +19,11 @@ Failure modes this guards against:
   ``AwsStandardS3RetryStrategy(max_attempts=max_retries + 1)``: exponential backoff with jitter,
   for throttling, 5xx and network errors), and delta-rs's own ``retry_timeout`` and
   ``backoff_config.*``. A write that still fails fails its bucket (:mod:`tiering.storage.landed`),
-  a commit its table's round; the next round writes and commits again.
+  a commit its table's round; the next round writes and commits again;
+- two writers creating one small file (the streaming checkpoint's lease-id file) where each must
+  see the same winner: :meth:`put_if_absent` puts it with the same conditional put delta-rs
+  commits with (``If-None-Match: *``, through obstore, the Python binding of delta-rs's
+  object_store), so exactly one put lands and the other learns that it lost.
 
 S3 settings come from ``[lake.storage]`` (delta-rs storage option names such as
 ``AWS_ENDPOINT_URL``, ``AWS_REGION``, ``AWS_ALLOW_HTTP``, ``AWS_ACCESS_KEY_ID``,
@@ -134,6 +138,49 @@ class ObjectStore:
             return self.filesystem, [self.path(f) for f in files]
         return pafs.LocalFileSystem(), [f.removeprefix("file://") for f in files]
 
+    def put_if_absent(self, uri: str, data: bytes) -> bool:
+        """Create the object ``uri`` holding ``data`` unless something is there already: True
+        when this call created it, False when it existed (never overwritten). S3 only; atomic
+        even when many processes race (a conditional put, as delta-rs commits)."""
+        import obstore
+        from obstore.exceptions import AlreadyExistsError
+
+        if not self.is_s3:
+            raise ValueError(f"put_if_absent is for S3 roots, {self.root!r} is local")
+        try:
+            obstore.put(self._conditional_store, self.path(uri).split("/", 1)[1], data, mode="create", use_multipart=False)
+        except AlreadyExistsError:
+            return False
+        except Exception as e:  # obstore's errors are not OSErrors; callers handle those
+            raise OSError(one_line(e)[:300]) from e
+        return True
+
+    @cached_property
+    def _conditional_store(self):
+        """obstore's S3 client of this root's bucket, with the options delta-rs commits with."""
+        from obstore.store import S3Store
+
+        options = self.options
+        config: dict[str, str] = {"conditional_put": _option(options, "aws_conditional_put", "conditional_put") or "etag"}
+        for key, names in (
+            ("endpoint", ("aws_endpoint_url", "aws_endpoint", "endpoint_url", "endpoint")),
+            ("region", ("aws_region", "region", "aws_default_region")),
+            ("access_key_id", ("aws_access_key_id", "access_key_id")),
+            ("secret_access_key", ("aws_secret_access_key", "secret_access_key")),
+            ("session_token", ("aws_session_token", "session_token")),
+            ("virtual_hosted_style_request", ("aws_virtual_hosted_style_request", "virtual_hosted_style_request")),
+        ):
+            value = _option(options, *names)
+            if value:
+                config[key] = value
+        connect_s, request_s, retries = _client_settings(options)
+        client = {"connect_timeout": _dt(connect_s), "timeout": _dt(request_s),
+                  "allow_http": str(_option(options, "aws_allow_http", "allow_http") or "false").lower() == "true"}
+        retry = {"max_retries": retries, "retry_timeout": _dt(_seconds("retry_timeout", str(
+            _option(options, "retry_timeout") or S3_CLIENT_DEFAULTS["retry_timeout"])))}
+        bucket = self.path(self.root).split("/", 1)[0]
+        return S3Store(bucket, config=config, client_options=client, retry_config=retry)
+
     def __getstate__(self) -> dict:
         return {"root": self.root, "options": dict(self.options)}
 
@@ -247,6 +294,12 @@ def _seconds(key: str, duration: str) -> float:
         return float(text)
     except ValueError:
         raise ConfigError([f"lake.storage.{key}: {duration!r} is not a duration (e.g. '500ms', '30s', '2m')"]) from None
+
+
+def _dt(seconds: float):
+    import datetime
+
+    return datetime.timedelta(seconds=seconds)
 
 
 def _reason(error: Exception) -> str:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from tiering.errors import LakeCommitError, TableNotFoundError
@@ -43,8 +45,8 @@ def test_the_file_round_trips_and_a_damaged_one_is_a_fresh_start(tmp_path):
     health = after_round({}, RoundFacts(1_000, committed={"x": (3, 9)}, failed={"y": (4, failure("no"))}))
     write_health(checkpoint, health)
     assert read_health(checkpoint) == health
-    assert [p.name for p in health_file_path(checkpoint).parent.iterdir()] == ["tables.json"], "no temporary file left"
-    health_file_path(checkpoint).write_text("{not json")
+    assert [p.name for p in Path(health_file_path(checkpoint)).parent.iterdir()] == ["tables.json"], "no temporary file left"
+    Path(health_file_path(checkpoint)).write_text("{not json")
     assert read_health(checkpoint) == {}
 
 

@@ -36,9 +36,11 @@ def test_file_uris_name_the_same_file(tmp_path, prefix):
     assert load_or_create_lease_id(prefix + str(tmp_path), "j") == plain
 
 
-def test_remote_checkpoints_are_refused(tmp_path):
-    with pytest.raises(CheckpointError, match="only local paths and file: URIs"):
-        lease_file_path("s3://bucket/ckpt")
+def test_checkpoints_neither_local_nor_on_s3_are_refused(tmp_path):
+    with pytest.raises(CheckpointError, match="only local paths, file: URIs and s3:// are supported"):
+        lease_file_path("hdfs://nn1/ckpt")
+    with pytest.raises(CheckpointError, match="no bucket"):
+        lease_file_path("s3:///ckpt")
     with pytest.raises(CheckpointError, match="remote host 'nn1'"):
         lease_file_path("file://nn1/ckpt")
 
