@@ -26,17 +26,20 @@ from tiering.lakestate.lake import Lake
 JARS_ENV = "DELTA_SPARK_JARS"
 
 #: Delta's SQL extension and catalog: what Delta's docs set, needed for its SQL commands and for
-#: tables in the session catalog (the path reads and writes here work without them).
-_DELTA_SQL = {
+#: tables in the session catalog (the path reads and writes here work without them). And the
+#: partitions Delta rebuilds a table's state from its log with: 50 by default, a Spark stage of 50
+#: tasks at every read of a version, which on two cores costs more than the tests' small logs.
+_DELTA_SESSION = {
     "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
     "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
+    "spark.databricks.delta.snapshotPartitions": "2",
 }
 
 
 def delta_spark_conf() -> dict[str, str]:
     """The Spark conf that puts the Delta jars on a session's classpath ({} without them)."""
     jars = os.environ.get(JARS_ENV, "").strip()
-    return {"spark.jars": jars, **_DELTA_SQL} if jars else {}
+    return {"spark.jars": jars, **_DELTA_SESSION} if jars else {}
 
 
 def jars_configured() -> bool:
