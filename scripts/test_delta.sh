@@ -12,7 +12,7 @@ JARS=deploy/jars/lib
 { [ -x "$VENV/bin/python" ] && ls "$JARS"/*.jar >/dev/null 2>&1; } || ./scripts/setup_delta.sh || exit
 DELTA_SPARK_JARS=$(ls "$PWD/$JARS"/*.jar | paste -sd, -)
 export DELTA_SPARK_JARS
-SELECTION=(-m delta_jars tests/integration)
+SELECTION=(-m delta_jars tests/integration/lake tests/integration/pipeline)
 [ "$#" -eq 0 ] && set -- "${SELECTION[@]}"
 echo "test_delta: pyspark $("$VENV/bin/python" -c 'import pyspark; print(pyspark.__version__)'), $(ls "$JARS" | wc -l) Delta jars"
 exec ./scripts/venv_pytest.sh test_delta "$VENV" "$@"
