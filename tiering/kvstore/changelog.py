@@ -76,8 +76,9 @@ def apply_changes(
 
 def apply_sorted(base: pa.Table, newest: pa.Table | None, keys: Sequence[str], schema: pa.Schema) -> pa.Table:
     """The rows :func:`apply_changes` gives (``base`` with ``schema``'s columns), sorted by
-    ``keys``: spliced (:func:`splice_changes`) when ``base`` allows it, else filtered and sorted."""
-    spliced = splice_changes(base, newest, keys, schema)
+    ``keys``: spliced (:func:`splice_changes`) when ``base`` allows it and the changes are few
+    (:func:`_few`), else filtered and sorted."""
+    spliced = splice_changes(base, newest, keys, schema) if _few(newest, base) else None
     if spliced is not None:
         return spliced
     rows = pa.Table.from_batches(apply_changes(base.to_batches(), newest, keys, schema), schema)
@@ -125,6 +126,14 @@ def splice_changes(
         seen += upsert
     pieces = [p for p in (*pieces, upserts.slice(placed, seen - placed), base.slice(kept)) if p.num_rows]
     return pa.concat_tables(pieces) if pieces else base.slice(0, 0)
+
+
+def _few(newest: pa.Table | None, base: pa.Table) -> bool:
+    """Whether ``newest`` holds at most one change per :data:`SPLICE_ROWS_PER_CUT` rows of ``base``.
+    The splice places each changed key in Python (two binary searches), the sort handles rows in
+    Arrow: changes to most of the keys make few cuts, so :func:`splice_changes` would not decline
+    them, and would place them one by one, holding the GIL, for far longer than the sort takes."""
+    return newest is None or newest.num_rows * SPLICE_ROWS_PER_CUT <= base.num_rows
 
 
 def _upserts(newest: pa.Table, schema: pa.Schema) -> pa.Table:

@@ -160,3 +160,27 @@ def test_a_rewrite_by_file_splices_and_writes_what_the_sort_would(first_rewrite,
         assert pq.read_table(store.filesystem.open_input_file(store.path(f"{store.uri('t')}/{mine.path}"))).equals(
             pq.read_table(store.filesystem.open_input_file(store.path(f"{store.uri('t')}/{theirs.path}"))))
     assert sum(f.num_records for f in by_splice) == lake[1].rows + 1 - 2
+
+
+def test_a_rewrite_changing_every_key_of_a_file_sorts_instead_of_splicing(first_rewrite, tmp_path, monkeypatch):
+    """Changes to every key make no cut the splice could decline on; placing them one by one in
+    Python is the sort's work done slowly, so the rewrite sorts them (and writes the same rows)."""
+    store, written = first_rewrite
+    lake = lake_files(store, written)
+    keys = range(lake[1].low, lake[1].high + 1, 2)  # the file's keys: even ids
+    log = write_log(tmp_path / "log2", TABLE, [
+        (ROWS + 1 + i, "+U", {"id": k, "name": f"changed-{k}", "colour": "red", "qty": 5}) for i, k in enumerate(keys)
+    ])
+    plan = BucketPlan(0, "lake", tuple(f.uri for f in lake), (log,), ROWS + 1, ROWS + 1 + len(keys), lake_files=lake)
+    tried: list[bool] = []
+
+    def spy(*args, **kwargs):
+        tried.append(True)
+        return splice_changes(*args, **kwargs)
+
+    monkeypatch.setattr(changelog, "splice_changes", spy)
+    rewritten = rows(store, rewrite(store, plan))
+
+    assert tried == []
+    assert rewritten.column("id").to_pylist() == list(keys)
+    assert rewritten.column("name").to_pylist() == [f"changed-{k}" for k in keys]
