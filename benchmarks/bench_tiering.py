@@ -20,11 +20,16 @@ belongs to one measurement) and prints one JSON object:
   them, a round of a continuous job (Spark's ``triggerExecution`` of the one batch that carries
   them: the writes are made between two triggers, ``CHANGELOG_TRIGGER_S`` apart) and a
   hand-written ``DeltaTable.merge`` of the same changes (read the log segments with pyarrow,
-  keep the latest change per key, MERGE); then R times the same with an availableNow run per
-  round (``available_now_*``: each run starts a query, whose planning process opens the lake
-  afresh; the run with its query start is reported apart). Medians of the R, after one untimed
-  round and MERGE (the process's first of each pays for warming pyarrow and DataFusion up);
-  ``--merge-max-changes 0`` makes the executors write the buckets instead of the driver;
+  keep the latest change per key, MERGE), written with the service's Parquet codec
+  (``lake.compression``; ``compression`` in the JSON); then R times the same with an availableNow
+  run per round (``available_now_*``: each run starts a query, whose planning process opens the
+  lake afresh; the run with its query start is reported apart). Medians of the R, after one
+  untimed round and MERGE (the process's first of each pays for warming pyarrow and DataFusion
+  up). A round is Spark's trigger: its batch (``service_batches_s``: the round's reads, writes,
+  commit and store calls) and what Spark does around it (``service_outside_batch_s``: planning,
+  the offsets and commit logs), a fixed cost the MERGE does not pay.
+  ``--driver-max-changes 0`` makes the executors write the buckets instead of the driver
+  (``--merge-max-changes``, its older name, still works and says so);
 - ``empty-round``: one tiered table (8 buckets, 100k rows) under a continuous job; the wall
   time of rounds where nothing changed (Spark's ``triggerExecution``: planning, no batch) and of
   rounds carrying one changed row (planning, the batch, the MERGE, the report, the release);
@@ -387,6 +392,7 @@ def bench_changelog(args, work: Path, store) -> dict:
     from deltalake import write_deltalake
 
     from tiering.enumerator.positions import LakePosition
+    from tiering.lake.compression import delta_rs_properties
     from tiering.lakestate.lake import Lake
 
     client = store.client(timeout_s=600)
@@ -394,18 +400,20 @@ def bench_changelog(args, work: Path, store) -> dict:
     snapshots = client.take_snapshots("cl")
     spark = spark_session()
     spark.conf.set("spark.sql.streaming.noDataProgressEventInterval", "0")  # a progress report per idle trigger
-    config = service_config(work, store.url, "bench-changelog", driver_max_changes=args.merge_max_changes)
+    config = service_config(work, store.url, "bench-changelog", driver_max_changes=args.driver_max_changes)
+    codec = delta_rs_properties(config.lake.compression)  # the MERGE writes the service's codec: like with like
     run_service(spark, config)  # bootstrap, untimed
     table_id = client.log_info("cl").table_id
     base = pa.concat_tables([pq.read_table(f) for s in snapshots.buckets for f in s.files]).select(["id", "name", "qty", "price"])
-    write_deltalake(str(work / "merge-target"), base)  # the baseline's target: the same base rows
-    bench = ChangelogRounds(args, work, client)
+    # the baseline's target: the same base rows
+    write_deltalake(str(work / "merge-target"), base, writer_properties=codec)
+    bench = ChangelogRounds(args, work, client, codec)
     lake = Lake.of(config.lake)
-    rounds, merges, keys_merged = [], [], 0
+    rounds, batches, merges, keys_merged = [], [], [], 0
 
     continuous = service_config(work, store.url, "bench-changelog",
                                 {"trigger.available_now": False, "trigger.interval_s": CHANGELOG_TRIGGER_S},
-                                driver_max_changes=args.merge_max_changes)
+                                driver_max_changes=args.driver_max_changes)
     with ContinuousJob(spark, continuous, epoch=2) as running:
         attempts, warming_up = 0, True  # the first round the driver writes and the first MERGE: untimed
         while len(rounds) < args.repeat:
@@ -429,6 +437,7 @@ def bench_changelog(args, work: Path, store) -> dict:
                 merges.append(merge_s)
                 if len(carried) == 1:  # else the writes straddled a trigger: two rounds, not measured
                     rounds.append(carried[0].durationMs["triggerExecution"] / 1000)
+                    batches.append(carried[0].durationMs["addBatch"] / 1000)
             warming_up = False
 
     available_now, runs = [], []
@@ -442,10 +451,12 @@ def bench_changelog(args, work: Path, store) -> dict:
     service_s, baseline_s = statistics.median(rounds), statistics.median(merges)
     available_now_s = statistics.median(available_now)
     return {
-        "keys": args.keys, "buckets": args.buckets, "merge_max_changes": args.merge_max_changes, "changes": changes,
-        "distinct_keys_changed": keys_merged, "repeat": args.repeat,
+        "keys": args.keys, "buckets": args.buckets, "driver_max_changes": args.driver_max_changes, "changes": changes,
+        "distinct_keys_changed": keys_merged, "repeat": args.repeat, "compression": config.lake.compression,
         "service_s": round(service_s, 3), "service_changes_per_s": round(changes / service_s),
         "service_rounds_s": [round(r, 3) for r in rounds],
+        "service_batches_s": [round(b, 3) for b in batches],
+        "service_outside_batch_s": [round(r - b, 3) for r, b in zip(rounds, batches)],
         "available_now_round_s": round(available_now_s, 3),
         "available_now_rounds_s": [round(r, 3) for r in available_now],
         "run_with_query_start_s": round(statistics.median(runs), 3),
@@ -730,7 +741,7 @@ def _bench_tables(args, work: Path, store, where: dict) -> dict:
         setup_s = _tiny_tables(client, names)
         job = f"bench-tables-{count}"
         settings = {"tables.include": [f"t{count}_*"]}
-        lake = {**where, "driver_max_changes": args.merge_max_changes}
+        lake = {**where, "driver_max_changes": args.driver_max_changes}
         if args.table_parallelism:
             lake["table_parallelism"] = args.table_parallelism
         bootstrap = run_service(spark, service_config(work, store.url, job, settings, **lake))
@@ -846,6 +857,15 @@ def run_mode(mode: str, run, args, *, with_store: bool = True) -> dict:
     return result
 
 
+class _RenamedFlag(argparse.Action):
+    """A flag under its older name: it sets the new one's value and says what replaced it."""
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:
+        print(f"bench: {option_string} is now --{self.dest.replace('_', '-')} (lake.{self.dest}); "
+              f"{option_string} {values} taken as --{self.dest.replace('_', '-')} {values}", file=sys.stderr)
+        setattr(namespace, self.dest, values)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("mode", choices=sorted(MODES))
@@ -856,9 +876,11 @@ def main() -> None:
     parser.add_argument("--buckets", type=int, default=None, help="default: 8 (snapshot, changelog), 1000 (leases), 16 (planning)")
     parser.add_argument("--repeat", type=int, default=None, help="default: 3 (changelog: rounds, medians reported), 10 otherwise")
     parser.add_argument(
-        "--merge-max-changes", type=int, default=DEFAULT_DRIVER_MAX_CHANGES,
-        help="changelog: the writer's lake.driver_max_changes (the flag keeps its old name; 0: Spark rewrites the buckets)",
+        "--driver-max-changes", type=int, default=DEFAULT_DRIVER_MAX_CHANGES,
+        help="changelog, tables: the service's lake.driver_max_changes (0: Spark's executors rewrite the buckets)",
     )
+    parser.add_argument("--merge-max-changes", type=int, action=_RenamedFlag, dest="driver_max_changes",
+                        help="the older name of --driver-max-changes (lake.merge_max_changes was split)")
     parser.add_argument("--counts", default="10,50,200", help="tables: the table counts to measure, comma-separated")
     parser.add_argument("--changed-max", type=int, default=1000,
                         help="tables: the largest count whose changed round is measured (larger ones: idle rounds only)")
