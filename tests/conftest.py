@@ -3,8 +3,15 @@
 import os
 import sys
 
+from hypothesis import settings
+
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+
+# Speed is measured in benchmarks, not asserted in tests: hypothesis's per-example deadline
+# (200 ms) fails a property test on a loaded CI machine whatever the property says.
+settings.register_profile("kv-tiering", deadline=None)
+settings.load_profile("kv-tiering")
 
 pytest_plugins = [
     "tests.fixtures.s3",
