@@ -79,11 +79,12 @@ REQUIRED_SPARK_CONF = {
     "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
 }
 
-#: The streaming checkpoint is on the driver's filesystem (``job.checkpoint``). Spark's default
+#: The streaming checkpoint is on the driver's filesystem or S3 (``job.checkpoint``). Spark's default
 #: manager for it goes through Hadoop's FileContext, which without Hadoop's native library forks a
 #: ``chmod`` and several ``readlink`` processes per file: ~35 ms for each of the two files a round
 #: writes (offsets, commits). The FileSystem-based manager writes the same temp-file-then-rename
-#: with one fork per file. On a local disk both check that the target is absent, then rename.
+#: with one fork per file. On a local disk both check that the target is absent, then rename; on
+#: S3 (an ``s3a://`` checkpoint) the FileSystem one writes through s3a, which copies on rename.
 #: Its package depends on the Spark version (:mod:`tiering.spark_version`).
 CHECKPOINT_FILE_MANAGER = (
     "spark.sql.streaming.checkpointFileManagerClass",

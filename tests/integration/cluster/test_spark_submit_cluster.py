@@ -1,11 +1,23 @@
 """`spark-submit` to a real standalone cluster, into an S3 lake: the deployment users run.
 
-The driver runs on this machine (client mode, the checkpoint on its disk); two workers run the
-executors, which read the store's files and write the lake's data files straight into S3; the
-driver makes one fenced commit per table per round. Three tables with inserts, updates and
-deletes must land row by row. The first driver is SIGKILLed mid-round (right after a table's
-commit, before its report and release); the next submission reuses its lease id, replays the
-round without committing that table twice, then tiers the changes made in between.
+Two workers run the executors, which read the store's files and write the lake's data files
+straight into S3; the driver makes one fenced commit per table per round. The driver runs in
+client mode on a "node": Spark's standalone master refuses Python applications in cluster mode
+("Cluster deploy mode is currently not supported for python applications on standalone
+clusters", ``SparkSubmit.prepareSubmitEnvironment``), so what ``--deploy-mode cluster
+--supervise`` does for a JVM application is done the way Spark allows: a driver that dies is
+resubmitted from another node. Each node is a working directory of its own with its own copy of
+the config and of the package zip; the checkpoint is on S3 (Spark's part through s3a, the job's
+own files through the lake's object store), so the nodes share nothing local. Where this
+pyspark's Hadoop does not fit the s3a jars (``.venv-oldest``: tests/support/s3a.py) the
+checkpoint is a directory both nodes mount instead.
+
+The first driver is held right after its first Delta commits (the round's tables commit side by
+side), before their reports and releases, and its whole process group (spark-submit's JVM and
+the Python driver) is SIGKILLed, as a node that dies. The second, submitted from the other node,
+must continue under the same lease id (read from the checkpoint), replay the round without
+committing a table twice, then tier the changes made in between: three tables with inserts,
+updates and deletes equal the store row by row, each round's commit of a table is there once.
 
 A round aborted by Spark, end to end: an executor's JVM is SIGKILLed while its Python worker
 reads a bucket of the bootstrap (``spark.task.maxFailures=1``, so the Spark job fails). The
@@ -16,9 +28,11 @@ the same lease id, and the lake equals the store with one bootstrap commit per t
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import threading
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -27,28 +41,39 @@ from tests.support.config import write_conf
 from tests.support.drivers import build_pyfiles_zip
 from tests.support.lake import tiering_commits
 from tests.support.oracle import TableOracle, assert_lake_equals
+from tests.support.s3a import s3a_driver_conf, s3a_jars
 from tests.support.waiting import wait_until
 from tiering import failpoints
 from tiering.failpoints import ENV as FAILPOINTS
 from tiering.lakestate.lake import Lake
+from tiering.state.checkpoint_store import open_checkpoint
 from tiering.state.lease_file import read_lease_id
 
 pytestmark = pytest.mark.integration
 
 REPO = Path(__file__).resolve().parents[3]
 TABLES = ("customers", "items", "orders")
+AFTER_COMMIT = "after_delta_commit"
 
 
-def submit(cluster, zip_path: Path, conf: Path, cwd: Path, failpoint: str | None = None) -> subprocess.CompletedProcess:
-    env = cluster.env()
-    if failpoint:
-        env[FAILPOINTS] = failpoint
-    command = cluster.submit_command(REPO / "jobs" / "tiering_job.py", "--conf", str(conf), "--available-now",
-                                     py_files=zip_path)
-    return subprocess.run(command, env=env, cwd=cwd, capture_output=True, text=True, timeout=900)
+def node(tmp_path: Path, name: str, checkpoint: str, kv_store, zk_server, s3_server, s3_root: str) -> tuple[Path, Path, Path]:
+    """A node's working directory with its own config and package zip: (dir, config, zip)."""
+    home = tmp_path / name
+    home.mkdir()
+    conf = write_conf(
+        home / "tiering.toml", job="cluster-job", store_url=kv_store.url, zk_hosts=zk_server.hosts,
+        checkpoint=checkpoint, lake_root=s3_root, zookeeper={"session_timeout_s": 6.0},
+        lake={"storage": s3_server.storage_options(), "driver_max_changes": 0},
+    )
+    return home, conf, build_pyfiles_zip(home / "kv_tiering.zip")
 
 
-def test_spark_submit_on_a_cluster_tiers_into_s3_and_survives_a_driver_kill(
+def submit_command(cluster, conf: Path, zip_path: Path) -> list[str]:
+    return cluster.submit_command(REPO / "jobs" / "tiering_job.py", "--conf", str(conf), "--available-now",
+                                  py_files=zip_path, conf=s3a_driver_conf() if s3a_jars() else None)
+
+
+def test_a_driver_killed_on_one_node_continues_on_another_from_the_checkpoint_on_s3(
     spark_cluster, kv_store, zk_server, s3_server, s3_root, tmp_path
 ):
     client = kv_store.client()
@@ -57,30 +82,48 @@ def test_spark_submit_on_a_cluster_tiers_into_s3_and_survives_a_driver_kill(
         t.upsert(range(400))
         client.take_snapshots(t.name)
         t.churn(150, key_space=500)
-    conf = write_conf(
-        tmp_path / "tiering.toml", job="cluster-job", store_url=kv_store.url, zk_hosts=zk_server.hosts, lake_root=s3_root,
-        zookeeper={"session_timeout_s": 6.0}, lake={"storage": s3_server.storage_options(), "driver_max_changes": 0},
-    )
-    zip_path = build_pyfiles_zip(tmp_path / "kv_tiering.zip")
     lake = Lake.at(s3_root, s3_server.storage_options())
+    location = f"{s3_root}-ckpt" if s3a_jars() else str(tmp_path / "mounted" / "ckpt")
+    checkpoint = open_checkpoint(location, s3_server.storage_options())
 
-    killed = submit(spark_cluster, zip_path, conf, tmp_path, failpoint="after_delta_commit")
-    assert killed.returncode != 0 and "done after" not in killed.stdout, killed.stdout[-4000:]
-    assert any(len(tiering_commits(lake, name)) == 1 for name in TABLES), "killed right after a table's commit"
-    lease_id = read_lease_id(str(tmp_path / "ckpt"))
+    home_a, conf_a, zip_a = node(tmp_path, "node-a", location, kv_store, zk_server, s3_server, s3_root)
+    log_a = home_a / "driver.log"
+    with open(log_a, "wb") as out:
+        driver = subprocess.Popen(submit_command(spark_cluster, conf_a, zip_a), cwd=home_a, stdout=out,
+                                  env={**spark_cluster.env(), FAILPOINTS: f"{AFTER_COMMIT}=sleep:300"},
+                                  stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        wait_until(lambda: failpoints.sleeping(AFTER_COMMIT) in log_a.read_text(errors="replace")
+                   or driver.poll() is not None, timeout_s=400, what="the first driver held right after a Delta commit")
+        assert driver.poll() is None, log_a.read_text(errors="replace")[-4000:]
+        os.killpg(driver.pid, signal.SIGKILL)  # the node dies: spark-submit's JVM and the Python driver
+    finally:
+        if driver.poll() is None:
+            os.killpg(driver.pid, signal.SIGKILL)
+        driver.wait(30)
+    landed = [len(tiering_commits(lake, name)) for name in TABLES]
+    assert max(landed) == 1, f"killed right after its first commits: {landed}"
+    lease_id = read_lease_id(checkpoint)
     assert lease_id is not None
+    assert sorted(p.name for p in home_a.iterdir()) == ["driver.log", "kv_tiering.zip", "tiering.toml"], \
+        "nothing of the job's state is on the node's disk"
+    shutil.rmtree(home_a)  # the node is gone with its disk
 
     for t in tables:  # the restart replays the killed round, then tiers these as changelog rounds
         t.churn(120, key_space=600)
-    again = submit(spark_cluster, zip_path, conf, tmp_path)
-    assert again.returncode == 0, again.stdout[-4000:]
+    home_b, conf_b, zip_b = node(tmp_path, "node-b", location, kv_store, zk_server, s3_server, s3_root)
+    again = subprocess.run(submit_command(spark_cluster, conf_b, zip_b), env=spark_cluster.env(), cwd=home_b,
+                           capture_output=True, text=True, timeout=900)
+    assert again.returncode == 0, again.stdout[-4000:] + again.stderr[-4000:]
     assert "job 'cluster-job' done after" in again.stdout
     for t in tables:
-        assert_lake_equals(lake, t)  # duplicates fail here too
+        assert_lake_equals(lake, t)  # a row lost or tiered twice fails here
         commits = tiering_commits(lake, t.name)
         assert {c.lease_id for c in commits} == {lease_id}, "every run of the job used the checkpoint's lease"
         assert [c.epoch for c in commits] == sorted(c.epoch for c in commits)
-    assert read_lease_id(str(tmp_path / "ckpt")) == lease_id
+        rounds = Counter(c.round for c in commits)
+        assert set(rounds.values()) == {1}, f"{t.name}: a round committed twice: {rounds}"
+    assert read_lease_id(checkpoint) == lease_id
     assert client.list_leases() == [], "the clean stop dropped the lease"
 
 

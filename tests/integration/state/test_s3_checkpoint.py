@@ -3,6 +3,7 @@ a local disk. The lease id is created once, by a conditional put, so racing driv
 one that landed; a driver elsewhere (another process, no local state) reads it back; the health
 file and the offsets log read as locally; the checks name a file where a folder belongs, a
 prefix that refuses writes and a missing bucket, and leave a good checkpoint as they found it.
+A session without Spark's s3a jars is refused before the query starts, naming them.
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ import pytest
 
 from tests.support.fault_proxy import FaultProxy, Respond, Rule
 from tiering.enumerator.splits import LogSplit
-from tiering.errors import CheckpointError
+from tiering.errors import CheckpointError, ConfigError
+from tiering.job import use_checkpoint_store
 from tiering.round.health import TableHealth, read_health, write_health
 from tiering.state.checkpoint_check import check_checkpoint
 from tiering.state.checkpoint_store import open_checkpoint
@@ -135,3 +137,11 @@ def test_a_prefix_that_refuses_writes_and_a_missing_bucket_are_named(s3_server, 
             load_or_create_lease_id(open_checkpoint(f"{checkpoint}-new", {**storage, "AWS_ENDPOINT_URL": proxy.url}), "j")
     with pytest.raises(CheckpointError, match="bucket 'no-such-bucket' does not exist"):
         check_checkpoint(open_checkpoint("s3://no-such-bucket/ckpt", storage))
+
+
+def test_a_session_without_the_s3a_jars_is_refused_naming_them(spark, s3_server, checkpoint, tmp_path):
+    with pytest.raises(ConfigError, match="hadoop-aws's s3a, which is not on Spark's classpath") as refused:
+        use_checkpoint_store(spark, open_checkpoint(checkpoint, s3_server.storage_options()))
+    assert "deploy/jars/s3a/lib" in str(refused.value)
+    assert spark.conf.get("fs.s3a.endpoint", None) is None, "nothing set on a refused session"
+    use_checkpoint_store(spark, open_checkpoint(str(tmp_path / "ckpt")))  # a local checkpoint needs nothing
