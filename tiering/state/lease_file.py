@@ -22,7 +22,7 @@ import uuid
 from pathlib import Path
 
 from tiering.errors import CheckpointError
-from tiering.state.checkpoint_store import CheckpointStore, open_checkpoint
+from tiering.state.checkpoint_store import CheckpointStore, LocalCheckpoint, open_checkpoint
 
 __all__ = ["checkpoint_dir", "job_of_lease", "lease_file_path", "load_or_create_lease_id", "new_lease_id", "read_lease_id"]
 
@@ -53,7 +53,7 @@ def lease_file_path(checkpoint: str | CheckpointStore) -> str:
 def checkpoint_dir(checkpoint: str) -> Path:
     """The directory of a local checkpoint (a path or a ``file:`` URI); a CheckpointError for one on S3."""
     store = open_checkpoint(checkpoint)
-    if store.is_s3:
+    if not isinstance(store, LocalCheckpoint):
         raise CheckpointError(f"checkpoint {checkpoint!r} is on S3, not a local directory")
     return store.root
 
