@@ -235,7 +235,7 @@ def baseline_copy(snapshots, lake, name: str) -> float:
     writes them partitioned by ``__bucket`` into ``name`` under the same lake, in one commit."""
     from deltalake import write_deltalake
 
-    from tiering.lake.bucket_files import file_schema
+    from tiering.lake.buckets import file_schema
 
     schema = file_schema(_info(len(snapshots.buckets))).append(pa.field("__bucket", pa.int32()))
 

@@ -4,7 +4,7 @@ change feed holds exactly the round's changes (docs/DESIGN.md §6).
 Failure mode this guards against: a feed that reports what the writer did instead of what
 changed. A Delta change-feed reader takes a commit's ``cdc`` files when it has any; without them
 it reads every row of every removed file as a delete and every row of every added file as an
-insert. The bucket rewrite (:mod:`tiering.lake.bucket_files`) removes and re-adds whole buckets
+insert. The bucket rewrite (:mod:`tiering.lake.buckets`) removes and re-adds whole buckets
 with add actions only (delta-rs's ``create_write_transaction`` takes no ``cdc`` action), so its
 feed would name every row of every touched bucket. Hence, with the feed on:
 
@@ -38,7 +38,7 @@ from deltalake.transaction import CommitProperties
 
 from tiering.errors import LakeCommitError
 from tiering.kvstore.protocol import DELETE, OFFSET_COLUMN, OP_COLUMN
-from tiering.lake.bucket_files import BucketTask, base_rows, merge_batches
+from tiering.lake.buckets import BucketTask, base_rows, merge_batches
 from tiering.lake.compression import delta_rs_properties
 from tiering.lake.round_protocol import PreparedRound, post_commit
 from tiering.lakestate.layout import BUCKET_COLUMN, lake_schema

@@ -55,7 +55,7 @@ from tiering.kvstore.models import TableInfo
 from tiering.lake.bucket_rows import bucket_rows
 from tiering.lakestate.layout import BUCKET_COLUMN, lake_schema
 from tiering.lake.round_plan import BucketPlan
-from tiering.lake.bucket_files import WrittenFile
+from tiering.lake.buckets import WrittenFile
 from tiering.lake.round_protocol import PreparedRound, RoundWriter, TableCommit, WritePath, output_rows
 from tiering.enumerator.splits import Split
 from tiering.lakestate.lake import Lake, LakeTable

@@ -2,10 +2,10 @@
 
 Failure modes: a round of many tables paying a Spark job (scheduling, Python workers) per
 table, and one table's failing bucket failing the others' writes. All tables' bucket tasks go
-into one job; a task's failure comes back as its result (see :func:`tiering.lake.bucket_files.run_task`),
+into one job; a task's failure comes back as its result (see :func:`tiering.lake.buckets.run_task`),
 so the committer fails that table alone. Tasks are grouped into a few partitions per core:
 a round of hundreds of tiny buckets does not launch hundreds of Spark tasks, and a partition
-runs its tiny buckets on threads (:func:`tiering.lake.bucket_files.run_tasks`), so their
+runs its tiny buckets on threads (:func:`tiering.lake.buckets.run_tasks`), so their
 object-store round trips overlap instead of adding up.
 """
 
@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 from pyspark.sql import SparkSession
 
-from tiering.lake.bucket_files import BucketResult, BucketTask, run_tasks
+from tiering.lake.buckets import BucketResult, BucketTask, run_tasks
 
 __all__ = ["run_bucket_tasks"]
 

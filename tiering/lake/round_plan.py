@@ -20,12 +20,11 @@ from tiering.errors import LakeCommitError
 from tiering.kvstore.models import TableInfo
 from tiering.lakestate.lake import LakeFile
 
-__all__ = ["BucketPlan", "plan_buckets", "small"]
+__all__ = ["BucketPlan", "plan_buckets", "heavy"]
 
-#: A rewrite is small below this many changes and this many bytes of lake files: its rows are
-#: few, so threads cost more than they save on CPU, and holding it in memory costs little.
-SMALL_CHANGES = 10_000
-SMALL_BYTES = 8 * 1024 * 1024
+#: A rewrite is heavy from this many changes or this many bytes of lake files on (:func:`heavy`).
+HEAVY_CHANGES = 10_000
+HEAVY_BYTES = 8 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -77,14 +76,29 @@ class BucketPlan:
         return sum(f.size for f in self.lake_files)
 
     @property
+    def bare_snapshot(self) -> bool:
+        """A snapshot with no change on top: a byte copy when its files have the lake's columns."""
+        return self.base == "snapshot" and not self.has_changes
+
+    @property
     def rewrites(self) -> bool:
         """False when the bucket's lake content would not change (all its changes are there)."""
         return self.base == "snapshot" or self.has_changes
 
 
-def small(plans: Sequence[BucketPlan]) -> bool:
-    """Whether rewriting ``plans`` together is small (:data:`SMALL_CHANGES`, :data:`SMALL_BYTES`)."""
-    return sum(p.num_changes for p in plans) < SMALL_CHANGES and sum(p.lake_bytes for p in plans) < SMALL_BYTES
+def heavy(plans: Sequence[BucketPlan]) -> bool:
+    """Whether rewriting ``plans`` together may hold many rows in memory: a snapshot's (the plan
+    does not know its size), or at least :data:`HEAVY_CHANGES` changes or :data:`HEAVY_BYTES` of
+    lake files. The one measure of a rewrite's weight, and it decides both ways it matters: a
+    heavy rewrite is worth threads (its CPU outweighs theirs; the driver's buckets,
+    :mod:`tiering.lake.round_writer`) and is one to hold memory for (an executor runs one at a
+    time, :mod:`tiering.lake.buckets.schedule`); a light one costs less than a thread and little
+    memory."""
+    return (
+        any(p.base == "snapshot" for p in plans)
+        or sum(p.num_changes for p in plans) >= HEAVY_CHANGES
+        or sum(p.lake_bytes for p in plans) >= HEAVY_BYTES
+    )
 
 
 def plan_buckets(

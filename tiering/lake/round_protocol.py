@@ -58,7 +58,7 @@ from tiering.errors import (
 )
 from tiering.conf.model import DEFAULT_TARGET_FILE_MB
 from tiering.kvstore.models import TableInfo
-from tiering.lake.bucket_files import BucketResult, BucketTask, WrittenFile
+from tiering.lake.buckets import BucketResult, BucketTask, WrittenFile
 from tiering.lake.catalog import TableCatalog
 from tiering.lake.executor_writes import run_bucket_tasks
 from tiering.lake.round_plan import BucketPlan, plan_buckets

@@ -19,7 +19,7 @@ directory or S3, where delta-rs commits with a conditional put). Failure modes o
   term racing a newer one is refused as above, schema change or not.
 
 One data path, copy-on-write per file (Hudi-style): in every bucket the round touches, the files
-whose key range could hold a changed key are rewritten (see :mod:`tiering.lake.bucket_files`),
+whose key range could hold a changed key are rewritten (see :mod:`tiering.lake.buckets`),
 sorted and split at ``lake.target_file_mb``, straight into the table location; then one commit
 removes exactly those files (``remove`` actions, ``dataChange`` true) and adds their replacements
 — the round's cost follows its changes, not the table's size. A bootstrap replaces its bucket's
@@ -56,21 +56,21 @@ from deltalake.transaction import AddAction, CommitProperties, RemoveAction, Tra
 from pyspark.sql import SparkSession
 
 from tiering.conf.model import DEFAULT_DRIVER_MAX_CHANGES, DEFAULT_MERGE_MAX_ROWS, DEFAULT_TARGET_FILE_MB
-from tiering.lake.bucket_files import BucketResult, WrittenFile, run_task
+from tiering.lake.buckets import BucketResult, WrittenFile, run_task
 from tiering.lake.change_feed import CHANGE_FEED_PROPERTY, check_source_rows, feed_enabled, merge_round, needs_merge
-from tiering.lake.round_plan import BucketPlan, small
+from tiering.lake.round_plan import heavy
 from tiering.lake.round_protocol import PreparedRound, RoundWriter, TableCommit, WritePath, output_rows, post_commit
 from tiering.lakestate.commits import maintenance_metadata
 from tiering.lakestate.lake import Lake
 from tiering.lakestate.layout import BUCKET_COLUMN, lake_schema
 
-__all__ = ["TableCommit", "DeltaRsRoundWriter", "threaded"]
+__all__ = ["TableCommit", "DeltaRsRoundWriter"]
 
 log = logging.getLogger(__name__)
 
 #: Buckets of one table the driver writes at once, for a round it writes itself.
 _DRIVER_BUCKET_THREADS = 4
-#: Tables whose big round (:func:`threaded`) the driver writes at once: each holds up to
+#: Tables whose heavy round (:func:`~tiering.lake.round_plan.heavy`) the driver writes at once: each holds up to
 #: :data:`_DRIVER_BUCKET_THREADS` rewrites in memory, and a round runs ``lake.table_parallelism``
 #: tables at a time (32 on S3), so the rewrites the driver holds stay at eight however many
 #: tables wait on the object store beside them.
@@ -104,11 +104,15 @@ class DeltaRsRoundWriter(RoundWriter):
 
     def _driver_writes(self, prepared: PreparedRound) -> list[BucketResult]:
         """The round's buckets written by this process, a few at a time (pyarrow and the
-        object store release the GIL); a big round waits for one of :data:`DRIVER_BIG_TABLES`."""
+        object store release the GIL) when the round is heavy, and then waits for one of
+        :data:`DRIVER_BIG_TABLES`; a light one runs its buckets one after the other: a few rows
+        in small files cost less than the threads (the round already commits
+        ``lake.table_parallelism`` tables at once). 1,000 changes spread over a 20M-row table
+        rewrite every one of its 135 files, ~50 ms each, which one thread took 8 s to do."""
         if prepared.write_path is not WritePath.DRIVER:
             return []
         tasks = self._bucket_tasks(prepared)
-        if not threaded(prepared.plans):
+        if not heavy(prepared.plans):
             return [run_task(task) for task in tasks]
         with self._big_rounds, ThreadPoolExecutor(min(len(tasks), _DRIVER_BUCKET_THREADS), thread_name_prefix="bucket") as pool:
             return list(pool.map(run_task, tasks))
@@ -168,16 +172,6 @@ class DeltaRsRoundWriter(RoundWriter):
         except Exception as e:
             self._ensure_landed(prepared, e, cleanup=lambda: self._remove(path, written))
         return self._landed(prepared, rows_out=lambda _: sum(f.num_records for f in written))
-
-
-def threaded(plans: Sequence[BucketPlan]) -> bool:
-    """Whether a driver round's buckets are worth threads. One after the other when the rewrite
-    is small (:func:`~tiering.lake.round_plan.small`): a few rows in small files cost less than
-    the threads (the round already commits ``lake.table_parallelism`` tables at once). Many
-    changes, or big files, get four: 1,000 changes spread over a 20M-row table rewrite every one
-    of its 135 files, ~50 ms each, which one thread took 8 s to do (the GIL is released while
-    pyarrow decodes and encodes)."""
-    return not small(plans)
 
 
 def _removes(prepared: PreparedRound) -> list[RemoveAction]:

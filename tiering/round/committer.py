@@ -66,7 +66,7 @@ from tiering.errors import (
 )
 from tiering.kvstore.client import KvStoreClient, segment
 from tiering.kvstore.models import LakeReport, LogRange, LogSegment, TableInfo
-from tiering.lake.bucket_files import BucketResult
+from tiering.lake.buckets import BucketResult
 from tiering.lake.round_protocol import RoundWriter, TableCommit
 from tiering.lakestate.commits import round_commit_info
 from tiering.lakestate.lake import LakeTables

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from tiering.enumerator.positions import LakePosition
 from tiering.enumerator.splits import SnapshotSplit, Split
 from tiering.errors import RoundStateError
-from tiering.lake.bucket_files import WrittenFile
+from tiering.lake.buckets import WrittenFile
 from tiering.lake.round_protocol import PreparedRound, TableCommit
 from tiering.lakestate.lake import LakeTable
 from tiering.round.states import NEXT_STATES, TableFailure, TableState

@@ -11,7 +11,7 @@ import pytest
 
 from tests.support.store_files import write_log, write_snapshot
 from tiering.kvstore.models import TableInfo
-from tiering.lake.bucket_files import BucketTask, file_schema, run_task, write_bucket
+from tiering.lake.buckets import BucketTask, file_schema, run_task, write_bucket
 from tiering.lake.round_plan import BucketPlan
 from tiering.lakestate.lake import LakeFile
 from tiering.storage.object_store import ObjectStore
@@ -133,7 +133,7 @@ def test_a_lake_bucket_rewrites_only_the_files_whose_range_holds_a_change_sorted
 
 
 def test_rows_too_big_to_sort_in_memory_stream_through_unsorted_split_at_the_target(store, tmp_path, monkeypatch):
-    monkeypatch.setattr("tiering.lake.bucket_files.SORT_MAX_BYTES", 0)
+    monkeypatch.setattr("tiering.lake.buckets.rewrite.SORT_MAX_BYTES", 0)
     snap = write_snapshot(tmp_path / "s", TABLE, [({"id": i, "v": "a"}, o) for o, i in enumerate([5, 1, 4])])
     log = write_log(tmp_path / "l", TABLE, [(3, "+U", {"id": 4, "v": "b"}), (4, "+I", {"id": 0, "v": "c"})])
     plan = BucketPlan(bucket=0, base="snapshot", base_files=(snap,), log_files=(log,), log_from=3, log_to=5, snapshot_id=1)

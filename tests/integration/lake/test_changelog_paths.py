@@ -31,7 +31,7 @@ from tests.support.store_files import ts, write_log, write_snapshot
 from tiering.kvstore.models import LogSegment, Snapshot, TableInfo
 from tiering.kvstore.protocol import DELETE, INSERT, OFFSET_COLUMN, OPS, TIMESTAMP_COLUMN, TIMESTAMP_TYPE, UPDATE
 from tiering.kvstore.server.files import live_state
-from tiering.lake.bucket_files import BucketResult, BucketTask, run_task, write_bucket
+from tiering.lake.buckets import BucketResult, BucketTask, run_task, write_bucket
 from tiering.lake.bucket_rows import bucket_rows
 from tiering.lake.change_feed import merge_round
 from tiering.lake.executor_writes import run_bucket_tasks

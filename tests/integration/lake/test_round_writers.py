@@ -179,7 +179,7 @@ def test_delta_rs_writes_changelog_rounds_up_to_driver_max_changes_in_the_driver
 
 
 def test_a_driver_round_big_enough_for_bucket_threads_writes_the_same_rows(spark, lake, round1, tmp_path, monkeypatch):
-    monkeypatch.setattr(round_writer, "threaded", lambda plans: True)  # every round counts as big
+    monkeypatch.setattr(round_writer, "heavy", lambda plans: True)  # every round counts as big
     writer = DeltaRsRoundWriter(spark, lake, JOB)
     commit(writer, round1)
     log0 = write_log(tmp_path / "s0", ORDERS, [(15, "+U", row(1, "a2")), (16, "-D", {"id": 2}), (17, "+I", row(6, "f"))])

@@ -13,8 +13,8 @@ import pytest
 from tests.support.fault_proxy import FaultProxy, Respond, Rule
 from tests.support.store_files import write_log
 from tiering.kvstore.models import TableInfo
-from tiering.lake import bucket_files
-from tiering.lake.bucket_files import BucketTask, file_schema, run_task
+from tiering.lake.buckets.reads import read_batches
+from tiering.lake.buckets import BucketTask, file_schema, run_task
 from tiering.lake.round_plan import BucketPlan
 from tiering.lakestate.lake import LakeFile
 from tiering.storage.object_store import ObjectStore
@@ -47,5 +47,5 @@ def test_a_lake_file_of_known_size_is_read_without_a_head(s3_server, tmp_path):
         assert [[(r["id"], r["v"]) for r in file] for file in rows] == [[(1, "a"), (2, "B"), (3, "c")]]
         assert refused.injected == 0
         with pytest.raises(OSError):  # the control: opened by path, the file costs a HEAD first
-            list(bucket_files._batches(store, [lake.uri], file_schema(TABLE)))
+            list(read_batches(store, [lake.uri], file_schema(TABLE)))
         assert refused.injected >= 1

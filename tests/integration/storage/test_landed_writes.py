@@ -18,7 +18,7 @@ from tests.integration.storage.conftest import RefusingS3
 from tests.support.store_files import write_snapshot
 from tiering.errors import ObjectWriteError
 from tiering.kvstore.models import TableInfo
-from tiering.lake.bucket_files import BucketTask, run_task, write_bucket
+from tiering.lake.buckets import BucketTask, run_task, write_bucket
 from tiering.lake.round_plan import BucketPlan
 from tiering.storage.object_store import ObjectStore
 

@@ -16,7 +16,7 @@ from tests.support.store_files import EPOCH0, write_log
 from tiering.kvstore import changelog
 from tiering.kvstore.changelog import splice_changes
 from tiering.kvstore.models import TableInfo
-from tiering.lake.bucket_files import BucketTask, WrittenFile, run_task
+from tiering.lake.buckets import BucketTask, WrittenFile, run_task
 from tiering.lake.round_plan import BucketPlan
 from tiering.lakestate.lake import LakeFile
 from tiering.storage.object_store import ObjectStore

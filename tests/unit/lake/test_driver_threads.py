@@ -11,10 +11,10 @@ import pytest
 
 from tiering.kvstore.models import TableInfo
 from tiering.lake import round_writer
-from tiering.lake.bucket_files import BucketResult
-from tiering.lake.round_plan import BucketPlan
+from tiering.lake.buckets import BucketResult
+from tiering.lake.round_plan import BucketPlan, heavy
 from tiering.lake.round_protocol import PreparedRound, WritePath
-from tiering.lake.round_writer import DRIVER_BIG_TABLES, DeltaRsRoundWriter, threaded
+from tiering.lake.round_writer import DRIVER_BIG_TABLES, DeltaRsRoundWriter
 from tiering.lakestate.lake import Lake, LakeFile
 
 pytestmark = pytest.mark.unit
@@ -28,18 +28,18 @@ def bucket(b: int, changes: int, *file_sizes: int) -> BucketPlan:
 
 
 def test_a_few_changes_in_small_files_stay_on_one_thread():
-    assert not threaded([bucket(b, 3, 2000) for b in range(4)])
+    assert not heavy([bucket(b, 3, 2000) for b in range(4)])
 
 
 def test_many_changes_get_threads():
-    assert threaded([bucket(0, 6000, 2000), bucket(1, 4000, 2000)])
+    assert heavy([bucket(0, 6000, 2000), bucket(1, 4000, 2000)])
 
 
 def test_a_few_changes_into_big_files_get_threads():
     """1,000 changes spread over 8 buckets of 17 files of 1 MiB: each a rewrite of tens of ms."""
     plans = [bucket(b, 125, *[MIB] * 17) for b in range(8)]
-    assert threaded(plans)
-    assert not threaded([bucket(0, 125, 4 * MIB), bucket(1, 125, 3 * MIB)])
+    assert heavy(plans)
+    assert not heavy([bucket(0, 125, 4 * MIB), bucket(1, 125, 3 * MIB)])
 
 
 def test_the_driver_writes_two_tables_big_rounds_at_a_time(tmp_path, monkeypatch):

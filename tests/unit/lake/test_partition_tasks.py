@@ -11,8 +11,8 @@ import pytest
 
 from tests.support.store_files import write_log, write_snapshot
 from tiering.kvstore.models import TableInfo
-from tiering.lake import bucket_files
-from tiering.lake.bucket_files import BucketTask, light, run_task, run_tasks
+from tiering.lake.buckets import rewrite, schedule
+from tiering.lake.buckets import BucketTask, light, run_task, run_tasks
 from tiering.lake.round_plan import BucketPlan
 from tiering.lakestate.lake import LakeFile
 from tiering.storage.object_store import ObjectStore
@@ -42,7 +42,7 @@ def test_copies_and_small_rewrites_are_light_big_ones_are_not(tmp_path):
 
 
 def test_a_partition_returns_each_tasks_result_once_as_run_alone(tmp_path, monkeypatch):
-    monkeypatch.setattr(bucket_files, "PARTITION_THREADS", 3)
+    monkeypatch.setattr(schedule, "PARTITION_THREADS", 3)
     store = ObjectStore.of(str(tmp_path / "lake"))
     tasks = []
     for b in range(6):  # light: changes into empty buckets; one of them reads a file that is not there
@@ -73,7 +73,7 @@ def test_snapshots_that_cannot_be_copied_are_decoded_one_at_a_time(tmp_path, mon
     before = TableInfo(name="t", table_id=1, num_buckets=8, primary_key=["id"], schema=[{"name": "id", "type": "bigint"}])
     running, most = 0, 0
     lock = threading.Lock()
-    write_rows = bucket_files._write_rows
+    write_rows = rewrite._write_rows
 
     def counted(*args, **kwargs):
         nonlocal running, most
@@ -87,7 +87,7 @@ def test_snapshots_that_cannot_be_copied_are_decoded_one_at_a_time(tmp_path, mon
             with lock:
                 running -= 1
 
-    monkeypatch.setattr(bucket_files, "_write_rows", counted)
+    monkeypatch.setattr(rewrite, "_write_rows", counted)
     store = ObjectStore.of(str(tmp_path / "lake"))
     tasks = [task(store, BucketPlan(b, "snapshot", (write_snapshot(tmp_path / f"s{b}", before, [({"id": b}, 0)]),), (), 1, 1,
                                     snapshot_id=1)) for b in range(4)]

@@ -6,7 +6,7 @@ import pyarrow as pa
 import pytest
 
 from tiering.kvstore.protocol import DELETE, INSERT, OP_COLUMN, UPDATE
-from tiering.lake.bucket_files import rewrite_groups
+from tiering.lake.buckets import rewrite_groups
 from tiering.lakestate.lake import LakeFile
 
 pytestmark = pytest.mark.unit
