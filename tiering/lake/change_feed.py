@@ -40,6 +40,7 @@ from tiering.errors import LakeCommitError
 from tiering.kvstore.protocol import DELETE, OFFSET_COLUMN, OP_COLUMN
 from tiering.lake.buckets import BucketTask, base_rows, merge_batches
 from tiering.lake.compression import delta_rs_properties
+from tiering.lake.round_plan import BucketBase
 from tiering.lake.round_protocol import PreparedRound, post_commit
 from tiering.lakestate.layout import BUCKET_COLUMN, lake_schema
 
@@ -61,7 +62,7 @@ def needs_merge(prepared: PreparedRound) -> bool:
 def check_source_rows(prepared: PreparedRound, tasks: Sequence[BucketTask], max_rows: int) -> None:
     """:class:`LakeCommitError` when the MERGE source of the round's buckets (``tasks``) would
     exceed ``max_rows`` rows (snapshot rows are counted from their Parquet footers)."""
-    rows = sum(t.plan.num_changes + (base_rows(t) if t.plan.base == "snapshot" else 0) for t in tasks)
+    rows = sum(t.plan.num_changes + (base_rows(t) if t.plan.base is BucketBase.SNAPSHOT else 0) for t in tasks)
     if rows > max_rows:
         name = prepared.table.name
         raise LakeCommitError(
@@ -92,7 +93,7 @@ def merge_round(
         .when_matched_update_all(predicate=f"NOT ({delete}) AND t.{offset} <> s.{offset}", except_cols=[OP_COLUMN])
         .when_not_matched_insert_all(predicate=f"NOT ({delete})", except_cols=[OP_COLUMN])
     )
-    rebootstrapped = [p.bucket for p in prepared.plans if p.base == "snapshot" and p.bucket in prepared.lake_buckets]
+    rebootstrapped = [p.bucket for p in prepared.plans if p.base is BucketBase.SNAPSHOT and p.bucket in prepared.lake_buckets]
     if rebootstrapped:
         merger = merger.when_not_matched_by_source_delete(f"t.{_name(BUCKET_COLUMN)} IN ({_list(rebootstrapped)})")
     return merger.execute()

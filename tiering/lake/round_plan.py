@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from enum import StrEnum
 
 from tiering.enumerator.positions import LakePosition
 from tiering.enumerator.splits import LogSplit, SnapshotSplit, Split
@@ -20,31 +21,41 @@ from tiering.errors import LakeCommitError
 from tiering.kvstore.models import TableInfo
 from tiering.lakestate.lake import LakeFile
 
-__all__ = ["BucketPlan", "plan_buckets", "heavy"]
+__all__ = ["BucketBase", "BucketPlan", "plan_buckets", "heavy"]
 
 #: A rewrite is heavy from this many changes or this many bytes of lake files on (:func:`heavy`).
 HEAVY_CHANGES = 10_000
 HEAVY_BYTES = 8 * 1024 * 1024
 
 
+class BucketBase(StrEnum):
+    """Where a bucket's rows before the round come from (:attr:`BucketPlan.base_files`)."""
+
+    #: a snapshot's files: a bootstrap, or a table the round replaces; the round replaces the bucket
+    SNAPSHOT = "snapshot"
+    #: the bucket's current Delta files: a changelog round on a bucket already tiered
+    LAKE = "lake"
+    #: nothing: a bucket never tiered and without a snapshot
+    EMPTY = "empty"
+
+
 @dataclass(frozen=True)
 class BucketPlan:
     """One bucket's new content: its base rows with the changes ``[log_from, log_to)`` applied.
 
-    ``base`` is "snapshot" (``base_files`` are snapshot files), "lake" (``base_files`` are the
-    bucket's current Delta files) or "empty" (never tiered, no snapshot). ``log_from`` is the
+    ``base`` says what ``base_files`` are (:class:`BucketBase`). ``log_from`` is the
     base's exclusive end, so nothing below it is re-applied; ``position`` is the bucket's
     exclusive offset after the round.
 
     ``lake_files`` are the bucket's files in the lake before the round, with their key ranges.
-    On a "lake" base they make the rewrite one by file (:attr:`by_file`): only the files whose
+    On a lake base they make the rewrite one by file (:attr:`by_file`): only the files whose
     range could hold a changed key are rewritten, and the commit removes exactly those. Without
     them the whole base is rewritten and the commit replaces the whole bucket; on another base
     the commit removes them all (a bootstrap replaces the bucket).
     """
 
     bucket: int
-    base: str
+    base: BucketBase
     base_files: tuple[str, ...]
     log_files: tuple[str, ...]
     log_from: int
@@ -55,7 +66,7 @@ class BucketPlan:
     @property
     def by_file(self) -> bool:
         """Whether only the files that could hold a changed key are rewritten."""
-        return self.base == "lake" and bool(self.lake_files)
+        return self.base is BucketBase.LAKE and bool(self.lake_files)
 
     @property
     def position(self) -> int:
@@ -78,12 +89,12 @@ class BucketPlan:
     @property
     def bare_snapshot(self) -> bool:
         """A snapshot with no change on top: a byte copy when its files have the lake's columns."""
-        return self.base == "snapshot" and not self.has_changes
+        return self.base is BucketBase.SNAPSHOT and not self.has_changes
 
     @property
     def rewrites(self) -> bool:
         """False when the bucket's lake content would not change (all its changes are there)."""
-        return self.base == "snapshot" or self.has_changes
+        return self.base is BucketBase.SNAPSHOT or self.has_changes
 
 
 def heavy(plans: Sequence[BucketPlan]) -> bool:
@@ -95,7 +106,7 @@ def heavy(plans: Sequence[BucketPlan]) -> bool:
     time, :mod:`tiering.lake.buckets.schedule`); a light one costs less than a thread and little
     memory."""
     return (
-        any(p.base == "snapshot" for p in plans)
+        any(p.base is BucketBase.SNAPSHOT for p in plans)
         or sum(p.num_changes for p in plans) >= HEAVY_CHANGES
         or sum(p.lake_bytes for p in plans) >= HEAVY_BYTES
     )
@@ -145,11 +156,11 @@ def _plan_bucket(
 ) -> BucketPlan:
     current = tuple(lake_files.get(bucket, ()))
     if snapshot is not None:
-        base, base_files, start = "snapshot", tuple(files[snapshot]), snapshot.log_offset
+        base, base_files, start = BucketBase.SNAPSHOT, tuple(files[snapshot]), snapshot.log_offset
     elif lake is not None and bucket in lake.buckets:
-        base, base_files, start = "lake", tuple(f.uri for f in current), lake.buckets[bucket]
+        base, base_files, start = BucketBase.LAKE, tuple(f.uri for f in current), lake.buckets[bucket]
     else:
-        base, base_files, start = "empty", (), 0
+        base, base_files, start = BucketBase.EMPTY, (), 0
     reached = start
     log_files: list[str] = []
     for log in logs:

@@ -61,7 +61,7 @@ from tiering.kvstore.models import TableInfo
 from tiering.lake.buckets import BucketResult, BucketTask, WrittenFile
 from tiering.lake.catalog import TableCatalog
 from tiering.lake.executor_writes import run_bucket_tasks
-from tiering.lake.round_plan import BucketPlan, plan_buckets
+from tiering.lake.round_plan import BucketBase, BucketPlan, plan_buckets
 from tiering.lake.schema_change import added_columns
 from tiering.lakestate.commits import LakeCommitInfo, commit_metadata, fence_epoch, find_round_commit, round_commit_at
 from tiering.lakestate.foreign import ForeignCommit
@@ -157,7 +157,7 @@ class PreparedRound:
             delta_version=delta_version,
             positions=dict(self.positions),
             skipped=False,
-            bootstrap_buckets=tuple(p.bucket for p in self.plans if p.base == "snapshot"),
+            bootstrap_buckets=tuple(p.bucket for p in self.plans if p.base is BucketBase.SNAPSHOT),
             log_buckets=tuple(p.bucket for p in self.plans if p.has_changes),
             rows_in=sum(p.num_changes for p in self.plans),
             rows_out=rows_out,

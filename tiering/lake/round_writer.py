@@ -58,7 +58,7 @@ from pyspark.sql import SparkSession
 from tiering.conf.model import DEFAULT_DRIVER_MAX_CHANGES, DEFAULT_MERGE_MAX_ROWS, DEFAULT_TARGET_FILE_MB
 from tiering.lake.buckets import BucketResult, WrittenFile, run_task
 from tiering.lake.change_feed import CHANGE_FEED_PROPERTY, check_source_rows, feed_enabled, merge_round, needs_merge
-from tiering.lake.round_plan import heavy
+from tiering.lake.round_plan import BucketBase, heavy
 from tiering.lake.round_protocol import PreparedRound, RoundWriter, TableCommit, WritePath, output_rows, post_commit
 from tiering.lakestate.commits import maintenance_metadata
 from tiering.lakestate.lake import Lake
@@ -124,7 +124,7 @@ class DeltaRsRoundWriter(RoundWriter):
         if self._change_data_feed and needs_merge(prepared):
             return WritePath.DRIVER_MERGE
         if (
-            all(p.base == "lake" for p in prepared.plans)
+            all(p.base is BucketBase.LAKE for p in prepared.plans)
             and sum(p.num_changes for p in prepared.plans) <= self._driver_max_changes
         ):
             return WritePath.DRIVER

@@ -31,11 +31,11 @@ from tests.support.store_files import ts, write_log, write_snapshot
 from tiering.kvstore.models import LogSegment, Snapshot, TableInfo
 from tiering.kvstore.protocol import DELETE, INSERT, OFFSET_COLUMN, OPS, TIMESTAMP_COLUMN, TIMESTAMP_TYPE, UPDATE
 from tiering.kvstore.server.files import live_state
-from tiering.lake.buckets import BucketResult, BucketTask, run_task, write_bucket
 from tiering.lake.bucket_rows import bucket_rows
+from tiering.lake.buckets import BucketResult, BucketTask, run_task, write_bucket
 from tiering.lake.change_feed import merge_round
 from tiering.lake.executor_writes import run_bucket_tasks
-from tiering.lake.round_plan import BucketPlan
+from tiering.lake.round_plan import BucketBase, BucketPlan
 from tiering.lake.round_protocol import PreparedRound
 from tiering.lakestate.lake import Lake, LakeFile
 from tiering.lakestate.layout import BUCKET_COLUMN, lake_schema
@@ -164,7 +164,7 @@ def test_every_path_applies_a_changelog_to_its_base_alike(spark, tmp_path_factor
     lake_files = _lake_table(lake, table, _file_layout(directory / "store", case))
     base_files = (snapshot,) if case.base_kind == "snapshot" else tuple(f.uri for f in lake_files)
     plan = BucketPlan(
-        bucket=0, base=case.base_kind, base_files=base_files, log_files=tuple(logs), log_from=case.log_from,
+        bucket=0, base=BucketBase(case.base_kind), base_files=base_files, log_files=tuple(logs), log_from=case.log_from,
         log_to=case.log_to, lake_files=lake_files if case.base_kind == "lake" else (),
     )
     task = BucketTask(table, uri, plan, lake.store, case.target_file_bytes)
@@ -198,7 +198,7 @@ def _file_layout(directory: Path, case: Case) -> list[str]:
 def _lake_table(lake: Lake, table: TableInfo, snapshots: list[str]) -> tuple[LakeFile, ...]:
     """A Delta table holding the base in bucket 0, each snapshot file copied into it as a
     bootstrap writes it (ranges from its footer); its data files as a round plans them."""
-    plan = BucketPlan(bucket=0, base="snapshot", base_files=tuple(snapshots), log_files=(), log_from=0, log_to=0)
+    plan = BucketPlan(bucket=0, base=BucketBase.SNAPSHOT, base_files=tuple(snapshots), log_files=(), log_from=0, log_to=0)
     written = write_bucket(BucketTask(table, lake.path(table.name), plan, lake.store))
     create_table_with_add_actions(
         lake.path(table.name), Schema.from_arrow(lake_schema(table)), [f.add_action() for f in written],

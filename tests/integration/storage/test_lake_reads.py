@@ -13,9 +13,9 @@ import pytest
 from tests.support.fault_proxy import FaultProxy, Respond, Rule
 from tests.support.store_files import write_log
 from tiering.kvstore.models import TableInfo
-from tiering.lake.buckets.reads import read_batches
 from tiering.lake.buckets import BucketTask, file_schema, run_task
-from tiering.lake.round_plan import BucketPlan
+from tiering.lake.buckets.reads import read_batches
+from tiering.lake.round_plan import BucketBase, BucketPlan
 from tiering.lakestate.lake import LakeFile
 from tiering.storage.object_store import ObjectStore
 
@@ -37,7 +37,7 @@ def test_a_lake_file_of_known_size_is_read_without_a_head(s3_server, tmp_path):
         lake = LakeFile(f"{table_uri}/{rel}", rel, size, 3, 1, 3)
         refused = proxy.add(Rule(Respond(500, b"no HEAD here"), method="HEAD", path="part-old"))
         log = write_log(tmp_path / "log", TABLE, [(3, "+U", {"id": 2, "v": "B"})])
-        plan = BucketPlan(0, "lake", (lake.uri,), (log,), 3, 4, lake_files=(lake,))
+        plan = BucketPlan(0, BucketBase.LAKE, (lake.uri,), (log,), 3, 4, lake_files=(lake,))
 
         result = run_task(BucketTask(TABLE, table_uri, plan, store))
 

@@ -17,7 +17,7 @@ from tiering.kvstore import changelog
 from tiering.kvstore.changelog import splice_changes
 from tiering.kvstore.models import TableInfo
 from tiering.lake.buckets import BucketTask, WrittenFile, run_task
-from tiering.lake.round_plan import BucketPlan
+from tiering.lake.round_plan import BucketBase, BucketPlan
 from tiering.lakestate.lake import LakeFile
 from tiering.storage.object_store import ObjectStore
 
@@ -69,7 +69,7 @@ def rewrite_snapshot(tmp_path, compression: str = "zstd") -> tuple[ObjectStore, 
     """The snapshot with one change on top, rewritten whole: the bucket's first rewrite."""
     store = ObjectStore.of(str(tmp_path / "lake"))
     log = write_log(tmp_path / "log", TABLE, [(ROWS, "+U", {"id": 0, "name": "changed", "colour": "red", "qty": 1})])
-    plan = BucketPlan(0, "snapshot", (snapshot(tmp_path / "snapshot.parquet"),), (log,), ROWS, ROWS + 1, snapshot_id=1)
+    plan = BucketPlan(0, BucketBase.SNAPSHOT, (snapshot(tmp_path / "snapshot.parquet"),), (log,), ROWS, ROWS + 1, snapshot_id=1)
     return store, rewrite(store, plan, compression)
 
 
@@ -113,7 +113,7 @@ def test_a_file_grown_past_the_target_is_split_into_files_near_it(first_rewrite,
     log = write_log(tmp_path / "log2", TABLE, [
         (ROWS + 1 + n, "+I", {"id": k, "name": f"name-{k}", "colour": "blue", "qty": 7}) for n, k in enumerate(odd)
     ])
-    plan = BucketPlan(0, "lake", tuple(f.uri for f in lake), (log,), ROWS + 1, ROWS + 1 + len(odd), lake_files=lake)
+    plan = BucketPlan(0, BucketBase.LAKE, tuple(f.uri for f in lake), (log,), ROWS + 1, ROWS + 1 + len(odd), lake_files=lake)
 
     split = rewrite(store, plan)
 
@@ -141,7 +141,7 @@ def test_a_rewrite_by_file_splices_and_writes_what_the_sort_would(first_rewrite,
         (ROWS + 5, "+U", {"id": high, **row}), (ROWS + 6, "-D", {"id": low}),  # the file's ends
         (ROWS + 7, "+U", {"id": low + 2, **row, "qty": 6}),  # the newest of two
     ])
-    plan = BucketPlan(0, "lake", tuple(f.uri for f in lake), (log,), ROWS + 1, ROWS + 8, lake_files=lake)
+    plan = BucketPlan(0, BucketBase.LAKE, tuple(f.uri for f in lake), (log,), ROWS + 1, ROWS + 8, lake_files=lake)
     spliced: list[bool] = []
 
     def spy(*args, **kwargs):
@@ -171,7 +171,7 @@ def test_a_rewrite_changing_every_key_of_a_file_sorts_instead_of_splicing(first_
     log = write_log(tmp_path / "log2", TABLE, [
         (ROWS + 1 + i, "+U", {"id": k, "name": f"changed-{k}", "colour": "red", "qty": 5}) for i, k in enumerate(keys)
     ])
-    plan = BucketPlan(0, "lake", tuple(f.uri for f in lake), (log,), ROWS + 1, ROWS + 1 + len(keys), lake_files=lake)
+    plan = BucketPlan(0, BucketBase.LAKE, tuple(f.uri for f in lake), (log,), ROWS + 1, ROWS + 1 + len(keys), lake_files=lake)
     tried: list[bool] = []
 
     def spy(*args, **kwargs):

@@ -12,7 +12,7 @@ import pytest
 from tiering.kvstore.models import TableInfo
 from tiering.lake import round_writer
 from tiering.lake.buckets import BucketResult
-from tiering.lake.round_plan import BucketPlan, heavy
+from tiering.lake.round_plan import BucketBase, BucketPlan, heavy
 from tiering.lake.round_protocol import PreparedRound, WritePath
 from tiering.lake.round_writer import DRIVER_BIG_TABLES, DeltaRsRoundWriter
 from tiering.lakestate.lake import Lake, LakeFile
@@ -24,7 +24,7 @@ MIB = 1024 * 1024
 
 def bucket(b: int, changes: int, *file_sizes: int) -> BucketPlan:
     files = tuple(LakeFile(f"/lake/t/f{b}-{i}", f"f{b}-{i}", size, 10, 0, 9) for i, size in enumerate(file_sizes))
-    return BucketPlan(b, "lake", tuple(f.uri for f in files), ("/log",), 10, 10 + changes, lake_files=files)
+    return BucketPlan(b, BucketBase.LAKE, tuple(f.uri for f in files), ("/log",), 10, 10 + changes, lake_files=files)
 
 
 def test_a_few_changes_in_small_files_stay_on_one_thread():

@@ -11,9 +11,8 @@ import pytest
 
 from tests.support.store_files import write_log, write_snapshot
 from tiering.kvstore.models import TableInfo
-from tiering.lake.buckets import rewrite, schedule
-from tiering.lake.buckets import BucketTask, light, run_task, run_tasks
-from tiering.lake.round_plan import BucketPlan
+from tiering.lake.buckets import BucketTask, light, rewrite, run_task, run_tasks, schedule
+from tiering.lake.round_plan import BucketBase, BucketPlan
 from tiering.lakestate.lake import LakeFile
 from tiering.storage.object_store import ObjectStore
 
@@ -34,11 +33,11 @@ def lake_file(size: int) -> LakeFile:
 
 def test_copies_and_small_rewrites_are_light_big_ones_are_not(tmp_path):
     store = ObjectStore.of(str(tmp_path / "lake"))
-    assert light(task(store, BucketPlan(0, "snapshot", ("s",), (), 5, 5, snapshot_id=1)))  # a byte copy
-    assert not light(task(store, BucketPlan(0, "snapshot", ("s",), ("l",), 5, 6, snapshot_id=1)))  # decoded, sorted
-    assert light(task(store, BucketPlan(0, "lake", ("f",), ("l",), 5, 8, lake_files=(lake_file(MIB),))))
-    assert not light(task(store, BucketPlan(0, "lake", ("f",), ("l",), 5, 8, lake_files=(lake_file(9 * MIB),))))
-    assert not light(task(store, BucketPlan(0, "empty", (), ("l",), 0, 20_000)))
+    assert light(task(store, BucketPlan(0, BucketBase.SNAPSHOT, ("s",), (), 5, 5, snapshot_id=1)))  # a byte copy
+    assert not light(task(store, BucketPlan(0, BucketBase.SNAPSHOT, ("s",), ("l",), 5, 6, snapshot_id=1)))  # decoded, sorted
+    assert light(task(store, BucketPlan(0, BucketBase.LAKE, ("f",), ("l",), 5, 8, lake_files=(lake_file(MIB),))))
+    assert not light(task(store, BucketPlan(0, BucketBase.LAKE, ("f",), ("l",), 5, 8, lake_files=(lake_file(9 * MIB),))))
+    assert not light(task(store, BucketPlan(0, BucketBase.EMPTY, (), ("l",), 0, 20_000)))
 
 
 def test_a_partition_returns_each_tasks_result_once_as_run_alone(tmp_path, monkeypatch):
@@ -47,10 +46,10 @@ def test_a_partition_returns_each_tasks_result_once_as_run_alone(tmp_path, monke
     tasks = []
     for b in range(6):  # light: changes into empty buckets; one of them reads a file that is not there
         log = write_log(tmp_path / f"log{b}", TABLE, [(0, "+I", {"id": b, "name": f"n{b}"}), (1, "+I", {"id": b + 8, "name": "x"})])
-        tasks.append(task(store, BucketPlan(b, "empty", (), (log if b != 4 else str(tmp_path / "gone.parquet"),), 0, 2)))
+        tasks.append(task(store, BucketPlan(b, BucketBase.EMPTY, (), (log if b != 4 else str(tmp_path / "gone.parquet"),), 0, 2)))
     snap = write_snapshot(tmp_path / "snap", TABLE, [({"id": 6, "name": "s"}, 0)])
     log = write_log(tmp_path / "log6", TABLE, [(1, "+U", {"id": 6, "name": "s2"})])
-    tasks.append(task(store, BucketPlan(6, "snapshot", (snap,), (log,), 1, 2, snapshot_id=1)))  # heavy
+    tasks.append(task(store, BucketPlan(6, BucketBase.SNAPSHOT, (snap,), (log,), 1, 2, snapshot_id=1)))  # heavy
 
     results = list(run_tasks(iter(tasks)))
 
@@ -89,7 +88,7 @@ def test_snapshots_that_cannot_be_copied_are_decoded_one_at_a_time(tmp_path, mon
 
     monkeypatch.setattr(rewrite, "_write_rows", counted)
     store = ObjectStore.of(str(tmp_path / "lake"))
-    tasks = [task(store, BucketPlan(b, "snapshot", (write_snapshot(tmp_path / f"s{b}", before, [({"id": b}, 0)]),), (), 1, 1,
+    tasks = [task(store, BucketPlan(b, BucketBase.SNAPSHOT, (write_snapshot(tmp_path / f"s{b}", before, [({"id": b}, 0)]),), (), 1, 1,
                                     snapshot_id=1)) for b in range(4)]
     assert all(light(t) for t in tasks), "from the plan alone they look like copies"
 

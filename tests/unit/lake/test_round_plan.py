@@ -8,7 +8,7 @@ from tiering.enumerator.positions import LakePosition
 from tiering.enumerator.splits import LogSplit, SnapshotSplit
 from tiering.errors import LakeCommitError
 from tiering.kvstore.models import TableInfo
-from tiering.lake.round_plan import BucketPlan, plan_buckets
+from tiering.lake.round_plan import BucketBase, BucketPlan, plan_buckets
 from tiering.lakestate.lake import LakeFile
 
 pytestmark = pytest.mark.unit
@@ -35,9 +35,9 @@ def test_each_bucket_gets_its_base_and_the_changes_it_lacks():
         LogSplit("t", 3, 3, 0, 4): ["l3"],
     }
     assert plan(files) == [
-        BucketPlan(0, "snapshot", ("s0",), ("l0a", "l0b", "l0c"), 10, 15, snapshot_id=9),
-        BucketPlan(1, "lake", ("/lake/t/__bucket=1/a.parquet",), ("l1",), 20, 25, lake_files=tuple(LAKE_FILES[1])),
-        BucketPlan(3, "empty", (), ("l3",), 0, 4),
+        BucketPlan(0, BucketBase.SNAPSHOT, ("s0",), ("l0a", "l0b", "l0c"), 10, 15, snapshot_id=9),
+        BucketPlan(1, BucketBase.LAKE, ("/lake/t/__bucket=1/a.parquet",), ("l1",), 20, 25, lake_files=tuple(LAKE_FILES[1])),
+        BucketPlan(3, BucketBase.EMPTY, (), ("l3",), 0, 4),
     ]
     assert [p.position for p in plan(files)] == [15, 25, 4]
 
@@ -81,4 +81,4 @@ def test_a_split_without_files_entry_is_named():
 
 def test_a_replaced_table_plans_from_nothing():
     [only] = plan({SnapshotSplit("t", 1, 3, 4, 8): ["s"]}, lake=None)
-    assert (only.base, only.log_from, only.position) == ("snapshot", 8, 8)
+    assert (only.base, only.log_from, only.position) == (BucketBase.SNAPSHOT, 8, 8)

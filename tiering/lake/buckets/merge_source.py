@@ -13,6 +13,7 @@ from tiering.kvstore.changelog import apply_changes
 from tiering.kvstore.protocol import OP_COLUMN, UPDATE
 from tiering.lake.buckets.reads import BATCH_ROWS, latest_changes, read_batches
 from tiering.lake.buckets.task import BucketTask, file_schema
+from tiering.lake.round_plan import BucketBase
 from tiering.lakestate.layout import BUCKET_COLUMN
 
 __all__ = ["merge_batches", "base_rows"]
@@ -29,7 +30,7 @@ def merge_batches(task: BucketTask, schema: pa.Schema) -> Iterator[pa.RecordBatc
     deletes included. A snapshot streams through; only the changes are held."""
     plan = task.plan
     changes = latest_changes(task) if plan.has_changes else None
-    if plan.base != "snapshot":
+    if plan.base is not BucketBase.SNAPSHOT:
         rows: Iterator[pa.RecordBatch] = iter(changes.to_batches(BATCH_ROWS) if changes is not None else ())
     else:
         columns = file_schema(task.table)  # the base's rows minus the changed keys, then the upserts
