@@ -55,8 +55,7 @@ from tiering.kvstore.models import TableInfo
 from tiering.lake.bucket_rows import bucket_rows
 from tiering.lakestate.layout import BUCKET_COLUMN, lake_schema
 from tiering.lake.round_plan import BucketPlan
-from tiering.lake.buckets import WrittenFile
-from tiering.lake.round_protocol import PreparedRound, RoundWriter, TableCommit, WritePath, output_rows
+from tiering.lake.round_protocol import PreparedRound, RoundWriter, TableCommit, WritePath, WrittenRound, output_rows
 from tiering.enumerator.splits import Split
 from tiering.lakestate.lake import Lake, LakeTable
 
@@ -118,7 +117,7 @@ class DeltaSparkRoundWriter(RoundWriter):
         """Always delta-spark: it writes the data inside its own commit (a Spark job per table)."""
         return WritePath.DELTA_SPARK
 
-    def _commit(self, prepared: PreparedRound, written: Sequence[WrittenFile]) -> TableCommit:
+    def _commit(self, prepared: PreparedRound, written: WrittenRound) -> TableCommit:
         rows = self._rows(prepared.table, prepared.plans)
         writer = (
             rows.write.format("delta")

@@ -76,7 +76,7 @@ from tiering.lakestate.layout import (
     txn_version,
 )
 
-__all__ = ["PreparedRound", "RoundWriter", "TableCommit", "WritePath", "output_rows", "post_commit"]
+__all__ = ["PreparedRound", "RoundWriter", "TableCommit", "WritePath", "WrittenRound", "output_rows", "post_commit"]
 
 log = logging.getLogger(__name__)
 
@@ -145,10 +145,6 @@ class PreparedRound:
     lake_buckets: frozenset[int] = frozenset()
     #: who writes this round (the writer decides it in :meth:`RoundWriter.prepare`)
     write_path: WritePath = WritePath.EXECUTORS
-    #: per bucket rewritten by file, the lake files its new files replace (paths as the log names
-    #: them), recorded by :meth:`RoundWriter.written_files` for :meth:`RoundWriter.commit`: known only
-    #: once the changes are read, and the round keeps only the written files between the two steps
-    replaced: dict[int, tuple[str, ...]] = field(default_factory=dict, hash=False, compare=False)
 
     def result(self, delta_version: int, rows_out: int) -> TableCommit:
         return TableCommit(
@@ -164,6 +160,17 @@ class PreparedRound:
             written_by=self.write_path,
             added_columns=self.added_columns,
         )
+
+
+@dataclass(frozen=True)
+class WrittenRound:
+    """A table's round as :meth:`RoundWriter.written_files` found it written, for
+    :meth:`RoundWriter.commit`: the new files, and per bucket rewritten by file the lake files
+    they replace (paths as the log names them). Which files a rewrite by file replaces is known
+    only once its changes are read, on whichever process wrote it: it travels with the files."""
+
+    files: tuple[WrittenFile, ...] = ()
+    replaced: Mapping[int, tuple[str, ...]] = field(default_factory=dict, hash=False)
 
 
 class RoundWriter:
@@ -293,7 +300,7 @@ class RoundWriter:
         """Run every table's tasks in one Spark job; the results by table name."""
         return run_bucket_tasks(self._spark, tasks)
 
-    def written_files(self, prepared: PreparedRound, results: Sequence[BucketResult]) -> list[WrittenFile]:
+    def written_files(self, prepared: PreparedRound, results: Sequence[BucketResult]) -> WrittenRound:
         """The round's files: those the executors wrote for :meth:`tasks` and those the driver
         writes now, for a round it writes itself. A failed bucket fails the table: its siblings'
         files are deleted and :class:`BucketWriteError` names every failure."""
@@ -304,14 +311,13 @@ class RoundWriter:
             self._remove(prepared.path, written)
             name = prepared.table.name
             raise BucketWriteError(f"table {name!r}: writing the round's files failed: {'; '.join(errors)}", table=name)
-        prepared.replaced.update((r.bucket, r.replaced) for r in results if r.replaced)
-        return written
+        return WrittenRound(tuple(written), {r.bucket: r.replaced for r in results if r.replaced})
 
     def _driver_writes(self, prepared: PreparedRound) -> list[BucketResult]:
         """Bucket files this process writes itself right before the commit (none by default)."""
         return []
 
-    def commit(self, prepared: PreparedRound, written: Sequence[WrittenFile]) -> TableCommit:
+    def commit(self, prepared: PreparedRound, written: WrittenRound) -> TableCommit:
         """The table's one commit, with the :meth:`written_files` of the round; then the table is
         registered in the :attr:`catalog`, if any (a failure there is a warning, never the round's)."""
         result = self._commit(prepared, written)
@@ -319,7 +325,7 @@ class RoundWriter:
             self.catalog.register(prepared.table.name, recreated=prepared.replace_table)
         return result
 
-    def _commit(self, prepared: PreparedRound, written: Sequence[WrittenFile]) -> TableCommit:
+    def _commit(self, prepared: PreparedRound, written: WrittenRound) -> TableCommit:
         raise NotImplementedError
 
     def _remove(self, table_uri: str, written: Sequence[WrittenFile]) -> None:

@@ -48,7 +48,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 from deltalake import DeltaTable, Schema
@@ -56,10 +56,12 @@ from deltalake.transaction import AddAction, CommitProperties, RemoveAction, Tra
 from pyspark.sql import SparkSession
 
 from tiering.conf.model import DEFAULT_DRIVER_MAX_CHANGES, DEFAULT_MERGE_MAX_ROWS, DEFAULT_TARGET_FILE_MB
-from tiering.lake.buckets import BucketResult, WrittenFile, run_task
+from tiering.lake.buckets import BucketResult, run_task
 from tiering.lake.change_feed import CHANGE_FEED_PROPERTY, check_source_rows, feed_enabled, merge_round, needs_merge
 from tiering.lake.round_plan import BucketBase, heavy
-from tiering.lake.round_protocol import PreparedRound, RoundWriter, TableCommit, WritePath, output_rows, post_commit
+from tiering.lake.round_protocol import (
+    PreparedRound, RoundWriter, TableCommit, WritePath, WrittenRound, output_rows, post_commit,
+)
 from tiering.lakestate.commits import maintenance_metadata
 from tiering.lakestate.lake import Lake
 from tiering.lakestate.layout import BUCKET_COLUMN, lake_schema
@@ -130,7 +132,7 @@ class DeltaRsRoundWriter(RoundWriter):
             return WritePath.DRIVER
         return WritePath.EXECUTORS
 
-    def _commit(self, prepared: PreparedRound, written: Sequence[WrittenFile]) -> TableCommit:
+    def _commit(self, prepared: PreparedRound, written: WrittenRound) -> TableCommit:
         if prepared.write_path is WritePath.DRIVER_MERGE:
             return self._merge(prepared)
         return self._replace_buckets(prepared, written)
@@ -145,10 +147,10 @@ class DeltaRsRoundWriter(RoundWriter):
             self._ensure_landed(prepared, e)
         return self._landed(prepared, lambda commit: output_rows(commit, "num_output_rows"))
 
-    def _replace_buckets(self, prepared: PreparedRound, written: Sequence[WrittenFile]) -> TableCommit:
+    def _replace_buckets(self, prepared: PreparedRound, written: WrittenRound) -> TableCommit:
         """One commit replacing the files the round rewrote with the files written for them."""
         table, path, dt = prepared.table, prepared.path, prepared.dt
-        adds: list[AddAction | RemoveAction] = [f.add_action() for f in written]
+        adds: list[AddAction | RemoveAction] = [f.add_action() for f in written.files]
         properties = _commit_properties(prepared)
         schema = Schema.from_arrow(lake_schema(table))
         try:
@@ -166,23 +168,23 @@ class DeltaRsRoundWriter(RoundWriter):
                 )
             else:
                 dt.create_write_transaction(
-                    adds + _removes(prepared), "append", schema, partition_by=[BUCKET_COLUMN],
+                    adds + _removes(prepared, written.replaced), "append", schema, partition_by=[BUCKET_COLUMN],
                     commit_properties=properties, post_commithook_properties=post_commit(dt),
                 )
         except Exception as e:
-            self._ensure_landed(prepared, e, cleanup=lambda: self._remove(path, written))
-        return self._landed(prepared, rows_out=lambda _: sum(f.num_records for f in written))
+            self._ensure_landed(prepared, e, cleanup=lambda: self._remove(path, written.files))
+        return self._landed(prepared, rows_out=lambda _: sum(f.num_records for f in written.files))
 
 
-def _removes(prepared: PreparedRound) -> list[RemoveAction]:
-    """The lake files the round replaces: those a rewrite by file rewrote, every file of any
-    other bucket it writes (a bootstrap replaces the bucket)."""
+def _removes(prepared: PreparedRound, replaced: Mapping[int, Sequence[str]]) -> list[RemoveAction]:
+    """The lake files the round replaces: those a rewrite by file rewrote (``replaced``, by
+    bucket), every file of any other bucket it writes (a bootstrap replaces the bucket)."""
     now = int(time.time() * 1000)
     removes = []
     for plan in prepared.plans:
-        replaced = set(prepared.replaced.get(plan.bucket, ())) if plan.by_file else None
+        rewritten = set(replaced.get(plan.bucket, ())) if plan.by_file else None
         for f in plan.lake_files:
-            if replaced is None or f.path in replaced:
+            if rewritten is None or f.path in rewritten:
                 removes.append(RemoveAction(f.path, True, now, f.size, {BUCKET_COLUMN: str(plan.bucket)}))
     return removes
 

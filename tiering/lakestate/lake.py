@@ -73,10 +73,11 @@ class LakeTable:
     info: LakeCommitInfo | None
     store: ObjectStore
     foreign: ForeignCommit | None = None
-    #: transaction versions known, by (app id, Delta version): a version's txns never change,
-    #: and delta-rs reads them by replaying every commit since the last checkpoint (up to
-    #: ``maintenance.checkpoint_interval`` GETs on S3) at each ask
-    txns: dict[tuple[str, int], int | None] = field(default_factory=dict, compare=False, repr=False)
+    #: transaction versions known without reading the log, by (app id, Delta version): the
+    #: process's own round commit carried them (:meth:`LakeTables.landed`). A version's txns never
+    #: change, and delta-rs reads one by replaying every commit since the last checkpoint (up to
+    #: ``maintenance.checkpoint_interval`` GETs on S3)
+    known_txns: Mapping[tuple[str, int], int | None] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def version(self) -> int:
@@ -89,17 +90,9 @@ class LakeTable:
         return self.info.position
 
     def transaction_version(self, app: str) -> int | None:
-        """``app``'s transaction version at the loaded version (read once per version)."""
+        """``app``'s transaction version at the handle's version: known, or read from the log."""
         key = (app, self.dt.version())
-        if key not in self.txns:
-            self.remember(app, key[1], self.dt.transaction_version(app))
-        return self.txns[key]
-
-    def remember(self, app: str, version: int, txn: int | None) -> None:
-        """``app``'s transaction version at Delta version ``version`` (older versions' are dropped)."""
-        for stale in [k for k in self.txns if k[1] != version]:
-            del self.txns[stale]
-        self.txns[(app, version)] = txn
+        return self.known_txns[key] if key in self.known_txns else self.dt.transaction_version(app)
 
     def files_by_bucket(self, key: str | None = None, buckets: Collection[int] | None = None) -> dict[int, list[LakeFile]]:
         """The table's current data files per ``__bucket``, with the bounds of column ``key``
@@ -250,9 +243,8 @@ class LakeTables:
         handle) or the table is not held."""
         seen = self._seen.get(table)
         if seen is not None and seen[0].dt.version() in (info.delta_version, info.delta_version - 1):
-            view = replace(seen[0], info=info, foreign=None)
-            view.remember(app_id(info.job, table), info.delta_version, txn_version(info.epoch, info.round_id))
-            self._seen[table] = (view, info.delta_version)
+            known = {(app_id(info.job, table), info.delta_version): txn_version(info.epoch, info.round_id)}
+            self._seen[table] = (replace(seen[0], info=info, foreign=None, known_txns=known), info.delta_version)
 
     def _first_load(self, table: str) -> LakeTable | None:
         view = self.lake.load(table)

@@ -17,8 +17,7 @@ from dataclasses import dataclass, field
 from tiering.enumerator.positions import LakePosition
 from tiering.enumerator.splits import SnapshotSplit, Split
 from tiering.errors import RoundStateError
-from tiering.lake.buckets import WrittenFile
-from tiering.lake.round_protocol import PreparedRound, TableCommit
+from tiering.lake.round_protocol import PreparedRound, TableCommit, WrittenRound
 from tiering.lakestate.lake import LakeTable
 from tiering.round.states import NEXT_STATES, TableFailure, TableState
 
@@ -37,7 +36,7 @@ class TableRound:
     lake: LakeTable | None = None
     #: the splits the lake still lacks (a replay's are already there)
     todo: Sequence[Split] = ()
-    written: list[WrittenFile] = field(default_factory=list)
+    written: WrittenRound = field(default_factory=WrittenRound)
     failure: TableFailure | None = None
     #: its leased buckets were let go (or handed on to the next round's retry): never twice
     released: bool = False
@@ -85,7 +84,7 @@ class TableRound:
         self.advance(TableState.PREPARED)
         self._prepared = prepared
 
-    def written_as(self, written: list[WrittenFile]) -> None:
+    def written_as(self, written: WrittenRound) -> None:
         self.advance(TableState.WRITTEN)
         self.written = written
 
