@@ -4,7 +4,7 @@
 # 4.4.x takes pyspark >= 4.0.1, <= 4.2.0), and the Delta JVM jars of the same release, fetched with
 # mvn from deploy/jars/pom.xml (pinned there; mvn's local repository caches them). Keep
 # DELTA_VERSION and DELTA_PYSPARK equal to the pom's delta.version and spark.minor. Called by
-# scripts/setup.sh (Java and the rest of the machine are its business). Safe to run again.
+# scripts/setup_tests.sh (Java and the rest of the machine are setup.sh's). Safe to run again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DELTA_VERSION=4.4.0

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Makes .venv-oldest: the package and its test extras on the oldest pyspark the job supports
 # (pyproject.toml's lower bound, README "Spark versions"), for scripts/test_oldest.sh. Called by
-# scripts/setup.sh (Java and the rest of the machine are its business). Safe to run again.
+# scripts/setup_tests.sh (Java and the rest of the machine are setup.sh's). Safe to run again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OLDEST_PYSPARK=4.0.0

@@ -5,8 +5,8 @@
 # Hadoop inside the pyspark the job runs with: this checks the pom's hadoop.version against
 # .venv's pyspark/jars/hadoop-client-api-<version>.jar and stops naming both when they differ.
 # The tests that run Spark with an S3 checkpoint put these jars on spark.jars
-# (tests/support/s3a.py). Called by scripts/setup.sh after .venv exists and setup_delta.sh (which
-# installs Maven). Safe to run again.
+# (tests/support/s3a.py). Called by scripts/setup_tests.sh (after .venv exists and Maven is
+# installed). Safe to run again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 POM=deploy/jars/s3a/pom.xml

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Runs the whole test suite: with no arguments, first the Airflow DAG test in its own venv
+# Runs the whole test suite, after scripts/setup_tests.sh (what only the tests need; with
+# arguments, only what is missing): with no arguments, first the Airflow DAG test in its own venv
 # (scripts/test_airflow.sh), then the main suite in .venv (made by scripts/setup.sh) on the
 # newest supported pyspark, then the tests that touch Spark again on the oldest, in .venv-oldest
 # (scripts/test_oldest.sh), then the tests that need Delta's JVM jars, in .venv-delta
@@ -10,6 +11,11 @@
 # of its time is spent waiting on JVM starts, processes and timeouts, which overlap well.
 set -uo pipefail
 cd "$(dirname "$0")/.."
+if [ "$#" -eq 0 ]; then
+  ./scripts/setup_tests.sh || exit
+else
+  ./scripts/setup_tests.sh --if-missing || exit
+fi
 airflow_rc=0
 if [ "$#" -eq 0 ]; then
   ./scripts/test_airflow.sh -q

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Prepares what the tests need beyond scripts/setup.sh's .venv: tmux (the `tiering status --watch`
+# test runs it in a terminal), promtool in .venv/bin (the alert rules' tests), Maven, hadoop-aws
+# and its AWS SDK bundle for a checkpoint on S3 (scripts/setup_s3a.sh), .venv-oldest on the oldest
+# supported pyspark (scripts/setup_oldest.sh), and .venv-delta with delta-spark and its jars
+# (scripts/setup_delta.sh). scripts/test.sh runs it; `--if-missing` (test.sh with arguments) makes
+# only what is absent, without refetching pinned jars or reinstalling venvs. Safe to run again.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+missing_only=false
+[ "${1:-}" = "--if-missing" ] && missing_only=true
+[ -x .venv/bin/python ] || { echo "setup_tests: no .venv: run scripts/setup.sh first" >&2; exit 1; }
+
+apt_install() {
+  command -v apt-get >/dev/null 2>&1 || { echo "setup_tests: install $1 and rerun" >&2; exit 1; }
+  echo "setup_tests: installing $1"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$1" >/dev/null
+}
+command -v tmux >/dev/null 2>&1 || apt_install tmux
+command -v mvn >/dev/null 2>&1 || apt_install maven
+
+# promtool only, from Debian's prometheus package: installing the package would start a server.
+if ! command -v promtool >/dev/null 2>&1 && [ ! -x .venv/bin/promtool ] && command -v apt-get >/dev/null 2>&1; then
+  echo "setup_tests: installing promtool (from Debian's prometheus package) into .venv/bin"
+  deb=$(mktemp -d)
+  (cd "$deb" && { apt-get download -qq prometheus 2>/dev/null || { apt-get update -qq && apt-get download -qq prometheus; }; })
+  dpkg-deb --fsys-tarfile "$deb"/prometheus_*.deb | tar -xO ./usr/bin/promtool > .venv/bin/promtool.part
+  chmod +x .venv/bin/promtool.part && mv .venv/bin/promtool.part .venv/bin/promtool
+  rm -rf "$deb"
+fi
+
+has_jars() { ls "$1"/*.jar >/dev/null 2>&1; }
+$missing_only && has_jars deploy/jars/s3a/lib || ./scripts/setup_s3a.sh  # hadoop-aws + AWS SDK bundle
+$missing_only && [ -x .venv-oldest/bin/python ] || ./scripts/setup_oldest.sh  # the oldest supported pyspark
+$missing_only && [ -x .venv-delta/bin/python ] && has_jars deploy/jars/lib || ./scripts/setup_delta.sh  # delta-spark
+echo "setup_tests: ready"
