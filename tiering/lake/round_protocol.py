@@ -2,13 +2,10 @@
 round, at most once, fenced by epoch. Each writer supplies only how the data is written and
 committed.
 
-A table's round goes through these steps, so a round of many tables can run each step for all
-of them at once (:mod:`tiering.round.committer` does): :meth:`RoundWriter.prepare` checks the round
-against the lake, plans it per bucket and decides its :class:`WritePath` (once: every later step
-reads it); :meth:`RoundWriter.tasks` names the bucket files executors must write first (one Spark
-job for the whole round); :meth:`RoundWriter.written_files` adds the files the driver writes
-itself and checks every bucket's; :meth:`RoundWriter.commit` makes the table's one commit with
-them. :meth:`RoundWriter.write_table_round` chains them for one table.
+A table's round goes through steps (prepare, tasks, written files, commit; the contract is
+:class:`RoundWriter`'s docstring), so a round of many tables can run each step for all of them
+at once (:mod:`tiering.round.committer` does). The :class:`WritePath` is decided once, in
+prepare: every later step reads it.
 
 Failure modes handled here, for every writer:
 - a replayed round (crash after the commit, a new leader re-running the checkpoint's batch):
@@ -36,6 +33,7 @@ from __future__ import annotations
 
 import logging
 import shlex
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
@@ -173,8 +171,36 @@ class WrittenRound:
     replaced: Mapping[int, tuple[str, ...]] = field(default_factory=dict, hash=False)
 
 
-class RoundWriter:
-    """The protocol; subclasses implement :meth:`_write_path` and :meth:`_commit`."""
+class RoundWriter(ABC):
+    """How a table's round reaches the lake: one Delta commit per table per round, at most once,
+    fenced by epoch. A writer implements who writes the data (:meth:`_write_path`) and the commit
+    itself (:meth:`_commit`); the steps around them are shared, and are the contract:
+
+    1. :meth:`prepare` checks the round against the lake and plans it: a skipped
+       :class:`TableCommit` when the lake already has the round (its txn version for
+       ``tiering/<job>/<table>`` reaches ``(epoch, round)``) or the round changes nothing, else a
+       :class:`PreparedRound` that every later step reads. Writes nothing but a table property a
+       writer needs (:meth:`_adjust_table`). Raises :class:`FencedEpochError` (a maintenance pass
+       of a newer epoch fenced the table), :class:`ForeignCommitError` (another writer changed
+       the table's rows), :class:`SchemaMismatchError` (a schema or partitioning the lake cannot
+       follow) and :class:`LakeCommitError` (another incarnation, a gap in the changes).
+    2. :meth:`tasks` names the bucket files Spark executors write (none on another path); pure.
+       :meth:`write_files` runs every table's tasks in one Spark job: a bucket's failure comes
+       back as its result, never raised.
+    3. :meth:`written_files` adds the buckets the driver writes itself and checks every bucket's
+       result: a :class:`WrittenRound` (a value; the prepared round is never changed), or
+       :class:`BucketWriteError` after the table's written files are deleted.
+    4. :meth:`commit` makes the table's one commit with them, carrying the txn, so a commit of the
+       same round again changes nothing; a commit that raised but landed counts as landed.
+       Raises :class:`FencedEpochError` when a newer term committed (this driver must stop),
+       :class:`LakeCommitError` otherwise (files written before the commit are deleted, unless
+       whether it landed cannot be read: the next round settles it). A catalog that fails is a
+       warning, never the round's failure.
+
+    Each step may be retried from :meth:`prepare` by a new round: nothing a step leaves behind
+    (unreferenced files) changes what a reader sees. :meth:`write_table_round` chains them for one
+    table; :mod:`tiering.round.committer` runs each step for all of a round's tables at once.
+    """
 
     #: the size of the files bucket tasks write (a writer with a setting for it overrides it)
     _target_file_bytes = DEFAULT_TARGET_FILE_MB * 1024 * 1024
@@ -278,9 +304,9 @@ class RoundWriter:
         )
         return replace(prepared, write_path=self._write_path(prepared))
 
+    @abstractmethod
     def _write_path(self, prepared: PreparedRound) -> WritePath:
         """Who writes ``prepared`` (its ``write_path`` is not set yet)."""
-        raise NotImplementedError
 
     def _adjust_table(self, dt: DeltaTable, epoch: int) -> None:
         """A table property this writer needs and ``dt`` lacks, set in a commit of its own before
@@ -325,8 +351,10 @@ class RoundWriter:
             self.catalog.register(prepared.table.name, recreated=prepared.replace_table)
         return result
 
+    @abstractmethod
     def _commit(self, prepared: PreparedRound, written: WrittenRound) -> TableCommit:
-        raise NotImplementedError
+        """The table's one commit of ``written``, with the round's txn and metadata; when it
+        raises, :meth:`_ensure_landed` decides what the error means."""
 
     def _remove(self, table_uri: str, written: Sequence[WrittenFile]) -> None:
         """Delete the files of a commit that did not land (nothing references them). Best
