@@ -24,8 +24,8 @@ from collections.abc import Iterable, Iterator
 log = logging.getLogger(__name__)
 
 #: What a round's executor task imports (:func:`tiering.lake.executor_writes.run_bucket_tasks`
-#: runs :func:`tiering.lake.buckets.run_tasks`).
-EXECUTOR_MODULES = ("tiering.lake.buckets",)
+#: runs :func:`tiering.lake.buckets.schedule.run_tasks`).
+EXECUTOR_MODULES = ("tiering.lake.buckets.schedule",)
 
 #: Shown for the warm-up's job in Spark's UI and event log.
 JOB_DESCRIPTION = "kv-tiering: start the executors' Python workers"
