@@ -86,8 +86,10 @@ class JobLease:
         """Let the store collect the snapshots held for these buckets, ``table_id -> buckets``,
         in one call however many tables a round had (when, and why then: :mod:`tiering.lease.release`).
         An expired lease holds nothing: nothing left to release."""
+        if not self.enabled:
+            return
         refs = [BucketRef(table_id=table_id, bucket=b) for table_id, buckets in sorted(held.items()) for b in sorted(buckets)]
-        if not refs or not self.enabled:
+        if not refs:
             return
         try:
             self.client.release_lease(self.lease_id, self.epoch, refs)
@@ -171,9 +173,10 @@ class LeaseRenewer:
     an answer): the round in flight holds its snapshots again there, and releases the store
     refused earlier are sent again, so an idle job does not pin them
     (:class:`~tiering.lease.release.LeaseReleases`). Nothing trusts a hold without re-acquiring
-    it (the committer re-acquires every snapshot right before reading it). A store outage first blocks one renewal inside the client's retry policy (~30 s,
-    ``STORE_RETRY``), then is logged and retried on the next tick; leases much shorter than
-    that can lapse during an outage.
+    it (the committer re-acquires every snapshot right before reading it). A store outage first
+    blocks one renewal inside the client's retry policy (``STORE_RETRY``), then is logged and
+    retried on the next tick; leases much shorter than that policy's deadline can lapse during
+    an outage.
     Anything else (a fenced epoch above all) ends the thread and is re-raised by
     :meth:`check` in the caller's thread: the renewer never swallows it.
     """
