@@ -97,8 +97,12 @@ def bench_amplification(args, work: Path, store) -> dict:
         tables[name] = TieredTable(name, n, config)
         tables[name].round(spark)  # the bootstrap, untimed
     snapshots = client.take_snapshots(BIG)
-    base = pa.concat_tables([pq.read_table(f) for s in snapshots.buckets for f in s.files]).select(["id", "name", "qty", "price"])
-    write_deltalake(str(work / "merge-target"), base, writer_properties=merge_writer)  # the baseline's target: the same rows
+    base = pa.concat_tables([pq.read_table(f) for s in snapshots.buckets for f in s.files]).select(
+        ["id", "name", "qty", "price"]
+    )
+    write_deltalake(
+        str(work / "merge-target"), base, writer_properties=merge_writer
+    )  # the baseline's target: the same rows
     del base
     baseline = ChangelogRounds(args, work, client, merge_writer)
 
@@ -130,10 +134,18 @@ def bench_amplification(args, work: Path, store) -> dict:
     small_s, big_s = median(SMALL, "recent"), median(BIG, "recent")
     uniform_s, merge_s = median(BIG, "uniform"), median(BIG, "uniform", "merge_s")
     return {
-        "keys": keys, "small_keys": small_keys, "buckets": BUCKETS, "changed_keys": CHANGED_KEYS,
-        "repeat": args.repeat, "lake_target_file_mb": target, "compression": compression,
-        "small_round_s": small_s, "big_round_s": big_s, "big_vs_small": round(big_s / small_s, 3),
-        "big_uniform_round_s": uniform_s, "big_uniform_merge_s": merge_s,
+        "keys": keys,
+        "small_keys": small_keys,
+        "buckets": BUCKETS,
+        "changed_keys": CHANGED_KEYS,
+        "repeat": args.repeat,
+        "lake_target_file_mb": target,
+        "compression": compression,
+        "small_round_s": small_s,
+        "big_round_s": big_s,
+        "big_vs_small": round(big_s / small_s, 3),
+        "big_uniform_round_s": uniform_s,
+        "big_uniform_merge_s": merge_s,
         "big_recent_merge_s": median(BIG, "recent", "merge_s"),
         "uniform_vs_merge": round(merge_s / uniform_s, 3),
         "small_uniform_round_s": median(SMALL, "uniform"),
@@ -148,7 +160,8 @@ def _last_commit(table: Path) -> dict:
     actions = [json.loads(line) for line in newest.read_text().splitlines() if line.strip()]
     adds = [a["add"] for a in actions if "add" in a]
     return {
-        "files_removed": sum("remove" in a for a in actions), "files_added": len(adds),
+        "files_removed": sum("remove" in a for a in actions),
+        "files_added": len(adds),
         "bytes_written": sum(a["size"] for a in adds),
     }
 
@@ -158,8 +171,12 @@ def main() -> None:
     parser.add_argument("--keys", type=int, default=20_000_000, help="rows of the big table")
     parser.add_argument("--small-keys", type=int, default=200_000, help="rows of the small table")
     parser.add_argument("--target-file-mb", type=int, default=None, help="lake.target_file_mb (default: the service's)")
-    parser.add_argument("--compression", choices=typing.get_args(Compression), default=DEFAULT_COMPRESSION,
-                        help="the Parquet codec of both sides: lake.compression and the MERGE's (default: the service's)")
+    parser.add_argument(
+        "--compression",
+        choices=typing.get_args(Compression),
+        default=DEFAULT_COMPRESSION,
+        help="the Parquet codec of both sides: lake.compression and the MERGE's (default: the service's)",
+    )
     parser.add_argument("--repeat", type=int, default=3, help="measured rounds per table and pattern (medians)")
     parser.add_argument("--out", type=Path, help="also write the JSON here")
     args = parser.parse_args()

@@ -6,7 +6,7 @@ commit) costs much more on a real cluster than the copy it wraps; executors that
 the work (a second worker that brings nothing); a fixed cost per run far above what any PySpark
 job pays to start. Everything is on loopback: a master and workers from pyspark's
 ``spark-class`` (:mod:`tests.support.spark_cluster`, as the cluster tests run it), SeaweedFS
-(:mod:`tiering.storage.embedded_s3`), an embedded ZooKeeper and the reference store in its own
+(:mod:`tiering.objectstore.embedded_s3`), an embedded ZooKeeper and the reference store in its own
 process. Every submission is timed from spark-submit's start to its exit, with Spark's event log
 on so the time can be split (``breakdown``: the Python driver up, leadership, the SparkContext,
 executors registered, the round's planning, its Spark job and tasks, the Delta commit, shutdown;
@@ -64,7 +64,7 @@ from tests.support.spark_cluster import SparkCluster  # noqa: E402
 from tiering.warmup import JOB_DESCRIPTION as WARM_UP_JOB  # noqa: E402
 
 if TYPE_CHECKING:
-    from tiering.storage.embedded_s3 import EmbeddedS3
+    from tiering.objectstore.embedded_s3 import EmbeddedS3
 
 JOB = REPO / "jobs" / "tiering_job.py"
 BASELINE = REPO / "benchmarks" / "cluster_baseline_copy.py"
@@ -73,7 +73,9 @@ FIRST_COMMIT_ROWS = 1000
 REPEAT = 3
 #: Spark's event log as one plain JSON file (Spark 4 rolls and compresses it by default).
 EVENT_LOG = {
-    "spark.eventLog.enabled": "true", "spark.eventLog.rolling.enabled": "false", "spark.eventLog.compress": "false",
+    "spark.eventLog.enabled": "true",
+    "spark.eventLog.rolling.enabled": "false",
+    "spark.eventLog.compress": "false",
 }
 #: A submission still running after this is killed (its whole process group) and fails the run.
 SUBMIT_TIMEOUT_S = 1800.0
@@ -83,11 +85,14 @@ def pyfiles_snapshot(work: Path) -> tuple[Path, dict]:
     """The ``tiering`` package zipped for ``--py-files`` the documented way (``scripts/build_pyfiles.sh``),
     once: every submission of the run ships this one copy, though others edit the working tree
     meanwhile. With it, what it was: the HEAD commit and the package's files that differ from it."""
+
     def git(*argv: str) -> str:
         return subprocess.run(["git", *argv], cwd=REPO, capture_output=True, text=True, check=True).stdout
 
-    code = {"head": git("rev-parse", "HEAD").strip(),
-            "uncommitted": [line[3:] for line in git("status", "--porcelain", "--", "tiering").splitlines()]}
+    code = {
+        "head": git("rev-parse", "HEAD").strip(),
+        "uncommitted": [line[3:] for line in git("status", "--porcelain", "--", "tiering").splitlines()],
+    }
     return build_pyfiles_zip(work / "kv_tiering.zip"), code
 
 
@@ -132,8 +137,9 @@ class Submission:
         warm_stages = set()
         for start in self.events_of("JobStart"):
             warm_up = start["Properties"].get("spark.job.description") == WARM_UP_JOB
-            jobs[warm_up].append([self.since_start(start["Submission Time"]),
-                                  self.since_start(ends[start["Job ID"]]["Completion Time"])])
+            jobs[warm_up].append(
+                [self.since_start(start["Submission Time"]), self.since_start(ends[start["Job ID"]]["Completion Time"])]
+            )
             if warm_up:
                 warm_stages.update(start["Stage IDs"])
         tasks = sorted(self.events_of("TaskEnd"), key=lambda e: e["Task Info"]["Launch Time"])
@@ -145,9 +151,12 @@ class Submission:
             "warm_up_jobs_at_s": jobs[True],
             "first_task_at_s": self.since_start(work[0]["Task Info"]["Launch Time"]),
             "task_run_s": [round(e["Task Metrics"]["Executor Run Time"] / 1000, 3) for e in work],
-            "warm_up_task_run_s": [round(e["Task Metrics"]["Executor Run Time"] / 1000, 3)
-                                   for e in tasks if e["Stage ID"] in warm_stages],
-            "task_deserialize_s_sum": round(sum(e["Task Metrics"]["Executor Deserialize Time"] for e in work) / 1000, 3),
+            "warm_up_task_run_s": [
+                round(e["Task Metrics"]["Executor Run Time"] / 1000, 3) for e in tasks if e["Stage ID"] in warm_stages
+            ],
+            "task_deserialize_s_sum": round(
+                sum(e["Task Metrics"]["Executor Deserialize Time"] for e in work) / 1000, 3
+            ),
             "application_end_at_s": self.since_start(self.events_of("ApplicationEnd")[0]["Timestamp"]),
             "exit_at_s": round(self.wall_s, 3),
         }
@@ -156,12 +165,17 @@ class Submission:
         """:meth:`spark_marks` and the phases of a plain Spark job (the baseline, the floor)."""
         marks = self.spark_marks()
         jobs = marks["spark_jobs_at_s"]
-        return {**marks, "phases_s": _phases({
-            "spark_submit_to_spark_context_init": marks["spark_context_init_at_s"],
-            "driver_until_first_spark_job": jobs[0][0],  # SparkContext, session, the script's own work
-            "spark_jobs_and_driver_between": jobs[-1][1],
-            "after_last_job_to_exit": marks["exit_at_s"],
-        })}
+        return {
+            **marks,
+            "phases_s": _phases(
+                {
+                    "spark_submit_to_spark_context_init": marks["spark_context_init_at_s"],
+                    "driver_until_first_spark_job": jobs[0][0],  # SparkContext, session, the script's own work
+                    "spark_jobs_and_driver_between": jobs[-1][1],
+                    "after_last_job_to_exit": marks["exit_at_s"],
+                }
+            ),
+        }
 
 
 def _phases(ends: dict[str, float]) -> dict[str, float]:
@@ -189,16 +203,25 @@ class ClusterBench:
         the event log on), waited for; a failed one raises with its output's tail."""
         events = self.work / "events" / name
         events.mkdir(parents=True)
-        command = cluster.submit_command(script, *args, py_files=self.zip_path,
-                                         conf={**EVENT_LOG, "spark.eventLog.dir": events.as_uri()})
+        command = cluster.submit_command(
+            script, *args, py_files=self.zip_path, conf={**EVENT_LOG, "spark.eventLog.dir": events.as_uri()}
+        )
         # --py-files reaches the Python driver and the executors, not the Python processes the
         # driver's JVM starts (the source's planner): on PYTHONPATH they import the zip too, not
         # the venv's editable install (the working tree as it is by then).
         env = {**cluster.env(), "PYTHONPATH": str(self.zip_path)}
         lines: list[tuple[float, str]] = []
         started = time.time()
-        proc = subprocess.Popen(command, env=env, cwd=self.work, stdout=subprocess.PIPE,
-                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, text=True, start_new_session=True)
+        proc = subprocess.Popen(
+            command,
+            env=env,
+            cwd=self.work,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            text=True,
+            start_new_session=True,
+        )
         watchdog = threading.Timer(SUBMIT_TIMEOUT_S, os.killpg, (proc.pid, signal.SIGKILL))
         watchdog.start()
         try:
@@ -218,9 +241,14 @@ class ClusterBench:
     def service(self, cluster: SparkCluster, name: str, table: str) -> Submission:
         """The job as users submit it (README, spark-submit): ``--conf FILE --available-now``."""
         conf = write_conf(
-            self.work / f"{name}.toml", job=name, store_url=self.store_url, zk_hosts=self.zk_hosts,
-            checkpoint=self.work / f"ckpt-{name}", lake_root=self.lake_root(name),
-            lake={"storage": self.s3.storage_options()}, tables={"include": [table]},
+            self.work / f"{name}.toml",
+            job=name,
+            store_url=self.store_url,
+            zk_hosts=self.zk_hosts,
+            checkpoint=self.work / f"ckpt-{name}",
+            lake_root=self.lake_root(name),
+            lake={"storage": self.s3.storage_options()},
+            tables={"include": [table]},
         )
         run = self.submit(cluster, name, JOB, "--conf", str(conf), "--available-now")
         if run.line_at(f"job {name!r} done after") is None:
@@ -231,8 +259,15 @@ class ClusterBench:
     def baseline(self, cluster: SparkCluster, name: str, snapshots, table: str) -> tuple[Submission, dict]:
         """The copy by hand; its own account of the copy and the commit (``cluster_baseline_copy.py``)."""
         plan = self.work / f"{name}.json"
-        plan.write_text(json.dumps({"table_uri": f"{self.lake_root(name)}/{table}", "storage": self.s3.storage_options(),
-                                    "buckets": {str(s.bucket): s.files for s in snapshots.buckets}}))
+        plan.write_text(
+            json.dumps(
+                {
+                    "table_uri": f"{self.lake_root(name)}/{table}",
+                    "storage": self.s3.storage_options(),
+                    "buckets": {str(s.bucket): s.files for s in snapshots.buckets},
+                }
+            )
+        )
         run = self.submit(cluster, name, BASELINE, str(plan))
         (said,) = [line for _, line in run.lines if line.startswith("baseline_copy: ")]
         return run, json.loads(said.removeprefix("baseline_copy: "))
@@ -278,19 +313,27 @@ def service_breakdown(bench: ClusterBench, run: Submission, name: str, table: st
         "round_logged_at_s": run.line_at(" status=committed "),
         **spark,
     }
-    return {**marks, "round_ms": durations, "phases_s": _phases({
-        "spark_submit_jvm_and_python_driver_start": marks["python_driver_at_s"],
-        "imports_config_lake_check_and_election": marks["leader_at_s"],
-        "spark_context_and_session": marks["session_built_at_s"],
-        "source_registration_and_query_start": marks["query_started_at_s"],
-        "available_now_preparation": marks["round_triggered_at_s"],  # the source's planning process opens the lake
-        "round_planning_and_spark_batch_planning": marks["batch_execution_at_s"],  # latestOffset, queryPlanning
-        "batch_dataframe_before_the_committer": marks["committer_called_at_s"],
-        "committer_before_spark_job": job_submitted,  # lease re-acquired, lake tables loaded, files resolved
-        "spark_job_executors_write_files": job_ended,
-        "delta_commit_report_release": marks["round_logged_at_s"],
-        "stop_and_exit": marks["exit_at_s"],
-    })}
+    return {
+        **marks,
+        "round_ms": durations,
+        "phases_s": _phases(
+            {
+                "spark_submit_jvm_and_python_driver_start": marks["python_driver_at_s"],
+                "imports_config_lake_check_and_election": marks["leader_at_s"],
+                "spark_context_and_session": marks["session_built_at_s"],
+                "source_registration_and_query_start": marks["query_started_at_s"],
+                "available_now_preparation": marks[
+                    "round_triggered_at_s"
+                ],  # the source's planning process opens the lake
+                "round_planning_and_spark_batch_planning": marks["batch_execution_at_s"],  # latestOffset, queryPlanning
+                "batch_dataframe_before_the_committer": marks["committer_called_at_s"],
+                "committer_before_spark_job": job_submitted,  # lease re-acquired, lake tables loaded, files resolved
+                "spark_job_executors_write_files": job_ended,
+                "delta_commit_report_release": marks["round_logged_at_s"],
+                "stop_and_exit": marks["exit_at_s"],
+            }
+        ),
+    }
 
 
 def _iso_s(timestamp: str) -> float:
@@ -300,7 +343,7 @@ def _iso_s(timestamp: str) -> float:
 
 def bench_cluster(args, work: Path, store) -> dict:
     from tiering.coord.embedded import EmbeddedZooKeeper
-    from tiering.storage.embedded_s3 import EmbeddedS3
+    from tiering.objectstore.embedded_s3 import EmbeddedS3
 
     load_before = os.getloadavg()
     client = store.client(timeout_s=600)
@@ -325,9 +368,15 @@ def bench_cluster(args, work: Path, store) -> dict:
         with SparkCluster(work / "cluster-1", workers=1).start() as cluster:
             one_worker = bench.service(cluster, "service-1w", "snap-1w")
             baseline_1w, copied_1w = bench.baseline(cluster, "baseline-1w", snapshots, "snap")
-        lake_rows = {name: bench.rows_in_lake(name, table)
-                     for name, table in (("service-2w", "snap"), ("baseline", "snap"), ("service-1w", "snap-1w"),
-                                         ("baseline-1w", "snap"))}
+        lake_rows = {
+            name: bench.rows_in_lake(name, table)
+            for name, table in (
+                ("service-2w", "snap"),
+                ("baseline", "snap"),
+                ("service-1w", "snap-1w"),
+                ("baseline-1w", "snap"),
+            )
+        }
         first_rows = [bench.rows_in_lake(f"first-{i}", f"small-{i}") for i in range(REPEAT)]
         first_commits = [bench.commit_at_s(run, f"first-{i}", f"small-{i}") for i, run in enumerate(firsts)]
         mid = _median_index(first_commits)
@@ -347,31 +396,42 @@ def bench_cluster(args, work: Path, store) -> dict:
     first_commit_s, floor_s = statistics.median(first_commits), statistics.median(f.wall_s for f in floors)
     baseline_copy_s = copied["copy_s"] + copied["commit_s"]
     return {
-        "service_code": code, "rows": args.rows, "buckets": args.buckets, "snapshot_mb": round(mb, 1),
+        "service_code": code,
+        "rows": args.rows,
+        "buckets": args.buckets,
+        "snapshot_mb": round(mb, 1),
         "lake": "s3 (SeaweedFS, loopback)",
         "cluster": "standalone, master + workers of 1 core / 1 GiB, executors 512 MiB, driver 512 MiB (client mode)",
-        "service_s": round(service.wall_s, 3), "service_round_s": service.round_s(),
-        "service_rows_per_s": round(args.rows / service.wall_s), "service_mb_per_s": round(mb / service.wall_s, 2),
-        "baseline_s": round(baseline.wall_s, 3), "baseline_copy_s": round(baseline_copy_s, 3),
+        "service_s": round(service.wall_s, 3),
+        "service_round_s": service.round_s(),
+        "service_rows_per_s": round(args.rows / service.wall_s),
+        "service_mb_per_s": round(mb / service.wall_s, 2),
+        "baseline_s": round(baseline.wall_s, 3),
+        "baseline_copy_s": round(baseline_copy_s, 3),
         "baseline_rows_per_s": round(args.rows / baseline.wall_s),
         "service_vs_baseline": round(baseline.wall_s / service.wall_s, 3),
         "service_round_vs_baseline_copy": round(baseline_copy_s / service.round_s(), 3),
         "lake_rows": lake_rows,
-        "workers_2_s": round(service.wall_s, 3), "workers_1_s": round(one_worker.wall_s, 3),
+        "workers_2_s": round(service.wall_s, 3),
+        "workers_1_s": round(one_worker.wall_s, 3),
         "speedup_2_vs_1": round(one_worker.wall_s / service.wall_s, 3),
-        "workers_2_round_s": service.round_s(), "workers_1_round_s": one_worker.round_s(),
+        "workers_2_round_s": service.round_s(),
+        "workers_1_round_s": one_worker.round_s(),
         "round_speedup_2_vs_1": round(one_worker.round_s() / service.round_s(), 3),
         "baseline_1_worker_s": round(baseline_1w.wall_s, 3),
         "baseline_1_worker_copy_s": round(copied_1w["copy_s"] + copied_1w["commit_s"], 3),
         "service_vs_baseline_1_worker": round(baseline_1w.wall_s / one_worker.wall_s, 3),
         "baseline_speedup_2_vs_1": round(baseline_1w.wall_s / baseline.wall_s, 3),
-        "first_commit_rows": FIRST_COMMIT_ROWS, "first_commit_s": round(first_commit_s, 3),
-        "first_commit_runs_s": first_commits, "floor_s": round(floor_s, 3),
+        "first_commit_rows": FIRST_COMMIT_ROWS,
+        "first_commit_s": round(first_commit_s, 3),
+        "first_commit_runs_s": first_commits,
+        "floor_s": round(floor_s, 3),
         "floor_runs_s": [round(f.wall_s, 3) for f in floors],
         "first_commit_minus_floor_s": round(first_commit_s - floor_s, 3),
         "goals": {"service_vs_baseline": ">= 0.9", "first_commit_minus_floor_s": "<= 3"},
         "breakdown": breakdown,
-        "load_avg_before": [round(x, 2) for x in load_before], "load_avg_after": [round(x, 2) for x in os.getloadavg()],
+        "load_avg_before": [round(x, 2) for x in load_before],
+        "load_avg_after": [round(x, 2) for x in os.getloadavg()],
     }
 
 

@@ -48,17 +48,20 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.bench_tiering import jvm_pid, load_table, service_config, spark_session  # noqa: E402
-from benchmarks.rss import peak_rss_mb, rss_mb  # noqa: E402
-
 import pyarrow as pa  # noqa: E402
 from pyspark.sql.streaming import StreamingQueryListener  # noqa: E402
+
+from benchmarks.bench_tiering import jvm_pid, load_table, service_config, spark_session  # noqa: E402
+from benchmarks.rss import peak_rss_mb, rss_mb  # noqa: E402
 
 JOB = "soak"
 RESULTS = Path(__file__).resolve().parent / "results" / "soak.json"
 #: the types of the columns the writer appends, in turn, with the value it writes into each
 COLUMN_TYPES: dict[str, Callable[[int], object]] = {
-    "string": lambda n: f"v{n}", "bigint": lambda n: n, "double": lambda n: n / 4, "int": lambda n: n % 1000,
+    "string": lambda n: f"v{n}",
+    "bigint": lambda n: n,
+    "double": lambda n: n / 4,
+    "int": lambda n: n % 1000,
 }
 
 
@@ -149,8 +152,9 @@ class SteadyWriter(_Worker):
 
     TICK_S = 0.1
 
-    def __init__(self, client, tables: list[str], keys: int, rate: int, rounds: Callable[[], int],
-                 schema_every: int | None) -> None:
+    def __init__(
+        self, client, tables: list[str], keys: int, rate: int, rounds: Callable[[], int], schema_every: int | None
+    ) -> None:
         super().__init__("soak-writer")
         self.client = client
         self.tables = tables
@@ -192,7 +196,7 @@ def table_figures(path: Path) -> dict:
     files per bucket, files on disk no version references, and the ``_delta_log``."""
     from deltalake import DeltaTable
 
-    from tiering.lakestate.layout import BUCKET_COLUMN
+    from tiering.delta_log.layout import BUCKET_COLUMN
 
     started = time.perf_counter()
     dt = DeltaTable(str(path))
@@ -210,10 +214,15 @@ def table_figures(path: Path) -> dict:
     newest_checkpoint = sum(e.stat().st_size for e in log if e.name.startswith(f"{checkpoint:020d}.checkpoint"))
     on_disk = sum(1 for p in path.rglob("*.parquet") if "_delta_log" not in p.parts)
     return {
-        "version": dt.version(), "rows": rows, "open_s": open_s, "read_s": read_s,
-        "files_per_bucket_mean": statistics.mean(per_bucket.values()), "files_per_bucket_max": max(per_bucket.values()),
+        "version": dt.version(),
+        "rows": rows,
+        "open_s": open_s,
+        "read_s": read_s,
+        "files_per_bucket_mean": statistics.mean(per_bucket.values()),
+        "files_per_bucket_max": max(per_bucket.values()),
         "unreferenced_files": on_disk - actions.num_rows,
-        "delta_log_bytes": sum(e.stat().st_size for e in log), "delta_log_files": len(log),
+        "delta_log_bytes": sum(e.stat().st_size for e in log),
+        "delta_log_files": len(log),
         "log_commits_after_checkpoint": sum(1 for v in commits if v > checkpoint),
         "checkpoint_bytes": newest_checkpoint,
     }
@@ -229,7 +238,10 @@ def lake_figures(lake, tables: list[str], round_count: int, pids: dict[str, int 
 
     return {
         "round": round_count,
-        "files_per_bucket": {"mean": spread("files_per_bucket_mean")["mean"], "max": spread("files_per_bucket_max")["max"]},
+        "files_per_bucket": {
+            "mean": spread("files_per_bucket_mean")["mean"],
+            "max": spread("files_per_bucket_max")["max"],
+        },
         "unreferenced_files_per_table": spread("unreferenced_files"),
         "delta_log_bytes_per_table": spread("delta_log_bytes", 0),
         "delta_log_files_per_table": spread("delta_log_files"),
@@ -255,26 +267,48 @@ def percentiles(times_ms: list[float]) -> dict:
 
 #: figure -> (where it is in the figures, whether it must stay bounded, why)
 VERDICTS: dict[str, tuple[Callable[[dict], float | None], bool, str]] = {
-    "files_per_bucket_max": (lambda f: f["files_per_bucket"]["max"], True,
-                             "compaction merges a bucket's small files once it has maintenance.min_files of them"),
+    "files_per_bucket_max": (
+        lambda f: f["files_per_bucket"]["max"],
+        True,
+        "compaction merges a bucket's small files once it has maintenance.min_files of them",
+    ),
     "files_per_bucket_mean": (lambda f: f["files_per_bucket"]["mean"], True, "as files_per_bucket_max"),
-    "log_commits_after_checkpoint_max": (lambda f: f["log_commits_after_checkpoint_per_table"]["max"], True,
-                                         "a checkpoint every maintenance.checkpoint_interval commits"),
-    "open_ms_mean": (lambda f: f["open_ms_mean"], True,
-                     "log replay starts at the newest checkpoint (a saw-tooth over checkpoint_interval commits)"),
+    "log_commits_after_checkpoint_max": (
+        lambda f: f["log_commits_after_checkpoint_per_table"]["max"],
+        True,
+        "a checkpoint every maintenance.checkpoint_interval commits",
+    ),
+    "open_ms_mean": (
+        lambda f: f["open_ms_mean"],
+        True,
+        "log replay starts at the newest checkpoint (a saw-tooth over checkpoint_interval commits)",
+    ),
     "read_ms_mean": (lambda f: f["read_ms_mean"], True, "as many files and rows as at the start"),
     "driver_python_rss_mb": (lambda f: f["driver_python_rss_mb"], True, "nothing the driver keeps grows per round"),
     "driver_jvm_rss_mb": (lambda f: f["driver_jvm_rss_mb"], True, "nothing the driver keeps grows per round"),
-    "round_p50_ms": (lambda f: f["round_time"]["p50_ms"], True, "a round's work depends on its changes, not on the rounds before"),
+    "round_p50_ms": (
+        lambda f: f["round_time"]["p50_ms"],
+        True,
+        "a round's work depends on its changes, not on the rounds before",
+    ),
     "round_p99_ms": (lambda f: f["round_time"]["p99_ms"], True, "as round_p50_ms; includes maintenance passes"),
-    "newest_checkpoint_bytes_mean": (lambda f: f["newest_checkpoint_bytes_per_table"]["mean"], False,
-                                     "a checkpoint keeps the remove tombstones of delta.deletedFileRetentionDuration "
-                                     "(default 1 week): every replaced file of the soak"),
-    "delta_log_bytes_mean": (lambda f: f["delta_log_bytes_per_table"]["mean"], False,
-                             "log entries are deleted only after maintenance.log_retention_hours (at least 1 h)"),
+    "newest_checkpoint_bytes_mean": (
+        lambda f: f["newest_checkpoint_bytes_per_table"]["mean"],
+        False,
+        "a checkpoint keeps the remove tombstones of delta.deletedFileRetentionDuration "
+        "(default 1 week): every replaced file of the soak",
+    ),
+    "delta_log_bytes_mean": (
+        lambda f: f["delta_log_bytes_per_table"]["mean"],
+        False,
+        "log entries are deleted only after maintenance.log_retention_hours (at least 1 h)",
+    ),
     "delta_log_files_mean": (lambda f: f["delta_log_files_per_table"]["mean"], False, "as delta_log_bytes_mean"),
-    "unreferenced_files_mean": (lambda f: f["unreferenced_files_per_table"]["mean"], False,
-                                "vacuum deletes only files unreferenced for file_retention_hours (at least 24 h)"),
+    "unreferenced_files_mean": (
+        lambda f: f["unreferenced_files_per_table"]["mean"],
+        False,
+        "vacuum deletes only files unreferenced for file_retention_hours (at least 24 h)",
+    ),
 }
 
 
@@ -288,8 +322,15 @@ def verdicts(start: dict, end: dict, limit: float, ceilings: dict[str, float]) -
         ratio = round(b / a, 2) if a and b is not None else None
         ceiling = ceilings.get(name)
         bounded = b is not None and b <= ceiling if ceiling is not None else ratio is not None and ratio <= limit
-        out[name] = {"start": a, "end": b, "end_over_start": ratio, **({"ceiling": ceiling} if ceiling else {}),
-                     "must_stay_bounded": must, "bounded": bounded, "why": why}
+        out[name] = {
+            "start": a,
+            "end": b,
+            "end_over_start": ratio,
+            **({"ceiling": ceiling} if ceiling else {}),
+            "must_stay_bounded": must,
+            "bounded": bounded,
+            "why": why,
+        }
     return out
 
 
@@ -319,8 +360,8 @@ def caught_up(client, lake, tables: list[str]) -> bool:
 
 def soak(args, work: Path) -> dict:
     from tiering.coord.embedded import EmbeddedZooKeeper
+    from tiering.delta_log.lake import Lake
     from tiering.kvstore.server.process import StoreProcess
-    from tiering.lakestate.lake import Lake
     from tiering.verify import check_table
 
     tables = [f"soak_{i:03d}" for i in range(args.tables)]
@@ -337,16 +378,32 @@ def soak(args, work: Path) -> dict:
         stack.callback(spark.stop)
         spark.streams.addListener(_BatchTimes(rounds))
         pids = {"driver_python": os.getpid(), "driver_jvm": jvm_pid(spark)}
-        config = service_config(work, store.url, JOB, {
-            "zookeeper.hosts": zk.hosts, "trigger.available_now": False, "trigger.interval_s": args.interval,
-            "maintenance.enabled": True, "maintenance.every_rounds": args.maintenance_every,
-            "maintenance.checkpoint_interval": args.checkpoint_interval,
-        })
+        config = service_config(
+            work,
+            store.url,
+            JOB,
+            {
+                "zookeeper.hosts": zk.hosts,
+                "trigger.available_now": False,
+                "trigger.interval_s": args.interval,
+                "maintenance.enabled": True,
+                "maintenance.every_rounds": args.maintenance_every,
+                "maintenance.checkpoint_interval": args.checkpoint_interval,
+            },
+        )
         lake = Lake.of(config.lake)
         started = time.monotonic()
         job = stack.enter_context(LeaderThread(config, rounds.on_round))
-        writer = stack.enter_context(SteadyWriter(
-            client, tables, args.keys, args.rate, lambda: rounds.count, args.schema_every if args.schema_changes else None))
+        writer = stack.enter_context(
+            SteadyWriter(
+                client,
+                tables,
+                args.keys,
+                args.rate,
+                lambda: rounds.count,
+                args.schema_every if args.schema_changes else None,
+            )
+        )
 
         def reach(target: int) -> None:
             """Wait for ``target`` rounds; fail at once when the job or the writer died, or stalled."""
@@ -361,9 +418,13 @@ def soak(args, work: Path) -> dict:
                     raise RuntimeError(f"soak: no round for {args.stall_s:.0f}s (at round {last})")
                 if rounds.count - reported >= args.progress_every:
                     reported = rounds.count
-                    recent = rounds.times_ms[-args.progress_every:] or [0.0]
-                    print(f"soak: round {rounds.count}/{args.rounds} at {time.monotonic() - started:.0f}s, "
-                          f"recent round p50 {statistics.median(recent):.0f} ms", file=sys.stderr, flush=True)
+                    recent = rounds.times_ms[-args.progress_every :] or [0.0]
+                    print(
+                        f"soak: round {rounds.count}/{args.rounds} at {time.monotonic() - started:.0f}s, "
+                        f"recent round p50 {statistics.median(recent):.0f} ms",
+                        file=sys.stderr,
+                        flush=True,
+                    )
                 time.sleep(0.2)
 
         reach(args.warmup)
@@ -373,7 +434,7 @@ def soak(args, work: Path) -> dict:
         soak_s = time.monotonic() - started
         times = list(rounds.times_ms)
         window = min(100, (len(times) - args.warmup) // 2)
-        start["round_time"] = percentiles(times[args.warmup:args.warmup + window])
+        start["round_time"] = percentiles(times[args.warmup : args.warmup + window])
         end["round_time"] = percentiles(times[-window:])
         writer.stop()
         deadline = time.monotonic() + args.catch_up_s
@@ -386,15 +447,33 @@ def soak(args, work: Path) -> dict:
         peaks = {f"{name}_peak_rss_mb": peak_rss_mb(pid) if pid else None for name, pid in pids.items()}
         maintenance = maintenance_done(lake, tables)
     return {
-        "soak_s": round(soak_s, 1), "rounds_done": rounds.count, "rounds_per_s": round(rounds.count / soak_s, 2),
-        "round_time_window": window, "start": start, "end": end, "bounded": verdicts(
-            start, end, args.bound_ratio, {"log_commits_after_checkpoint_max": args.checkpoint_interval}),
-        "peaks": peaks, "maintenance": {**maintenance, "file_retention_hours": config.maintenance.file_retention_hours,
-                                        "log_retention_hours": config.maintenance.log_retention_hours},
-        "writer": {"upserted_rows": writer.upserts, "deleted_keys": writer.deletes, "schema_changes": writer.schema_changes},
-        "failed_table_rounds": len(rounds.failures), "failures_first": rounds.failures[:10],
-        "verify": {"caught_up": done, "equal": done and all(c.equal for c in checks),
-                   "tables": [asdict(c) | {"equal": c.equal} for c in checks]},
+        "soak_s": round(soak_s, 1),
+        "rounds_done": rounds.count,
+        "rounds_per_s": round(rounds.count / soak_s, 2),
+        "round_time_window": window,
+        "start": start,
+        "end": end,
+        "bounded": verdicts(
+            start, end, args.bound_ratio, {"log_commits_after_checkpoint_max": args.checkpoint_interval}
+        ),
+        "peaks": peaks,
+        "maintenance": {
+            **maintenance,
+            "file_retention_hours": config.maintenance.file_retention_hours,
+            "log_retention_hours": config.maintenance.log_retention_hours,
+        },
+        "writer": {
+            "upserted_rows": writer.upserts,
+            "deleted_keys": writer.deletes,
+            "schema_changes": writer.schema_changes,
+        },
+        "failed_table_rounds": len(rounds.failures),
+        "failures_first": rounds.failures[:10],
+        "verify": {
+            "caught_up": done,
+            "equal": done and all(c.equal for c in checks),
+            "tables": [asdict(c) | {"equal": c.equal} for c in checks],
+        },
     }
 
 
@@ -405,18 +484,30 @@ def main() -> None:
     parser.add_argument("--tables", type=int, default=20)
     parser.add_argument("--buckets", type=int, default=4, help="buckets per table")
     parser.add_argument("--keys", type=int, default=2000, help="key space per table (half of it loaded at the start)")
-    parser.add_argument("--rate", type=int, default=100, help="rows upserted per second over all tables (a fifth as many deletes)")
+    parser.add_argument(
+        "--rate", type=int, default=100, help="rows upserted per second over all tables (a fifth as many deletes)"
+    )
     parser.add_argument("--interval", type=float, default=0.3, help="trigger.interval_s of the job")
     parser.add_argument("--maintenance-every", type=int, default=10, help="maintenance.every_rounds of the job")
-    parser.add_argument("--checkpoint-interval", type=int, default=20,
-                        help="maintenance.checkpoint_interval of the job (its default, 20)")
-    parser.add_argument("--schema-changes", action=argparse.BooleanOptionalAction, default=True,
-                        help="append a nullable column upstream every --schema-every rounds")
+    parser.add_argument(
+        "--checkpoint-interval",
+        type=int,
+        default=20,
+        help="maintenance.checkpoint_interval of the job (its default, 20)",
+    )
+    parser.add_argument(
+        "--schema-changes",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="append a nullable column upstream every --schema-every rounds",
+    )
     parser.add_argument("--schema-every", type=int, default=25)
     parser.add_argument("--warmup", type=int, default=20, help="the round at which the start figures are taken")
     parser.add_argument("--bound-ratio", type=float, default=2.0, help="end/start above this is not bounded")
     parser.add_argument("--stall-s", type=float, default=120.0, help="fail when no round ends for this long")
-    parser.add_argument("--catch-up-s", type=float, default=180.0, help="time the lake has to reach the store's log end")
+    parser.add_argument(
+        "--catch-up-s", type=float, default=180.0, help="time the lake has to reach the store's log end"
+    )
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args()
     if args.quick:
@@ -434,13 +525,25 @@ def main() -> None:
     result = {
         "benchmark": "soak",
         "parameters": {
-            "rounds": args.rounds, "warmup_round": args.warmup, "tables": args.tables, "buckets_per_table": args.buckets,
-            "keys_per_table": args.keys, "writer_rows_per_s": args.rate, "trigger_interval_s": args.interval,
-            "maintenance_every_rounds": args.maintenance_every, "checkpoint_interval": args.checkpoint_interval,
-            "schema_every_rounds": args.schema_every if args.schema_changes else None, "bound_ratio": args.bound_ratio,
+            "rounds": args.rounds,
+            "warmup_round": args.warmup,
+            "tables": args.tables,
+            "buckets_per_table": args.buckets,
+            "keys_per_table": args.keys,
+            "writer_rows_per_s": args.rate,
+            "trigger_interval_s": args.interval,
+            "maintenance_every_rounds": args.maintenance_every,
+            "checkpoint_interval": args.checkpoint_interval,
+            "schema_every_rounds": args.schema_every if args.schema_changes else None,
+            "bound_ratio": args.bound_ratio,
         },
-        "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform(),
-                    "load_avg_1m_before": round(load_before, 2), "load_avg_1m_after": round(os.getloadavg()[0], 2)},
+        "machine": {
+            "cpus": os.cpu_count(),
+            "python": platform.python_version(),
+            "platform": platform.platform(),
+            "load_avg_1m_before": round(load_before, 2),
+            "load_avg_1m_after": round(os.getloadavg()[0], 2),
+        },
         **figures,
     }
     text = json.dumps(result, indent=2)
@@ -449,7 +552,9 @@ def main() -> None:
     print(text)
     if not figures["verify"]["equal"]:
         differ = [t["table"] for t in figures["verify"]["tables"] if not t["equal"]]
-        raise SystemExit(f"soak: the lake differs from the store (caught up: {figures['verify']['caught_up']}): {differ}")
+        raise SystemExit(
+            f"soak: the lake differs from the store (caught up: {figures['verify']['caught_up']}): {differ}"
+        )
 
 
 if __name__ == "__main__":

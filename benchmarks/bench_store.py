@@ -29,7 +29,6 @@ import requests
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.rss import peak_rss_mb  # noqa: E402
-
 from tiering.kvstore.models import BucketRef, SnapshotRef, TableSpec  # noqa: E402
 from tiering.kvstore.server.process import StoreProcess  # noqa: E402
 
@@ -38,25 +37,36 @@ RESULTS = Path(__file__).resolve().parent / "results" / "bench_store.json"
 
 def _rows(n: int) -> pa.Table:
     ids = pa.array(range(n), pa.int64())
-    return pa.table({"id": ids, "amount": pa.array(range(n), pa.float64()),
-                     "note": pa.array([f"note-{i % 1000}" for i in range(n)])})
+    return pa.table(
+        {
+            "id": ids,
+            "amount": pa.array(range(n), pa.float64()),
+            "note": pa.array([f"note-{i % 1000}" for i in range(n)]),
+        }
+    )
 
 
 def _percentiles(samples_s: list[float]) -> dict[str, float]:
     ms = sorted(s * 1000 for s in samples_s)
     return {"p50_ms": round(statistics.median(ms), 3), "p99_ms": round(ms[min(len(ms) - 1, int(len(ms) * 0.99))], 3)}
 
-
     return None
 
 
 def bench_ingest(store: StoreProcess, rows: int, workdir: Path) -> dict:
     client = store.client(timeout_s=600)
-    client.create_table(TableSpec(
-        name="ingest", schema=[{"name": "id", "type": "bigint"}, {"name": "amount", "type": "double"},
-                               {"name": "note", "type": "string"}],
-        primary_key=["id"], num_buckets=8,
-    ))
+    client.create_table(
+        TableSpec(
+            name="ingest",
+            schema=[
+                {"name": "id", "type": "bigint"},
+                {"name": "amount", "type": "double"},
+                {"name": "note", "type": "string"},
+            ],
+            primary_key=["id"],
+            num_buckets=8,
+        )
+    )
     data = _rows(rows)
     start = time.perf_counter()
     pq.write_table(data, workdir / "baseline.parquet", compression="zstd")
@@ -70,8 +80,10 @@ def bench_ingest(store: StoreProcess, rows: int, workdir: Path) -> dict:
     assert sum(s.row_count for s in snapshots.buckets) == rows
     return {
         "rows": rows,
-        "store_write_s": round(store_s, 3), "store_rows_per_s": round(rows / store_s),
-        "baseline_parquet_write_s": round(baseline_s, 3), "baseline_rows_per_s": round(rows / baseline_s),
+        "store_write_s": round(store_s, 3),
+        "store_rows_per_s": round(rows / store_s),
+        "baseline_parquet_write_s": round(baseline_s, 3),
+        "baseline_rows_per_s": round(rows / baseline_s),
         "ratio_store_to_baseline": round(store_s / baseline_s, 2),
         "snapshot_all_buckets_s": round(snapshot_s, 3),
     }
@@ -88,9 +100,14 @@ def bench_leases(store: StoreProcess, repeat: int) -> dict:
     result = {"baseline_health": _percentiles(health)}
     for buckets in (1, 100, 1000):
         name = f"lease{buckets}"
-        info = client.create_table(TableSpec(
-            name=name, schema=[{"name": "id", "type": "bigint"}], primary_key=["id"], num_buckets=buckets,
-        ))
+        info = client.create_table(
+            TableSpec(
+                name=name,
+                schema=[{"name": "id", "type": "bigint"}],
+                primary_key=["id"],
+                num_buckets=buckets,
+            )
+        )
         snaps = client.take_snapshots(name).buckets
         refs = [SnapshotRef(table_id=info.table_id, bucket=s.bucket, snapshot_id=s.snapshot_id) for s in snaps]
         bucket_refs = [BucketRef(table_id=info.table_id, bucket=s.bucket) for s in snaps]
@@ -106,7 +123,8 @@ def bench_leases(store: StoreProcess, repeat: int) -> dict:
         a, r = _percentiles(acquire), _percentiles(release)
         floor = result["baseline_health"]["p50_ms"]
         result[f"buckets_{buckets}"] = {
-            "acquire": a, "release": r,
+            "acquire": a,
+            "release": r,
             "ratio_acquire_p50_to_health_p50": round(a["p50_ms"] / floor, 1),
             "ratio_release_p50_to_health_p50": round(r["p50_ms"] / floor, 1),
         }
@@ -128,20 +146,29 @@ def main() -> None:
         finally:
             store.stop()
     report = {
-        "benchmark": "bench_store", "python": platform.python_version(), "machine": platform.machine(),
-        "ingest": ingest, "leases": leases, "store_peak_rss_mb": peak_rss,
+        "benchmark": "bench_store",
+        "python": platform.python_version(),
+        "machine": platform.machine(),
+        "ingest": ingest,
+        "leases": leases,
+        "store_peak_rss_mb": peak_rss,
     }
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(json.dumps(report, indent=2) + "\n")
-    print(f"ingest {ingest['rows']:,} rows (Arrow): {ingest['store_rows_per_s']:,} rows/s "
-          f"vs pyarrow Parquet write {ingest['baseline_rows_per_s']:,} rows/s "
-          f"(store takes {ingest['ratio_store_to_baseline']}x); snapshot of all buckets {ingest['snapshot_all_buckets_s']}s")
+    print(
+        f"ingest {ingest['rows']:,} rows (Arrow): {ingest['store_rows_per_s']:,} rows/s "
+        f"vs pyarrow Parquet write {ingest['baseline_rows_per_s']:,} rows/s "
+        f"(store takes {ingest['ratio_store_to_baseline']}x); "
+        f"snapshot of all buckets {ingest['snapshot_all_buckets_s']}s"
+    )
     print(f"HTTP floor (GET /v1/health) p50 {leases['baseline_health']['p50_ms']} ms")
     for buckets in (1, 100, 1000):
         row = leases[f"buckets_{buckets}"]
-        print(f"lease {buckets:>5} buckets: acquire p50 {row['acquire']['p50_ms']} ms p99 {row['acquire']['p99_ms']} ms "
-              f"({row['ratio_acquire_p50_to_health_p50']}x floor); release p50 {row['release']['p50_ms']} ms "
-              f"p99 {row['release']['p99_ms']} ms ({row['ratio_release_p50_to_health_p50']}x floor)")
+        print(
+            f"lease {buckets:>5} buckets: acquire p50 {row['acquire']['p50_ms']} ms p99 {row['acquire']['p99_ms']} ms "
+            f"({row['ratio_acquire_p50_to_health_p50']}x floor); release p50 {row['release']['p50_ms']} ms "
+            f"p99 {row['release']['p99_ms']} ms ({row['ratio_release_p50_to_health_p50']}x floor)"
+        )
     print(f"store peak RSS {peak_rss} MB -> {RESULTS}")
 
 

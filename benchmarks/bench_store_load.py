@@ -156,8 +156,10 @@ class Load:
         while not self.stop.is_set():
             table = TABLES[rng.randrange(len(TABLES))]
             latest = client.latest_snapshots(table)
-            refs = [SnapshotRef(table_id=latest.table_id, bucket=s.bucket, snapshot_id=s.snapshot_id)
-                    for s in latest.buckets]
+            refs = [
+                SnapshotRef(table_id=latest.table_id, bucket=s.bucket, snapshot_id=s.snapshot_id)
+                for s in latest.buckets
+            ]
             held = client.acquire_lease(f"load-{n}", epoch, 30_000, refs).snapshots
             client.renew_lease(f"load-{n}", epoch, 30_000)
             self.stop.wait(0.5)  # a few GC passes while held
@@ -194,7 +196,9 @@ class Load:
                     stored[(table, row["id"])] = row["v"]
         for key, allowed in self.expected.items():
             if stored.get(key) not in allowed:
-                self.outcome.violations.append(f"{key}: stored {stored.get(key)!r}, acknowledged {sorted(map(str, allowed))}")
+                self.outcome.violations.append(
+                    f"{key}: stored {stored.get(key)!r}, acknowledged {sorted(map(str, allowed))}"
+                )
         self.outcome.verified_keys = len(self.expected)
 
 
@@ -202,14 +206,22 @@ def _unloaded_baseline(store: StoreProcess, repeat: int) -> dict[str, dict[str, 
     """The same endpoints, one client, nothing else running: the latency floor of this machine."""
     recorder = Recorder()
     client = recorder.client(store.url, store.token)
-    client.create_table(TableSpec(name="baseline", schema=[{"name": "id", "type": "bigint"}, {"name": "v", "type": "double"}],
-                                  primary_key=["id"], num_buckets=8))
+    client.create_table(
+        TableSpec(
+            name="baseline",
+            schema=[{"name": "id", "type": "bigint"}, {"name": "v", "type": "double"}],
+            primary_key=["id"],
+            num_buckets=8,
+        )
+    )
     for i in range(repeat):
         ids = list(range(i * BATCH, (i + 1) * BATCH))
         client.upsert("baseline", [{"id": k, "v": 1.0} for k in ids])
         client.write_arrow("baseline", pa.table({"id": pa.array(ids, pa.int64()), "v": [2.0] * BATCH}))
         latest = client.take_snapshots("baseline")
-        refs = [SnapshotRef(table_id=latest.table_id, bucket=s.bucket, snapshot_id=s.snapshot_id) for s in latest.buckets]
+        refs = [
+            SnapshotRef(table_id=latest.table_id, bucket=s.bucket, snapshot_id=s.snapshot_id) for s in latest.buckets
+        ]
         client.acquire_lease("baseline", 1, 30_000, refs)
         client.renew_lease("baseline", 1, 30_000)
         client.release_lease("baseline", 1, [BucketRef(table_id=r.table_id, bucket=r.bucket) for r in refs])
@@ -235,8 +247,14 @@ def run_load(store: StoreProcess, duration_s: float, kill_at_s: float | None = N
     outcome = Outcome(recorder=Recorder())
     setup = store.client()
     for table in TABLES:
-        setup.create_table(TableSpec(name=table, schema=[{"name": "id", "type": "bigint"}, {"name": "v", "type": "double"}],
-                                     primary_key=["id"], num_buckets=8))
+        setup.create_table(
+            TableSpec(
+                name=table,
+                schema=[{"name": "id", "type": "bigint"}, {"name": "v", "type": "double"}],
+                primary_key=["id"],
+                num_buckets=8,
+            )
+        )
     stop = threading.Event()
     load = Load(store, outcome, stop)
     failures: list[str] = []
@@ -255,8 +273,11 @@ def run_load(store: StoreProcess, duration_s: float, kill_at_s: float | None = N
 
     workers = [spawn(f"writer-{n}", load.writer, n) for n in range(WRITERS)]
     workers += [spawn(f"leaser-{n}", load.leaser, n) for n in range(2)]
-    workers += [spawn("snapshotter", load.snapshotter), spawn("reader", load.reader),
-                spawn("rss", _sample_rss, store, outcome, stop)]
+    workers += [
+        spawn("snapshotter", load.snapshotter),
+        spawn("reader", load.reader),
+        spawn("rss", _sample_rss, store, outcome, stop),
+    ]
     started = time.monotonic()
     if kill_at_s is not None:
         stop.wait(kill_at_s)
@@ -289,12 +310,19 @@ def _scenario(name: str, duration_s: float, baseline_repeat: int) -> dict[str, A
             figures["unloaded_p50_ms"] = floor["p50_ms"]
             figures["ratio_p50_loaded_to_unloaded"] = round(figures["p50_ms"] / floor["p50_ms"], 1)
     return {
-        "duration_s": duration_s, "violations": outcome.violations[:20], "violation_count": len(outcome.violations),
-        "server_errors_5xx": len(outcome.recorder.server_errors), "acknowledged_rows": outcome.acknowledged_rows,
-        "verified_keys": outcome.verified_keys, "leased_snapshots_checked": outcome.leases_checked,
+        "duration_s": duration_s,
+        "violations": outcome.violations[:20],
+        "violation_count": len(outcome.violations),
+        "server_errors_5xx": len(outcome.recorder.server_errors),
+        "acknowledged_rows": outcome.acknowledged_rows,
+        "verified_keys": outcome.verified_keys,
+        "leased_snapshots_checked": outcome.leases_checked,
         "sigkill_to_healthy_s": outcome.restart_s,
         "requests": sum(f["requests"] for f in loaded.values()),
-        "store_rss_mb": {"max": max(outcome.rss_mb, default=None), "last": outcome.rss_mb[-1] if outcome.rss_mb else None},
+        "store_rss_mb": {
+            "max": max(outcome.rss_mb, default=None),
+            "last": outcome.rss_mb[-1] if outcome.rss_mb else None,
+        },
         "endpoints": loaded,
     }
 
@@ -305,16 +333,22 @@ def main() -> None:
     parser.add_argument("--scenarios", default="steady,sigkill", help="steady, sigkill or both (default)")
     parser.add_argument("--baseline-repeat", type=int, default=30, help="unloaded calls per endpoint (default 30)")
     args = parser.parse_args()
-    report = {"benchmark": "bench_store_load", "python": platform.python_version(), "machine": platform.machine(),
-              "scenarios": {name: _scenario(name, args.duration, args.baseline_repeat)
-                            for name in args.scenarios.split(",")}}
+    report = {
+        "benchmark": "bench_store_load",
+        "python": platform.python_version(),
+        "machine": platform.machine(),
+        "scenarios": {name: _scenario(name, args.duration, args.baseline_repeat) for name in args.scenarios.split(",")},
+    }
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(json.dumps(report, indent=2) + "\n")
     for name, result in report["scenarios"].items():
-        print(f"{name}: {result['duration_s']:.0f} s, {result['requests']:,} requests, {result['server_errors_5xx']} 5xx, "
-              f"{result['acknowledged_rows']:,} rows acknowledged, {result['verified_keys']:,} keys verified, "
-              f"{result['leased_snapshots_checked']} leased snapshots checked, {result['violation_count']} violations, "
-              f"store RSS max {result['store_rss_mb']['max']} MB")
+        print(
+            f"{name}: {result['duration_s']:.0f} s, {result['requests']:,} "
+            f"requests, {result['server_errors_5xx']} 5xx, "
+            f"{result['acknowledged_rows']:,} rows acknowledged, {result['verified_keys']:,} keys verified, "
+            f"{result['leased_snapshots_checked']} leased snapshots checked, {result['violation_count']} violations, "
+            f"store RSS max {result['store_rss_mb']['max']} MB"
+        )
         for endpoint, f in result["endpoints"].items():
             ratio = f" ({f['ratio_p50_loaded_to_unloaded']}x unloaded)" if "ratio_p50_loaded_to_unloaded" in f else ""
             print(f"  {endpoint:<48} {f['requests']:>7,}  p50 {f['p50_ms']:>8} ms{ratio}  p99 {f['p99_ms']:>8} ms")

@@ -78,6 +78,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.rss import peak_rss_mb  # noqa: E402
+
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
 import pyarrow as pa  # noqa: E402
@@ -97,13 +98,14 @@ SCHEMA = [
 
 
 def rows(ids: pa.Array, salt: int = 0) -> pa.Table:
-    return pa.table({
-        "id": ids,
-        "name": pc.binary_join_element_wise(f"name-{salt}-", pc.cast(ids, pa.string()), ""),
-        "qty": pc.cast(pc.bit_wise_and(pc.add(ids, salt), 1023), pa.int32()),
-        "price": pc.multiply(pc.cast(ids, pa.float64()), 0.01 + salt),
-    })
-
+    return pa.table(
+        {
+            "id": ids,
+            "name": pc.binary_join_element_wise(f"name-{salt}-", pc.cast(ids, pa.string()), ""),
+            "qty": pc.cast(pc.bit_wise_and(pc.add(ids, salt), 1023), pa.int32()),
+            "price": pc.multiply(pc.cast(ids, pa.float64()), 0.01 + salt),
+        }
+    )
 
     return None
 
@@ -148,17 +150,21 @@ def service_config(work: Path, store_url: str, job: str, settings: dict | None =
     """An availableNow config of ``job`` (``settings``: dotted keys over that; ``lake``: [lake] keys)."""
     from tiering.conf.loader import load_config
 
-    return load_config(None, {}, {
-        "lake.root": str(work / "lake"),
-        **{f"lake.{key}": value for key, value in lake.items()},
-        "job.name": job,
-        "job.checkpoint": str(work / f"ckpt-{job}"),
-        "kvstore.url": store_url,
-        "zookeeper.hosts": "127.0.0.1:1",  # unused: the job runs as epoch 1 without an election
-        "trigger.available_now": True,
-        "lease.duration_s": 600.0,
-        **(settings or {}),
-    })
+    return load_config(
+        None,
+        {},
+        {
+            "lake.root": str(work / "lake"),
+            **{f"lake.{key}": value for key, value in lake.items()},
+            "job.name": job,
+            "job.checkpoint": str(work / f"ckpt-{job}"),
+            "kvstore.url": store_url,
+            "zookeeper.hosts": "127.0.0.1:1",  # unused: the job runs as epoch 1 without an election
+            "trigger.available_now": True,
+            "lease.duration_s": 600.0,
+            **(settings or {}),
+        },
+    )
 
 
 def lake_settings(args, work: Path, stack) -> dict:
@@ -166,7 +172,7 @@ def lake_settings(args, work: Path, stack) -> dict:
     S3 server that ``stack`` stops at the end."""
     if args.lake == "local":
         return {"root": str(work / "lake")}
-    from tiering.storage.embedded_s3 import EmbeddedS3
+    from tiering.objectstore.embedded_s3 import EmbeddedS3
 
     s3 = stack.enter_context(EmbeddedS3(bucket="bench").start(work / "s3"))
     storage = s3.storage_options()
@@ -181,7 +187,9 @@ def _delaying_proxy(upstream: str, delay_ms: float) -> Iterator[str]:
     answers in a fraction of a millisecond, a real S3 in tens): yields its URL."""
     proxy = subprocess.Popen(
         [sys.executable, "-m", "tests.support.fault_proxy", upstream, "--delay-ms", str(delay_ms)],
-        stdout=subprocess.PIPE, text=True, cwd=Path(__file__).resolve().parents[1],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=Path(__file__).resolve().parents[1],
     )
     try:
         yield proxy.stdout.readline().strip()
@@ -193,7 +201,9 @@ def _delaying_proxy(upstream: str, delay_ms: float) -> Iterator[str]:
 def load_table(client, name: str, ids: range, buckets: int) -> None:
     from tiering.kvstore.models import TableSpec
 
-    client.create_table(TableSpec.model_validate({"name": name, "schema": SCHEMA, "primary_key": ["id"], "num_buckets": buckets}))
+    client.create_table(
+        TableSpec.model_validate({"name": name, "schema": SCHEMA, "primary_key": ["id"], "num_buckets": buckets})
+    )
     for start in range(ids.start, ids.stop, CHUNK):
         client.write_arrow(name, rows(pa.array(range(start, min(start + CHUNK, ids.stop)), pa.int64())))
 
@@ -205,11 +215,13 @@ def baseline_spark_copy(spark, snapshots, table_dir: Path) -> float:
     from deltalake.transaction import AddAction, create_table_with_add_actions
     from pyspark.sql import functions as F
 
-    from tiering.lakestate.layout import lake_schema
+    from tiering.delta_log.layout import lake_schema
 
     started = time.perf_counter()
     frames = [
-        spark.read.parquet(*s.files).withColumn("__bucket", F.lit(s.bucket).cast("int")) for s in snapshots.buckets if s.files
+        spark.read.parquet(*s.files).withColumn("__bucket", F.lit(s.bucket).cast("int"))
+        for s in snapshots.buckets
+        if s.files
     ]
     df = frames[0]
     for other in frames[1:]:
@@ -223,8 +235,16 @@ def baseline_spark_copy(spark, snapshots, table_dir: Path) -> float:
             target = table_dir / part.name / f.name
             f.rename(target)
             rows = pq.read_metadata(target).num_rows
-            adds.append(AddAction(f"{part.name}/{f.name}", target.stat().st_size, {"__bucket": part.name.split("=")[1]},
-                                  int(time.time() * 1000), True, json.dumps({"numRecords": rows})))
+            adds.append(
+                AddAction(
+                    f"{part.name}/{f.name}",
+                    target.stat().st_size,
+                    {"__bucket": part.name.split("=")[1]},
+                    int(time.time() * 1000),
+                    True,
+                    json.dumps({"numRecords": rows}),
+                )
+            )
     schema = lake_schema(_info(len(snapshots.buckets)))
     create_table_with_add_actions(str(table_dir), Schema.from_arrow(schema), adds, partition_by=["__bucket"])
     return time.perf_counter() - started
@@ -245,15 +265,21 @@ def baseline_copy(snapshots, lake, name: str) -> float:
                 yield batch.append_column("__bucket", pa.array([snap.bucket] * batch.num_rows, pa.int32()))
 
     started = time.perf_counter()
-    write_deltalake(lake.path(name), pa.RecordBatchReader.from_batches(schema, batches()), partition_by=["__bucket"],
-                    storage_options=lake.store.delta_options())
+    write_deltalake(
+        lake.path(name),
+        pa.RecordBatchReader.from_batches(schema, batches()),
+        partition_by=["__bucket"],
+        storage_options=lake.store.delta_options(),
+    )
     return time.perf_counter() - started
 
 
 def _info(buckets: int):
     from tiering.kvstore.models import TableInfo
 
-    return TableInfo.model_validate({"name": "b", "table_id": 1, "schema": SCHEMA, "primary_key": ["id"], "num_buckets": buckets})
+    return TableInfo.model_validate(
+        {"name": "b", "table_id": 1, "schema": SCHEMA, "primary_key": ["id"], "num_buckets": buckets}
+    )
 
 
 @dataclass
@@ -276,12 +302,14 @@ def run_service(spark, config, epoch: int = 1) -> ServiceRun:
     elapsed = time.perf_counter() - started
     if not result.ok:
         raise RuntimeError(f"service run failed: {result.failed_tables}")
-    rounds = sum(b.durationMs["triggerExecution"] for b in job.query.recentProgress if "addBatch" in b.durationMs) / 1000
+    rounds = (
+        sum(b.durationMs["triggerExecution"] for b in job.query.recentProgress if "addBatch" in b.durationMs) / 1000
+    )
     return ServiceRun(elapsed, rounds, result)
 
 
 def bench_snapshot(args, work: Path, store) -> dict:
-    from tiering.lakestate.lake import Lake
+    from tiering.delta_log.lake import Lake
 
     client = store.client(timeout_s=600)
     load_table(client, "snap", range(args.rows), args.buckets)
@@ -296,7 +324,9 @@ def bench_snapshot(args, work: Path, store) -> dict:
         load_table(client, "warmup", range(1000), args.buckets)
         client.take_snapshots("warmup")
         # the process's first run starts Spark's Python workers: timed apart, as the fixed cost
-        cold_s = run_service(spark, service_config(work, store.url, "bench-warmup", {"tables.include": ["warmup"]}, **settings)).wall_s
+        cold_s = run_service(
+            spark, service_config(work, store.url, "bench-warmup", {"tables.include": ["warmup"]}, **settings)
+        ).wall_s
         config = service_config(work, store.url, "bench-snapshot", {"tables.include": ["snap"]}, **settings)
         lake = Lake.of(config.lake)
         for pid in (os.getpid(), jvm):
@@ -309,21 +339,32 @@ def bench_snapshot(args, work: Path, store) -> dict:
         lake_rows = pc.sum(actions.column("num_records")).as_py()
         assert lake_rows == args.rows, (lake_rows, args.rows)
         pyarrow_s = baseline_copy(snapshots, lake, "baseline-snap")
-        spark_s = baseline_spark_copy(spark, snapshots, work / "baseline-spark" / "snap") if args.lake == "local" else None
+        spark_s = (
+            baseline_spark_copy(spark, snapshots, work / "baseline-spark" / "snap") if args.lake == "local" else None
+        )
         spark.stop()
     mb = snapshot_bytes / 2**20
     baseline_s = spark_s if spark_s is not None else pyarrow_s
     return {
-        "rows": args.rows, "buckets": args.buckets, "lake": args.lake, "snapshot_mb": round(mb, 1), "rounds": result.rounds,
-        "first_run_1k_rows_s": round(cold_s, 3), "service_round_s": round(run.rounds_s, 3),
-        "service_s": round(service_s, 3), "service_rows_per_s": round(args.rows / service_s),
+        "rows": args.rows,
+        "buckets": args.buckets,
+        "lake": args.lake,
+        "snapshot_mb": round(mb, 1),
+        "rounds": result.rounds,
+        "first_run_1k_rows_s": round(cold_s, 3),
+        "service_round_s": round(run.rounds_s, 3),
+        "service_s": round(service_s, 3),
+        "service_rows_per_s": round(args.rows / service_s),
         "service_mb_per_s": round(mb / service_s, 2),
         "baseline": "spark-parquet-delta-rs" if spark_s is not None else "pyarrow-delta-rs",
-        "baseline_s": round(baseline_s, 3), "baseline_rows_per_s": round(args.rows / baseline_s),
+        "baseline_s": round(baseline_s, 3),
+        "baseline_rows_per_s": round(args.rows / baseline_s),
         "baseline_mb_per_s": round(mb / baseline_s, 2),
         "service_vs_baseline_throughput": round(baseline_s / service_s, 3),
-        "pyarrow_copy_s": round(pyarrow_s, 3), "service_vs_pyarrow_copy": round(pyarrow_s / service_s, 3),
-        "driver_python_peak_rss_mb": driver_peak, "driver_jvm_peak_rss_mb": jvm_peak,
+        "pyarrow_copy_s": round(pyarrow_s, 3),
+        "service_vs_pyarrow_copy": round(pyarrow_s / service_s, 3),
+        "driver_python_peak_rss_mb": driver_peak,
+        "driver_jvm_peak_rss_mb": jvm_peak,
     }
 
 
@@ -366,19 +407,30 @@ class ChangelogRounds:
         from deltalake import DeltaTable
 
         started = time.perf_counter()
-        log = pa.concat_tables([  # offsets are per bucket
-            read.filter(pc.greater_equal(read["__offset"], pa.scalar(before[b.bucket], pa.int64())))
-            for b in self.client.log_info("cl").buckets
-            for seg in self.client.log_segments("cl", b.bucket, before[b.bucket], b.log_end_offset)
-            for read in [pq.read_table(seg.file, columns=["id", "name", "qty", "price", "__offset"])]
-        ])
+        log = pa.concat_tables(
+            [  # offsets are per bucket
+                read.filter(pc.greater_equal(read["__offset"], pa.scalar(before[b.bucket], pa.int64())))
+                for b in self.client.log_info("cl").buckets
+                for seg in self.client.log_segments("cl", b.bucket, before[b.bucket], b.log_end_offset)
+                for read in [pq.read_table(seg.file, columns=["id", "name", "qty", "price", "__offset"])]
+            ]
+        )
         newest = log.group_by("id").aggregate([("__offset", "max")])
-        latest = log.join(newest, keys=["id", "__offset"], right_keys=["id", "__offset_max"], join_type="inner").drop(["__offset"])
+        latest = log.join(newest, keys=["id", "__offset"], right_keys=["id", "__offset_max"], join_type="inner").drop(
+            ["__offset"]
+        )
         (
             DeltaTable(self.target)
-            .merge(latest, predicate="t.id = s.id", source_alias="s", target_alias="t",
-                   writer_properties=self.writer_properties)
-            .when_matched_update_all().when_not_matched_insert_all().execute()
+            .merge(
+                latest,
+                predicate="t.id = s.id",
+                source_alias="s",
+                target_alias="t",
+                writer_properties=self.writer_properties,
+            )
+            .when_matched_update_all()
+            .when_not_matched_insert_all()
+            .execute()
         )
         return time.perf_counter() - started, latest.num_rows
 
@@ -391,9 +443,9 @@ CHANGELOG_TRIGGER_S = 10.0
 def bench_changelog(args, work: Path, store) -> dict:
     from deltalake import write_deltalake
 
+    from tiering.delta_log.lake import Lake
     from tiering.enumerator.positions import LakePosition
     from tiering.lake.compression import delta_rs_properties
-    from tiering.lakestate.lake import Lake
 
     client = store.client(timeout_s=600)
     load_table(client, "cl", range(args.keys), args.buckets)
@@ -404,16 +456,22 @@ def bench_changelog(args, work: Path, store) -> dict:
     codec = delta_rs_properties(config.lake.compression)  # the MERGE writes the service's codec: like with like
     run_service(spark, config)  # bootstrap, untimed
     table_id = client.log_info("cl").table_id
-    base = pa.concat_tables([pq.read_table(f) for s in snapshots.buckets for f in s.files]).select(["id", "name", "qty", "price"])
+    base = pa.concat_tables([pq.read_table(f) for s in snapshots.buckets for f in s.files]).select(
+        ["id", "name", "qty", "price"]
+    )
     # the baseline's target: the same base rows
     write_deltalake(str(work / "merge-target"), base, writer_properties=codec)
     bench = ChangelogRounds(args, work, client, codec)
     lake = Lake.of(config.lake)
     rounds, batches, merges, keys_merged = [], [], [], 0
 
-    continuous = service_config(work, store.url, "bench-changelog",
-                                {"trigger.available_now": False, "trigger.interval_s": CHANGELOG_TRIGGER_S},
-                                driver_max_changes=args.driver_max_changes)
+    continuous = service_config(
+        work,
+        store.url,
+        "bench-changelog",
+        {"trigger.available_now": False, "trigger.interval_s": CHANGELOG_TRIGGER_S},
+        driver_max_changes=args.driver_max_changes,
+    )
     with ContinuousJob(spark, continuous, epoch=2) as running:
         attempts, warming_up = 0, True  # the first round the driver writes and the first MERGE: untimed
         while len(rounds) < args.repeat:
@@ -422,14 +480,21 @@ def bench_changelog(args, work: Path, store) -> dict:
                 raise RuntimeError("benchmark: the writes kept straddling two triggers; raise CHANGELOG_TRIGGER_S")
             chunks = bench.updates()
             seen = len(running.batches())
-            wait_for(lambda: any("addBatch" not in b.durationMs for b in running.batches()[seen:]), what="an idle trigger")
+            wait_for(
+                lambda: any("addBatch" not in b.durationMs for b in running.batches()[seen:]), what="an idle trigger"
+            )
             written_from = len(running.batches())
             before, changes = bench.write(chunks)
             after = bench.ends()
-            wait_for(lambda: (lake.position("cl", table_id) or LakePosition(table_id)).buckets == after,
-                     timeout_s=300, what="the round in the lake")
-            carried = wait_for(lambda: [b for b in running.batches()[written_from:] if "addBatch" in b.durationMs],
-                               what="the round's progress report")
+            wait_for(
+                lambda: (lake.position("cl", table_id) or LakePosition(table_id)).buckets == after,
+                timeout_s=300,
+                what="the round in the lake",
+            )
+            carried = wait_for(
+                lambda: [b for b in running.batches()[written_from:] if "addBatch" in b.durationMs],
+                what="the round's progress report",
+            )
             if running.error is not None:
                 raise running.error
             merge_s, keys_merged = bench.merge(before)
@@ -451,16 +516,23 @@ def bench_changelog(args, work: Path, store) -> dict:
     service_s, baseline_s = statistics.median(rounds), statistics.median(merges)
     available_now_s = statistics.median(available_now)
     return {
-        "keys": args.keys, "buckets": args.buckets, "driver_max_changes": args.driver_max_changes, "changes": changes,
-        "distinct_keys_changed": keys_merged, "repeat": args.repeat, "compression": config.lake.compression,
-        "service_s": round(service_s, 3), "service_changes_per_s": round(changes / service_s),
+        "keys": args.keys,
+        "buckets": args.buckets,
+        "driver_max_changes": args.driver_max_changes,
+        "changes": changes,
+        "distinct_keys_changed": keys_merged,
+        "repeat": args.repeat,
+        "compression": config.lake.compression,
+        "service_s": round(service_s, 3),
+        "service_changes_per_s": round(changes / service_s),
         "service_rounds_s": [round(r, 3) for r in rounds],
         "service_batches_s": [round(b, 3) for b in batches],
-        "service_outside_batch_s": [round(r - b, 3) for r, b in zip(rounds, batches)],
+        "service_outside_batch_s": [round(r - b, 3) for r, b in zip(rounds, batches, strict=False)],
         "available_now_round_s": round(available_now_s, 3),
         "available_now_rounds_s": [round(r, 3) for r in available_now],
         "run_with_query_start_s": round(statistics.median(runs), 3),
-        "baseline_merge_s": round(baseline_s, 3), "baseline_changes_per_s": round(changes / baseline_s),
+        "baseline_merge_s": round(baseline_s, 3),
+        "baseline_changes_per_s": round(changes / baseline_s),
         "baseline_merges_s": [round(m, 3) for m in merges],
         "service_vs_baseline_throughput": round(baseline_s / service_s, 3),
         "available_now_vs_baseline_throughput": round(baseline_s / available_now_s, 3),
@@ -472,8 +544,11 @@ def bench_leases(args, work: Path, store) -> dict:
     from tiering.lease.job_lease import JobLease
 
     client = store.client()
-    info = client.create_table(TableSpec.model_validate(
-        {"name": "leased", "schema": SCHEMA, "primary_key": ["id"], "num_buckets": args.buckets}))
+    info = client.create_table(
+        TableSpec.model_validate(
+            {"name": "leased", "schema": SCHEMA, "primary_key": ["id"], "num_buckets": args.buckets}
+        )
+    )
     client.write_arrow("leased", rows(pa.array(range(args.buckets * 4), pa.int64())))
     snaps = client.take_snapshots("leased").buckets
     refs = [SnapshotRef(table_id=info.table_id, bucket=s.bucket, snapshot_id=s.snapshot_id) for s in snaps]
@@ -487,8 +562,13 @@ def bench_leases(args, work: Path, store) -> dict:
         lease.release_table(info.table_id, [s.bucket for s in snaps])
         release.append(time.perf_counter() - started)
     a, r = statistics.median(acquire) * 1000, statistics.median(release) * 1000
-    return {"buckets": args.buckets, "repeat": args.repeat, "acquire_p50_ms": round(a, 2),
-            "release_p50_ms": round(r, 2), "per_round_ms": round(a + r, 2)}
+    return {
+        "buckets": args.buckets,
+        "repeat": args.repeat,
+        "acquire_p50_ms": round(a, 2),
+        "release_p50_ms": round(r, 2),
+        "per_round_ms": round(a + r, 2),
+    }
 
 
 def bench_planning(args, work: Path, store) -> dict:
@@ -500,10 +580,21 @@ def bench_planning(args, work: Path, store) -> dict:
     inputs = []
     for t in range(args.tables):
         info = TableInfo.model_validate(
-            {"name": f"t{t:04d}", "table_id": t + 1, "schema": SCHEMA, "primary_key": ["id"], "num_buckets": args.buckets})
+            {
+                "name": f"t{t:04d}",
+                "table_id": t + 1,
+                "schema": SCHEMA,
+                "primary_key": ["id"],
+                "num_buckets": args.buckets,
+            }
+        )
         tiered = t % 2 == 0  # half the tables are tiered (log splits), half bootstrap (snapshot + log)
-        snaps = [Snapshot(bucket=b, snapshot_id=3, log_offset=500, files=[f"/s/{t}/{b}.parquet"], row_count=500,
-                          size_bytes=50_000) for b in range(args.buckets)]
+        snaps = [
+            Snapshot(
+                bucket=b, snapshot_id=3, log_offset=500, files=[f"/s/{t}/{b}.parquet"], row_count=500, size_bytes=50_000
+            )
+            for b in range(args.buckets)
+        ]
         logs = [BucketLog(bucket=b, log_start_offset=0, log_end_offset=1000 + b) for b in range(args.buckets)]
         lake = LakePosition(t + 1, {b: 800 for b in range(args.buckets)}) if tiered else None
         inputs.append(TableInput(info=info, snapshots=snaps, logs=logs, lake=lake))
@@ -517,9 +608,15 @@ def bench_planning(args, work: Path, store) -> dict:
         encoded = checkpoint(plan, lease_id="bench", epoch=1).to_json()
         encode_times.append(time.perf_counter() - started)
     p, e = statistics.median(plan_times) * 1000, statistics.median(encode_times) * 1000
-    return {"tables": args.tables, "buckets_per_table": args.buckets, "splits": len(plan.splits),
-            "plan_p50_ms": round(p, 1), "offset_json_p50_ms": round(e, 1), "offset_json_kb": round(len(encoded) / 1024, 1),
-            "plan_vs_offset_json": round(p / e, 2)}
+    return {
+        "tables": args.tables,
+        "buckets_per_table": args.buckets,
+        "splits": len(plan.splits),
+        "plan_p50_ms": round(p, 1),
+        "offset_json_p50_ms": round(e, 1),
+        "offset_json_kb": round(len(encoded) / 1024, 1),
+        "plan_vs_offset_json": round(p / e, 2),
+    }
 
 
 class ContinuousJob:
@@ -566,8 +663,8 @@ def wait_for(condition, timeout_s: float = 120.0, what: str = "condition", every
 
 
 def bench_empty_round(args, work: Path, store) -> dict:
+    from tiering.delta_log.lake import Lake
     from tiering.enumerator.positions import LakePosition
-    from tiering.lakestate.lake import Lake
 
     client = store.client(timeout_s=600)
     load_table(client, "one", range(100_000), 8)
@@ -578,27 +675,37 @@ def bench_empty_round(args, work: Path, store) -> dict:
     lake = Lake.of(config.lake)
     with ContinuousJob(spark, config) as running:
         wait_for(lambda: lake.position("one", 1), what="the bootstrap")
-        wait_for(lambda: sum(1 for b in running.batches() if "addBatch" not in b.durationMs) >= args.repeat + 2, what="idle rounds")
+        wait_for(
+            lambda: sum(1 for b in running.batches() if "addBatch" not in b.durationMs) >= args.repeat + 2,
+            what="idle rounds",
+        )
         idle = [b.durationMs["triggerExecution"] for b in running.batches() if "addBatch" not in b.durationMs][2:]
         one_row = []
         for i in range(args.repeat):
             seen = len(running.batches())
             written = client.upsert("one", [{"id": i, "name": f"changed-{i}", "qty": i, "price": 1.0}])
-            (bucket, (_, end)), = written.buckets.items()
-            wait_for(lambda: (lake.position("one", 1) or LakePosition(1)).buckets.get(int(bucket), 0) >= end,
-                     what="the changed row in the lake")
-            batch = wait_for(lambda: next((b for b in running.batches()[seen:] if "addBatch" in b.durationMs), None),
-                             what="the round's progress report")
+            ((bucket, (_, end)),) = written.buckets.items()
+            wait_for(
+                lambda: (lake.position("one", 1) or LakePosition(1)).buckets.get(int(bucket), 0) >= end,
+                what="the changed row in the lake",
+            )
+            batch = wait_for(
+                lambda: next((b for b in running.batches()[seen:] if "addBatch" in b.durationMs), None),
+                what="the round's progress report",
+            )
             one_row.append(dict(batch.durationMs))
         if running.error is not None:
             raise running.error
     spark.stop()
     return {
         "repeat": args.repeat,
-        "empty_round_p50_ms": statistics.median(idle), "empty_round_max_ms": max(idle),
+        "empty_round_p50_ms": statistics.median(idle),
+        "empty_round_max_ms": max(idle),
         "one_row_round_p50_ms": statistics.median(b["triggerExecution"] for b in one_row),
         "one_row_round_max_ms": max(b["triggerExecution"] for b in one_row),
-        "one_row_round_p50_breakdown_ms": {k: statistics.median(b.get(k, 0) for b in one_row) for k in sorted(one_row[0])},
+        "one_row_round_p50_breakdown_ms": {
+            k: statistics.median(b.get(k, 0) for b in one_row) for k in sorted(one_row[0])
+        },
     }
 
 
@@ -687,10 +794,14 @@ def _idle_driver(config, repeat: int) -> dict:
     if any("addBatch" in b for b in idle):
         raise RuntimeError("benchmark: an idle round tiered something")
     rest = [b["triggerExecution"] for b in idle[1:]]
-    return {"first_trigger_ms": idle[0]["triggerExecution"], "first_planning_ms": idle[0].get("latestOffset"),
-            "empty_round_p50_ms": statistics.median(rest), "empty_round_max_ms": max(rest),
-            "empty_round_planning_p50_ms": statistics.median(b.get("latestOffset", 0) for b in idle[1:]),
-            "peak_rss_mb": {**peaks, "driver_total": round((peaks["python"] or 0) + (peaks["jvm"] or 0), 1)}}
+    return {
+        "first_trigger_ms": idle[0]["triggerExecution"],
+        "first_planning_ms": idle[0].get("latestOffset"),
+        "empty_round_p50_ms": statistics.median(rest),
+        "empty_round_max_ms": max(rest),
+        "empty_round_planning_p50_ms": statistics.median(b.get("latestOffset", 0) for b in idle[1:]),
+        "peak_rss_mb": {**peaks, "driver_total": round((peaks["python"] or 0) + (peaks["jvm"] or 0), 1)},
+    }
 
 
 def _changed_round(spark, client, config, names: list[str]) -> dict:
@@ -704,18 +815,29 @@ def _changed_round(spark, client, config, names: list[str]) -> dict:
         for _ in range(2):
             seen = len(running.batches())
             _write_changes(client, names)
-            rounds.append(wait_for(lambda: next((b for b in running.batches()[seen:] if "addBatch" in b.durationMs),
-                                                None) or running.error, timeout_s=600, what="the changed round",
-                                   every_s=1.0))
+            rounds.append(
+                wait_for(
+                    lambda: (
+                        next((b for b in running.batches()[seen:] if "addBatch" in b.durationMs), None) or running.error
+                    ),
+                    timeout_s=600,
+                    what="the changed round",
+                    every_s=1.0,
+                )
+            )
             if running.error is not None:
                 raise running.error
     first, batch = rounds
     round_ms = batch.durationMs["triggerExecution"]
     tables = _round_tables(config, batch.batchId)
-    return {"round_ms": round_ms, "round_tables": tables, "per_table_ms": round(round_ms / tables, 2),
-            "first_round_ms": first.durationMs["triggerExecution"],
-            "breakdown_ms": {k: v for k, v in sorted(batch.durationMs.items()) if v},
-            "offset_entry_bytes": _offset_entries(config)[-1]}
+    return {
+        "round_ms": round_ms,
+        "round_tables": tables,
+        "per_table_ms": round(round_ms / tables, 2),
+        "first_round_ms": first.durationMs["triggerExecution"],
+        "breakdown_ms": {k: v for k, v in sorted(batch.durationMs.items()) if v},
+        "offset_entry_bytes": _offset_entries(config)[-1],
+    }
 
 
 def _round_tables(config, batch_id: int) -> int:
@@ -750,7 +872,9 @@ def _bench_tables(args, work: Path, store, where: dict) -> dict:
         measured["idle"] = _idle_rounds(service_config(work, store.url, job, idle, **lake), args.repeat)
         if count <= args.changed_max:
             changing = {**settings, "trigger.available_now": False, "trigger.interval_s": 20.0}
-            measured.update(_changed_round(spark, client, service_config(work, store.url, job, changing, **lake), names))
+            measured.update(
+                _changed_round(spark, client, service_config(work, store.url, job, changing, **lake), names)
+            )
         results.append(measured)
         print(json.dumps(measured), file=sys.stderr, flush=True)
     spark.stop()
@@ -758,7 +882,7 @@ def _bench_tables(args, work: Path, store, where: dict) -> dict:
 
 
 def bench_lag(args, work: Path, store) -> dict:
-    from tiering.lakestate.lake import Lake, LakeTables
+    from tiering.delta_log.lake import Lake, LakeTables
 
     client = store.client(timeout_s=600)
     keys = 100_000
@@ -808,9 +932,14 @@ def bench_lag(args, work: Path, store) -> dict:
     spark.stop()
     lags.sort()
     return {
-        "rate_rows_per_s": args.rate, "duration_s": args.duration, "trigger_interval_s": config.trigger.interval_s,
-        "writes": len(lags) + len(pending), "writes_landed": len(lags), "rounds": rounds,
-        "lag_p50_s": round(lags[len(lags) // 2], 2), "lag_p99_s": round(lags[int(len(lags) * 0.99)], 2),
+        "rate_rows_per_s": args.rate,
+        "duration_s": args.duration,
+        "trigger_interval_s": config.trigger.interval_s,
+        "writes": len(lags) + len(pending),
+        "writes_landed": len(lags),
+        "rounds": rounds,
+        "lag_p50_s": round(lags[len(lags) // 2], 2),
+        "lag_p99_s": round(lags[int(len(lags) * 0.99)], 2),
         "lag_max_s": round(lags[-1], 2),
     }
 
@@ -825,8 +954,13 @@ def _elsewhere(module: str, function: str):
 
 
 MODES = {
-    "snapshot": bench_snapshot, "changelog": bench_changelog, "leases": bench_leases, "planning": bench_planning,
-    "empty-round": bench_empty_round, "tables": bench_tables, "lag": bench_lag,
+    "snapshot": bench_snapshot,
+    "changelog": bench_changelog,
+    "leases": bench_leases,
+    "planning": bench_planning,
+    "empty-round": bench_empty_round,
+    "tables": bench_tables,
+    "lag": bench_lag,
     "amplification": _elsewhere("benchmarks.bench_amplification", "bench_amplification"),
     "cluster": _elsewhere("benchmarks.bench_cluster", "bench_cluster"),
 }
@@ -840,8 +974,12 @@ def run_mode(mode: str, run, args, *, with_store: bool = True) -> dict:
     work = Path(tempfile.mkdtemp(prefix=f"bench-{mode}-"))
     store = StoreProcess.start(work / "store", gc_interval_s=3600) if with_store else None
     try:
-        result = {"benchmark": mode, **run(args, work, store), "python": platform.python_version(),
-                  "cpus": os.cpu_count()}
+        result = {
+            "benchmark": mode,
+            **run(args, work, store),
+            "python": platform.python_version(),
+            "cpus": os.cpu_count(),
+        }
     except BaseException:
         print(f"bench {mode}: failed; its files and logs are kept in {work}", file=sys.stderr)
         raise
@@ -861,8 +999,11 @@ class _RenamedFlag(argparse.Action):
     """A flag under its older name: it sets the new one's value and says what replaced it."""
 
     def __call__(self, parser, namespace, values, option_string=None) -> None:
-        print(f"bench: {option_string} is now --{self.dest.replace('_', '-')} (lake.{self.dest}); "
-              f"{option_string} {values} taken as --{self.dest.replace('_', '-')} {values}", file=sys.stderr)
+        print(
+            f"bench: {option_string} is now --{self.dest.replace('_', '-')} (lake.{self.dest}); "
+            f"{option_string} {values} taken as --{self.dest.replace('_', '-')} {values}",
+            file=sys.stderr,
+        )
         setattr(namespace, self.dest, values)
 
 
@@ -873,31 +1014,64 @@ def main() -> None:
     parser.add_argument("--keys", type=int, default=100_000)
     parser.add_argument("--updates", type=int, default=1_000_000)
     parser.add_argument("--tables", type=int, default=1000)
-    parser.add_argument("--buckets", type=int, default=None, help="default: 8 (snapshot, changelog), 1000 (leases), 16 (planning)")
-    parser.add_argument("--repeat", type=int, default=None, help="default: 3 (changelog: rounds, medians reported), 10 otherwise")
     parser.add_argument(
-        "--driver-max-changes", type=int, default=DEFAULT_DRIVER_MAX_CHANGES,
+        "--buckets", type=int, default=None, help="default: 8 (snapshot, changelog), 1000 (leases), 16 (planning)"
+    )
+    parser.add_argument(
+        "--repeat", type=int, default=None, help="default: 3 (changelog: rounds, medians reported), 10 otherwise"
+    )
+    parser.add_argument(
+        "--driver-max-changes",
+        type=int,
+        default=DEFAULT_DRIVER_MAX_CHANGES,
         help="changelog, tables: the service's lake.driver_max_changes (0: Spark's executors rewrite the buckets)",
     )
-    parser.add_argument("--merge-max-changes", type=int, action=_RenamedFlag, dest="driver_max_changes",
-                        help="the older name of --driver-max-changes (lake.merge_max_changes was split)")
+    parser.add_argument(
+        "--merge-max-changes",
+        type=int,
+        action=_RenamedFlag,
+        dest="driver_max_changes",
+        help="the older name of --driver-max-changes (lake.merge_max_changes was split)",
+    )
     parser.add_argument("--counts", default="10,50,200", help="tables: the table counts to measure, comma-separated")
-    parser.add_argument("--changed-max", type=int, default=1000,
-                        help="tables: the largest count whose changed round is measured (larger ones: idle rounds only)")
+    parser.add_argument(
+        "--changed-max",
+        type=int,
+        default=1000,
+        help="tables: the largest count whose changed round is measured (larger ones: idle rounds only)",
+    )
     parser.add_argument("--rate", type=int, default=5000, help="lag: rows written per second")
     parser.add_argument("--duration", type=float, default=60.0, help="lag: seconds of steady writing")
-    parser.add_argument("--lake", choices=("local", "s3"), default="local",
-                        help="snapshot, tables: where the lake is (s3: an embedded S3 server on loopback)")
-    parser.add_argument("--table-parallelism", type=int, default=None,
-                        help="tables: lake.table_parallelism (default: the service's)")
-    parser.add_argument("--s3-latency-ms", type=float, default=0.0,
-                        help="with --lake s3: every request to it delayed this long (a proxy process in front of it)")
-    parser.add_argument("--small-keys", type=int, default=200_000,
-                        help="amplification: rows of the small table (--keys: rows of the big one)")
-    parser.add_argument("--target-file-mb", type=int, default=None,
-                        help="amplification: lake.target_file_mb (default: the service's)")
-    parser.add_argument("--compression", choices=("zstd", "snappy", "lz4", "gzip", "none"), default=None,
-                        help="amplification: the Parquet codec of the service and the MERGE (default: the service's)")
+    parser.add_argument(
+        "--lake",
+        choices=("local", "s3"),
+        default="local",
+        help="snapshot, tables: where the lake is (s3: an embedded S3 server on loopback)",
+    )
+    parser.add_argument(
+        "--table-parallelism", type=int, default=None, help="tables: lake.table_parallelism (default: the service's)"
+    )
+    parser.add_argument(
+        "--s3-latency-ms",
+        type=float,
+        default=0.0,
+        help="with --lake s3: every request to it delayed this long (a proxy process in front of it)",
+    )
+    parser.add_argument(
+        "--small-keys",
+        type=int,
+        default=200_000,
+        help="amplification: rows of the small table (--keys: rows of the big one)",
+    )
+    parser.add_argument(
+        "--target-file-mb", type=int, default=None, help="amplification: lake.target_file_mb (default: the service's)"
+    )
+    parser.add_argument(
+        "--compression",
+        choices=("zstd", "snappy", "lz4", "gzip", "none"),
+        default=None,
+        help="amplification: the Parquet codec of the service and the MERGE (default: the service's)",
+    )
     parser.add_argument("--out", type=Path, help="also write the JSON here")
     args = parser.parse_args()
     if args.buckets is None:

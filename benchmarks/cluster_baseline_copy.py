@@ -30,8 +30,10 @@ def s3_filesystem(storage: dict[str, str]):
 
     endpoint = storage["AWS_ENDPOINT_URL"]
     return pafs.S3FileSystem(
-        endpoint_override=endpoint.split("://", 1)[1], scheme=endpoint.split("://", 1)[0],
-        access_key=storage["AWS_ACCESS_KEY_ID"], secret_key=storage["AWS_SECRET_ACCESS_KEY"],
+        endpoint_override=endpoint.split("://", 1)[1],
+        scheme=endpoint.split("://", 1)[0],
+        access_key=storage["AWS_ACCESS_KEY_ID"],
+        secret_key=storage["AWS_SECRET_ACCESS_KEY"],
         region=storage["AWS_REGION"],
     )
 
@@ -72,14 +74,28 @@ def main(plan_path: str) -> None:
     copied = time.perf_counter()
     schema = pq.read_schema(buckets[0][1][0]).append(pa.field("__bucket", pa.int32()))
     now_ms = int(time.time() * 1000)
-    adds = [AddAction(w["path"], w["size"], {"__bucket": str(w["bucket"])}, now_ms, True,
-                      json.dumps({"numRecords": w["rows"]})) for w in written]
-    create_table_with_add_actions(uri, Schema.from_arrow(schema), adds, partition_by=["__bucket"],
-                                  storage_options=storage)
+    adds = [
+        AddAction(
+            w["path"], w["size"], {"__bucket": str(w["bucket"])}, now_ms, True, json.dumps({"numRecords": w["rows"]})
+        )
+        for w in written
+    ]
+    create_table_with_add_actions(
+        uri, Schema.from_arrow(schema), adds, partition_by=["__bucket"], storage_options=storage
+    )
     committed = time.perf_counter()
     spark.stop()
-    print("baseline_copy: " + json.dumps({"copy_s": round(copied - started, 3), "commit_s": round(committed - copied, 3),
-                                          "rows": sum(w["rows"] for w in written)}), flush=True)
+    print(
+        "baseline_copy: "
+        + json.dumps(
+            {
+                "copy_s": round(copied - started, 3),
+                "commit_s": round(committed - copied, 3),
+                "rows": sum(w["rows"] for w in written),
+            }
+        ),
+        flush=True,
+    )
 
 
 if __name__ == "__main__":

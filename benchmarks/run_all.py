@@ -57,31 +57,56 @@ def main() -> None:
         "snapshot": tiering("snapshot", "snapshot", "--rows", str(rows)),
         "snapshot_s3": tiering("snapshot", "snapshot_s3", "--rows", str(rows), "--lake", "s3"),
         "snapshot_large": tiering("snapshot", "snapshot_10x", "--rows", str(rows * 10)),
-        "changelog": tiering("changelog", "changelog", "--keys", str(10_000 if q else 100_000),
-                             "--updates", str(100_000 if q else 1_000_000)),
+        "changelog": tiering(
+            "changelog",
+            "changelog",
+            "--keys",
+            str(10_000 if q else 100_000),
+            "--updates",
+            str(100_000 if q else 1_000_000),
+        ),
         "empty_round": tiering("empty-round", "empty_round", "--repeat", "5" if q else "10"),
         "tables": tiering("tables", "tables", "--counts", "10,50" if q else "10,50,200"),
         "lag": tiering("lag", "lag", "--duration", "20" if q else "60"),
         "leases": tiering("leases", "leases", "--buckets", "1000", "--repeat", "5" if q else "20"),
-        "planning": tiering("planning", "planning", "--tables", "1000", "--buckets", "16", "--repeat", "3" if q else "10"),
+        "planning": tiering(
+            "planning", "planning", "--tables", "1000", "--buckets", "16", "--repeat", "3" if q else "10"
+        ),
     }
-    _run([str(HERE / "bench_failover.py"), "--trials", "2" if q else "5", "--timeouts", "2" if q else "2,4"],
-         RESULTS / "bench_failover.json")
+    _run(
+        [str(HERE / "bench_failover.py"), "--trials", "2" if q else "5", "--timeouts", "2" if q else "2,4"],
+        RESULTS / "bench_failover.json",
+    )
     r["failover"] = json.loads((RESULTS / "bench_failover.json").read_text())
-    _run([str(HERE / "bench_store.py"), "--rows", str(rows // 2), "--repeat", "10" if q else "50"],
-         RESULTS / "bench_store.json")
+    _run(
+        [str(HERE / "bench_store.py"), "--rows", str(rows // 2), "--repeat", "10" if q else "50"],
+        RESULTS / "bench_store.json",
+    )
     r["store"] = json.loads((RESULTS / "bench_store.json").read_text())
-    r["store_load"] = _run([str(HERE / "bench_store_load.py"), "--duration", "20" if q else "120"],
-                           RESULTS / "bench_store_load.json")["scenarios"]
-    meta = {"quick": q, "cpus": os.cpu_count(), "python": platform.python_version(),
-            "load_avg_1m_before": round(load_before, 2), "load_avg_1m_after": round(os.getloadavg()[0], 2),
-            "wall_s": round(time.monotonic() - started, 1)}
+    r["store_load"] = _run(
+        [str(HERE / "bench_store_load.py"), "--duration", "20" if q else "120"], RESULTS / "bench_store_load.json"
+    )["scenarios"]
+    meta = {
+        "quick": q,
+        "cpus": os.cpu_count(),
+        "python": platform.python_version(),
+        "load_avg_1m_before": round(load_before, 2),
+        "load_avg_1m_after": round(os.getloadavg()[0], 2),
+        "wall_s": round(time.monotonic() - started, 1),
+    }
     (RESULTS / "SUMMARY.md").write_text(summary(r, meta))
     print((RESULTS / "SUMMARY.md").read_text())
 
 
 def summary(r: dict, meta: dict) -> str:
-    s, s3, big, c, le, p = r["snapshot"], r["snapshot_s3"], r["snapshot_large"], r["changelog"], r["leases"], r["planning"]
+    s, s3, big, c, le, p = (
+        r["snapshot"],
+        r["snapshot_s3"],
+        r["snapshot_large"],
+        r["changelog"],
+        r["leases"],
+        r["planning"],
+    )
     er, tb, lag = r["empty_round"], r["tables"]["rounds"], r["lag"]
     fo = r["failover"]["results"][0]
     round_ms = s["service_s"] * 1000
@@ -102,7 +127,8 @@ def summary(r: dict, meta: dict) -> str:
         f"start: {c['run_with_query_start_s']} s) | {c['service_s']} s, "
         f"{c['service_changes_per_s']:,} changes/s | {c['baseline_merge_s']} s, {c['baseline_changes_per_s']:,} "
         f"changes/s | {c['service_vs_baseline_throughput']}x throughput |",
-        f"| Fixed cost of a round, continuous job, 1 table x 8 buckets | nothing changed: {er['empty_round_p50_ms']} ms "
+        "| Fixed cost of a round, continuous job, 1 table x 8 "
+        f"buckets | nothing changed: {er['empty_round_p50_ms']} ms "
         f"p50; one changed row: {er['one_row_round_p50_ms']} ms p50 ({er['one_row_round_max_ms']} max) | target | "
         f"<= 500 ms |",
         "| One round of N tables x 4 buckets, a few rows changed in each | "
@@ -128,8 +154,10 @@ def summary(r: dict, meta: dict) -> str:
         f"{s['driver_jvm_peak_rss_mb']} -> {big['driver_jvm_peak_rss_mb']} MB | - | Python "
         f"{_ratio(big['driver_python_peak_rss_mb'], s['driver_python_peak_rss_mb'])}x, JVM "
         f"{_ratio(big['driver_jvm_peak_rss_mb'], s['driver_jvm_peak_rss_mb'])}x for 10x data |",
-        f"| Store ingest, {r['store']['ingest']['rows']:,} rows (HTTP Arrow write vs. pyarrow Parquet write) | "
-        f"{r['store']['ingest']['store_rows_per_s']:,} rows/s | {r['store']['ingest']['baseline_rows_per_s']:,} rows/s | "
+        f"| Store ingest, {r['store']['ingest']['rows']:,} "
+        "rows (HTTP Arrow write vs. pyarrow Parquet write) | "
+        f"{r['store']['ingest']['store_rows_per_s']:,} rows/s | "
+        f"{r['store']['ingest']['baseline_rows_per_s']:,} rows/s | "
         f"{r['store']['ingest']['ratio_store_to_baseline']}x time |",
         *_store_load_rows(r["store_load"]),
         "",
@@ -152,16 +180,23 @@ def _store_load_rows(scenarios: dict) -> list[str]:
     """The store under load: latency of writes and lease calls next to the same calls unloaded."""
     rows = []
     for name, sc in scenarios.items():
-        figures = [(label, sc["endpoints"].get(endpoint)) for label, endpoint in (
-            ("JSON write", "POST /v1/tables/{}/rows"), ("Arrow write", "POST /v1/tables/{}/rows (arrow)"),
-            ("acquire", "POST /v1/leases/{}/acquire"))]
+        figures = [
+            (label, sc["endpoints"].get(endpoint))
+            for label, endpoint in (
+                ("JSON write", "POST /v1/tables/{}/rows"),
+                ("Arrow write", "POST /v1/tables/{}/rows (arrow)"),
+                ("acquire", "POST /v1/leases/{}/acquire"),
+            )
+        ]
         loaded = "; ".join(f"{label} p50 {f['p50_ms']} / p99 {f['p99_ms']} ms" for label, f in figures if f)
         unloaded = "; ".join(f"{label} p50 {f['unloaded_p50_ms']} ms" for label, f in figures if f)
         ratios = " / ".join(f"{f['ratio_p50_loaded_to_unloaded']}x" for _, f in figures if f)
         killed = f", SIGKILL half-way (healthy again after {sc['sigkill_to_healthy_s']} s)" if name == "sigkill" else ""
         rows.append(
-            f"| Store under load{killed}: 8 writers, snapshots, GC every 0.2 s, 2 lease loops, {sc['duration_s']:.0f} s; "
-            f"{sc['requests']:,} requests, {sc['server_errors_5xx']} 5xx, {sc['acknowledged_rows']:,} rows acknowledged, "
+            f"| Store under load{killed}: 8 writers, snapshots, GC "
+            f"every 0.2 s, 2 lease loops, {sc['duration_s']:.0f} s; "
+            f"{sc['requests']:,} requests, {sc['server_errors_5xx']} "
+            f"5xx, {sc['acknowledged_rows']:,} rows acknowledged, "
             f"{sc['verified_keys']:,} keys verified, {sc['leased_snapshots_checked']} leased snapshots checked, "
             f"{sc['violation_count']} violations, store RSS max {sc['store_rss_mb']['max']} MB | {loaded} | "
             f"unloaded, same run: {unloaded} | {ratios} p50 |"

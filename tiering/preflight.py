@@ -6,7 +6,7 @@ a timeout, and each gets a verdict even when another failed. The checks are thos
 its way, reused: ZooKeeper (connect, read the job's znodes: :func:`tiering.coord.leader.read_status`),
 the KV store (``GET /v1/health``, then the API version its OpenAPI document gives, when it serves
 one), the lake root (:meth:`ObjectStore.check` with the conditional-put probe of
-:mod:`tiering.storage.commit_probe`: two commits of one version, the second must be refused), and the
+:mod:`tiering.objectstore.commit_probe`: two commits of one version, the second must be refused), and the
 checkpoint (:func:`tiering.state.checkpoint_check.check_checkpoint`). Nothing is left behind: the
 probe table is removed, a lake root or checkpoint not made yet is not made.
 """
@@ -52,13 +52,17 @@ class Verdict:
 def preflight(config: TieringConfig, timeout_s: float = 10.0) -> list[Verdict]:
     """A verdict for each of :data:`CHECKS`, each dependency tried once within ``timeout_s``."""
     checks: dict[str, Callable[[TieringConfig, float], str]] = {
-        "zookeeper": _zookeeper, "kvstore": _kvstore, "lake": _lake, "checkpoint": _checkpoint,
+        "zookeeper": _zookeeper,
+        "kvstore": _kvstore,
+        "lake": _lake,
+        "checkpoint": _checkpoint,
     }
     return [_verdict(name, checks[name], config, timeout_s) for name in CHECKS]
 
 
-def _verdict(name: str, check: Callable[[TieringConfig, float], str], config: TieringConfig,
-             timeout_s: float) -> Verdict:
+def _verdict(
+    name: str, check: Callable[[TieringConfig, float], str], config: TieringConfig, timeout_s: float
+) -> Verdict:
     try:
         return Verdict(name, True, check(config, timeout_s))
     except Exception as e:  # noqa: BLE001 - every dependency gets its verdict; the error is that verdict
@@ -89,8 +93,9 @@ def _kvstore(config: TieringConfig, timeout_s: float) -> str:
         health = client.session.get(f"{client.url}/v1/health", timeout=timeout_s)
     except requests.RequestException as e:
         reason = _ERRNO.search(str(e))
-        raise StoreUnavailableError(f"KV store at {client.url} unreachable: "
-                                    f"{reason[0] if reason else type(e).__name__}") from None
+        raise StoreUnavailableError(
+            f"KV store at {client.url} unreachable: {reason[0] if reason else type(e).__name__}"
+        ) from None
     if health.status_code != 200:
         raise error_for(health.status_code, _body(health), "GET", "/v1/health", store=client.url)
     return f"{client.url}: healthy, {_api_version(client.session, client.url, timeout_s)}"
@@ -116,7 +121,7 @@ def _api_version(session, url: str, timeout_s: float) -> str:
 
 
 def _lake(config: TieringConfig, timeout_s: float) -> str:
-    from tiering.lakestate.lake import Lake
+    from tiering.delta_log.lake import Lake
 
     store = Lake.of(config.lake).store
     if not store.is_s3 and not os.path.exists(store.root):

@@ -26,7 +26,6 @@ loop built (config, epoch, lease id): nothing is defaulted here.
 
 from __future__ import annotations
 
-import json
 import logging
 import sys
 import threading
@@ -62,6 +61,7 @@ except ImportError:  # Spark 4.0, 4.1: latestOffset() gets no start and no limit
 
     class SupportsTriggerAvailableNow:  # type: ignore[no-redef]  # Spark's own availableNow wrapper there
         pass
+
 
 if TYPE_CHECKING:
     from tiering.context import TermContext
@@ -132,8 +132,12 @@ class KvTieringDataSource(DataSource):
         options = {k.lower(): v for k, v in self.options.items() if k.lower() != "path"}
         unknown = sorted(set(options) - {CONTEXT_OPTION})
         if unknown or CONTEXT_OPTION not in options:
-            raise ConfigError([f"kv-tiering source: expected exactly the option {CONTEXT_OPTION!r} "
-                               f"(TermContext.to_option()), got {sorted(options)}"])
+            raise ConfigError(
+                [
+                    f"kv-tiering source: expected exactly the option {CONTEXT_OPTION!r} "
+                    f"(TermContext.to_option()), got {sorted(options)}"
+                ]
+            )
         return KvTieringStreamReader(options[CONTEXT_OPTION])
 
 
@@ -204,7 +208,7 @@ class KvTieringStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         table's Delta log was then read afresh every round: on S3, nine requests, not two)."""
         with self._making_lake:
             if self._lake is None:
-                from tiering.lakestate.lake import LakeTables
+                from tiering.delta_log.lake import LakeTables
 
                 self._lake = LakeTables(self.context.lake)
         return self._lake
@@ -226,7 +230,8 @@ class KvTieringStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         selected = {t.name for t in self._tables()}
         self._targets = {
             name: {b.bucket: b.log_end_offset for b in logs.buckets}
-            for name, logs in self.client.logs().items() if name in selected
+            for name, logs in self.client.logs().items()
+            if name in selected
         }
         log.info("availableNow: tiering %d tables up to their current log ends", len(self._targets))
 
@@ -250,7 +255,9 @@ class KvTieringStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         if not plan.splits:
             return start
         for skipped in plan.skipped:
-            log.info("round=%d table=%s bucket=%d skipped: %s", plan.round, skipped.table, skipped.bucket, skipped.reason)
+            log.info(
+                "round=%d table=%s bucket=%d skipped: %s", plan.round, skipped.table, skipped.bucket, skipped.reason
+            )
         offset = checkpoint(plan, lease_id=self.context.lease_id, epoch=self.context.epoch)
         encoded = offset.to_dict()
         self._last = (encoded, offset)
@@ -290,8 +297,13 @@ class KvTieringStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
                 epoch=self.context.epoch,
             )
         if previous.lease_id not in (None, self.context.lease_id):
-            log.warning("job=%s: the checkpoint's offsets name lease %s, this term uses %s; the old lease "
-                        "lapses after lease.duration_s", self.context.job, previous.lease_id, self.context.lease_id)
+            log.warning(
+                "job=%s: the checkpoint's offsets name lease %s, this term uses %s; the old lease "
+                "lapses after lease.duration_s",
+                self.context.job,
+                previous.lease_id,
+                self.context.lease_id,
+            )
 
     def _tables(self):
         """The selected tables; each name matched against the patterns once per process (at
@@ -338,7 +350,9 @@ class KvTieringStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
             max_bytes=0 if unlimited else limits.max_bytes_per_trigger,
             fail_on_data_loss=limits.fail_on_data_loss,
         )
-        log.debug("round=%d planning %d of %d tables (%d settled)", round_id, len(moved), len(tables), len(self.settled))
+        log.debug(
+            "round=%d planning %d of %d tables (%d settled)", round_id, len(moved), len(tables), len(self.settled)
+        )
         return planner.plan(round_id, inputs)
 
     def _reported_settled(self, info, logs: list[BucketLog], found) -> bool:
@@ -377,7 +391,9 @@ class KvTieringStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
             return logs
         target = self._targets[table]
         return [
-            b.model_copy(update={"log_end_offset": max(b.log_start_offset, min(b.log_end_offset, target.get(b.bucket, 0)))})
+            b.model_copy(
+                update={"log_end_offset": max(b.log_start_offset, min(b.log_end_offset, target.get(b.bucket, 0)))}
+            )
             for b in logs
         ]
 

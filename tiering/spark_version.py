@@ -65,12 +65,20 @@ def check(version: str | None = None) -> str:
     version = running() if version is None else version
     minor = _minor(version)
     if minor is None or not SUPPORTED[0] <= minor < SUPPORTED[1]:
-        raise ConfigError([f"Spark {version!r} is not supported: kv-tiering runs on pyspark {_RANGE} "
-                           "(README, \"Spark versions\"); install one of those, or run spark-submit of one"])
+        raise ConfigError(
+            [
+                f"Spark {version!r} is not supported: kv-tiering runs on pyspark {_RANGE} "
+                '(README, "Spark versions"); install one of those, or run spark-submit of one'
+            ]
+        )
     if not admission_control(version):
-        log.info("Spark %s: Python sources have no admission control (Spark >= %s): the source reads its start "
-                 "from the offsets log and caps rounds by limits.* itself; availableNow runs rounds back to back "
-                 "until one finds nothing to tier", version, ".".join(map(str, ADMISSION_CONTROL_SINCE)))
+        log.info(
+            "Spark %s: Python sources have no admission control (Spark >= %s): the source reads its start "
+            "from the offsets log and caps rounds by limits.* itself; availableNow runs rounds back to back "
+            "until one finds nothing to tier",
+            version,
+            ".".join(map(str, ADMISSION_CONTROL_SINCE)),
+        )
     return version
 
 

@@ -22,21 +22,30 @@ from tiering.conf.model import TieringConfig
 from tiering.console import output_console
 from tiering.context import store_client
 from tiering.coord.leader import read_status
+from tiering.delta_log.freshness import freshness_s, oldest_untiered_write_ms
+from tiering.delta_log.lake import Lake, LakeTable
+from tiering.delta_log.layout import SYSTEM_COLUMNS
 from tiering.enumerator.positions import LakePosition
 from tiering.errors import LeaseNotFoundError, NotFoundError, StoreError, TieringError, one_line
 from tiering.kvstore.client import KvStoreClient
 from tiering.kvstore.models import LakeReport, Lease, TableInfo
-from tiering.lakestate.freshness import freshness_s, oldest_untiered_write_ms
-from tiering.lakestate.lake import Lake, LakeTable
-from tiering.lakestate.layout import SYSTEM_COLUMNS
 from tiering.lease.job_lease import serves_leases
+from tiering.round.health import TableHealth, read_health
 from tiering.state.checkpoint_store import checkpoint_of
 from tiering.state.lease_file import job_of_lease, read_lease_id
-from tiering.round.health import TableHealth, read_health
 
 __all__ = [
-    "TableStatus", "JobStatus", "job_status", "table_statuses", "held_snapshots", "job_leases", "drop_lease",
-    "render_status", "status_view", "watch_status", "render_leases",
+    "TableStatus",
+    "JobStatus",
+    "job_status",
+    "table_statuses",
+    "held_snapshots",
+    "job_leases",
+    "drop_lease",
+    "render_status",
+    "status_view",
+    "watch_status",
+    "render_leases",
 ]
 
 #: Store calls of ``status`` and ``leases`` give up sooner than the job's: an operator waits.
@@ -72,9 +81,9 @@ class TableStatus:
     leased_snapshots: int
     consecutive_failures: int = 0
     last_failure: str | None = None
-    #: what the last failure failed on (``schema``, ``files``, ``store`` ...: tiering.round.states.FailureCause)
+    #: what the last failure failed on (``schema``, ``files``, ``store`` ...: tiering.round.table_states.FailureCause)
     last_failure_cause: str | None = None
-    #: the step the table had reached when it failed (tiering.round.states.TableState)
+    #: the step the table had reached when it failed (tiering.round.table_states.TableState)
     last_failure_state: str | None = None
     last_failure_ms: int | None = None
     #: why the table's Delta log could not be read now (state ``lake unreadable``), else None
@@ -142,7 +151,10 @@ def held_snapshots(client: KvStoreClient, lease_id: str | None) -> Counter[int] 
 
 
 def table_statuses(
-    client: KvStoreClient, lake: Lake, infos: list[TableInfo], held: Counter[int],
+    client: KvStoreClient,
+    lake: Lake,
+    infos: list[TableInfo],
+    held: Counter[int],
     health: Mapping[str, TableHealth] | None = None,
 ) -> list[TableStatus]:
     """Each store table's log end against the lake's own commit metadata, with the health the
@@ -151,7 +163,9 @@ def table_statuses(
     now_ms = int(time.time() * 1000)
     out = [_table_status(client, lake, info, held[info.table_id], health.get(info.name), now_ms) for info in infos]
     present = {info.name for info in infos}
-    out += [_dropped_status(lake, h, h.table_id) for t, h in health.items() if t not in present and h.table_id is not None]
+    out += [
+        _dropped_status(lake, h, h.table_id) for t, h in health.items() if t not in present and h.table_id is not None
+    ]
     return sorted(out, key=lambda t: t.table)
 
 
@@ -279,15 +293,16 @@ def drop_lease(config: TieringConfig, lease_id: str | None = None, *, force: boo
     job = config.job.name
     lease_id = lease_id or read_lease_id(checkpoint_of(config))
     if lease_id is None:
-        raise TieringError(
-            f"job {job!r}: no lease id in checkpoint {config.job.checkpoint!r}; name the lease to drop"
-        )
+        raise TieringError(f"job {job!r}: no lease id in checkpoint {config.job.checkpoint!r}; name the lease to drop")
     owner = job_of_lease(lease_id)
     if owner != job:
         whose = f"job {owner!r}'s" if owner else "not a lease id of any job's"
         if not force:
-            raise TieringError(f"lease {lease_id!r} is {whose}, not job {job!r}'s: refused (pass --force to drop "
-                               "it anyway, while its job has no leader)", lease_id=lease_id)
+            raise TieringError(
+                f"lease {lease_id!r} is {whose}, not job {job!r}'s: refused (pass --force to drop "
+                "it anyway, while its job has no leader)",
+                lease_id=lease_id,
+            )
         if owner is not None:
             _refuse_while_led(config, owner, lease_id, "it cannot be forced: stop that job first")
     elif not force:
@@ -297,8 +312,10 @@ def drop_lease(config: TieringConfig, lease_id: str | None = None, *, force: boo
         lease = client.get_lease(lease_id)
         client.drop_lease(lease_id, lease.epoch)
     except LeaseNotFoundError:
-        raise TieringError(f"lease {lease_id!r} does not exist in the store at {config.kvstore.url} "
-                           "(already dropped or expired)", lease_id=lease_id) from None
+        raise TieringError(
+            f"lease {lease_id!r} does not exist in the store at {config.kvstore.url} (already dropped or expired)",
+            lease_id=lease_id,
+        ) from None
     return lease
 
 
@@ -328,7 +345,8 @@ def take_over(config: TieringConfig, table: str, *, force: bool = False) -> tupl
         if leader is not None:
             raise TieringError(
                 f"table {table!r} is held by job {holder!r}, which is led by {leader} right now and may still tier "
-                f"it: exclude the table from job {holder!r} or stop it, then pass --force", table=table,
+                f"it: exclude the table from job {holder!r} or stop it, then pass --force",
+                table=table,
             )
     return holder, client.drop_lake(table)
 
@@ -350,21 +368,46 @@ def status_view(status: JobStatus, note: str = ""):
 
     leader = status.leader or "none"
     epoch = "never led" if status.epoch is None else str(status.epoch)
-    head = Text.assemble("job ", (status.job, "bold"), f"  leader {leader}  epoch {epoch}  "
-                         f"contenders {status.contenders}  lease {status.lease_id or 'none'}"
-                         f"{'' if status.leases else ' (off: the store has no lease API)'}{note}")
-    table = Table("table", "table_id", "state", "lake offset", "lag", "fresh (s)", "lake version", "lake epoch",
-                  "last commit", "columns store/lake", "leased snapshots")
+    head = Text.assemble(
+        "job ",
+        (status.job, "bold"),
+        f"  leader {leader}  epoch {epoch}  "
+        f"contenders {status.contenders}  lease {status.lease_id or 'none'}"
+        f"{'' if status.leases else ' (off: the store has no lease API)'}{note}",
+    )
+    table = Table(
+        "table",
+        "table_id",
+        "state",
+        "lake offset",
+        "lag",
+        "fresh (s)",
+        "lake version",
+        "lake epoch",
+        "last commit",
+        "columns store/lake",
+        "leased snapshots",
+    )
     for t in status.tables:
         table.add_row(
-            Text(t.table), str(t.table_id), t.state, _or_dash(t.lake_offset), str(t.lag),
-            "-" if t.freshness_s is None else f"{t.freshness_s:.1f}", _or_dash(t.lake_version), _or_dash(t.lake_epoch),
-            _when(t.lake_commit_ms), f"{_or_dash(t.store_columns)}/{_or_dash(t.lake_columns)}", str(t.leased_snapshots),
+            Text(t.table),
+            str(t.table_id),
+            t.state,
+            _or_dash(t.lake_offset),
+            str(t.lag),
+            "-" if t.freshness_s is None else f"{t.freshness_s:.1f}",
+            _or_dash(t.lake_version),
+            _or_dash(t.lake_epoch),
+            _when(t.lake_commit_ms),
+            f"{_or_dash(t.store_columns)}/{_or_dash(t.lake_columns)}",
+            str(t.leased_snapshots),
         )
     failures = [
-        Text(f"{t.table}: {t.state}, {t.consecutive_failures} round(s) in a row, last at {_when(t.last_failure_ms)}"
-             + (f" ({t.last_failure_cause}, in state {t.last_failure_state})" if t.last_failure_cause else "")
-             + f": {t.last_failure}")
+        Text(
+            f"{t.table}: {t.state}, {t.consecutive_failures} round(s) in a row, last at {_when(t.last_failure_ms)}"
+            + (f" ({t.last_failure_cause}, in state {t.last_failure_state})" if t.last_failure_cause else "")
+            + f": {t.last_failure}"
+        )
         for t in status.tables
         if t.last_failure is not None and (t.consecutive_failures or t.state == "dropped")
     ] + [Text(f"{t.table}: its Delta log cannot be read: {t.lake_error}") for t in status.tables if t.lake_error]
@@ -420,14 +463,19 @@ def render_leases(leases: list[Lease], config: TieringConfig, console=None, *, e
     console = console or output_console()
     mine = read_lease_id(checkpoint_of(config))
     columns = ("job", "lease", "epoch", "expires in", "snapshots (by table_id)")
-    table = Table(*columns[0 if every_job else 1:])
+    table = Table(*columns[0 if every_job else 1 :])
     for lease in leases:
         held = Counter(ref.table_id for ref in lease.snapshots)
         by_table = ", ".join(f"{t}: {n}" for t, n in sorted(held.items())) or "none"
         mark = " *" if lease.lease_id == mine else ""
-        row = (job_of_lease(lease.lease_id) or "?", f"{lease.lease_id}{mark}", str(lease.epoch),
-               f"{expires_in_s(lease):.0f}s", by_table)
-        table.add_row(*row[0 if every_job else 1:])
+        row = (
+            job_of_lease(lease.lease_id) or "?",
+            f"{lease.lease_id}{mark}",
+            str(lease.epoch),
+            f"{expires_in_s(lease):.0f}s",
+            by_table,
+        )
+        table.add_row(*row[0 if every_job else 1 :])
     console.print(table)
     if not leases:
         console.print("no leases in the store" if every_job else f"no leases of job {config.job.name!r} in the store")

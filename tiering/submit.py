@@ -33,7 +33,8 @@ def spark_submit_executable(explicit: str | None = None) -> str:
     return shutil.which("spark-submit") or "spark-submit"
 
 
-def submit_command(job_args: Sequence[str], spark_args: Sequence[str] = (),
-                   spark_submit: str | None = None) -> list[str]:
+def submit_command(
+    job_args: Sequence[str], spark_args: Sequence[str] = (), spark_submit: str | None = None
+) -> list[str]:
     """``spark-submit [spark_args] ENTRY [job_args]``: ``job_args`` are ``tiering run``'s."""
     return [spark_submit_executable(spark_submit), *spark_args, str(ENTRY), *job_args]

@@ -13,10 +13,10 @@ from dataclasses import dataclass
 
 import pyarrow.parquet as pq
 
+from tiering.delta_log.lake import Lake
+from tiering.delta_log.layout import SYSTEM_COLUMNS
 from tiering.kvstore.client import KvStoreClient
 from tiering.kvstore.models import TableInfo
-from tiering.lakestate.lake import Lake
-from tiering.lakestate.layout import SYSTEM_COLUMNS
 
 __all__ = ["TableCheck", "check_table"]
 

@@ -41,6 +41,7 @@ def import_modules(partition: Iterable[int]) -> Iterator[int]:
 def warm_executors(spark) -> threading.Thread:
     """Start, in a daemon thread, one task per core of the cluster that imports the round's
     executor modules; returns the thread (nothing waits for it)."""
+
     def run() -> None:
         try:
             context = spark.sparkContext

@@ -85,8 +85,9 @@ class TieringCommandOperator(BaseOperator):
 
     template_fields: Sequence[str] = ("argv",)
 
-    def __init__(self, *, argv: Sequence[str], tiering: str = "tiering",
-                 fail_fast: dict[int, str] | None = None, **kwargs) -> None:
+    def __init__(
+        self, *, argv: Sequence[str], tiering: str = "tiering", fail_fast: dict[int, str] | None = None, **kwargs
+    ) -> None:
         super().__init__(**kwargs)
         self.argv = list(argv)
         self.tiering = tiering
@@ -170,10 +171,13 @@ def make_dags(
                 name=f"kv-tiering-{name or conf.stem}",
             )
             freshness = TieringCommandOperator(
-                task_id="freshness", tiering=tiering,
+                task_id="freshness",
+                tiering=tiering,
                 argv=["status", "--conf", str(conf), "--fail-after", str(fail_after)],
-                fail_fast={EXIT_USAGE: "bad configuration or usage",
-                           EXIT_TABLES_FAILING: f"tables failed {fail_after} or more rounds in a row"},
+                fail_fast={
+                    EXIT_USAGE: "bad configuration or usage",
+                    EXIT_TABLES_FAILING: f"tables failed {fail_after} or more rounds in a row",
+                },
             )
             check >> tier >> freshness
         dags[dag_id] = dag
@@ -181,13 +185,15 @@ def make_dags(
 
 
 _env = os.environ.get
-globals().update(make_dags(
-    _env("KV_TIERING_CONF_DIR", "/etc/kv-tiering"),
-    tiering=_env("KV_TIERING_CLI", "tiering"),
-    application=_env("KV_TIERING_JOB_SCRIPT", str(_HERE.parent / "tiering_job.py")),
-    py_files=_env("KV_TIERING_PY_FILES") or None,
-    python=_env("KV_TIERING_PYTHON") or None,
-    schedule=_env("KV_TIERING_SCHEDULE", "*/15 * * * *"),
-    spark_conn=_env("KV_TIERING_SPARK_CONN", "spark_default"),
-    fail_after=int(_env("KV_TIERING_FAIL_AFTER", "3")),
-))
+globals().update(
+    make_dags(
+        _env("KV_TIERING_CONF_DIR", "/etc/kv-tiering"),
+        tiering=_env("KV_TIERING_CLI", "tiering"),
+        application=_env("KV_TIERING_JOB_SCRIPT", str(_HERE.parent / "tiering_job.py")),
+        py_files=_env("KV_TIERING_PY_FILES") or None,
+        python=_env("KV_TIERING_PYTHON") or None,
+        schedule=_env("KV_TIERING_SCHEDULE", "*/15 * * * *"),
+        spark_conn=_env("KV_TIERING_SPARK_CONN", "spark_default"),
+        fail_after=int(_env("KV_TIERING_FAIL_AFTER", "3")),
+    )
+)

@@ -28,8 +28,16 @@ pytestmark = pytest.mark.integration
 
 REPO = Path(__file__).resolve().parents[2]
 DAG_FILE = REPO / "jobs" / "airflow" / "kv_tiering_dag.py"
-ENV = ("KV_TIERING_CONF_DIR", "KV_TIERING_CLI", "KV_TIERING_JOB_SCRIPT", "KV_TIERING_PY_FILES", "KV_TIERING_PYTHON",
-       "KV_TIERING_SCHEDULE", "KV_TIERING_SPARK_CONN", "KV_TIERING_FAIL_AFTER")
+ENV = (
+    "KV_TIERING_CONF_DIR",
+    "KV_TIERING_CLI",
+    "KV_TIERING_JOB_SCRIPT",
+    "KV_TIERING_PY_FILES",
+    "KV_TIERING_PYTHON",
+    "KV_TIERING_SCHEDULE",
+    "KV_TIERING_SPARK_CONN",
+    "KV_TIERING_FAIL_AFTER",
+)
 
 
 def load_dag_file(monkeypatch, **env: str):
@@ -75,8 +83,9 @@ def test_one_dag_per_config_file_checked_tiered_then_checked_for_freshness(monke
     orders = write_job(tmp_path, "orders.toml", "orders-job")
     users = write_job(tmp_path, "users.toml", "users-job")
     (tmp_path / "notes.txt").write_text("not a config")
-    module = load_dag_file(monkeypatch, KV_TIERING_CONF_DIR=str(tmp_path), KV_TIERING_CLI="/opt/kv/bin/tiering",
-                           KV_TIERING_FAIL_AFTER="5")
+    module = load_dag_file(
+        monkeypatch, KV_TIERING_CONF_DIR=str(tmp_path), KV_TIERING_CLI="/opt/kv/bin/tiering", KV_TIERING_FAIL_AFTER="5"
+    )
 
     dags = {k: v for k, v in vars(module).items() if isinstance(v, module.DAG)}
     assert sorted(dags) == ["kv_tiering_orders-job", "kv_tiering_users-job"]
@@ -117,10 +126,18 @@ def test_no_config_folder_no_dags(monkeypatch, tmp_path):
     assert module.make_dags(tmp_path / "absent") == {}
 
 
-@pytest.mark.parametrize("task_id, code, fails_fast", [
-    ("check", 0, None), ("check", 1, False), ("check", 2, True),
-    ("freshness", 0, None), ("freshness", 1, False), ("freshness", 2, True), ("freshness", 3, True),
-])
+@pytest.mark.parametrize(
+    "task_id, code, fails_fast",
+    [
+        ("check", 0, None),
+        ("check", 1, False),
+        ("check", 2, True),
+        ("freshness", 0, None),
+        ("freshness", 1, False),
+        ("freshness", 2, True),
+        ("freshness", 3, True),
+    ],
+)
 def test_tiering_command_exit_codes_retried_or_not(monkeypatch, tmp_path, task_id, code, fails_fast):
     """Exit 1 (a dependency down) keeps the task's retries; 2 (config) and status's 3 (tables
     failing) fail it at once."""
@@ -142,11 +159,16 @@ def test_the_job_s_exit_2_through_spark_submit_is_not_retried(monkeypatch, tmp_p
     monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
     monkeypatch.setenv("AIRFLOW_CONN_KV_SPARK_TEST", "spark://local")
     write_job(tmp_path, "orders.toml", "orders-job")
-    task = module.make_dags(tmp_path, spark_conn="kv_spark_test")["kv_tiering_orders-job"].get_task("tier_available_now")
+    task = module.make_dags(tmp_path, spark_conn="kv_spark_test")["kv_tiering_orders-job"].get_task(
+        "tier_available_now"
+    )
 
     execute(module, task, fails_fast)
-    assert (bin_dir / "spark-submit.args").read_text().split()[-3:] == ["--conf", str(tmp_path / "orders.toml"),
-                                                                        "--available-now"]
+    assert (bin_dir / "spark-submit.args").read_text().split()[-3:] == [
+        "--conf",
+        str(tmp_path / "orders.toml"),
+        "--available-now",
+    ]
 
 
 def test_the_spark_submit_command_ships_the_zip_and_the_interpreter(monkeypatch, tmp_path):
@@ -170,5 +192,9 @@ def test_the_spark_submit_command_ships_the_zip_and_the_interpreter(monkeypatch,
     assert "spark.pyspark.python=/opt/kv/venv/bin/python" in command
     assert "spark.pyspark.driver.python=/opt/kv/venv/bin/python" in command
     assert command[command.index("--name") + 1] == "kv-tiering-orders-job"
-    assert command[-4:] == ["/opt/kv/venv/lib/python3.11/site-packages/tiering/jobs/tiering_job.py",
-                            "--conf", str(conf), "--available-now"]
+    assert command[-4:] == [
+        "/opt/kv/venv/lib/python3.11/site-packages/tiering/jobs/tiering_job.py",
+        "--conf",
+        str(conf),
+        "--available-now",
+    ]

@@ -27,10 +27,10 @@ from tests.support.drivers import Driver
 from tests.support.lake import assert_no_orphans
 from tests.support.oracle import TableOracle, assert_lakes_equal
 from tests.support.store import assert_leases_lapse
+from tiering.context import TermContext
+from tiering.delta_log.commits import tiering_entry
 from tiering.errors import FencedEpochError, TieringError
 from tiering.job import TieringJob
-from tiering.lakestate.commits import tiering_entry
-from tiering.context import TermContext
 from tiering.state.lease_file import load_or_create_lease_id
 
 pytestmark = [pytest.mark.chaos, pytest.mark.integration]
@@ -45,7 +45,10 @@ def _last(directory) -> int:
 @pytest.fixture
 def tables(kv_store):
     client = kv_store.client()
-    tables = [TableOracle(client, "orders", num_buckets=3, seed=SEED), TableOracle(client, "users", num_buckets=2, seed=SEED)]
+    tables = [
+        TableOracle(client, "orders", num_buckets=3, seed=SEED),
+        TableOracle(client, "users", num_buckets=2, seed=SEED),
+    ]
     for t in tables:
         t.upsert(range(200))
         client.take_snapshots(t.name)
@@ -96,7 +99,9 @@ def test_checkpoint_missing_an_offsets_file_its_commit_outlived_fails_cleanly(sp
     _lose(ckpt, "offsets", last)
     before = {t.name: DeltaTable(str(tmp_path / "lake" / t.name)).version() for t in tables}
 
-    with pytest.raises(TieringError, match=rf"commits/{last} without a planned batch in offsets/.*remove the orphan commit"):
+    with pytest.raises(
+        TieringError, match=rf"commits/{last} without a planned batch in offsets/.*remove the orphan commit"
+    ):
         TieringJob(spark, TermContext.begin(config, 2)).run()
     assert {t.name: DeltaTable(str(tmp_path / "lake" / t.name)).version() for t in tables} == before
     assert_leases_lapse(kv_store.client())
@@ -149,7 +154,11 @@ def test_checkpoint_moved_to_a_new_path_keeps_its_lease_id(spark, kv_store, tabl
     client = kv_store.client()
     config = make_config(tmp_path, kv_store.url, "127.0.0.1:1", **{"job.checkpoint": str(moved)})
 
-    result = TieringJob(spark, TermContext.begin(config, 2), on_round=lambda o: seen.append([l.lease_id for l in client.list_leases()])).run()
+    result = TieringJob(
+        spark,
+        TermContext.begin(config, 2),
+        on_round=lambda o: seen.append([lease.lease_id for lease in client.list_leases()]),
+    ).run()
 
     assert result.ok, result.failed_tables
     assert load_or_create_lease_id(str(moved), config.job.name) == lease_id

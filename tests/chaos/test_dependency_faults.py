@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import logging
 import os
-import random
 import re
 import signal
 import subprocess
@@ -30,7 +29,7 @@ import sys
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -40,13 +39,18 @@ from deltalake import DeltaTable
 from tests.support.config import CHAOS, CHAOS_LEASE_S, CHAOS_SESSION_TIMEOUT_S, write_conf
 from tests.support.drivers import REPO, Driver, build_pyfiles_zip
 from tests.support.fault_matrix import (
-    FaultMatrix, FaultResult, full_matrix_only, status, status_line, tally, wait_recovered,
+    FaultMatrix,
+    FaultResult,
+    full_matrix_only,
+    status,
+    status_line,
+    tally,
+    wait_recovered,
 )
 from tests.support.fault_proxy import FaultProxy, Hold, Rule, store_error
 from tests.support.lake import assert_no_orphans, tiering_commits
 from tests.support.oracle import TableOracle
 from tests.support.running import Rounds, Writers, in_thread
-from tests.support.store import assert_leases_lapse
 from tests.support.waiting import wait_until
 from tiering.conf.loader import load_config
 from tiering.context import TermContext
@@ -133,8 +137,12 @@ def under_fault(spark, store_factory, zk_server, tmp_path) -> Iterator[StoreUnde
         t.upsert(range(300))
     proxy = FaultProxy(store.url, seed=SEED).start()
     conf = write_conf(
-        tmp_path / "tiering.toml", job="faults", store_url=proxy.url, zk_hosts=zk_server.hosts,
-        zookeeper={"session_timeout_s": CHAOS_SESSION_TIMEOUT_S}, lease={"duration_s": CHAOS_LEASE_S, "renew": True},
+        tmp_path / "tiering.toml",
+        job="faults",
+        store_url=proxy.url,
+        zk_hosts=zk_server.hosts,
+        zookeeper={"session_timeout_s": CHAOS_SESSION_TIMEOUT_S},
+        lease={"duration_s": CHAOS_LEASE_S, "renew": True},
         trigger={"available_now": False, "interval_s": 0.3},
     )
     run = StoreUnderFault(store, proxy, conf, tables, tmp_path / "lake")
@@ -204,19 +212,29 @@ def test_store_sigkilled_mid_round_and_restarted(under_fault, fault_matrix: Faul
     _names_the_store(saw, "GET /v1/tables")
     recovery_s = run.finish(cleared_at)
     job_saw = _job_saw(run, failures)
-    fault_matrix.record(FaultResult.of(
-        "store SIGKILL mid-round (prepare), restarted after 3 s", recovery_s, tally(run.lake, run.tables),
-        f"{saw}; job: {job_saw}", ci=True), tmp_path)
+    fault_matrix.record(
+        FaultResult.of(
+            "store SIGKILL mid-round (prepare), restarted after 3 s",
+            recovery_s,
+            tally(run.lake, run.tables),
+            f"{saw}; job: {job_saw}",
+            ci=True,
+        ),
+        tmp_path,
+    )
     assert tally(run.lake, run.tables).clean
 
 
 @full_matrix_only
 @pytest.mark.timeout(240)
-@pytest.mark.parametrize("where, method, path", [
-    pytest.param("during planning", "GET", r"^/v1/logs(\?|$)", id="planning"),  # the path with its query
-    pytest.param("between the Delta commit and the report", "POST", r"^/v1/lake-reports$", id="after-commit"),
-    pytest.param("during a lease release", "POST", r"^/v1/leases/[^/]+/release$", id="release"),
-])
+@pytest.mark.parametrize(
+    "where, method, path",
+    [
+        pytest.param("during planning", "GET", r"^/v1/logs(\?|$)", id="planning"),  # the path with its query
+        pytest.param("between the Delta commit and the report", "POST", r"^/v1/lake-reports$", id="after-commit"),
+        pytest.param("during a lease release", "POST", r"^/v1/leases/[^/]+/release$", id="release"),
+    ],
+)
 def test_store_sigstopped(under_fault, fault_matrix: FaultMatrix, tmp_path, where, method, path):
     """The store frozen at a point of the round, longer than `tiering status` waits: the job waits
     it out; afterwards the store knows every commit the lake holds (a report held in the freeze
@@ -231,9 +249,16 @@ def test_store_sigstopped(under_fault, fault_matrix: FaultMatrix, tmp_path, wher
     for t in run.tables:
         reported = run.client.get_lake(t.name)
         assert reported is not None and reported.lake_version == DeltaTable(str(run.lake / t.name)).version(), t.name
-    fault_matrix.record(FaultResult.of(
-        f"store SIGSTOP {STALL_S:.0f}s {where}", recovery_s, tally(run.lake, run.tables),
-        f"{saw}; job: {_job_saw(run, failures)}", ci=False), tmp_path)
+    fault_matrix.record(
+        FaultResult.of(
+            f"store SIGSTOP {STALL_S:.0f}s {where}",
+            recovery_s,
+            tally(run.lake, run.tables),
+            f"{saw}; job: {_job_saw(run, failures)}",
+            ci=False,
+        ),
+        tmp_path,
+    )
 
 
 @full_matrix_only
@@ -259,11 +284,16 @@ def test_store_answering_503_to_the_rounds_segment_lookups(under_fault, fault_ma
     assert a["last_failure_cause"] == "store" and a["last_failure_state"] == "acquired", a
     _names_the_store(a["last_failure"], "POST /v1/segments")
     recovery_s = run.finish(cleared_at)
-    fault_matrix.record(FaultResult.of(
-        f"store 503 to the round's segment lookups, {ERRORS_S:.0f}s ({rule.injected} answers)", recovery_s,
-        tally(run.lake, run.tables),
-        f"status: a failing ({a['last_failure_cause']} in {a['last_failure_state']}): {a['last_failure']}",
-        ci=False), tmp_path)
+    fault_matrix.record(
+        FaultResult.of(
+            f"store 503 to the round's segment lookups, {ERRORS_S:.0f}s ({rule.injected} answers)",
+            recovery_s,
+            tally(run.lake, run.tables),
+            f"status: a failing ({a['last_failure_cause']} in {a['last_failure_state']}): {a['last_failure']}",
+            ci=False,
+        ),
+        tmp_path,
+    )
 
 
 @full_matrix_only
@@ -276,16 +306,24 @@ def test_store_answering_500_to_a_third_of_all_calls(under_fault, fault_matrix: 
     rule = run.proxy.add(Rule(store_error(500, "INTERNAL", "injected"), share=0.33))
     with Writers(run.tables):
         for t in run.tables:
-            wait_until(lambda: run.commits(t.name) >= before[t.name] + 3, f"{t.name} to commit under the 500s",
-                       timeout_s=120)
+            wait_until(
+                lambda: run.commits(t.name) >= before[t.name] + 3, f"{t.name} to commit under the 500s", timeout_s=120
+            )
     run.proxy.remove(rule)
     cleared_at = time.monotonic()
 
     assert run.rounds.failures[failures:] == [], "retries absorb scattered 5xx"
     recovery_s = run.finish(cleared_at)
-    fault_matrix.record(FaultResult.of(
-        f"store 500 to 33% of calls ({rule.injected} answers)", recovery_s, tally(run.lake, run.tables),
-        f"{status_line(run.conf)}; job: {_job_saw(run, failures)}", ci=False), tmp_path)
+    fault_matrix.record(
+        FaultResult.of(
+            f"store 500 to 33% of calls ({rule.injected} answers)",
+            recovery_s,
+            tally(run.lake, run.tables),
+            f"{status_line(run.conf)}; job: {_job_saw(run, failures)}",
+            ci=False,
+        ),
+        tmp_path,
+    )
 
 
 def _wait_saw(driver: Driver, text: str, timeout_s: float = 120) -> None:
@@ -294,7 +332,9 @@ def _wait_saw(driver: Driver, text: str, timeout_s: float = 120) -> None:
     def seen() -> bool:
         if driver.saw(text):
             return True
-        assert driver.proc.poll() is None, f"driver {driver.pid} exited {driver.proc.returncode} before {text!r}:\n{driver.tail()}"
+        assert driver.proc.poll() is None, (
+            f"driver {driver.pid} exited {driver.proc.returncode} before {text!r}:\n{driver.tail()}"
+        )
         return False
 
     wait_until(seen, f"{text!r} from driver {driver.pid}", timeout_s=timeout_s, interval_s=0.2)
@@ -316,8 +356,14 @@ def test_zookeeper_sigstopped_past_the_session_timeout_while_the_leader_writes_f
         t.upsert(range(300))
     lake = tmp_path / "lake"
     with FaultProxy(store.url, seed=SEED) as proxy:
-        conf = write_conf(tmp_path / "tiering.toml", job="zk-faults", store_url=proxy.url, zk_hosts=zk.hosts,
-                          **CHAOS, trigger={"available_now": False, "interval_s": 0.3})
+        conf = write_conf(
+            tmp_path / "tiering.toml",
+            job="zk-faults",
+            store_url=proxy.url,
+            zk_hosts=zk.hosts,
+            **CHAOS,
+            trigger={"available_now": False, "interval_s": 0.3},
+        )
         leader = Driver(conf, tmp_path / "leader.log")
         standby: Driver | None = None
         try:
@@ -362,12 +408,18 @@ def test_zookeeper_sigstopped_past_the_session_timeout_while_the_leader_writes_f
     lost = re.search(r"leadership lost: (.*)", leader.output()).group(1)
     assert "ZooKeeper" in lost, lost
     counted = tally(lake, tables)
-    fault_matrix.record(FaultResult.of(
-        f"ZooKeeper SIGSTOP past the session timeout ({CHAOS_SESSION_TIMEOUT_S:.0f}s) while the leader's round "
-        "writes files", recovery_s, counted,
-        f"{status_box.get('result', status_box.get('error'))} (asked during the freeze, answered after it); old "
-        f"leader exit 1: leadership lost: {lost}; its round's commit refused by the fence, standby led", ci=True),
-        tmp_path)
+    fault_matrix.record(
+        FaultResult.of(
+            f"ZooKeeper SIGSTOP past the session timeout ({CHAOS_SESSION_TIMEOUT_S:.0f}s) while the leader's round "
+            "writes files",
+            recovery_s,
+            counted,
+            f"{status_box.get('result', status_box.get('error'))} (asked during the freeze, answered after it); old "
+            f"leader exit 1: leadership lost: {lost}; its round's commit refused by the fence, standby led",
+            ci=True,
+        ),
+        tmp_path,
+    )
     assert counted.clean
 
 
@@ -406,23 +458,53 @@ def test_executor_sigkilled_mid_task_on_the_standalone_cluster(
     big = TableOracle(client, "big", num_buckets=16, seed=SEED)
     for start in range(0, 160_000, 40_000):
         big.upsert(range(start, start + 40_000))
-    conf = write_conf(tmp_path / "tiering.toml", job="executor-kill", store_url=store.url, zk_hosts=zk_server.hosts,
-                      zookeeper={"session_timeout_s": 6.0}, lake={"driver_max_changes": 0})
+    conf = write_conf(
+        tmp_path / "tiering.toml",
+        job="executor-kill",
+        store_url=store.url,
+        zk_hosts=zk_server.hosts,
+        zookeeper={"session_timeout_s": 6.0},
+        lake={"driver_max_changes": 0},
+    )
     zip_path = build_pyfiles_zip(tmp_path / "kv_tiering.zip")
     table_dir = tmp_path / "lake" / "big"
     log = tmp_path / "spark-submit.log"
     with open(log, "wb") as out:
         submitted = subprocess.Popen(
-            [str(Path(sys.executable).parent / "spark-submit"), "--master", spark_cluster.master,
-             "--py-files", str(zip_path), "--conf", "spark.driver.host=127.0.0.1",
-             "--conf", "spark.driver.bindAddress=127.0.0.1", "--conf", "spark.ui.enabled=false",
-             "--conf", "spark.driver.memory=512m", "--conf", "spark.executor.memory=512m",
-             str(REPO / "jobs" / "tiering_job.py"), "--conf", str(conf), "--available-now"],
-            env=spark_cluster.env(), cwd=tmp_path, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+            [
+                str(Path(sys.executable).parent / "spark-submit"),
+                "--master",
+                spark_cluster.master,
+                "--py-files",
+                str(zip_path),
+                "--conf",
+                "spark.driver.host=127.0.0.1",
+                "--conf",
+                "spark.driver.bindAddress=127.0.0.1",
+                "--conf",
+                "spark.ui.enabled=false",
+                "--conf",
+                "spark.driver.memory=512m",
+                "--conf",
+                "spark.executor.memory=512m",
+                str(REPO / "jobs" / "tiering_job.py"),
+                "--conf",
+                str(conf),
+                "--available-now",
+            ],
+            env=spark_cluster.env(),
+            cwd=tmp_path,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
         )
     try:
-        first = wait_until(lambda: _new_data_file(table_dir, set()) or submitted.poll() is not None,
-                           "the round's first bucket file", timeout_s=300, interval_s=0.02)
+        first = wait_until(
+            lambda: _new_data_file(table_dir, set()) or submitted.poll() is not None,
+            "the round's first bucket file",
+            timeout_s=300,
+            interval_s=0.02,
+        )
         assert isinstance(first, Path), f"spark-submit exited first:\n{log.read_text()[-3000:]}"
         assert not (table_dir / "_delta_log").exists() or not DeltaTable(str(table_dir)).files(), "still uncommitted"
         victim = _executors(spark_cluster)[0]
@@ -442,7 +524,14 @@ def test_executor_sigkilled_mid_task_on_the_standalone_cluster(
     assert client.list_leases() == [], "the clean stop dropped the lease"
     assert_no_orphans(tmp_path / "lake", [big])
     counted = tally(tmp_path / "lake", [big])
-    fault_matrix.record(FaultResult.of(
-        "Spark executor SIGKILL mid-task (standalone cluster, 16-bucket bootstrap)", recovery_s, counted,
-        f"driver log: {lost_task.group(0)[:160]}; job exit 0", ci=False), tmp_path)
+    fault_matrix.record(
+        FaultResult.of(
+            "Spark executor SIGKILL mid-task (standalone cluster, 16-bucket bootstrap)",
+            recovery_s,
+            counted,
+            f"driver log: {lost_task.group(0)[:160]}; job exit 0",
+            ci=False,
+        ),
+        tmp_path,
+    )
     assert counted.clean

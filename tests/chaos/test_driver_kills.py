@@ -69,10 +69,15 @@ def test_driver_sigkilled_at_random_points_never_loses_or_duplicates_rows(store_
     rng = random.Random(SEED)
     store = store_factory(num_retained=1, gc_interval_s=0.2, snapshot_interval_s=0.5)
     client = store.client()
-    tables = [TableOracle(client, "orders", num_buckets=3, seed=SEED), TableOracle(client, "users", num_buckets=2, seed=SEED)]
+    tables = [
+        TableOracle(client, "orders", num_buckets=3, seed=SEED),
+        TableOracle(client, "users", num_buckets=2, seed=SEED),
+    ]
     for t in tables:
         t.upsert(range(200))
-    conf = write_conf(tmp_path / "tiering.toml", job="chaos-kills", store_url=store.url, zk_hosts=zk_server.hosts, **CHAOS)
+    conf = write_conf(
+        tmp_path / "tiering.toml", job="chaos-kills", store_url=store.url, zk_hosts=zk_server.hosts, **CHAOS
+    )
     lake = tmp_path / "lake"
     history: list[str] = []
     for trial in range(1, TRIALS + 1):
@@ -87,7 +92,9 @@ def test_driver_sigkilled_at_random_points_never_loses_or_duplicates_rows(store_
             rc, out = run_driver(conf, failpoint=kind)
             what = f"failpoint {kind}: exit {rc}"
             # every trial has changes to tier, so every round reaches its failpoint
-            assert rc == -signal.SIGKILL and fired(kind) in out, f"seed {SEED} trial {trial} {what}, not fired:\n{out[-3000:]}"
+            assert rc == -signal.SIGKILL and fired(kind) in out, (
+                f"seed {SEED} trial {trial} {what}, not fired:\n{out[-3000:]}"
+            )
         else:
             driver = Driver(conf, available_now=True)
             what = f"{kind}: {_kill_at_random_time(driver, rng, kind)}"

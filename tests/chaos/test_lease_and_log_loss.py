@@ -25,9 +25,9 @@ from tests.support.oracle import TableOracle, assert_lakes_equal, lake_rows
 from tests.support.running import Rounds, Writers, in_thread, wait_caught_up
 from tests.support.store import assert_leases_lapse
 from tests.support.waiting import wait_until
-from tiering.job import TieringJob
 from tiering.context import TermContext
-from tiering.lakestate.lake import Lake
+from tiering.delta_log.lake import Lake
+from tiering.job import TieringJob
 
 pytestmark = [pytest.mark.chaos, pytest.mark.integration]
 
@@ -46,7 +46,9 @@ def test_lease_expiring_mid_read_fails_the_table_cleanly_and_the_next_round_read
     tables[0].upsert(range(400))
     rounds = Rounds()
     config = make_config(
-        tmp_path, store.url, "127.0.0.1:1",
+        tmp_path,
+        store.url,
+        "127.0.0.1:1",
         **{"trigger.available_now": False, "trigger.interval_s": 0.2, "lease.duration_s": 0.05, "lease.renew": False},
     )
     job = TieringJob(spark, TermContext.begin(config, 1), on_round=rounds)
@@ -86,8 +88,11 @@ def _truncate_past_the_lake(client, orders: TableOracle, lake_root: str) -> dict
     orders.churn(80, key_space=400)
     client.take_snapshots(orders.name)
     wait_until(
-        lambda: all(b.log_start_offset > position.buckets.get(b.bucket, 0) for b in client.log_info(orders.name).buckets),
-        timeout_s=20, what="the retention cap to delete segments past the lake offset",
+        lambda: all(
+            b.log_start_offset > position.buckets.get(b.bucket, 0) for b in client.log_info(orders.name).buckets
+        ),
+        timeout_s=20,
+        what="the retention cap to delete segments past the lake offset",
     )
     orders.churn(30, key_space=400)  # and changes after the snapshot, still in the log
     return dict(position.buckets)
@@ -106,8 +111,12 @@ def test_log_truncated_past_the_lake_fails_with_data_loss_or_rebootstraps(spark,
     offsets = _truncate_past_the_lake(client, orders, str(lake))
 
     conf = write_conf(
-        tmp_path / "strict.toml", job="t-job", store_url=capped_store.url, zk_hosts=zk_server.hosts,
-        **CHAOS, limits={"fail_on_data_loss": True},
+        tmp_path / "strict.toml",
+        job="t-job",
+        store_url=capped_store.url,
+        zk_hosts=zk_server.hosts,
+        **CHAOS,
+        limits={"fail_on_data_loss": True},
     )
     rc, out = run_driver(conf)
     assert rc != 0, f"fail_on_data_loss must fail the run:\n{out[-2000:]}"
@@ -118,7 +127,9 @@ def test_log_truncated_past_the_lake_fails_with_data_loss_or_rebootstraps(spark,
     assert lake_rows(lake, "orders") == assert_lake_equals_before
     assert_leases_lapse(client)
 
-    assert TieringJob(spark, TermContext.begin(config, 2)).run().ok, "without fail_on_data_loss the buckets are bootstrapped again"
+    assert TieringJob(spark, TermContext.begin(config, 2)).run().ok, (
+        "without fail_on_data_loss the buckets are bootstrapped again"
+    )
     assert_lakes_equal(lake, [orders])
     assert client.list_leases() == []
     assert_no_orphans(lake, [orders])

@@ -37,8 +37,8 @@ from tests.support.lake import tiering_commits
 from tests.support.oracle import TableOracle
 from tests.support.running import Writers
 from tests.support.waiting import wait_until
-from tiering.lakestate.lake import Lake
-from tiering.storage.embedded_s3 import EmbeddedS3
+from tiering.delta_log.lake import Lake
+from tiering.objectstore.embedded_s3 import EmbeddedS3
 
 pytestmark = [pytest.mark.chaos, pytest.mark.integration]
 
@@ -46,8 +46,14 @@ SEED = int(os.environ.get("CHAOS_SEED", "6061"))
 FULL = os.environ.get("CHAOS_MATRIX") == "full"
 full_matrix_only = pytest.mark.skipif(not FULL, reason="the whole fault matrix runs under scripts/chaos.sh")
 #: Client settings a fault outlasts quickly: a request gives up after ~3 x 3 s.
-FAST_S3 = {"timeout": "3s", "connect_timeout": "2s", "max_retries": "2", "retry_timeout": "10s",
-           "backoff_config.init_backoff": "50ms", "backoff_config.max_backoff": "500ms"}
+FAST_S3 = {
+    "timeout": "3s",
+    "connect_timeout": "2s",
+    "max_retries": "2",
+    "retry_timeout": "10s",
+    "backoff_config.init_backoff": "50ms",
+    "backoff_config.max_backoff": "500ms",
+}
 #: Longer than a request's whole retry budget under FAST_S3.
 STOP_S = 12.0
 #: A table's data files, its Delta log (reads and the commit's PUT), by path through the proxy.
@@ -106,8 +112,10 @@ class LakeUnderFault:
         entry = next((t for t in json.loads(done.stdout)["tables"] if t["table"] == table), None)
         if entry is None or entry["state"] != "failing":
             return None, f"status: {table} {entry['state'] if entry else 'not listed'}"
-        return entry, (f"status: {table} failing ({entry['last_failure_cause']} in {entry['last_failure_state']}): "
-                       f"{entry['last_failure']}")
+        return entry, (
+            f"status: {table} failing ({entry['last_failure_cause']} in {entry['last_failure_state']}): "
+            f"{entry['last_failure']}"
+        )
 
     def unreadable(self, table: str) -> str:
         """Why `tiering status` cannot read ``table``'s Delta log now ('' when it can): the planner
@@ -143,8 +151,14 @@ def s3_under_fault(store_factory, zk_server, tmp_path) -> Iterator[LakeUnderFaul
     storage = {**s3.storage_options(), "AWS_ENDPOINT_URL": proxy.url, **FAST_S3}
     root = f"{s3.root}/faults"
     conf = write_conf(
-        tmp_path / "tiering.toml", job="s3-faults", store_url=store.url, zk_hosts=zk_server.hosts, lake_root=root,
-        lake={"storage": storage}, trigger={"available_now": False, "interval_s": 0.3}, **CHAOS,
+        tmp_path / "tiering.toml",
+        job="s3-faults",
+        store_url=store.url,
+        zk_hosts=zk_server.hosts,
+        lake_root=root,
+        lake={"storage": storage},
+        trigger={"available_now": False, "interval_s": 0.3},
+        **CHAOS,
     )
     # the test reads the lake straight from the server, past the proxy
     run = LakeUnderFault(s3, proxy, conf, Lake.at(root, s3.storage_options()), tables)
@@ -191,9 +205,12 @@ def test_s3_sigstopped_during_a_rounds_file_writes(s3_under_fault, fault_matrix:
     _names_s3(failure, "PutObject", "UploadPart", "HeadObject", "PUT", "GET")
     recovery_s = run.finish(cleared_at)
     counted = tally(run.lake, run.tables)
-    fault_matrix.record(FaultResult.of(
-        f"S3 SIGSTOP {STOP_S:.0f}s during a round's file writes", recovery_s, counted, f"job: {failure}", ci=True),
-        tmp_path)
+    fault_matrix.record(
+        FaultResult.of(
+            f"S3 SIGSTOP {STOP_S:.0f}s during a round's file writes", recovery_s, counted, f"job: {failure}", ci=True
+        ),
+        tmp_path,
+    )
     assert counted.clean, counted
 
 
@@ -202,11 +219,14 @@ def _saw(failures: list[str]) -> str:
 
 
 @pytest.mark.timeout(480)
-@pytest.mark.parametrize(("kind", "action"), [
-    pytest.param("503 SlowDown", slow_down(), id="503"),
-    pytest.param("500 InternalError", _internal_error(), id="500", marks=full_matrix_only),
-    pytest.param("connection reset", Reset(), id="reset", marks=full_matrix_only),
-])
+@pytest.mark.parametrize(
+    ("kind", "action"),
+    [
+        pytest.param("503 SlowDown", slow_down(), id="503"),
+        pytest.param("500 InternalError", _internal_error(), id="500", marks=full_matrix_only),
+        pytest.param("connection reset", Reset(), id="reset", marks=full_matrix_only),
+    ],
+)
 def test_s3_failing_a_share_of_all_requests(s3_under_fault, fault_matrix: FaultMatrix, tmp_path, kind, action):
     """Scattered errors are retried inside the requests (or fail a round, re-planned next one):
     both tables keep committing, and nothing is lost or doubled."""
@@ -216,17 +236,25 @@ def test_s3_failing_a_share_of_all_requests(s3_under_fault, fault_matrix: FaultM
     rule = run.proxy.add(Rule(action, share=0.25))
     with Writers(run.tables):
         for t in run.tables:
-            wait_until(lambda: run.commits(t.name) >= before[t.name] + 3, f"{t.name} to commit under the faults",
-                       timeout_s=120)
+            wait_until(
+                lambda: run.commits(t.name) >= before[t.name] + 3, f"{t.name} to commit under the faults", timeout_s=120
+            )
     run.proxy.remove(rule)
     cleared_at = time.monotonic()
 
     failures = run.failures()[since:]
     recovery_s = run.finish(cleared_at)
     counted = tally(run.lake, run.tables)
-    fault_matrix.record(FaultResult.of(
-        f"S3 {kind} to 25% of requests ({rule.injected} answers)", recovery_s, counted, _saw(failures),
-        ci=kind.startswith("503")), tmp_path)
+    fault_matrix.record(
+        FaultResult.of(
+            f"S3 {kind} to 25% of requests ({rule.injected} answers)",
+            recovery_s,
+            counted,
+            _saw(failures),
+            ci=kind.startswith("503"),
+        ),
+        tmp_path,
+    )
     assert counted.clean, counted
 
 
@@ -253,15 +281,29 @@ def _one_table_fails(
 
 @full_matrix_only
 @pytest.mark.timeout(600)
-@pytest.mark.parametrize(("fault", "rule", "named", "status_reads_it"), [
-    pytest.param("503 SlowDown to every data-file PUT", Rule(slow_down(), method="PUT", path=DATA_PUT.format(table="a")),
-                 ("PutObject", "SLOW_DOWN"), True, id="data-put-503"),
-    # the planner leaves a table whose Delta log it cannot read out of its rounds; status names it
-    pytest.param("500 to every Delta log request", Rule(_internal_error(), path=LOG.format(table="a")),
-                 ("_delta_log",), False, id="delta-log-500"),
-])
-def test_s3_failing_one_tables_requests(s3_under_fault, fault_matrix: FaultMatrix, tmp_path, fault, rule, named,
-                                        status_reads_it):
+@pytest.mark.parametrize(
+    ("fault", "rule", "named", "status_reads_it"),
+    [
+        pytest.param(
+            "503 SlowDown to every data-file PUT",
+            Rule(slow_down(), method="PUT", path=DATA_PUT.format(table="a")),
+            ("PutObject", "SLOW_DOWN"),
+            True,
+            id="data-put-503",
+        ),
+        # the planner leaves a table whose Delta log it cannot read out of its rounds; status names it
+        pytest.param(
+            "500 to every Delta log request",
+            Rule(_internal_error(), path=LOG.format(table="a")),
+            ("_delta_log",),
+            False,
+            id="delta-log-500",
+        ),
+    ],
+)
+def test_s3_failing_one_tables_requests(
+    s3_under_fault, fault_matrix: FaultMatrix, tmp_path, fault, rule, named, status_reads_it
+):
     """Longer than the client retries: table ``a`` fails naming S3 and the request, ``b`` commits."""
     run = s3_under_fault
     failure, status, cleared_at = _one_table_fails(run, rule, log_unreadable=not status_reads_it)
@@ -270,9 +312,16 @@ def test_s3_failing_one_tables_requests(s3_under_fault, fault_matrix: FaultMatri
     assert all(word in failure for word in named), failure
     assert not status_reads_it or status.startswith("status: a failing (files"), status
     recovery_s = run.finish(cleared_at)
-    fault_matrix.record(FaultResult.of(
-        f"S3 {fault} of table a ({rule.injected} answers)", recovery_s, tally(run.lake, run.tables),
-        f"{status}; b committed meanwhile", ci=False), tmp_path)
+    fault_matrix.record(
+        FaultResult.of(
+            f"S3 {fault} of table a ({rule.injected} answers)",
+            recovery_s,
+            tally(run.lake, run.tables),
+            f"{status}; b committed meanwhile",
+            ci=False,
+        ),
+        tmp_path,
+    )
 
 
 @full_matrix_only
@@ -290,9 +339,16 @@ def test_the_answer_to_a_commits_conditional_put_is_lost(s3_under_fault, fault_m
 
     recovery_s = run.finish(cleared_at)
     assert run.commits("a") > before
-    fault_matrix.record(FaultResult.of(
-        "S3 commit's conditional PUT landed, its answer lost (reset)", recovery_s, tally(run.lake, run.tables),
-        _saw(run.failures()[since:]), ci=False), tmp_path)
+    fault_matrix.record(
+        FaultResult.of(
+            "S3 commit's conditional PUT landed, its answer lost (reset)",
+            recovery_s,
+            tally(run.lake, run.tables),
+            _saw(run.failures()[since:]),
+            ci=False,
+        ),
+        tmp_path,
+    )
 
 
 @full_matrix_only
@@ -313,6 +369,13 @@ def test_s3_sigkilled_during_a_commit_and_restarted(s3_under_fault, fault_matrix
 
     _names_s3(failure, "PUT", "GET", "_delta_log")
     recovery_s = run.finish(cleared_at)
-    fault_matrix.record(FaultResult.of(
-        "S3 SIGKILL during a commit, restarted on the same data dir", recovery_s, tally(run.lake, run.tables),
-        f"job: {failure}; {status}", ci=False), tmp_path)
+    fault_matrix.record(
+        FaultResult.of(
+            "S3 SIGKILL during a commit, restarted on the same data dir",
+            recovery_s,
+            tally(run.lake, run.tables),
+            f"job: {failure}; {status}",
+            ci=False,
+        ),
+        tmp_path,
+    )

@@ -23,9 +23,9 @@ from tests.support.lake import assert_no_orphans
 from tests.support.oracle import TableOracle, assert_lakes_equal
 from tests.support.running import Rounds, Writers, in_thread, wait_caught_up, wait_lake_commits
 from tests.support.store import assert_leases_lapse
+from tiering.context import TermContext
 from tiering.errors import LeadershipLostError
 from tiering.job import TieringJob, run_as_leader
-from tiering.context import TermContext
 
 pytestmark = [pytest.mark.chaos, pytest.mark.integration]
 
@@ -42,9 +42,16 @@ def _tables(client, n: int = 2) -> list[TableOracle]:
 
 def _continuous(tmp_path, store, zk_hosts: str, **overrides):
     return make_config(
-        tmp_path, store.url, zk_hosts,
-        **{"trigger.available_now": False, "trigger.interval_s": 0.3, "lease.duration_s": CHAOS_LEASE_S,
-           "zookeeper.session_timeout_s": CHAOS_SESSION_TIMEOUT_S, **overrides},
+        tmp_path,
+        store.url,
+        zk_hosts,
+        **{
+            "trigger.available_now": False,
+            "trigger.interval_s": 0.3,
+            "lease.duration_s": CHAOS_LEASE_S,
+            "zookeeper.session_timeout_s": CHAOS_SESSION_TIMEOUT_S,
+            **overrides,
+        },
     )
 
 

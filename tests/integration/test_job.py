@@ -56,7 +56,9 @@ def test_a_standby_stopped_while_it_waits_leaves_the_queue_with_an_empty_result(
 def test_maintenance_by_hand_is_a_term_of_its_own_over_the_jobs_tables(kv_store, zk_hosts, unique_job, tmp_path):
     client = kv_store.client()
     for name in ("orders", "scratch"):
-        client.create_table(TableSpec(name=name, schema=[{"name": "id", "type": "bigint"}], primary_key=["id"], num_buckets=1))
+        client.create_table(
+            TableSpec(name=name, schema=[{"name": "id", "type": "bigint"}], primary_key=["id"], num_buckets=1)
+        )
     config = make_config(tmp_path, kv_store.url, zk_hosts, job=unique_job, **{"tables.exclude": ["scratch"]})
     with acquire_leadership(zk_hosts, unique_job, 5.0, timeout_s=10) as earlier:
         pass
@@ -71,9 +73,15 @@ def test_maintenance_by_hand_is_a_term_of_its_own_over_the_jobs_tables(kv_store,
 
 
 def test_the_spark_settings_the_writer_relies_on_win_over_the_config(spark, tmp_path):
-    config = make_config(tmp_path, "http://127.0.0.1:1", "127.0.0.1:1", **{
-        "spark.spark.sql.session.timeZone": "America/New_York", "spark.spark.kvtiering.test.marker": "set",
-    })
+    config = make_config(
+        tmp_path,
+        "http://127.0.0.1:1",
+        "127.0.0.1:1",
+        **{
+            "spark.spark.sql.session.timeZone": "America/New_York",
+            "spark.spark.kvtiering.test.marker": "set",
+        },
+    )
     assert config.spark["spark.sql.session.timeZone"] == "America/New_York"
 
     session = build_spark(config)

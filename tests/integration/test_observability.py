@@ -18,19 +18,23 @@ from tiering.lake.round_protocol import TableCommit
 from tiering.observability import RoundObserver, TieringMetrics
 from tiering.round.health import TableHealth
 from tiering.round.outcome import RoundOutcome
-from tiering.round.states import FailureCause, TableFailure, TableState
+from tiering.round.table_states import FailureCause, TableFailure, TableState
 
 pytestmark = pytest.mark.integration
 
 
 def context(tmp_path, store_url: str = "http://127.0.0.1:9") -> TermContext:
-    config = load_config(None, {}, {
-        "job.name": "obs-job",
-        "job.checkpoint": str(tmp_path / "ckpt"),
-        "kvstore.url": store_url,
-        "zookeeper.hosts": "127.0.0.1:9",
-        "lake.root": str(tmp_path / "lake"),
-    })
+    config = load_config(
+        None,
+        {},
+        {
+            "job.name": "obs-job",
+            "job.checkpoint": str(tmp_path / "ckpt"),
+            "kvstore.url": store_url,
+            "zookeeper.hosts": "127.0.0.1:9",
+            "lake.root": str(tmp_path / "lake"),
+        },
+    )
     return TermContext(config=config, epoch=5, lease_id="obs-job-lease")
 
 
@@ -39,16 +43,32 @@ DISK_FULL = TableFailure(FailureCause.COMMIT, TableState.WRITTEN, "LakeCommitErr
 
 def outcome(table_id: int = 3, positions: dict[int, int] | None = None, round_id: int = 42) -> RoundOutcome:
     orders = TableCommit(
-        table="orders", table_id=table_id, delta_version=7, positions=positions or {0: 120, 1: 80}, skipped=False,
-        bootstrap_buckets=(1,), log_buckets=(0, 1), rows_in=250, rows_out=900,
+        table="orders",
+        table_id=table_id,
+        delta_version=7,
+        positions=positions or {0: 120, 1: 80},
+        skipped=False,
+        bootstrap_buckets=(1,),
+        log_buckets=(0, 1),
+        rows_in=250,
+        rows_out=900,
     )
     health = {
-        "orders": TableHealth(table="orders", table_id=table_id, last_commit_version=7, last_commit_ms=1_700_000_000_000),
-        "users": TableHealth(table="users", table_id=9, consecutive_failures=4, last_failure="disk full",
-                             dropped_ms=1_700_000_000_000),
+        "orders": TableHealth(
+            table="orders", table_id=table_id, last_commit_version=7, last_commit_ms=1_700_000_000_000
+        ),
+        "users": TableHealth(
+            table="users", table_id=9, consecutive_failures=4, last_failure="disk full", dropped_ms=1_700_000_000_000
+        ),
     }
-    return RoundOutcome(round_id=round_id, epoch=5, committed={"orders": orders},
-                        failed={"users": DISK_FULL}, lag={"orders": 15}, health=health)
+    return RoundOutcome(
+        round_id=round_id,
+        epoch=5,
+        committed={"orders": orders},
+        failed={"users": DISK_FULL},
+        lag={"orders": 15},
+        health=health,
+    )
 
 
 def sample(registry: CollectorRegistry, name: str, **labels) -> float | None:
@@ -56,8 +76,11 @@ def sample(registry: CollectorRegistry, name: str, **labels) -> float | None:
 
 
 def test_a_round_logs_one_line_per_table_and_sets_the_metrics(tmp_path, caplog, store_client):
-    info = store_client.create_table(TableSpec.model_validate(
-        {"name": "orders", "schema": [{"name": "id", "type": "bigint"}], "primary_key": ["id"], "num_buckets": 2}))
+    info = store_client.create_table(
+        TableSpec.model_validate(
+            {"name": "orders", "schema": [{"name": "id", "type": "bigint"}], "primary_key": ["id"], "num_buckets": 2}
+        )
+    )
     store_client.upsert("orders", [{"id": i} for i in range(10)])
     snapshots = store_client.take_snapshots("orders").buckets
     ctx = context(tmp_path, store_client.url)

@@ -30,8 +30,16 @@ CHAOS = {
 }
 
 
-def write_conf(path: Path, *, job: str, store_url: str, zk_hosts: str, checkpoint: Path | str | None = None,
-               lake_root: Path | str | None = None, **sections: dict) -> Path:
+def write_conf(
+    path: Path,
+    *,
+    job: str,
+    store_url: str,
+    zk_hosts: str,
+    checkpoint: Path | str | None = None,
+    lake_root: Path | str | None = None,
+    **sections: dict,
+) -> Path:
     """A ``tiering`` TOML config at ``path``: the job, its store and ZooKeeper, its checkpoint and
     lake root (by default ``ckpt`` and ``lake`` beside the file); each of ``sections`` adds keys
     to a section or a whole section (``zookeeper={"session_timeout_s": 2.0}``, ``lake={"storage": ...}``,

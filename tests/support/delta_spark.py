@@ -19,7 +19,7 @@ import os
 from functools import cache
 from typing import Any
 
-from tiering.lakestate.lake import Lake
+from tiering.delta_log.lake import Lake
 
 #: Comma-separated Delta jars (``deploy/jars/lib``, fetched by ``scripts/setup_delta.sh``) the
 #: test's Spark sessions and the drivers they start put on Spark's classpath.
@@ -59,7 +59,9 @@ class DeltaReader:
             reader = reader.option(key, str(value))
         return reader.load(lake.path(table))
 
-    def rows(self, lake: Lake, table: str, key: str = "id", *, drop: tuple[str, ...] = (), **options: Any) -> dict[Any, dict]:
+    def rows(
+        self, lake: Lake, table: str, key: str = "id", *, drop: tuple[str, ...] = (), **options: Any
+    ) -> dict[Any, dict]:
         """The table's rows by ``key`` (a duplicate fails), without the ``drop`` columns;
         ``options`` are the reader's (``versionAsOf``)."""
         out: dict[Any, dict] = {}
@@ -107,7 +109,7 @@ def _missing_jars(spark) -> str | None:
 def _plain(value: Any) -> Any:
     """A value as delta-rs gives it: Spark collects a timestamp as a naive local time."""
     if isinstance(value, dt.datetime) and value.tzinfo is None:
-        return value.astimezone(dt.timezone.utc)
+        return value.astimezone(dt.UTC)
     return value
 
 

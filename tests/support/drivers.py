@@ -36,8 +36,9 @@ class Driver:
     """One ``tiering run --conf`` process group, its output in ``log`` (by default a new file
     beside ``conf``); ``available_now`` adds ``--available-now``."""
 
-    def __init__(self, conf: Path, log: Path | None = None, *, available_now: bool = False,
-                 failpoint: str | None = None) -> None:
+    def __init__(
+        self, conf: Path, log: Path | None = None, *, available_now: bool = False, failpoint: str | None = None
+    ) -> None:
         if log is None:
             fd, name = tempfile.mkstemp(prefix="driver-", suffix=".log", dir=conf.parent)
             os.close(fd)
@@ -46,8 +47,13 @@ class Driver:
         argv = [sys.executable, "-m", "tiering.cli", "run", "--conf", str(conf)]
         with open(log, "wb") as out:
             self.proc = subprocess.Popen(
-                argv + (["--available-now"] if available_now else []), cwd=REPO, env=driver_env(failpoint),
-                stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
+                argv + (["--available-now"] if available_now else []),
+                cwd=REPO,
+                env=driver_env(failpoint),
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
             )
         self.pid = self.proc.pid
 
@@ -111,13 +117,18 @@ def run_driver(conf: Path, failpoint: str | None = None, timeout_s: float = 300)
 def tiering_cli(*argv: str) -> subprocess.CompletedProcess:
     """The ``tiering`` command as an operator runs it (no ``TIERING_*`` from the test's environment)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("TIERING_")}
-    return subprocess.run([sys.executable, "-m", "tiering.cli", *argv], env=env, capture_output=True, text=True,
-                          timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "tiering.cli", *argv], env=env, capture_output=True, text=True, timeout=120
+    )
 
 
 def build_pyfiles_zip(dest: Path) -> Path:
     """The package as spark-submit ships it (``--py-files``), built the documented way."""
-    built = subprocess.run([str(REPO / "scripts" / "build_pyfiles.sh"), str(dest)],
-                           capture_output=True, text=True, env={**os.environ, "PYTHON": sys.executable})
+    built = subprocess.run(
+        [str(REPO / "scripts" / "build_pyfiles.sh"), str(dest)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHON": sys.executable},
+    )
     assert built.returncode == 0, built.stderr
     return dest

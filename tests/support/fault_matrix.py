@@ -29,8 +29,8 @@ from tests.support.drivers import tiering_cli
 from tests.support.oracle import SYSTEM, TableOracle
 from tests.support.running import caught_up
 from tests.support.waiting import wait_until
+from tiering.delta_log.lake import Lake
 from tiering.kvstore.client import KvStoreClient
-from tiering.lakestate.lake import Lake
 
 #: ``scripts/chaos.sh`` sets ``CHAOS_MATRIX=full``: every case, not only CI's bounded part.
 FULL = os.environ.get("CHAOS_MATRIX") == "full"
@@ -82,13 +82,17 @@ def _s3_rows(lake: Lake, table: str) -> list[dict]:
     return dt.to_pyarrow_dataset(filesystem=files).to_table().to_pylist()
 
 
-def wait_recovered(client: KvStoreClient, lake_root: Path | Lake, tables: list[TableOracle], cleared_at: float,
-                   timeout_s: float = 120) -> float:
+def wait_recovered(
+    client: KvStoreClient, lake_root: Path | Lake, tables: list[TableOracle], cleared_at: float, timeout_s: float = 120
+) -> float:
     """Seconds from ``cleared_at`` (``time.monotonic()``) until the lake is at every log end and
     equals the oracle."""
     lake = lake_root if isinstance(lake_root, Lake) else str(lake_root)
-    wait_until(lambda: caught_up(client, lake, tables) and tally(lake_root, tables).clean,
-               "the lake to catch up after the fault", timeout_s=timeout_s)
+    wait_until(
+        lambda: caught_up(client, lake, tables) and tally(lake_root, tables).clean,
+        "the lake to catch up after the fault",
+        timeout_s=timeout_s,
+    )
     return time.monotonic() - cleared_at
 
 
@@ -104,10 +108,12 @@ def status_line(conf: Path) -> str:
     rc, doc, err = status(conf)
     if doc is None:
         return f"status exit {rc}: {err.splitlines()[-1] if err else '(no message)'}"
-    failing = [f"{t['table']}: {t['last_failure_cause']} in {t['last_failure_state']}: {t['last_failure']}"
-               for t in doc["tables"] if t["state"] == "failing"]
-    return (f"status exit {rc}: leader {doc['leader']} epoch {doc['epoch']}, "
-            + ("; ".join(failing) or "every table ok"))
+    failing = [
+        f"{t['table']}: {t['last_failure_cause']} in {t['last_failure_state']}: {t['last_failure']}"
+        for t in doc["tables"]
+        if t["state"] == "failing"
+    ]
+    return f"status exit {rc}: leader {doc['leader']} epoch {doc['epoch']}, " + ("; ".join(failing) or "every table ok")
 
 
 @dataclass(frozen=True)
@@ -136,14 +142,21 @@ class FaultMatrix:
     def record(self, result: FaultResult, tmp_path: Path) -> None:
         (tmp_path / "fault.json").write_text(json.dumps(asdict(result), indent=1))
         self.results.append(result)
-        print(f"\nfault matrix: {result.fault}: recovered in {result.recovery_s:.1f}s, {result.rows_lost} lost, "
-              f"{result.rows_extra} extra, {result.rows_duplicated} duplicated; operator saw: {result.operator_saw}")
+        print(
+            f"\nfault matrix: {result.fault}: recovered in {result.recovery_s:.1f}s, {result.rows_lost} lost, "
+            f"{result.rows_extra} extra, {result.rows_duplicated} duplicated; operator saw: {result.operator_saw}"
+        )
 
     def render(self) -> str:
-        lines = ["| fault | recovery s | rows lost | rows duplicated | CI | what the operator saw |",
-                 "| --- | --- | --- | --- | --- | --- |"]
-        lines += [f"| {r.fault} | {r.recovery_s:.1f} | {r.rows_lost + r.rows_extra} | {r.rows_duplicated} | "
-                  f"{'yes' if r.ci else 'no'} | {r.operator_saw} |" for r in self.results]
+        lines = [
+            "| fault | recovery s | rows lost | rows duplicated | CI | what the operator saw |",
+            "| --- | --- | --- | --- | --- | --- |",
+        ]
+        lines += [
+            f"| {r.fault} | {r.recovery_s:.1f} | {r.rows_lost + r.rows_extra} | {r.rows_duplicated} | "
+            f"{'yes' if r.ci else 'no'} | {r.operator_saw} |"
+            for r in self.results
+        ]
         return "\n".join(lines)
 
 

@@ -85,8 +85,10 @@ Action = Respond | Reset | Delay | Hold
 
 def slow_down(path: str = "/") -> Respond:
     """S3's 503 ``SlowDown``, as S3 sends it."""
-    body = ('<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>SlowDown</Code><Message>Please reduce your request '
-            f'rate.</Message><Resource>{path}</Resource><RequestId>fault-proxy</RequestId></Error>')
+    body = (
+        '<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>SlowDown</Code><Message>Please reduce your request '
+        f"rate.</Message><Resource>{path}</Resource><RequestId>fault-proxy</RequestId></Error>"
+    )
     return Respond(503, body.encode(), "application/xml")
 
 
@@ -108,9 +110,11 @@ class Rule:
     injected: int = 0
 
     def matches(self, method: str, path: str) -> bool:
-        return ((self.method is None or self.method == method)
-                and (self.path is None or re.search(self.path, path) is not None)
-                and (self.times is None or self.injected < self.times))
+        return (
+            (self.method is None or self.method == method)
+            and (self.path is None or re.search(self.path, path) is not None)
+            and (self.times is None or self.injected < self.times)
+        )
 
 
 class FaultProxy:
@@ -216,7 +220,7 @@ class _ProxyHandler(BaseHTTPRequestHandler):
     def handle_one_request(self) -> None:
         try:
             super().handle_one_request()
-        except (ConnectionError, socket.timeout):
+        except (TimeoutError, ConnectionError):
             self.close_connection = True
 
     def __getattr__(self, name: str):
@@ -280,8 +284,13 @@ class _ProxyHandler(BaseHTTPRequestHandler):
         head = [f"{self.command} {self.path} {self.request_version}\r\n".encode("latin-1")]
         head += [f"{k}: {v}\r\n".encode("latin-1") for k, v in self.headers.items() if k.lower() != "expect"]
         upstream.sendall(b"".join(head) + b"\r\n")
-        _copy_body(self.rfile, upstream.sendall, self.headers.get("Transfer-Encoding"),
-                   self.headers.get("Content-Length"), until_close=False)
+        _copy_body(
+            self.rfile,
+            upstream.sendall,
+            self.headers.get("Transfer-Encoding"),
+            self.headers.get("Content-Length"),
+            until_close=False,
+        )
 
     def _read_status_and_headers(self) -> tuple[int, list[bytes]]:
         """The upstream's answer up to its body; interim ``1xx`` answers are skipped."""
@@ -305,8 +314,13 @@ class _ProxyHandler(BaseHTTPRequestHandler):
         if self.command == "HEAD" or status in (204, 304):
             framed = True
         else:
-            framed = _copy_body(self._upstream_in, self.wfile.write, headers.get("transfer-encoding"),
-                                headers.get("content-length"), until_close=True)
+            framed = _copy_body(
+                self._upstream_in,
+                self.wfile.write,
+                headers.get("transfer-encoding"),
+                headers.get("content-length"),
+                until_close=True,
+            )
         self.wfile.flush()
         if not framed or headers.get("connection", "").lower() == "close":
             self._close_upstream()
@@ -315,8 +329,13 @@ class _ProxyHandler(BaseHTTPRequestHandler):
     # -- client side -----------------------------------------------------------------------
 
     def _drain_body(self) -> None:
-        _copy_body(self.rfile, lambda data: None, self.headers.get("Transfer-Encoding"),
-                   self.headers.get("Content-Length"), until_close=False)
+        _copy_body(
+            self.rfile,
+            lambda data: None,
+            self.headers.get("Transfer-Encoding"),
+            self.headers.get("Content-Length"),
+            until_close=False,
+        )
 
     def _reset(self) -> None:
         """Close the client's connection with a RST (SO_LINGER 0), as a crashed server would."""
@@ -325,8 +344,9 @@ class _ProxyHandler(BaseHTTPRequestHandler):
         self.connection.close()
 
 
-def _copy_body(source: BinaryIO, write, transfer_encoding: str | None, content_length: str | None, *,
-               until_close: bool) -> bool:
+def _copy_body(
+    source: BinaryIO, write, transfer_encoding: str | None, content_length: str | None, *, until_close: bool
+) -> bool:
     """Copy one message body, framing included (chunks verbatim, trailers too); False when it was
     framed by the connection's close (read to the end)."""
     if transfer_encoding and "chunked" in transfer_encoding.lower():

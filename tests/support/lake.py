@@ -25,8 +25,8 @@ from deltalake import DeltaTable
 
 from tests.support.delta_spark import delta_reader
 from tests.support.oracle import TableOracle
-from tiering.lakestate.commits import tiering_entry
-from tiering.lakestate.lake import Lake
+from tiering.delta_log.commits import tiering_entry
+from tiering.delta_log.lake import Lake
 
 FEED_COLUMNS = ("_change_type", "_commit_version", "_commit_timestamp")
 
@@ -67,7 +67,7 @@ def files_outside_the_log(table_dir: Path) -> set[str]:
 
 def _as_path(uri: str, table_dir: Path) -> str:
     if uri.startswith("file://"):
-        uri = uri[len("file://"):]
+        uri = uri[len("file://") :]
     return os.path.realpath(uri if os.path.isabs(uri) else os.path.join(table_dir, uri))
 
 
@@ -96,7 +96,9 @@ def assert_no_orphans(lake_root: Path, tables: Iterable[TableOracle]) -> None:
 
 def codecs(meta: pq.FileMetaData) -> set[str]:
     """The codecs of every column chunk of a Parquet file (as pyarrow names them: LZ4 is LZ4_RAW)."""
-    return {meta.row_group(g).column(c).compression for g in range(meta.num_row_groups) for c in range(meta.num_columns)}
+    return {
+        meta.row_group(g).column(c).compression for g in range(meta.num_row_groups) for c in range(meta.num_columns)
+    }
 
 
 def file_codecs(lake: Lake | Path, table: str, paths: Iterable[str]) -> set[str]:
@@ -128,8 +130,9 @@ def read_feed(lake: Lake, table: str, start: int, end: int | None = None) -> lis
 def _as_set(changes: list[dict]) -> list[tuple]:
     """Changes comparable across readers: sorted, without the commit time (each reader types it its
     own way), a timestamp as its UTC time (each reader names UTC its own way)."""
+
     def value(v):
-        return v.astimezone(dt.timezone.utc).isoformat() if isinstance(v, dt.datetime) else repr(v)
+        return v.astimezone(dt.UTC).isoformat() if isinstance(v, dt.datetime) else repr(v)
 
     return sorted(tuple(sorted((k, value(v)) for k, v in c.items() if k != "_commit_timestamp")) for c in changes)
 

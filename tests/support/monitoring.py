@@ -73,8 +73,11 @@ def dashboard_expressions() -> list[Expression]:
         board = json.loads(path.read_text())
         for panel in board["panels"]:
             for target in panel.get("targets", []):
-                out.append(Expression(f"{path.name}: panel {panel['title']!r}", target["expr"],
-                                      [target.get("legendFormat", "")]))
+                out.append(
+                    Expression(
+                        f"{path.name}: panel {panel['title']!r}", target["expr"], [target.get("legendFormat", "")]
+                    )
+                )
         for variable in board.get("templating", {}).get("list", []):
             if variable.get("type") == "query":
                 out.append(Expression(f"{path.name}: variable {variable['name']}", variable["definition"]))

@@ -17,9 +17,9 @@ from typing import Any
 from deltalake.exceptions import TableNotFoundError
 
 from tests.support.delta_spark import assert_versions_read_alike, delta_reader
+from tiering.delta_log.lake import Lake
 from tiering.kvstore.client import KvStoreClient
 from tiering.kvstore.models import TableSpec
-from tiering.lakestate.lake import Lake
 from tiering.verify import check_table
 
 SCHEMA = [
@@ -40,7 +40,9 @@ class TableOracle:
         self.rows: dict[int, dict] = {}
         self.rng = random.Random(f"{name}-{seed}")
         self.info = client.create_table(
-            TableSpec.model_validate({"name": name, "schema": SCHEMA, "primary_key": ["id"], "num_buckets": num_buckets})
+            TableSpec.model_validate(
+                {"name": name, "schema": SCHEMA, "primary_key": ["id"], "num_buckets": num_buckets}
+            )
         )
         self.added: list[str] = []
 
@@ -55,8 +57,13 @@ class TableOracle:
         """Upsert ``ids``; an added column gets ``added[column](id)``, or null when not given
         (an upsert replaces the whole row)."""
         rows = [
-            {"id": i, "name": f"{self.name}-{i}-{self.rng.randrange(10**6)}", "amount": self.rng.random() * 100, "qty": self.rng.randrange(1000),
-             **{c: value(i) for c, value in added.items()}}
+            {
+                "id": i,
+                "name": f"{self.name}-{i}-{self.rng.randrange(10**6)}",
+                "amount": self.rng.random() * 100,
+                "qty": self.rng.randrange(1000),
+                **{c: value(i) for c, value in added.items()},
+            }
             for i in ids
         ]
         self.client.upsert(self.name, rows)
@@ -99,7 +106,9 @@ def assert_lake_equals(lake_root: Lake | Path, oracle: TableOracle) -> None:
     if reader is None:
         return
     columns = set(reader.columns(lake, oracle.name))
-    assert columns == {c["name"] for c in SCHEMA} | set(oracle.added) | set(SYSTEM), f"Spark reads {oracle.name}'s columns as {columns}"
+    assert columns == {c["name"] for c in SCHEMA} | set(oracle.added) | set(SYSTEM), (
+        f"Spark reads {oracle.name}'s columns as {columns}"
+    )
     _assert_rows_equal(reader.rows(lake, oracle.name, drop=SYSTEM), oracle, "Spark's Delta reader")
     assert_versions_read_alike(reader, lake, oracle.name)
 

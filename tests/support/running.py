@@ -17,9 +17,9 @@ from deltalake.exceptions import TableNotFoundError
 
 from tests.support.oracle import TableOracle
 from tests.support.waiting import wait_until
+from tiering.delta_log.lake import Lake
 from tiering.enumerator.positions import LakePosition
 from tiering.kvstore.client import KvStoreClient
-from tiering.lakestate.lake import Lake
 
 
 class Writers:

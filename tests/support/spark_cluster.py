@@ -77,14 +77,20 @@ class SparkCluster:
         )
         return env
 
-    def submit_command(self, script: Path, *args: str, py_files: Path | None = None,
-                       conf: Mapping[str, str] | None = None) -> list[str]:
+    def submit_command(
+        self, script: Path, *args: str, py_files: Path | None = None, conf: Mapping[str, str] | None = None
+    ) -> list[str]:
         """``spark-submit`` of ``script args`` to this master with :data:`SUBMIT_CONF` (``conf``
         adds or overrides keys); run it with :meth:`env`."""
         settings = {**SUBMIT_CONF, **(conf or {})}
         return [
-            str(SPARK_SUBMIT), "--master", self.master, *(["--py-files", str(py_files)] if py_files else []),
-            *(item for key, value in settings.items() for item in ("--conf", f"{key}={value}")), str(script), *args,
+            str(SPARK_SUBMIT),
+            "--master",
+            self.master,
+            *(["--py-files", str(py_files)] if py_files else []),
+            *(item for key, value in settings.items() for item in ("--conf", f"{key}={value}")),
+            str(script),
+            *args,
         ]
 
     def start(self, timeout_s: float = 180.0) -> SparkCluster:
@@ -93,14 +99,36 @@ class SparkCluster:
         (self.directory / "conf" / "log4j2.properties").write_text(_LOG4J)
         # the REST submission server would take the fixed port 6066
         (self.directory / "conf" / "spark-defaults.conf").write_text("spark.master.rest.enabled false\n")
-        self._daemon("master", "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
-                     "--port", str(self.port), "--webui-port", str(self.ui_port))
+        self._daemon(
+            "master",
+            "org.apache.spark.deploy.master.Master",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(self.port),
+            "--webui-port",
+            str(self.ui_port),
+        )
         for i in range(self.workers):
             work = self.directory / f"worker{i}"
             work.mkdir(exist_ok=True)
-            self._daemon(f"worker{i}", "org.apache.spark.deploy.worker.Worker", self.master, "--host", "127.0.0.1",
-                         "--port", str(free_port()), "--webui-port", str(free_port()), "--cores", "1",
-                         "--memory", "1g", "--work-dir", str(work))
+            self._daemon(
+                f"worker{i}",
+                "org.apache.spark.deploy.worker.Worker",
+                self.master,
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(free_port()),
+                "--webui-port",
+                str(free_port()),
+                "--cores",
+                "1",
+                "--memory",
+                "1g",
+                "--work-dir",
+                str(work),
+            )
         deadline = time.monotonic() + timeout_s
         while self._alive_workers() < self.workers:
             if time.monotonic() > deadline or any(p.poll() is not None for p in self._procs):
@@ -129,10 +157,16 @@ class SparkCluster:
 
     def _daemon(self, name: str, main_class: str, *args: str) -> None:
         with open(self.directory / f"{name}.log", "ab") as log:
-            self._procs.append(subprocess.Popen(
-                [str(SPARK_HOME / "bin" / "spark-class"), main_class, *args], env=self.env(), stdout=log,
-                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
-            ))
+            self._procs.append(
+                subprocess.Popen(
+                    [str(SPARK_HOME / "bin" / "spark-class"), main_class, *args],
+                    env=self.env(),
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    stdin=subprocess.DEVNULL,
+                    start_new_session=True,
+                )
+            )
 
     def _alive_workers(self) -> int:
         try:
@@ -141,4 +175,3 @@ class SparkCluster:
         except (OSError, ValueError):
             return 0
         return sum(1 for w in state.get("workers", []) if w.get("state") == "ALIVE")
-

@@ -14,7 +14,11 @@ from tiering.kvstore.models import TableSpec
 def orders_spec(name: str = "orders", num_buckets: int = 1) -> TableSpec:
     return TableSpec(
         name=name,
-        schema=[{"name": "id", "type": "bigint"}, {"name": "amount", "type": "double"}, {"name": "note", "type": "string"}],
+        schema=[
+            {"name": "id", "type": "bigint"},
+            {"name": "amount", "type": "double"},
+            {"name": "note", "type": "string"},
+        ],
         primary_key=["id"],
         num_buckets=num_buckets,
     )
@@ -32,8 +36,12 @@ def wait_gc_passes(client: KvStoreClient, passes: int = 2) -> None:
 
 def assert_leases_lapse(client: KvStoreClient, duration_s: float = CHAOS_LEASE_S) -> None:
     """No lease survives its duration: a crashed driver's lease expires, a live one was dropped."""
-    wait_until(lambda: client.list_leases() == [], f"every lease to lapse within {duration_s}s",
-               timeout_s=duration_s + 5, interval_s=0.25)
+    wait_until(
+        lambda: client.list_leases() == [],
+        f"every lease to lapse within {duration_s}s",
+        timeout_s=duration_s + 5,
+        interval_s=0.25,
+    )
 
 
 def memory_mb(pid: int, field: str = "VmRSS") -> float:

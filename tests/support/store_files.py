@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 from tiering.kvstore.models import TableInfo
 from tiering.kvstore.types import arrow_type
 
-EPOCH0 = dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc)
+EPOCH0 = dt.datetime(2024, 1, 1, tzinfo=dt.UTC)
 
 
 def ts(offset: int) -> dt.datetime:

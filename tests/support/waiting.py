@@ -14,8 +14,9 @@ T = TypeVar("T")
 STORE_PACE = {"timeout_s": 15.0, "interval_s": 0.05}
 
 
-def wait_until(predicate: Callable[[], T], what: str = "condition", *, timeout_s: float = 60.0,
-               interval_s: float = 0.5) -> T:
+def wait_until(
+    predicate: Callable[[], T], what: str = "condition", *, timeout_s: float = 60.0, interval_s: float = 0.5
+) -> T:
     """``predicate()``'s first truthy value, looked for every ``interval_s`` for ``timeout_s``."""
     deadline = time.monotonic() + timeout_s
     while True:

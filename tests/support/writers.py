@@ -12,15 +12,19 @@ from decimal import Decimal
 import pytest
 
 from tiering.conf.model import DEFAULT_DRIVER_MAX_CHANGES
+from tiering.delta_log.lake import Lake
 from tiering.enumerator.splits import sort_key
 from tiering.errors import ConfigError
 from tiering.kvstore.models import TableInfo
 from tiering.lake.delta_spark_writer import check_delta_jars
-from tiering.lakestate.lake import Lake
 
 #: Every writer, by data path: (id, driver_max_changes for delta-rs).
-WRITERS = [("delta-rs-executors", 0), ("delta-rs-driver", DEFAULT_DRIVER_MAX_CHANGES), ("delta-rs-feed", DEFAULT_DRIVER_MAX_CHANGES),
-           ("delta-spark", None)]
+WRITERS = [
+    ("delta-rs-executors", 0),
+    ("delta-rs-driver", DEFAULT_DRIVER_MAX_CHANGES),
+    ("delta-rs-feed", DEFAULT_DRIVER_MAX_CHANGES),
+    ("delta-spark", None),
+]
 
 
 def writer_params(*read_by_spark: str) -> list:
@@ -36,7 +40,10 @@ WRITER_PARAMS = writer_params()
 LAKE_WRITERS = ["delta-rs", pytest.param("delta-spark", marks=pytest.mark.delta_jars)]
 #: Who writes a changelog-only round's files, by writer.
 WRITTEN_BY = {
-    "delta-rs-executors": "executors", "delta-rs-driver": "driver", "delta-rs-feed": "driver (MERGE)", "delta-spark": "delta-spark",
+    "delta-rs-executors": "executors",
+    "delta-rs-driver": "driver",
+    "delta-rs-feed": "driver (MERGE)",
+    "delta-spark": "delta-spark",
 }
 
 JOB = "test-job"
@@ -78,16 +85,24 @@ def missing_delta_jars(spark) -> str | None:
 def skip_without_delta_jars(spark) -> None:
     """Skip the test unless delta-spark can run in ``spark``."""
     if missing_delta_jars(spark) is not None:
-        pytest.skip("delta-spark not executable here: the Delta jars are not on Spark's classpath "
-                    "(io.delta.tables.DeltaTable is not loadable; scripts/test_delta.sh runs these)")
+        pytest.skip(
+            "delta-spark not executable here: the Delta jars are not on Spark's classpath "
+            "(io.delta.tables.DeltaTable is not loadable; scripts/test_delta.sh runs these)"
+        )
 
 
 def commit(writer, files, *, epoch=1, round_id=1, table=ORDERS, replace_table=False):
     """One table round of ``files`` (split -> its files) through ``writer``."""
     current = writer._lake.load(table.name)
     return writer.write_table_round(
-        table, sorted(files, key=sort_key), files, current,
-        epoch=epoch, round_id=round_id, lease_id="lease-1", replace_table=replace_table,
+        table,
+        sorted(files, key=sort_key),
+        files,
+        current,
+        epoch=epoch,
+        round_id=round_id,
+        lease_id="lease-1",
+        replace_table=replace_table,
     )
 
 
@@ -98,6 +113,6 @@ def log_entry(lake: Lake, version: int, table: str = "orders") -> dict[str, list
         actions = [json.loads(line) for line in f.read().decode().splitlines()]
     by_kind: dict[str, list[dict]] = {}
     for action in actions:
-        (kind, body), = action.items()
+        ((kind, body),) = action.items()
         by_kind.setdefault(kind, []).append(body)
     return by_kind

@@ -15,20 +15,30 @@ from pydantic import ValidationError
 
 from tiering.conf.loader import load_config
 from tiering.context import TermContext, store_client
+from tiering.delta_log.lake import Lake
 from tiering.errors import ConfigError
-from tiering.lakestate.lake import Lake
 from tiering.state.lease_file import read_lease_id
 
 pytestmark = pytest.mark.unit
 
 
 def config(tmp_path, **overrides):
-    return load_config(None, {}, {
-        "job.name": "orders-job", "job.checkpoint": str(tmp_path / "ckpt"), "kvstore.url": "http://127.0.0.1:1/",
-        "kvstore.token": "store-s3cret", "zookeeper.hosts": "127.0.0.1:1", "zookeeper.auth_user": "tiering",
-        "zookeeper.auth_password": "zk-s3cret", "lake.root": str(tmp_path / "lake"), "lease.duration_s": 2.5,
-        **overrides,
-    })
+    return load_config(
+        None,
+        {},
+        {
+            "job.name": "orders-job",
+            "job.checkpoint": str(tmp_path / "ckpt"),
+            "kvstore.url": "http://127.0.0.1:1/",
+            "kvstore.token": "store-s3cret",
+            "zookeeper.hosts": "127.0.0.1:1",
+            "zookeeper.auth_user": "tiering",
+            "zookeeper.auth_password": "zk-s3cret",
+            "lake.root": str(tmp_path / "lake"),
+            "lease.duration_s": 2.5,
+            **overrides,
+        },
+    )
 
 
 def test_begin_takes_the_lease_id_from_the_checkpoint_and_every_later_term_reuses_it(tmp_path):
@@ -37,7 +47,9 @@ def test_begin_takes_the_lease_id_from_the_checkpoint_and_every_later_term_reuse
 
     assert first.lease_id == read_lease_id(str(tmp_path / "ckpt")) and first.lease_id.startswith("orders-job-")
     assert (later.epoch, later.lease_id) == (7, first.lease_id)
-    assert TermContext.begin(config(tmp_path, **{"job.checkpoint": str(tmp_path / "other")}), 7).lease_id != first.lease_id
+    assert (
+        TermContext.begin(config(tmp_path, **{"job.checkpoint": str(tmp_path / "other")}), 7).lease_id != first.lease_id
+    )
 
 
 def test_the_option_round_trips_the_whole_context_secrets_included(tmp_path):
@@ -109,4 +121,9 @@ def test_the_store_client_of_a_config_without_a_token_sends_none(tmp_path):
 
     client = store_client(kvstore, timeout_s=3.0, retry_deadline_s=1.0)
 
-    assert (client.url, client.token, client.timeout_s, client.retry_deadline_s) == ("http://127.0.0.1:1", None, 3.0, 1.0)
+    assert (client.url, client.token, client.timeout_s, client.retry_deadline_s) == (
+        "http://127.0.0.1:1",
+        None,
+        3.0,
+        1.0,
+    )

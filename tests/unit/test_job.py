@@ -22,10 +22,18 @@ pytestmark = pytest.mark.unit
 
 
 def config(**tables):
-    return load_config(None, {}, {
-        "job.name": "j", "job.checkpoint": "/tmp/c", "kvstore.url": "http://127.0.0.1:1",
-        "zookeeper.hosts": "127.0.0.1:1", "lake.root": "/tmp/l", **{f"tables.{k}": v for k, v in tables.items()},
-    })
+    return load_config(
+        None,
+        {},
+        {
+            "job.name": "j",
+            "job.checkpoint": "/tmp/c",
+            "kvstore.url": "http://127.0.0.1:1",
+            "zookeeper.hosts": "127.0.0.1:1",
+            "lake.root": "/tmp/l",
+            **{f"tables.{k}": v for k, v in tables.items()},
+        },
+    )
 
 
 class Store:
@@ -86,7 +94,10 @@ def test_a_term_the_watchdog_ended_gives_its_own_reason():
 
 
 def test_otherwise_zookeeper_is_asked():
-    assert _lost_reason(Term(check_raises=LeadershipLostError("epoch moved on to 5")), RuntimeError("x")) == "epoch moved on to 5"
+    assert (
+        _lost_reason(Term(check_raises=LeadershipLostError("epoch moved on to 5")), RuntimeError("x"))
+        == "epoch moved on to 5"
+    )
     still_leading = Term()
     assert _lost_reason(still_leading, TieringError("query failed: disk full")) is None
     assert still_leading.checked == 1
@@ -94,8 +105,10 @@ def test_otherwise_zookeeper_is_asked():
 
 def test_a_term_its_fence_refused_is_over_though_zookeeper_would_now_confirm_it():
     # ZooKeeper was unreachable when the round's fence asked (the round aborted); it is back now
-    term = Term(refusal="cannot confirm leadership of job 'j' (epoch 1): ConnectionLoss()",
-                check_raises=AssertionError("must not be asked"))
+    term = Term(
+        refusal="cannot confirm leadership of job 'j' (epoch 1): ConnectionLoss()",
+        check_raises=AssertionError("must not be asked"),
+    )
 
     assert _lost_reason(term, TieringError("query failed: py4j")) == term.refusal
     assert term.checked == 0
@@ -135,8 +148,12 @@ def _commit(table: str, *, skipped: bool = False) -> TableCommit:
 
 def test_a_pass_covers_every_table_first_then_the_ones_rounds_committed_to_since_the_last(tmp_path, monkeypatch):
     settings = {
-        "job.name": "j", "job.checkpoint": str(tmp_path / "ckpt"), "kvstore.url": "http://127.0.0.1:1",
-        "zookeeper.hosts": "127.0.0.1:1", "lake.root": str(tmp_path / "lake"), "maintenance.every_rounds": 2,
+        "job.name": "j",
+        "job.checkpoint": str(tmp_path / "ckpt"),
+        "kvstore.url": "http://127.0.0.1:1",
+        "zookeeper.hosts": "127.0.0.1:1",
+        "lake.root": str(tmp_path / "lake"),
+        "maintenance.every_rounds": 2,
     }
     context = TermContext(config=load_config(None, {}, settings), epoch=1, lease_id="l")
     job = TieringJob(None, context, lease=SimpleNamespace(client=Store("a", "b", "c")))

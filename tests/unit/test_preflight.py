@@ -32,7 +32,9 @@ def test_every_dependency_gets_a_verdict_in_order(nothing_running, tmp_path):
     found = by_name(verdicts)
     assert not found["zookeeper"].ok and "cannot connect to ZooKeeper" in found["zookeeper"].detail
     assert not found["kvstore"].ok
-    assert found["kvstore"].detail.endswith("unreachable: [Errno 111] Connection refused"), "the reason, not urllib3's repr"
+    assert found["kvstore"].detail.endswith("unreachable: [Errno 111] Connection refused"), (
+        "the reason, not urllib3's repr"
+    )
     assert found["lake"].ok and "not created yet" in found["lake"].detail
     assert found["checkpoint"].ok and "not created yet" in found["checkpoint"].detail
     assert not (tmp_path / "lake").exists() and not (tmp_path / "ckpt").exists(), "a check creates nothing"
@@ -65,17 +67,29 @@ def test_a_damaged_checkpoint_fails_naming_the_path(nothing_running, tmp_path):
 
 
 def test_the_command_prints_each_verdict_and_exits_1_naming_the_first_failure(nothing_running, tmp_path, capsys):
-    conf = write_conf(tmp_path / "tiering.toml", job=nothing_running.job.name, store_url=nothing_running.kvstore.url,
-                      zk_hosts=nothing_running.zookeeper.hosts)
+    conf = write_conf(
+        tmp_path / "tiering.toml",
+        job=nothing_running.job.name,
+        store_url=nothing_running.kvstore.url,
+        zk_hosts=nothing_running.zookeeper.hosts,
+    )
 
     assert main(["check", "--conf", str(conf), "--timeout", "1"]) == EXIT_FAILURE
     out, err = capsys.readouterr()
     assert [line.split()[:2] for line in out.splitlines()] == [
-        ["FAILED", "zookeeper"], ["FAILED", "kvstore"], ["ok", "lake"], ["ok", "checkpoint"]]
+        ["FAILED", "zookeeper"],
+        ["FAILED", "kvstore"],
+        ["ok", "lake"],
+        ["ok", "checkpoint"],
+    ]
     assert err.startswith("tiering: check failed: zookeeper: cannot connect to ZooKeeper")
 
     assert main(["check", "--conf", str(conf), "--timeout", "1", "--json"]) == EXIT_FAILURE
     report = json.loads(capsys.readouterr().out)
     assert report["ok"] is False
     assert [(c["name"], c["ok"]) for c in report["checks"]] == [
-        ("zookeeper", False), ("kvstore", False), ("lake", True), ("checkpoint", True)]
+        ("zookeeper", False),
+        ("kvstore", False),
+        ("lake", True),
+        ("checkpoint", True),
+    ]

@@ -43,8 +43,9 @@ def _zip(path: Path) -> Path:
 
 
 def _import(archive: Path) -> str:
-    return subprocess.run([sys.executable, "-c", IMPORTER, str(archive)], capture_output=True, text=True,
-                          check=True).stdout
+    return subprocess.run(
+        [sys.executable, "-c", IMPORTER, str(archive)], capture_output=True, text=True, check=True
+    ).stdout
 
 
 def _compiles(archive: Path) -> int:

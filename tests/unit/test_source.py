@@ -23,10 +23,19 @@ from tiering.state.offset import TieringOffset
 
 pytestmark = pytest.mark.unit
 
-CONFIG = load_config(None, {}, {
-    "job.name": "j", "job.checkpoint": "/tmp/c", "kvstore.url": "http://127.0.0.1:1", "kvstore.token": "s3cret",
-    "zookeeper.hosts": "127.0.0.1:1", "lake.root": "/tmp/l", "limits.max_splits_per_trigger": 7,
-})
+CONFIG = load_config(
+    None,
+    {},
+    {
+        "job.name": "j",
+        "job.checkpoint": "/tmp/c",
+        "kvstore.url": "http://127.0.0.1:1",
+        "kvstore.token": "s3cret",
+        "zookeeper.hosts": "127.0.0.1:1",
+        "lake.root": "/tmp/l",
+        "limits.max_splits_per_trigger": 7,
+    },
+)
 CONTEXT = TermContext(config=CONFIG, epoch=3, lease_id="j-lease")
 
 
@@ -71,7 +80,8 @@ def test_the_processes_that_only_build_or_ship_a_reader_import_no_config_models(
         "source = KvTieringDataSource({CONTEXT_OPTION: sys.argv[1]})\n"
         "source.schema()\n"
         "pickle.loads(pickle.dumps(source.streamReader(None)))\n"
-        "print(sorted(m for m in ('pydantic', 'tiering.context', 'tiering.conf', 'requests', 'deltalake') if m in sys.modules))\n"
+        "print(sorted(m for m in ('pydantic', 'tiering.context', "
+        "'tiering.conf', 'requests', 'deltalake') if m in sys.modules))\n"
     )
     done = subprocess.run([sys.executable, "-c", code, CONTEXT.to_option()], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
@@ -99,15 +109,21 @@ except BaseException:
 
 @pytest.mark.parametrize("stopped", [True, False], ids=["stopped", "not-stopped"])
 def test_a_planning_process_disconnected_after_stop_exits_without_a_stack_trace(stopped):
-    done = subprocess.run([sys.executable, "-c", RUNNER_DISCONNECT, CONTEXT.to_option(), "stop" if stopped else "-"],
-                          capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, "-c", RUNNER_DISCONNECT, CONTEXT.to_option(), "stop" if stopped else "-"],
+        capture_output=True,
+        text=True,
+    )
     assert done.returncode == 1
     assert ("Traceback" in done.stderr) is not stopped, done.stderr
 
 
 def test_after_stop_any_other_error_is_still_printed():
-    code = RUNNER_DISCONNECT.replace("raise EOFError", "raise RuntimeError('the planner failed')").replace(
-        "raise BrokenPipeError(32, \"Broken pipe\")", "raise").replace("raise ValueError(\"I/O operation on closed file\")", "pass")
+    code = (
+        RUNNER_DISCONNECT.replace("raise EOFError", "raise RuntimeError('the planner failed')")
+        .replace('raise BrokenPipeError(32, "Broken pipe")', "raise")
+        .replace('raise ValueError("I/O operation on closed file")', "pass")
+    )
     done = subprocess.run([sys.executable, "-c", code, CONTEXT.to_option(), "stop"], capture_output=True, text=True)
     assert done.returncode == 1
     assert "RuntimeError: the planner failed" in done.stderr and "Traceback" in done.stderr
@@ -138,9 +154,13 @@ def test_partitions_depend_only_on_the_end_offset_one_for_the_round():
     end = TieringOffset("lease-1", 3, 9, splits).to_dict()
     r = reader()
     parts = r.partitions({"anything": 1}, json.loads(json.dumps(end)))
-    assert [p.rows for p in parts] == [(
-        ("a", 1, 1, "log", None, 0, 7, 9), ("b", 2, 0, "snapshot", 5, None, 10, 9), ("b", 2, 0, "log", None, 10, 20, 9),
-    )]
+    assert [p.rows for p in parts] == [
+        (
+            ("a", 1, 1, "log", None, 0, 7, 9),
+            ("b", 2, 0, "snapshot", 5, None, 10, 9),
+            ("b", 2, 0, "log", None, 10, 20, 9),
+        )
+    ]
     assert list(r.read(parts[0])) == list(parts[0].rows)
 
 
@@ -154,7 +174,10 @@ def test_the_reader_pickles_without_its_clients():
 def test_available_now_caps_log_ends_at_the_targets():
     r = reader()
     r._targets = {"a": {0: 50, 1: 5}}
-    logs = [BucketLog(bucket=0, log_start_offset=0, log_end_offset=80), BucketLog(bucket=1, log_start_offset=10, log_end_offset=30)]
+    logs = [
+        BucketLog(bucket=0, log_start_offset=0, log_end_offset=80),
+        BucketLog(bucket=1, log_start_offset=10, log_end_offset=30),
+    ]
     assert [(b.log_start_offset, b.log_end_offset) for b in r._capped("a", logs)] == [(0, 50), (10, 10)]
 
 
@@ -168,9 +191,20 @@ def logged(checkpoint, batch_id: int, offset: TieringOffset) -> None:
 def test_without_a_start_offset_the_newest_logged_one_is_used(tmp_path):
     """Spark 4.0 and 4.1 call latestOffset() bare: the start is the newest batch's logged offset,
     the initial offset while there is none (here it reaches the fence before any store call)."""
-    config = load_config(None, {}, {"job.name": "j", "job.checkpoint": str(tmp_path), "kvstore.url": "http://127.0.0.1:1",
-                                    "zookeeper.hosts": "127.0.0.1:1", "lake.root": str(tmp_path / "l")})
-    r = KvTieringDataSource({CONTEXT_OPTION: TermContext(config=config, epoch=3, lease_id="j-lease").to_option()}).streamReader(None)
+    config = load_config(
+        None,
+        {},
+        {
+            "job.name": "j",
+            "job.checkpoint": str(tmp_path),
+            "kvstore.url": "http://127.0.0.1:1",
+            "zookeeper.hosts": "127.0.0.1:1",
+            "lake.root": str(tmp_path / "l"),
+        },
+    )
+    r = KvTieringDataSource(
+        {CONTEXT_OPTION: TermContext(config=config, epoch=3, lease_id="j-lease").to_option()}
+    ).streamReader(None)
     assert r._logged_offset() == r.initialOffset()
     logged(tmp_path, 0, TieringOffset("j-lease", 3, 1))
     logged(tmp_path, 1, TieringOffset("j-lease", 4, 2))
@@ -183,7 +217,7 @@ def test_without_a_start_offset_the_newest_logged_one_is_used(tmp_path):
 def test_the_planning_threads_share_one_view_of_the_lake(monkeypatch):
     """The round's planning threads ask for the lake first: one view for all of them, or the
     tables read into the others' views are read afresh every round."""
-    from tiering.lakestate import lake
+    from tiering.delta_log import lake
 
     made = lake.LakeTables.__init__
 
@@ -193,7 +227,7 @@ def test_the_planning_threads_share_one_view_of_the_lake(monkeypatch):
 
     monkeypatch.setattr(lake.LakeTables, "__init__", slow)
     r = reader()
-    r.context  # parsed once, as the planning process does before it plans
+    _ = r.context  # parsed once, as the planning process does before it plans
     start = threading.Barrier(8)
 
     def ask(_):

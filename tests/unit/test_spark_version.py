@@ -41,17 +41,21 @@ def test_the_running_pyspark_is_checked_by_default():
     assert spark_version.running() == pyspark.__version__ == spark_version.check()
 
 
-@pytest.mark.parametrize(("version", "expected"), [("4.0.0", False), ("4.1.4", False), ("4.2.0", True), ("4.3.0", True)])
+@pytest.mark.parametrize(
+    ("version", "expected"), [("4.0.0", False), ("4.1.4", False), ("4.2.0", True), ("4.3.0", True)]
+)
 def test_admission_control_from_spark_4_2(version, expected):
     assert spark_version.admission_control(version) is expected
 
 
 def test_the_checkpoint_file_manager_moved_package_in_spark_4_1():
     assert spark_version.checkpoint_file_manager("4.0.5") == (
-        "org.apache.spark.sql.execution.streaming.FileSystemBasedCheckpointFileManager")
+        "org.apache.spark.sql.execution.streaming.FileSystemBasedCheckpointFileManager"
+    )
     for version in ("4.1.0", "4.3.0"):
         assert spark_version.checkpoint_file_manager(version) == (
-            "org.apache.spark.sql.execution.streaming.checkpointing.FileSystemBasedCheckpointFileManager")
+            "org.apache.spark.sql.execution.streaming.checkpointing.FileSystemBasedCheckpointFileManager"
+        )
 
 
 def test_a_spark_without_admission_control_is_accepted_with_a_log_line(caplog):

@@ -200,8 +200,9 @@ def _set_entry(layers: _Layers, section: str, key: str, entry: str, text: str, s
     try:
         value = _parse_text(info, text)
     except ValueError:
-        layers.problems.append(f"{section}.{key}.{entry} ({source}): expected {type_label(info)}, "
-                               f"got {_shown(text, is_secret(info))}")
+        layers.problems.append(
+            f"{section}.{key}.{entry} ({source}): expected {type_label(info)}, got {_shown(text, is_secret(info))}"
+        )
         return
     table = layers.raw[section].get(key)
     layers.set(section, key, {**(table if isinstance(table, dict) else {}), entry: value}, source)
@@ -228,8 +229,13 @@ def _apply_renamed(layers: _Layers) -> None:
             if key not in layers.raw[section]:
                 layers.set(section, key, value, f"{source}, as {section}.{old}")
         names = " and ".join(f"{section}.{key}" for key in new_keys)
-        log.warning("%s.%s (%s) is deprecated: it now sets %s (each unless set itself); set those instead",
-                    section, old, source, names)
+        log.warning(
+            "%s.%s (%s) is deprecated: it now sets %s (each unless set itself); set those instead",
+            section,
+            old,
+            source,
+            names,
+        )
 
 
 def _parse_text(info: FieldInfo, text: str) -> Any:

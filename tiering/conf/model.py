@@ -104,7 +104,9 @@ class JobConfig(_Section):
         if parsed.scheme == "s3" and not parsed.netloc:
             raise ValueError("no bucket; expected s3://bucket/prefix")
         if len(parsed.scheme) > 1 and parsed.scheme not in ("file", "s3"):
-            raise ValueError(f"scheme {parsed.scheme!r} is not supported; use a local path, a file: URI or s3://bucket/prefix")
+            raise ValueError(
+                f"scheme {parsed.scheme!r} is not supported; use a local path, a file: URI or s3://bucket/prefix"
+            )
         return v
 
     @field_validator("name")
@@ -144,8 +146,7 @@ class ZooKeeperConfig(_Section):
         label="host:port[,host:port...]",
     )
     session_timeout_s: float = setting(
-        "ZooKeeper session timeout in seconds. A leader suspended longer than this stops its "
-        "query on its own.",
+        "ZooKeeper session timeout in seconds. A leader suspended longer than this stops its query on its own.",
         10.0,
         gt=0,
     )
@@ -257,7 +258,7 @@ class LakeConfig(_Section):
         "`spark.sql.catalogImplementation = hive`, a remote one through "
         "`spark.hadoop.hive.metastore.uris`) in which the leader registers every table it tiers "
         "(`CREATE TABLE IF NOT EXISTS db.t USING DELTA LOCATION ...`, once per term, after the "
-        "table's round), so that `spark.table(\"db.t\")` reads the lake; a re-created upstream "
+        'table\'s round), so that `spark.table("db.t")` reads the lake; a re-created upstream '
         "table re-points its entry. Needs the Delta jars and Delta's catalog "
         "(`spark.sql.catalog.spark_catalog`) in the session, or the job refuses to start naming "
         "what is missing. A table the catalog refuses (its names take letters, digits and `_` "
@@ -285,7 +286,11 @@ class LakeConfig(_Section):
     @classmethod
     def _parallelism_by_root(cls, data: Any) -> Any:
         """Unset ``table_parallelism`` follows the root: an S3 lake waits on round trips."""
-        if isinstance(data, Mapping) and "table_parallelism" not in data and str(data.get("root", "")).startswith("s3://"):
+        if (
+            isinstance(data, Mapping)
+            and "table_parallelism" not in data
+            and str(data.get("root", "")).startswith("s3://")
+        ):
             return {**data, "table_parallelism": S3_TABLE_PARALLELISM}
         return data
 
@@ -293,7 +298,7 @@ class LakeConfig(_Section):
     def _feed_writable(self) -> LakeConfig:
         if self.change_data_feed and self.writer == "delta-spark":
             raise ValueError(
-                "lake.change_data_feed = true needs lake.writer = \"delta-rs\": the delta-spark writer replaces "
+                'lake.change_data_feed = true needs lake.writer = "delta-rs": the delta-spark writer replaces '
                 "whole buckets (replaceWhere), which Delta records as every row of every touched bucket "
                 "deleted and inserted again, not as the round's changes"
             )
@@ -334,7 +339,7 @@ class TablesConfig(_Section):
     )
     freshness_targets: dict[str, float] = setting(
         "Per-table freshness targets in seconds, by table name or glob pattern "
-        "(`freshness_targets = { orders = 60, \"audit_*\" = 3600 }`): a table's exact name wins, "
+        '(`freshness_targets = { orders = 60, "audit_*" = 3600 }`): a table\'s exact name wins, '
         "else the first pattern in file order that matches it, else `freshness_target_s`. "
         "Each target must be > 0.",
         {},
@@ -348,8 +353,11 @@ class TablesConfig(_Section):
         if not isinstance(v, Mapping):
             return v
         bad = {
-            name: seconds for name, seconds in v.items()
-            if not name or isinstance(seconds, bool) or not isinstance(seconds, int | float)
+            name: seconds
+            for name, seconds in v.items()
+            if not name
+            or isinstance(seconds, bool)
+            or not isinstance(seconds, int | float)
             or not 0 < seconds < float("inf")
         }
         if bad:
@@ -397,8 +405,7 @@ class LeaseConfig(_Section):
     """[lease] — the job-scoped snapshot lease (docs/DESIGN.md §1)."""
 
     duration_s: float = setting(
-        "Lease duration in seconds. Snapshots a crashed job held become collectable this long "
-        "after its last renewal.",
+        "Lease duration in seconds. Snapshots a crashed job held become collectable this long after its last renewal.",
         600.0,
         gt=0,
     )

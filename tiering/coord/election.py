@@ -15,7 +15,7 @@ import json
 import logging
 import os
 import socket
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from kazoo.client import KazooClient
 from kazoo.exceptions import CancelledError, KazooException, LockTimeout
@@ -64,7 +64,7 @@ class JobElection:
             )
         try:
             epoch = bump_epoch(self.zk, self.job, guard=self.lock_node)
-            record = {**self.owner, "epoch": epoch.value, "started_at": datetime.now(timezone.utc).isoformat()}
+            record = {**self.owner, "epoch": epoch.value, "started_at": datetime.now(UTC).isoformat()}
             fenced_set(self.zk, self.job, epoch, owner_path(self.job), json.dumps(record, sort_keys=True).encode())
         except BaseException:
             self.release()

@@ -16,11 +16,11 @@ from pathlib import Path
 from rich.console import Group
 from rich.table import Table
 
+from tiering.delta_log.lake import Lake
 from tiering.demo.scenario import Writer
 from tiering.kvstore.client import KvStoreClient
 from tiering.kvstore.models import TableInfo
 from tiering.round.outcome import RoundOutcome
-from tiering.lakestate.lake import Lake
 from tiering.status import held_snapshots, table_statuses
 
 __all__ = ["Progress", "TableProgress"]
@@ -66,14 +66,38 @@ class Progress:
 
     def render(self, writer: Writer, elapsed_s: float, data_dir: Path) -> Group:
         with self.lock:
-            head = (f"[bold]{self.phase}[/]  {elapsed_s:5.0f}s  epoch {self.epoch or '-'}  "
-                    f"round {'-' if self.last_round is None else self.last_round}  data {data_dir}")
-            table = Table("table", "rows", "+ins", "~upd", "-del", "log end", "lake", "lag", "leased", "rounds", "failed",
-                          caption="log end / lake: changelog offsets summed over buckets; leased: snapshots held")
+            head = (
+                f"[bold]{self.phase}[/]  {elapsed_s:5.0f}s  epoch {self.epoch or '-'}  "
+                f"round {'-' if self.last_round is None else self.last_round}  data {data_dir}"
+            )
+            table = Table(
+                "table",
+                "rows",
+                "+ins",
+                "~upd",
+                "-del",
+                "log end",
+                "lake",
+                "lag",
+                "leased",
+                "rounds",
+                "failed",
+                caption="log end / lake: changelog offsets summed over buckets; leased: snapshots held",
+            )
             for name, _ in writer.tables:
                 p = self.tables.get(name, TableProgress())
                 c = writer.counts[name]
-                table.add_row(name, str(len(writer.live[name])), str(c.inserts), str(c.updates), str(c.deletes),
-                              str(p.log_end), str(p.lake_offset), str(p.lag), str(p.leased), str(p.rounds),
-                              str(p.failures))
+                table.add_row(
+                    name,
+                    str(len(writer.live[name])),
+                    str(c.inserts),
+                    str(c.updates),
+                    str(c.deletes),
+                    str(p.log_end),
+                    str(p.lake_offset),
+                    str(p.lag),
+                    str(p.leased),
+                    str(p.rounds),
+                    str(p.failures),
+                )
         return Group(head, table)

@@ -29,14 +29,14 @@ from rich.table import Table
 from tiering.conf.loader import load_config
 from tiering.conf.model import TieringConfig
 from tiering.context import store_client
+from tiering.delta_log.lake import Lake
 from tiering.demo.live import Progress
 from tiering.demo.scenario import Writer, demo_tables
 from tiering.demo.services import SPARK_LOG4J, DemoServices, log_to_file
 from tiering.kvstore.models import TableInfo
-from tiering.lakestate.lake import Lake
+from tiering.objectstore.embedded_s3 import EmbeddedS3
 from tiering.state.checkpoint_store import checkpoint_of
 from tiering.state.lease_file import read_lease_id
-from tiering.storage.embedded_s3 import EmbeddedS3
 from tiering.verify import TableCheck, check_table
 
 __all__ = ["DemoOptions", "run_demo", "demo_config", "JOB"]
@@ -63,21 +63,25 @@ def demo_config(
 ) -> TieringConfig:
     log4j = data_dir / "log4j2.properties"
     log4j.write_text(SPARK_LOG4J.format(path=data_dir / "spark.log"))
-    return load_config(None, {}, {
-        "job.name": JOB,
-        "job.checkpoint": str(data_dir / "checkpoint"),
-        "kvstore.url": store_url,
-        "zookeeper.hosts": zk_hosts,
-        "lake.root": f"{s3.root}/lake" if s3 is not None else str(data_dir / "lake"),
-        "lake.storage": s3.storage_options() if s3 is not None else {},
-        "trigger.interval_s": interval_s,
-        "lease.duration_s": 60.0,
-        "spark.spark.master": "local[2]",
-        "spark.spark.ui.enabled": "false",
-        "spark.spark.ui.showConsoleProgress": "false",
-        "spark.spark.sql.shuffle.partitions": "4",
-        "spark.spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile={log4j}",
-    })
+    return load_config(
+        None,
+        {},
+        {
+            "job.name": JOB,
+            "job.checkpoint": str(data_dir / "checkpoint"),
+            "kvstore.url": store_url,
+            "zookeeper.hosts": zk_hosts,
+            "lake.root": f"{s3.root}/lake" if s3 is not None else str(data_dir / "lake"),
+            "lake.storage": s3.storage_options() if s3 is not None else {},
+            "trigger.interval_s": interval_s,
+            "lease.duration_s": 60.0,
+            "spark.spark.master": "local[2]",
+            "spark.spark.ui.enabled": "false",
+            "spark.spark.ui.showConsoleProgress": "false",
+            "spark.spark.sql.shuffle.partitions": "4",
+            "spark.spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile={log4j}",
+        },
+    )
 
 
 class _JobThread(threading.Thread):
@@ -122,7 +126,7 @@ def run_demo(options: DemoOptions, console: Console | None = None) -> bool:
         services.start_zk_and_store()
         client = services.store.client()
         tables = demo_tables(options.tables)
-        infos = [client.create_table(kind.spec(name[len(kind.name):])) for name, kind in tables]
+        infos = [client.create_table(kind.spec(name[len(kind.name) :])) for name, kind in tables]
         writer = Writer(client, tables)
         writer.load(options.initial_rows)
         for info in infos:
@@ -153,7 +157,9 @@ def run_demo(options: DemoOptions, console: Console | None = None) -> bool:
             console.print(f"demo: FAILED: {writer.error or job.error}")
             return False
         if not caught_up:
-            console.print(f"demo: FAILED: the lake did not reach the store's log end within {options.catch_up_timeout_s:.0f}s")
+            console.print(
+                f"demo: FAILED: the lake did not reach the store's log end within {options.catch_up_timeout_s:.0f}s"
+            )
         checks = [check_table(client, Lake.of(config.lake), info) for info in infos]
         console.print(_render_checks(checks))
         ok = caught_up and all(c.equal for c in checks)
@@ -179,8 +185,15 @@ def run_demo(options: DemoOptions, console: Console | None = None) -> bool:
 class _Watch:
     """Refreshes the live view once a second until a condition holds or something failed."""
 
-    def __init__(self, progress: Progress, writer: Writer, job: _JobThread, config: TieringConfig,
-                 infos: list[TableInfo], data_dir: Path) -> None:
+    def __init__(
+        self,
+        progress: Progress,
+        writer: Writer,
+        job: _JobThread,
+        config: TieringConfig,
+        infos: list[TableInfo],
+        data_dir: Path,
+    ) -> None:
         self.progress, self.writer, self.job, self.config = progress, writer, job, config
         self.infos, self.data_dir = infos, data_dir
         self.client = store_client(config.kvstore)
@@ -205,11 +218,28 @@ class _Watch:
 
 
 def _render_checks(checks: list[TableCheck]) -> Table:
-    table = Table("table", "store rows", "lake rows", "missing", "extra", "differ", "offsets", "result",
-                  title="lake vs store, row by row")
+    table = Table(
+        "table",
+        "store rows",
+        "lake rows",
+        "missing",
+        "extra",
+        "differ",
+        "offsets",
+        "result",
+        title="lake vs store, row by row",
+    )
     for c in checks:
-        table.add_row(c.table, str(c.store_rows), str(c.lake_rows), str(c.missing), str(c.extra), str(c.different),
-                      "equal" if c.offsets_match else "DIFFER", "[green]EQUAL[/]" if c.equal else "[red]DIFFERENT[/]")
+        table.add_row(
+            c.table,
+            str(c.store_rows),
+            str(c.lake_rows),
+            str(c.missing),
+            str(c.extra),
+            str(c.different),
+            "equal" if c.offsets_match else "DIFFER",
+            "[green]EQUAL[/]" if c.equal else "[red]DIFFERENT[/]",
+        )
     return table
 
 

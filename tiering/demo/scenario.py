@@ -35,7 +35,12 @@ class DemoTable:
 
     def spec(self, suffix: str = "") -> TableSpec:
         return TableSpec.model_validate(
-            {"name": self.name + suffix, "schema": self.schema, "primary_key": self.primary_key, "num_buckets": self.num_buckets}
+            {
+                "name": self.name + suffix,
+                "schema": self.schema,
+                "primary_key": self.primary_key,
+                "num_buckets": self.num_buckets,
+            }
         )
 
 
@@ -58,39 +63,79 @@ _WAREHOUSES = ("ams", "fra", "iad", "sin")
 DEMO_TABLES: tuple[DemoTable, ...] = (
     DemoTable(
         "orders",
-        [_col("order_id", "bigint"), _col("customer_id", "bigint"), _col("status", "string"),
-         _col("amount", "decimal(12,2)"), _col("updated_at", "timestamp")],
+        [
+            _col("order_id", "bigint"),
+            _col("customer_id", "bigint"),
+            _col("status", "string"),
+            _col("amount", "decimal(12,2)"),
+            _col("updated_at", "timestamp"),
+        ],
         ["order_id"],
-        lambda i, rng, now: {"order_id": i, "customer_id": rng.randrange(10_000), "status": rng.choice(_STATUSES),
-                             "amount": _money(rng), "updated_at": _iso(now)},
+        lambda i, rng, now: {
+            "order_id": i,
+            "customer_id": rng.randrange(10_000),
+            "status": rng.choice(_STATUSES),
+            "amount": _money(rng),
+            "updated_at": _iso(now),
+        },
     ),
     DemoTable(
         "customers",
-        [_col("customer_id", "bigint"), _col("name", "string"), _col("email", "string"), _col("country", "string"),
-         _col("signup_date", "date"), _col("vip", "boolean")],
+        [
+            _col("customer_id", "bigint"),
+            _col("name", "string"),
+            _col("email", "string"),
+            _col("country", "string"),
+            _col("signup_date", "date"),
+            _col("vip", "boolean"),
+        ],
         ["customer_id"],
-        lambda i, rng, now: {"customer_id": i, "name": f"customer {i}", "email": f"c{i}.{rng.randrange(99)}@example.com",
-                             "country": rng.choice(_COUNTRIES),
-                             "signup_date": (now.date() - dt.timedelta(days=rng.randrange(2000))).isoformat(),
-                             "vip": rng.random() < 0.1},
+        lambda i, rng, now: {
+            "customer_id": i,
+            "name": f"customer {i}",
+            "email": f"c{i}.{rng.randrange(99)}@example.com",
+            "country": rng.choice(_COUNTRIES),
+            "signup_date": (now.date() - dt.timedelta(days=rng.randrange(2000))).isoformat(),
+            "vip": rng.random() < 0.1,
+        },
         num_buckets=3,
     ),
     DemoTable(
         "inventory",
-        [_col("warehouse", "string"), _col("sku", "string"), _col("qty", "int"), _col("price", "double"),
-         _col("updated_at", "timestamp")],
+        [
+            _col("warehouse", "string"),
+            _col("sku", "string"),
+            _col("qty", "int"),
+            _col("price", "double"),
+            _col("updated_at", "timestamp"),
+        ],
         ["warehouse", "sku"],
-        lambda i, rng, now: {"warehouse": _WAREHOUSES[i % 4], "sku": f"SKU-{i // 4:06d}", "qty": rng.randrange(500),
-                             "price": round(rng.uniform(1, 300), 2), "updated_at": _iso(now)},
+        lambda i, rng, now: {
+            "warehouse": _WAREHOUSES[i % 4],
+            "sku": f"SKU-{i // 4:06d}",
+            "qty": rng.randrange(500),
+            "price": round(rng.uniform(1, 300), 2),
+            "updated_at": _iso(now),
+        },
         num_buckets=2,
     ),
     DemoTable(
         "payments",
-        [_col("payment_id", "bigint"), _col("order_id", "bigint"), _col("method", "string"),
-         _col("amount", "decimal(12,2)"), _col("paid_at", "timestamp")],
+        [
+            _col("payment_id", "bigint"),
+            _col("order_id", "bigint"),
+            _col("method", "string"),
+            _col("amount", "decimal(12,2)"),
+            _col("paid_at", "timestamp"),
+        ],
         ["payment_id"],
-        lambda i, rng, now: {"payment_id": i, "order_id": rng.randrange(100_000), "method": rng.choice(("card", "sepa", "pix")),
-                             "amount": _money(rng), "paid_at": _iso(now)},
+        lambda i, rng, now: {
+            "payment_id": i,
+            "order_id": rng.randrange(100_000),
+            "method": rng.choice(("card", "sepa", "pix")),
+            "amount": _money(rng),
+            "paid_at": _iso(now),
+        },
     ),
 )
 
@@ -154,7 +199,7 @@ class Writer:
     def _tick(self, name: str, kind: DemoTable) -> None:
         self._insert(name, kind, self.rng.randrange(10, 30))
         live = self.live[name]
-        now = dt.datetime.now(dt.timezone.utc)
+        now = dt.datetime.now(dt.UTC)
         updated = self.rng.sample(live, min(len(live), self.rng.randrange(5, 15)))
         if updated:
             self.client.upsert(name, [kind.row(i, self.rng, now) for i in updated])
@@ -168,7 +213,7 @@ class Writer:
 
     def _insert(self, name: str, kind: DemoTable, n: int) -> None:
         start = self.next_id[name]
-        now = dt.datetime.now(dt.timezone.utc)
+        now = dt.datetime.now(dt.UTC)
         self.client.upsert(name, [kind.row(i, self.rng, now) for i in range(start, start + n)])
         self.next_id[name] = start + n
         self.live[name].extend(range(start, start + n))

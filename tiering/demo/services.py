@@ -18,7 +18,7 @@ from rich.console import Console
 from tiering.conf.model import TieringConfig
 from tiering.coord.embedded import EmbeddedZooKeeper
 from tiering.kvstore.server.process import StoreProcess
-from tiering.storage.embedded_s3 import EmbeddedS3
+from tiering.objectstore.embedded_s3 import EmbeddedS3
 
 __all__ = ["DemoServices", "log_to_file", "SPARK_LOG4J"]
 
@@ -50,12 +50,16 @@ class DemoServices:
     def start_zk_and_store(self) -> None:
         self.zk.start(self.data_dir / "zookeeper")
         self.console.print(f"demo: ZooKeeper pid {self.zk.pid} at {self.zk.hosts}")
-        self.store = StoreProcess.start(self.data_dir / "kvstore", num_retained=2, gc_interval_s=5.0, snapshot_interval_s=15.0)
+        self.store = StoreProcess.start(
+            self.data_dir / "kvstore", num_retained=2, gc_interval_s=5.0, snapshot_interval_s=15.0
+        )
         self.console.print(f"demo: KV store pid {self.store.pid} at {self.store.url}")
 
     def start_s3(self) -> EmbeddedS3:
         self.s3 = EmbeddedS3(bucket="demo").start(self.data_dir / "s3")
-        self.console.print(f"demo: S3 server (SeaweedFS) pid {self.s3.pid} at {self.s3.endpoint}, lake in {self.s3.root}")
+        self.console.print(
+            f"demo: S3 server (SeaweedFS) pid {self.s3.pid} at {self.s3.endpoint}, lake in {self.s3.root}"
+        )
         return self.s3
 
     def start_spark(self, config: TieringConfig):

@@ -26,7 +26,16 @@ _FIELDS = len(DESCRIPTOR_SCHEMA.split(","))
 
 def to_descriptor(split: Split, round_id: int) -> tuple:
     if isinstance(split, SnapshotSplit):
-        return (split.table, split.table_id, split.bucket, "snapshot", split.snapshot_id, None, split.log_offset, round_id)
+        return (
+            split.table,
+            split.table_id,
+            split.bucket,
+            "snapshot",
+            split.snapshot_id,
+            None,
+            split.log_offset,
+            round_id,
+        )
     return (split.table, split.table_id, split.bucket, "log", None, split.start_offset, split.end_offset, round_id)
 
 
@@ -41,5 +50,7 @@ def from_descriptor(row: Sequence) -> tuple[Split, int]:
             return SnapshotSplit(table, bucket, table_id, snapshot_id, end_offset), round_id
         if kind == "log" and snapshot_id is None and start_offset is not None:
             return LogSplit(table, bucket, table_id, start_offset, end_offset), round_id
-    raise ValueError(f"descriptor row {tuple(row)!r}: neither a snapshot split (a snapshot_id, no start_offset) "
-                     f"nor a log split (a start_offset, no snapshot_id)")
+    raise ValueError(
+        f"descriptor row {tuple(row)!r}: neither a snapshot split (a snapshot_id, no start_offset) "
+        f"nor a log split (a start_offset, no snapshot_id)"
+    )

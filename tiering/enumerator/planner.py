@@ -336,7 +336,9 @@ def _logs_by_bucket(info: TableInfo, logs: Sequence[BucketLog]) -> dict[int, Buc
     by_bucket: dict[int, BucketLog] = {}
     for log in logs:
         if not 0 <= log.bucket < info.num_buckets:
-            raise ValueError(f"table {info.name!r}: log range for bucket {log.bucket} outside 0..{info.num_buckets - 1}")
+            raise ValueError(
+                f"table {info.name!r}: log range for bucket {log.bucket} outside 0..{info.num_buckets - 1}"
+            )
         if log.bucket in by_bucket:
             raise ValueError(f"table {info.name!r}: two log ranges for bucket {log.bucket}")
         if not 0 <= log.log_start_offset <= log.log_end_offset:
@@ -355,7 +357,9 @@ def _latest_snapshots(info: TableInfo, snapshots: Sequence[Snapshot]) -> dict[in
     latest: dict[int, Snapshot] = {}
     for snap in snapshots:
         if not 0 <= snap.bucket < info.num_buckets:
-            raise ValueError(f"table {info.name!r}: snapshot for bucket {snap.bucket} outside 0..{info.num_buckets - 1}")
+            raise ValueError(
+                f"table {info.name!r}: snapshot for bucket {snap.bucket} outside 0..{info.num_buckets - 1}"
+            )
         if snap.bucket not in latest or snap.snapshot_id > latest[snap.bucket].snapshot_id:
             latest[snap.bucket] = snap
     return latest

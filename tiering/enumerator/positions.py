@@ -40,9 +40,7 @@ class LakePosition:
             if _not_int(bucket) or bucket < 0:
                 raise ValueError(f"LakePosition(table_id={self.table_id}): bad bucket {bucket!r}")
             if _not_int(offset) or offset < 0:
-                raise ValueError(
-                    f"LakePosition(table_id={self.table_id}): bucket {bucket} has bad offset {offset!r}"
-                )
+                raise ValueError(f"LakePosition(table_id={self.table_id}): bucket {bucket} has bad offset {offset!r}")
         # A private copy: the caller's dict must not change a frozen value behind its back.
         object.__setattr__(self, "buckets", dict(self.buckets))
 

@@ -10,7 +10,7 @@ checkpointed offset. Offsets follow the protocol: starts inclusive, ends exclusi
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Union
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from tiering.kvstore.models import SnapshotRef
@@ -62,7 +62,7 @@ class LogSplit:
             raise ValueError(f"empty or inverted log range [{self.start_offset}, {self.end_offset}) in {self}")
 
 
-Split = Union[SnapshotSplit, LogSplit]
+Split = SnapshotSplit | LogSplit
 
 
 def sort_key(split: Split) -> tuple:

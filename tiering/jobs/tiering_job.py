@@ -26,7 +26,8 @@ import sys
 def main(argv: list[str]) -> int:
     import tiering
     from tiering import spark_version
-    from tiering.cli import EXIT_USAGE, main as tiering_main
+    from tiering.cli import EXIT_USAGE
+    from tiering.cli import main as tiering_main
     from tiering.errors import ConfigError
 
     try:

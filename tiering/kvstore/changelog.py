@@ -40,8 +40,14 @@ SPLICE_ROWS_PER_CUT = 1000
 #: as a Python sequence without a copy, so :mod:`bisect` searches it in C (pyarrow's own
 #: ``search_sorted`` is from 2026: pyarrow 26 has it, the 18 the project supports does not).
 _FORMATS = {
-    (1, True): "b", (2, True): "h", (4, True): "i", (8, True): "q",
-    (1, False): "B", (2, False): "H", (4, False): "I", (8, False): "Q",
+    (1, True): "b",
+    (2, True): "h",
+    (4, True): "i",
+    (8, True): "q",
+    (1, False): "B",
+    (2, False): "H",
+    (4, False): "I",
+    (8, False): "Q",
 }
 
 
@@ -86,14 +92,18 @@ def apply_sorted(base: pa.Table, newest: pa.Table | None, keys: Sequence[str], s
 
 
 def splice_changes(
-    base: pa.Table, newest: pa.Table | None, keys: Sequence[str], schema: pa.Schema,
+    base: pa.Table,
+    newest: pa.Table | None,
+    keys: Sequence[str],
+    schema: pa.Schema,
     rows_per_cut: int = SPLICE_ROWS_PER_CUT,
 ) -> pa.Table | None:
     """``base`` after ``newest`` as :func:`apply_sorted` has it, built of zero-copy slices of
     ``base`` between the changed keys with the upserts in their keys' places; None unless
     ``base`` is sorted by ``keys``, one integer column without nulls (checked here, in one
     vectorised pass: a byte-copied snapshot file need not be sorted), ``newest``'s keys are
-    integers and its keys and ``__op`` have no nulls, and it cuts ``base`` in at most one place per ``rows_per_cut`` rows.
+    integers and its keys and ``__op`` have no nulls, and it cuts ``base`` in at most one place
+    per ``rows_per_cut`` rows.
 
     The same rows in the same order as the filter and the stable sort: a changed key's base rows
     (all of them, were it repeated) are skipped and its upsert, if any, takes their place.
@@ -114,7 +124,9 @@ def splice_changes(
     pieces: list[pa.Table] = []
     cuts = base.num_rows // rows_per_cut  # left to make
     values = _sequence(column)
-    for changed, upsert in zip(newest.column(key).to_pylist(), pc.not_equal(newest[OP_COLUMN], _DELETE).to_pylist()):
+    for changed, upsert in zip(
+        newest.column(key).to_pylist(), pc.not_equal(newest[OP_COLUMN], _DELETE).to_pylist(), strict=False
+    ):
         start = bisect.bisect_left(values, changed, kept)  # the changed keys ascend: search from the last
         if start > kept:  # base rows before this key: the upserts so far, then them
             if not cuts:
@@ -151,5 +163,5 @@ def _sequence(column: pa.Array) -> Sequence[int]:
     if not len(column):
         return ()
     width = column.type.bit_width // 8
-    data = memoryview(column.buffers()[1])[column.offset * width:(column.offset + len(column)) * width]
+    data = memoryview(column.buffers()[1])[column.offset * width : (column.offset + len(column)) * width]
     return data.cast(_FORMATS[(width, pa.types.is_signed_integer(column.type))])

@@ -72,9 +72,9 @@ from tiering.kvstore.models import (
     TableSegments,
     TablesLog,
     TableSnapshots,
+    TableSpec,
     TablesSegments,
     TablesSegmentsRequest,
-    TableSpec,
     WriteResult,
 )
 
@@ -86,8 +86,14 @@ _HOLDERS = {"holders": "true"}
 #: The status a table's own call answers each error code with: inside a batched answer a table's
 #: refusal is its envelope alone, and error_for picks the typed error by status.
 _STATUS_OF_CODE = {
-    "BAD_REQUEST": 400, "NOT_FOUND": 404, "TABLE_NOT_FOUND": 404, "CONFLICT": 409, "FENCED_EPOCH": 409, "OTHER_JOB": 409,
-    "SNAPSHOT_GONE": 410, "LOG_TRUNCATED": 410,
+    "BAD_REQUEST": 400,
+    "NOT_FOUND": 404,
+    "TABLE_NOT_FOUND": 404,
+    "CONFLICT": 409,
+    "FENCED_EPOCH": 409,
+    "OTHER_JOB": 409,
+    "SNAPSHOT_GONE": 410,
+    "LOG_TRUNCATED": 410,
 }
 
 
@@ -241,8 +247,17 @@ class KvStoreClient:
             raise error_for(response.status_code, body, method, path, store=self.url, **context)
         return response
 
-    def _call(self, method: str, path: str, *, table: str | None = None, lease_id: str | None = None,
-              epoch: int | None = None, policy: Any = None, **kwargs: Any) -> requests.Response:
+    def _call(
+        self,
+        method: str,
+        path: str,
+        *,
+        table: str | None = None,
+        lease_id: str | None = None,
+        epoch: int | None = None,
+        policy: Any = None,
+        **kwargs: Any,
+    ) -> requests.Response:
         context = {k: v for k, v in (("table", table), ("lease_id", lease_id), ("epoch", epoch)) if v is not None}
         policy = policy or retry.STORE_RETRY
         stop = policy.stop if self.retry_deadline_s is None else policy.stop | stop_after_delay(self.retry_deadline_s)
@@ -290,11 +305,15 @@ class KvStoreClient:
 
     def upsert(self, table: str, rows: list[dict]) -> WriteResult:
         """Upsert ``rows``; the result names the offsets the write appended per bucket."""
-        response = self._call("POST", f"/v1/tables/{segment(table)}/rows", table=table, json={"op": "upsert", "rows": rows})
+        response = self._call(
+            "POST", f"/v1/tables/{segment(table)}/rows", table=table, json={"op": "upsert", "rows": rows}
+        )
         return WriteResult.model_validate_json(response.content)
 
     def delete(self, table: str, keys: list[dict]) -> WriteResult:
-        response = self._call("POST", f"/v1/tables/{segment(table)}/rows", table=table, json={"op": "delete", "rows": keys})
+        response = self._call(
+            "POST", f"/v1/tables/{segment(table)}/rows", table=table, json={"op": "delete", "rows": keys}
+        )
         return WriteResult.model_validate_json(response.content)
 
     def write_arrow(self, table: str, data: pa.Table | pa.RecordBatch, op: str = "upsert") -> WriteResult:
@@ -304,8 +323,12 @@ class KvStoreClient:
         with pa.ipc.new_stream(sink, data.schema) as writer:
             writer.write(data)
         response = self._call(
-            "POST", f"/v1/tables/{segment(table)}/rows", table=table, params={"op": op},
-            data=sink.getvalue().to_pybytes(), headers={"Content-Type": ARROW_STREAM},
+            "POST",
+            f"/v1/tables/{segment(table)}/rows",
+            table=table,
+            params={"op": op},
+            data=sink.getvalue().to_pybytes(),
+            headers={"Content-Type": ARROW_STREAM},
         )
         return WriteResult.model_validate_json(response.content)
 
@@ -326,7 +349,9 @@ class KvStoreClient:
 
     def log_segments(self, table: str, bucket: int, from_offset: int, to_offset: int) -> list[LogSegment]:
         response = self._call(
-            "GET", f"/v1/tables/{segment(table)}/buckets/{bucket}/log", table=table,
+            "GET",
+            f"/v1/tables/{segment(table)}/buckets/{bucket}/log",
+            table=table,
             params={"from": from_offset, "to": to_offset},
         )
         return LogSegments.model_validate(response.json()).segments
@@ -334,7 +359,9 @@ class KvStoreClient:
     def table_segments(self, table: str, ranges: list[LogRange]) -> list[list[LogSegment]]:
         """The segments of several buckets' ranges in one call, in the order of ``ranges``."""
         response = self._call(
-            "POST", f"/v1/tables/{segment(table)}/log/segments", table=table,
+            "POST",
+            f"/v1/tables/{segment(table)}/log/segments",
+            table=table,
             **self._body(SegmentsRequest(ranges=ranges)),
         )
         return [b.segments for b in TableSegments.model_validate(response.json()).buckets]
@@ -376,7 +403,8 @@ class KvStoreClient:
         body = TablesSegmentsRequest(tables=[TableRanges(table=t, ranges=ranges) for t, ranges in requests.items()])
         answers = _parse(TablesSegments, self._call("POST", "/v1/segments", **self._body(body)).content).tables
         return {
-            answer.table: _refusal("/v1/segments", answer.table, answer.error) if isinstance(answer, TableFailure)
+            answer.table: _refusal("/v1/segments", answer.table, answer.error)
+            if isinstance(answer, TableFailure)
             else [b.segments for b in answer.buckets]
             for answer in answers
         }
@@ -386,9 +414,7 @@ class KvStoreClient:
         job), from one ``logs`` call; a table the store does not hold is absent."""
         return {name: found.lake_job for name, found in self.logs(list(tables)).items()}
 
-    def acquire_lease(
-        self, lease_id: str, epoch: int, duration_ms: int, snapshots: list[SnapshotRef]
-    ) -> AcquireResult:
+    def acquire_lease(self, lease_id: str, epoch: int, duration_ms: int, snapshots: list[SnapshotRef]) -> AcquireResult:
         req = AcquireRequest(duration_ms=duration_ms, epoch=epoch, snapshots=snapshots)
         response = self._call(
             "POST", f"/v1/leases/{segment(lease_id)}/acquire", lease_id=lease_id, epoch=epoch, **self._body(req)
@@ -410,9 +436,7 @@ class KvStoreClient:
         return Lease.model_validate(response.json())
 
     def drop_lease(self, lease_id: str, epoch: int) -> None:
-        self._call(
-            "DELETE", f"/v1/leases/{segment(lease_id)}", lease_id=lease_id, epoch=epoch, params={"epoch": epoch}
-        )
+        self._call("DELETE", f"/v1/leases/{segment(lease_id)}", lease_id=lease_id, epoch=epoch, params={"epoch": epoch})
 
     def list_leases(self) -> list[Lease]:
         return LeaseList.model_validate(self._call("GET", "/v1/leases").json()).leases
@@ -436,7 +460,8 @@ class KvStoreClient:
             "POST", "/v1/lake-reports", epoch=epochs.pop() if len(epochs) == 1 else None, **self._body(body)
         )
         return {
-            result.table: None if result.error is None
+            result.table: None
+            if result.error is None
             else _refusal("/v1/lake-reports", result.table, result.error, epoch=reports[result.table].epoch)
             for result in _parse(LakeReportResults, response.content).results
         }

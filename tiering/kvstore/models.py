@@ -40,17 +40,35 @@ Count = Annotated[int, Field(ge=0, le=INT64_MAX)]
 LeaseDuration = Annotated[int, Field(gt=0, le=2**62)]
 #: Names are checked by tiering.kvstore.names (whose messages say what is wrong); the JSON
 #: schemas below are what JSON Schema can say of that rule (it cannot count UTF-8 bytes).
-TableName = Annotated[str, AfterValidator(check_table_name), WithJsonSchema({
-    "type": "string", "minLength": 1, "maxLength": MAX_NAME_BYTES, "pattern": r"^[^/\\\x00-\x1f\x7f]+$",
-    "not": {"enum": [".", ".."]},
-    "description": "one path segment: no '/' or '\\', no control characters or surrounding whitespace, "
-                   "not '.' or '..', at most 255 bytes in UTF-8",
-})]
-ColumnName = Annotated[str, AfterValidator(check_column_name), WithJsonSchema({
-    "type": "string", "minLength": 1, "maxLength": MAX_NAME_BYTES, "pattern": r"^[^\x00-\x1f\x7f]+$",
-    "not": {"pattern": "^__"},
-    "description": "no control characters, not starting with '__' (system columns), at most 255 bytes in UTF-8",
-})]
+TableName = Annotated[
+    str,
+    AfterValidator(check_table_name),
+    WithJsonSchema(
+        {
+            "type": "string",
+            "minLength": 1,
+            "maxLength": MAX_NAME_BYTES,
+            "pattern": r"^[^/\\\x00-\x1f\x7f]+$",
+            "not": {"enum": [".", ".."]},
+            "description": "one path segment: no '/' or '\\', no control characters or surrounding whitespace, "
+            "not '.' or '..', at most 255 bytes in UTF-8",
+        }
+    ),
+]
+ColumnName = Annotated[
+    str,
+    AfterValidator(check_column_name),
+    WithJsonSchema(
+        {
+            "type": "string",
+            "minLength": 1,
+            "maxLength": MAX_NAME_BYTES,
+            "pattern": r"^[^\x00-\x1f\x7f]+$",
+            "not": {"pattern": "^__"},
+            "description": "no control characters, not starting with '__' (system columns), at most 255 bytes in UTF-8",
+        }
+    ),
+]
 #: A tiering job's name (its ``[job] name``): what a lake report says made it.
 JobName = Annotated[str, Field(min_length=1, max_length=255, pattern=r"^[A-Za-z0-9._-]+$")]
 #: A bucket number as a JSON object key.
@@ -117,11 +135,13 @@ class TableSpec(_Model):
     num_buckets: int = Field(ge=1, le=4096)
 
     @model_validator(mode="after")
-    def _key_in_schema(self) -> "TableSpec":
+    def _key_in_schema(self) -> TableSpec:
         names = [c.name for c in self.columns]
         duplicates = duplicate_names(names)
         if duplicates:
-            raise ValueError(f"schema has duplicate column names (Spark compares them case-insensitively): {duplicates}")
+            raise ValueError(
+                f"schema has duplicate column names (Spark compares them case-insensitively): {duplicates}"
+            )
         missing = [k for k in self.primary_key if k not in names]
         if missing:
             raise ValueError(f"primary_key columns {missing} are not in schema {names}")

@@ -5,7 +5,7 @@ anything else resurrects a deleted row; an ``__offset`` spelt otherwise makes th
 of a key win. The store writes these into its log and snapshot files (see
 :mod:`tiering.kvstore.models`), the lake keeps ``__offset`` and ``__timestamp`` in its rows, and
 other tools read both: they are written down once, here, for the store server and the lake
-writers alike. (The lake's own ``__bucket`` is in :mod:`tiering.lakestate.layout`; user column
+writers alike. (The lake's own ``__bucket`` is in :mod:`tiering.delta_log.layout`; user column
 names may not start with ``__``, so none of these can clash with a user column.)
 """
 
@@ -14,8 +14,15 @@ from __future__ import annotations
 import pyarrow as pa
 
 __all__ = [
-    "OFFSET_COLUMN", "OP_COLUMN", "TIMESTAMP_COLUMN", "OFFSET_TYPE", "TIMESTAMP_TYPE",
-    "INSERT", "UPDATE", "DELETE", "OPS",
+    "OFFSET_COLUMN",
+    "OP_COLUMN",
+    "TIMESTAMP_COLUMN",
+    "OFFSET_TYPE",
+    "TIMESTAMP_TYPE",
+    "INSERT",
+    "UPDATE",
+    "DELETE",
+    "OPS",
 ]
 
 #: Offset of the change that wrote the row (bigint): dense and unique within a bucket's log.

@@ -18,12 +18,13 @@ from functools import reduce
 from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
+from tiering.delta_log.layout import BUCKET_COLUMN
 from tiering.kvstore.models import TableInfo
 from tiering.kvstore.protocol import DELETE, OFFSET_COLUMN, OP_COLUMN, TIMESTAMP_COLUMN
-from tiering.lakestate.layout import BUCKET_COLUMN
-from tiering.lake.round_plan import BucketPlan
+from tiering.lake.bucket_plan import BucketPlan
 
 __all__ = ["bucket_rows", "output_columns"]
+
 
 def output_columns(table: TableInfo) -> list[str]:
     """Column order of the rows written (``__bucket`` last: it becomes the directory)."""

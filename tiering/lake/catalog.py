@@ -26,8 +26,8 @@ import threading
 
 from pyspark.sql import SparkSession
 
+from tiering.delta_log.lake import Lake
 from tiering.errors import ConfigError
-from tiering.lakestate.lake import Lake
 
 __all__ = ["DELTA_CATALOG", "TableCatalog"]
 
@@ -56,11 +56,13 @@ class TableCatalog:
         check_delta_jars(spark, f"lake.catalog_database = {database!r}", "leave lake.catalog_database unset")
         catalog = spark.conf.get(_CATALOG_KEY, None)
         if catalog != DELTA_CATALOG:
-            raise ConfigError([
-                f"lake.catalog_database = {database!r}: registering tables needs Delta's catalog, but "
-                f"{_CATALOG_KEY} is {catalog!r}; set {_CATALOG_KEY} = \"{DELTA_CATALOG}\" and spark.sql.extensions = "
-                "\"io.delta.sql.DeltaSparkSessionExtension\" in the [spark] section (or with spark-submit --conf)"
-            ])
+            raise ConfigError(
+                [
+                    f"lake.catalog_database = {database!r}: registering tables needs Delta's catalog, but "
+                    f'{_CATALOG_KEY} is {catalog!r}; set {_CATALOG_KEY} = "{DELTA_CATALOG}" and spark.sql.extensions = '
+                    '"io.delta.sql.DeltaSparkSessionExtension" in the [spark] section (or with spark-submit --conf)'
+                ]
+            )
         self._spark = spark
         self._lake = lake
         self.database = database
@@ -81,8 +83,12 @@ class TableCatalog:
         try:
             self._register(table, recreated)
         except Exception as e:  # a catalog's refusal must fail nothing else
-            log.warning("table=%s: not registered as %s in the session catalog: %s",
-                        table, self.name(table), " ".join(str(e).split())[:500])
+            log.warning(
+                "table=%s: not registered as %s in the session catalog: %s",
+                table,
+                self.name(table),
+                " ".join(str(e).split())[:500],
+            )
             return False
         with self._lock:
             self._registered.add(table)

@@ -36,13 +36,13 @@ import pyarrow as pa
 from deltalake import DeltaTable
 from deltalake.transaction import CommitProperties
 
+from tiering.delta_log.layout import BUCKET_COLUMN, lake_schema
 from tiering.errors import LakeCommitError
 from tiering.kvstore.protocol import DELETE, OFFSET_COLUMN, OP_COLUMN
+from tiering.lake.bucket_plan import BucketBase
 from tiering.lake.buckets import BucketTask, base_rows, merge_batches
 from tiering.lake.compression import delta_rs_properties
-from tiering.lake.round_plan import BucketBase
 from tiering.lake.round_protocol import PreparedRound, post_commit
-from tiering.lakestate.layout import BUCKET_COLUMN, lake_schema
 
 __all__ = ["CHANGE_FEED_PROPERTY", "check_source_rows", "feed_enabled", "merge_round", "needs_merge"]
 
@@ -69,7 +69,8 @@ def check_source_rows(prepared: PreparedRound, tasks: Sequence[BucketTask], max_
             f"table {name!r}: with lake.change_data_feed on, this round is one MERGE whose source the driver holds: "
             f"{rows} rows, more than lake.merge_max_rows = {max_rows}; raise lake.merge_max_rows (driver "
             "memory allowing) or bound rounds with limits.max_bytes_per_trigger",
-            table=name, epoch=prepared.epoch,
+            table=name,
+            epoch=prepared.epoch,
         )
 
 
@@ -85,15 +86,22 @@ def merge_round(
     delete, offset = f"s.{_name(OP_COLUMN)} = '{DELETE}'", _name(OFFSET_COLUMN)
     merger = (
         prepared.dt.merge(
-            source, _predicate(prepared), source_alias="s", target_alias="t",
-            merge_schema=bool(prepared.added_columns), commit_properties=properties,
-            writer_properties=delta_rs_properties(compression), post_commithook_properties=post_commit(prepared.dt),
+            source,
+            _predicate(prepared),
+            source_alias="s",
+            target_alias="t",
+            merge_schema=bool(prepared.added_columns),
+            commit_properties=properties,
+            writer_properties=delta_rs_properties(compression),
+            post_commithook_properties=post_commit(prepared.dt),
         )
         .when_matched_delete(delete)
         .when_matched_update_all(predicate=f"NOT ({delete}) AND t.{offset} <> s.{offset}", except_cols=[OP_COLUMN])
         .when_not_matched_insert_all(predicate=f"NOT ({delete})", except_cols=[OP_COLUMN])
     )
-    rebootstrapped = [p.bucket for p in prepared.plans if p.base is BucketBase.SNAPSHOT and p.bucket in prepared.lake_buckets]
+    rebootstrapped = [
+        p.bucket for p in prepared.plans if p.base is BucketBase.SNAPSHOT and p.bucket in prepared.lake_buckets
+    ]
     if rebootstrapped:
         merger = merger.when_not_matched_by_source_delete(f"t.{_name(BUCKET_COLUMN)} IN ({_list(rebootstrapped)})")
     return merger.execute()

@@ -1,6 +1,6 @@
 """Committing one table's round with delta-spark (the Delta JVM jars): one atomic commit, at most once.
 
-Failure modes and what happens (the same protocol as :mod:`tiering.lake.round_writer`):
+Failure modes and what happens (the same protocol as :mod:`tiering.lake.delta_rs_writer`):
 - the Delta jars are not on Spark's classpath -> :class:`ConfigError` when the writer is
   built, before any lease is taken, saying how to add them or to use ``delta-rs``;
 - the round is replayed: the txn version of ``tiering/<job>/<table>`` already reaches
@@ -38,7 +38,7 @@ The data path is the delta-rs writer's (:mod:`tiering.lake.bucket_rows`): every 
 round touches is rewritten; here delta-spark's distributed write replaces exactly those
 buckets with ``replaceWhere`` on the ``__bucket`` partition column. The commit's positions
 travel in ``userMetadata`` (delta-spark's only free commit info field) as the JSON of
-:func:`tiering.lakestate.commits.commit_metadata`. Reading the lake stays Spark-free (delta-rs).
+:func:`tiering.delta_log.commits.commit_metadata`. Reading the lake stays Spark-free (delta-rs).
 """
 
 from __future__ import annotations
@@ -50,14 +50,14 @@ from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 
+from tiering.delta_log.lake import Lake, LakeTable
+from tiering.delta_log.layout import BUCKET_COLUMN, lake_schema
+from tiering.enumerator.splits import Split
 from tiering.errors import ConfigError, SchemaMismatchError
 from tiering.kvstore.models import TableInfo
+from tiering.lake.bucket_plan import BucketPlan
 from tiering.lake.bucket_rows import bucket_rows
-from tiering.lakestate.layout import BUCKET_COLUMN, lake_schema
-from tiering.lake.round_plan import BucketPlan
 from tiering.lake.round_protocol import PreparedRound, RoundWriter, TableCommit, WritePath, WrittenRound, output_rows
-from tiering.enumerator.splits import Split
-from tiering.lakestate.lake import Lake, LakeTable
 
 __all__ = ["DELTA_CLASS", "DeltaSparkRoundWriter", "check_delta_jars"]
 
@@ -71,16 +71,17 @@ DELTA_CLASS = "io.delta.tables.DeltaTable"
 
 _MISSING_JARS = (
     "{who} needs the Delta Lake jars on Spark's classpath, but {cls} is not "
-    "loadable ({why}); add them, e.g. spark.jars.packages = \"io.delta:delta-spark_{minor}_2.13:<version "
-    "matching Spark {spark}>\" in the [spark] section (Delta 4.4 and later name the artifact by Spark "
+    'loadable ({why}); add them, e.g. spark.jars.packages = "io.delta:delta-spark_{minor}_2.13:<version '
+    'matching Spark {spark}>" in the [spark] section (Delta 4.4 and later name the artifact by Spark '
     "version; earlier ones io.delta:delta-spark_2.13) (or --packages / spark.jars with spark-submit), or "
     "{instead}"
 )
 
 
 def check_delta_jars(
-    spark: SparkSession, who: str = "lake.writer: 'delta-spark'",
-    instead: str = "use lake.writer = \"delta-rs\" (no JVM jars needed)",
+    spark: SparkSession,
+    who: str = "lake.writer: 'delta-spark'",
+    instead: str = 'use lake.writer = "delta-rs" (no JVM jars needed)',
 ) -> None:
     """:class:`ConfigError` unless the Delta classes load in the driver's JVM; the error says that
     ``who`` (a setting) needs them, and what to do ``instead``."""
@@ -95,7 +96,9 @@ def check_delta_jars(
             return
         why = "class not found"
     minor = ".".join(spark.version.split(".")[:2])
-    raise ConfigError([_MISSING_JARS.format(who=who, cls=DELTA_CLASS, why=why, spark=spark.version, minor=minor, instead=instead)])
+    raise ConfigError(
+        [_MISSING_JARS.format(who=who, cls=DELTA_CLASS, why=why, spark=spark.version, minor=minor, instead=instead)]
+    )
 
 
 class DeltaSparkRoundWriter(RoundWriter):
@@ -106,8 +109,12 @@ class DeltaSparkRoundWriter(RoundWriter):
         super().__init__(spark, lake, job)
 
     def prepare(
-        self, table: TableInfo, splits: Sequence[Split], files: Mapping[Split, Sequence[str]],
-        current: LakeTable | None, **round_args: Any,
+        self,
+        table: TableInfo,
+        splits: Sequence[Split],
+        files: Mapping[Split, Sequence[str]],
+        current: LakeTable | None,
+        **round_args: Any,
     ) -> PreparedRound | TableCommit:
         """As every writer prepares, after checking that delta-spark can write ``table``'s columns."""
         _check_column_names(table)
@@ -155,7 +162,6 @@ class DeltaSparkRoundWriter(RoundWriter):
         return rows.select(*columns)
 
 
-
 def _check_column_names(table: TableInfo) -> None:
     """:class:`SchemaMismatchError` naming every column delta-spark would refuse to write."""
     refused = [c.name for c in table.columns if any(ch in DELTA_INVALID_NAME_CHARACTERS for ch in c.name)]
@@ -163,7 +169,7 @@ def _check_column_names(table: TableInfo) -> None:
         raise SchemaMismatchError(
             f"table {table.name!r}: delta-spark cannot write column(s) {refused}: Delta refuses any of "
             f"{DELTA_INVALID_NAME_CHARACTERS!r} in a column name unless the table maps columns to physical names "
-            "(column mapping, which the lake does not use); expected names without them, or lake.writer = \"delta-rs\" "
+            '(column mapping, which the lake does not use); expected names without them, or lake.writer = "delta-rs" '
             "(it writes them as they are)",
             table=table.name,
         )

@@ -54,11 +54,11 @@ from deltalake import DeltaTable
 from deltalake.transaction import CommitProperties, PostCommitHookProperties
 
 from tiering.conf.model import MaintenanceConfig
+from tiering.delta_log.commits import LakeCommitInfo, fence_epoch, maintenance_metadata, newest_commit
+from tiering.delta_log.lake import Lake, open_table
+from tiering.delta_log.layout import BUCKET_COLUMN, CHECKPOINT_INTERVAL_PROPERTY, FENCE_PROPERTY, app_id, epoch_round
 from tiering.errors import FencedEpochError, LakeCommitError, NotLeaderError
 from tiering.lake.compression import delta_rs_properties
-from tiering.lakestate.commits import LakeCommitInfo, fence_epoch, maintenance_metadata, newest_commit
-from tiering.lakestate.lake import Lake, open_table
-from tiering.lakestate.layout import BUCKET_COLUMN, CHECKPOINT_INTERVAL_PROPERTY, FENCE_PROPERTY, app_id, epoch_round
 
 __all__ = ["LakeMaintainer", "MaintenancePass", "TableMaintenance", "revisit_after"]
 
@@ -205,8 +205,10 @@ class LakeMaintainer:
         bound = revisit_after(table, self._revisit_s)
         if table in changed or last is None or now - last >= bound:
             return ""
-        return (f"unchanged: no round committed to it since this term maintained it {now - last:.0f}s ago "
-                f"(again once {bound:.0f}s have passed)")
+        return (
+            f"unchanged: no round committed to it since this term maintained it {now - last:.0f}s ago "
+            f"(again once {bound:.0f}s have passed)"
+        )
 
     def _maintain_all(self, tables: list[str]) -> dict[str, TableMaintenance | str]:
         """``tables`` maintained ``parallelism`` at a time: each one's result, or why it failed.
@@ -249,13 +251,24 @@ class LakeMaintainer:
         checkpoint = self._checkpoint(path, dt, info)
         dt.cleanup_metadata()
         vacuumed = dt.vacuum(
-            retention_hours=self._config.file_retention_hours, dry_run=False, enforce_retention_duration=False,
-            full=True, commit_properties=self._properties("vacuum"), post_commithook_properties=_NO_HOOKS,
+            retention_hours=self._config.file_retention_hours,
+            dry_run=False,
+            enforce_retention_duration=False,
+            full=True,
+            commit_properties=self._properties("vacuum"),
+            post_commithook_properties=_NO_HOOKS,
         )
         dt.update_incremental()
         result = TableMaintenance(
-            table, self._epoch, version_before, dt.version(), sum(map(len, sizes.values())),
-            sum(map(len, _file_sizes(dt).values())), tuple(buckets), checkpoint, len(vacuumed),
+            table,
+            self._epoch,
+            version_before,
+            dt.version(),
+            sum(map(len, sizes.values())),
+            sum(map(len, _file_sizes(dt).values())),
+            tuple(buckets),
+            checkpoint,
+            len(vacuumed),
             time.monotonic() - started,
         )
         log.info("maintenance table=%s epoch=%d %s", table, self._epoch, result)
@@ -270,7 +283,8 @@ class LakeMaintainer:
             raise FencedEpochError(
                 f"table {table!r}: epoch {newest} already wrote to the lake (Delta version {dt.version()}); "
                 f"maintenance at epoch {self._epoch} refused",
-                table=table, epoch=self._epoch,
+                table=table,
+                epoch=self._epoch,
             )
 
     def _to_compact(self, sizes: Mapping[int, list[int]]) -> list[int]:
@@ -293,10 +307,16 @@ class LakeMaintainer:
         current = dt.metadata().configuration
         changed = {k: v for k, v in wanted.items() if current.get(k) != v}
         if changed:
-            self._guarded(table, f"setting {sorted(changed)}", lambda: dt.alter.set_table_properties(
-                changed, raise_if_not_exists=False, commit_properties=self._properties("properties"),
-                post_commithook_properties=_NO_HOOKS,
-            ))
+            self._guarded(
+                table,
+                f"setting {sorted(changed)}",
+                lambda: dt.alter.set_table_properties(
+                    changed,
+                    raise_if_not_exists=False,
+                    commit_properties=self._properties("properties"),
+                    post_commithook_properties=_NO_HOOKS,
+                ),
+            )
 
     def _compact(self, table: str, dt: DeltaTable, buckets: list[int], sort_key: str | None) -> None:
         """Rewrite ``buckets`` into files of about the target, sorted by ``sort_key`` when given."""
@@ -325,7 +345,8 @@ class LakeMaintainer:
                 self._check_epoch(table, after, info)
             raise LakeCommitError(
                 f"table {table!r}: {what} lost to a concurrent commit, nothing of it landed: {e}",
-                table=table, epoch=self._epoch,
+                table=table,
+                epoch=self._epoch,
             ) from e
 
     def _checkpoint(self, path: str, dt: DeltaTable, info: LakeCommitInfo) -> int | None:
@@ -347,13 +368,17 @@ class LakeMaintainer:
             return -1
 
     def _properties(self, operation: str) -> CommitProperties:
-        return CommitProperties(custom_metadata=maintenance_metadata(job=self._job, epoch=self._epoch, operation=operation))
+        return CommitProperties(
+            custom_metadata=maintenance_metadata(job=self._job, epoch=self._epoch, operation=operation)
+        )
 
 
 def _file_sizes(dt: DeltaTable) -> dict[int, list[int]]:
     """The sizes of the table's current data files, per bucket."""
     actions = pa.table(dt.get_add_actions(flatten=True))
     out: dict[int, list[int]] = {}
-    for size, bucket in zip(actions.column("size_bytes").to_pylist(), actions.column(f"partition.{BUCKET_COLUMN}").to_pylist()):
+    for size, bucket in zip(
+        actions.column("size_bytes").to_pylist(), actions.column(f"partition.{BUCKET_COLUMN}").to_pylist(), strict=False
+    ):
         out.setdefault(int(bucket), []).append(int(size))
     return out

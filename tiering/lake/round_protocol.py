@@ -21,7 +21,7 @@ Failure modes handled here, for every writer:
   naming the table and the column, another incarnation of the table -> :class:`LakeCommitError`,
   before any file is written; the round's other tables still commit;
 - another writer changed the table's rows since the job's last round commit (an append or a
-  delete with another tool; :mod:`tiering.lakestate.foreign`) -> :class:`ForeignCommitError`
+  delete with another tool; :mod:`tiering.delta_log.foreign`) -> :class:`ForeignCommitError`
   naming that commit and ``tiering resync``, before anything is written (a commit that changes
   no row, an OPTIMIZE or a vacuum, is fine);
 - a bucket file that could not be written -> :class:`BucketWriteError`, nothing committed;
@@ -44,6 +44,19 @@ from deltalake.exceptions import DeltaError
 from deltalake.transaction import PostCommitHookProperties
 from pyspark.sql import SparkSession
 
+from tiering.conf.model import DEFAULT_TARGET_FILE_MB
+from tiering.delta_log.commits import LakeCommitInfo, commit_metadata, fence_epoch, find_round_commit, round_commit_at
+from tiering.delta_log.foreign import ForeignCommit
+from tiering.delta_log.lake import Lake, LakeTable, open_table
+from tiering.delta_log.layout import (
+    BUCKET_COLUMN,
+    CHECKPOINT_INTERVAL_PROPERTY,
+    DELTA_RS_CHECKPOINT_INTERVAL,
+    app_id,
+    epoch_round,
+    lake_schema,
+    txn_version,
+)
 from tiering.enumerator.positions import LakePosition
 from tiering.enumerator.splits import Split
 from tiering.errors import (
@@ -54,25 +67,12 @@ from tiering.errors import (
     SchemaMismatchError,
     one_line,
 )
-from tiering.conf.model import DEFAULT_TARGET_FILE_MB
 from tiering.kvstore.models import TableInfo
+from tiering.lake.bucket_plan import BucketBase, BucketPlan, plan_buckets
 from tiering.lake.buckets import BucketResult, BucketTask, WrittenFile
 from tiering.lake.catalog import TableCatalog
 from tiering.lake.executor_writes import run_bucket_tasks
-from tiering.lake.round_plan import BucketBase, BucketPlan, plan_buckets
 from tiering.lake.schema_change import added_columns
-from tiering.lakestate.commits import LakeCommitInfo, commit_metadata, fence_epoch, find_round_commit, round_commit_at
-from tiering.lakestate.foreign import ForeignCommit
-from tiering.lakestate.lake import Lake, LakeTable, open_table
-from tiering.lakestate.layout import (
-    BUCKET_COLUMN,
-    CHECKPOINT_INTERVAL_PROPERTY,
-    DELTA_RS_CHECKPOINT_INTERVAL,
-    app_id,
-    epoch_round,
-    lake_schema,
-    txn_version,
-)
 
 __all__ = ["PreparedRound", "RoundWriter", "TableCommit", "WritePath", "WrittenRound", "output_rows", "post_commit"]
 
@@ -227,8 +227,12 @@ class RoundWriter(ABC):
         return self._job
 
     def write_table_round(
-        self, table: TableInfo, splits: Sequence[Split], files: Mapping[Split, Sequence[str]],
-        current: LakeTable | None, **round_args: Any,
+        self,
+        table: TableInfo,
+        splits: Sequence[Split],
+        files: Mapping[Split, Sequence[str]],
+        current: LakeTable | None,
+        **round_args: Any,
     ) -> TableCommit:
         """Commit ``splits`` of ``table`` at most once: :meth:`prepare` (same arguments), the
         executors' :meth:`tasks`, :meth:`commit`, for one table."""
@@ -265,13 +269,20 @@ class RoundWriter(ABC):
         info = current.info if current is not None else None
         done = current.transaction_version(app) if current is not None else None
         if done is not None and done >= version:
-            log.info("table=%s round %s already in the lake (at %s): skipped", table.name, (epoch, round_id), epoch_round(done))
+            log.info(
+                "table=%s round %s already in the lake (at %s): skipped",
+                table.name,
+                (epoch, round_id),
+                epoch_round(done),
+            )
             return _skipped(table, dt, info)
         fenced = fence_epoch(dt) if dt is not None else None
         if fenced is not None and fenced > epoch:
             raise FencedEpochError(
                 f"table {table.name!r}: a maintenance pass of epoch {fenced} fenced the table; round {round_id} of "
-                f"epoch {epoch} refused", table=table.name, epoch=epoch,
+                f"epoch {epoch} refused",
+                table=table.name,
+                epoch=epoch,
             )
         if current is not None and current.foreign is not None and not replace_table:
             raise _foreign_commit(table.name, current.foreign, epoch)
@@ -281,7 +292,8 @@ class RoundWriter(ABC):
         lake = info.position if info is not None and not replace_table else None
         lake_files = (
             current.files_by_bucket(table.primary_key[0], {s.bucket for s in splits})
-            if current is not None and not replace_table else {}
+            if current is not None and not replace_table
+            else {}
         )
         plans = tuple(p for p in plan_buckets(table, splits, files, lake, lake_files) if p.rewrites)
         if added:  # the schema changes in an overwrite of whole buckets: no rewrite by file
@@ -300,7 +312,18 @@ class RoundWriter(ABC):
             sort_key=table.primary_key[0],
         )
         prepared = PreparedRound(
-            table, path, app, version, epoch, dt, replace_table, plans, positions, metadata, added, frozenset(lake_files)
+            table,
+            path,
+            app,
+            version,
+            epoch,
+            dt,
+            replace_table,
+            plans,
+            positions,
+            metadata,
+            added,
+            frozenset(lake_files),
         )
         return replace(prepared, write_path=self._write_path(prepared))
 
@@ -311,6 +334,7 @@ class RoundWriter(ABC):
     def _adjust_table(self, dt: DeltaTable, epoch: int) -> None:
         """A table property this writer needs and ``dt`` lacks, set in a commit of its own before
         the round is checked against the table (which then sees that commit); none by default."""
+        return None
 
     def tasks(self, prepared: PreparedRound) -> list[BucketTask]:
         """The bucket files executors write before :meth:`commit` ([]: not this round's path)."""
@@ -318,7 +342,9 @@ class RoundWriter(ABC):
 
     def _bucket_tasks(self, prepared: PreparedRound) -> list[BucketTask]:
         return [
-            BucketTask(prepared.table, prepared.path, plan, self._lake.store, self._target_file_bytes, self._lake.compression)
+            BucketTask(
+                prepared.table, prepared.path, plan, self._lake.store, self._target_file_bytes, self._lake.compression
+            )
             for plan in prepared.plans
         ]
 
@@ -391,8 +417,12 @@ class RoundWriter(ABC):
         except (OSError, DeltaError) as e:
             if committed is None:
                 raise
-            log.warning("table=%s: committed; reading the commit back failed, its version taken as %d: %s",
-                        prepared.table.name, committed.version(), e)
+            log.warning(
+                "table=%s: committed; reading the commit back failed, its version taken as %d: %s",
+                prepared.table.name,
+                committed.version(),
+                e,
+            )
             ours = None
         return prepared.result(
             delta_version=int(ours["version"]) if ours is not None else committed.version(),
@@ -413,7 +443,9 @@ class RoundWriter(ABC):
         except (OSError, DeltaError) as e:
             raise LakeCommitError(
                 f"table {prepared.table.name!r}: Delta commit failed: {one_line(error)}; whether it landed could not "
-                f"be read from {prepared.path}: {one_line(e)}", table=prepared.table.name, epoch=prepared.epoch,
+                f"be read from {prepared.path}: {one_line(e)}",
+                table=prepared.table.name,
+                epoch=prepared.epoch,
             ) from error
         done = after.transaction_version(prepared.app) if after is not None else None
         if done == prepared.version:
@@ -427,9 +459,13 @@ class RoundWriter(ABC):
                 table=name,
                 epoch=epoch,
             ) from error
-        reason = f"Delta commit failed: {one_line(error)}" if error is not None else (
-            f"Delta skipped the write: the lake's txn version for {prepared.app!r} is {done} "
-            f"({epoch_round(done) if done is not None else None}), the round's is {prepared.version}"
+        reason = (
+            f"Delta commit failed: {one_line(error)}"
+            if error is not None
+            else (
+                f"Delta skipped the write: the lake's txn version for {prepared.app!r} is {done} "
+                f"({epoch_round(done) if done is not None else None}), the round's is {prepared.version}"
+            )
         )
         raise LakeCommitError(f"table {name!r}: {reason}", table=name, epoch=epoch) from error
 
@@ -439,7 +475,10 @@ def _foreign_commit(table: str, commit: ForeignCommit, epoch: int) -> ForeignCom
         f"table {table!r}: Delta version {commit.version} ({commit.operation}) was written by another writer and "
         f"changed the table's rows: the lake no longer follows the store, and no round is written on top of it; "
         f"repair: `tiering resync {shlex.quote(table)} --conf FILE` rebuilds the table from the store",
-        version=commit.version, operation=commit.operation, table=table, epoch=epoch,
+        version=commit.version,
+        operation=commit.operation,
+        table=table,
+        epoch=epoch,
     )
 
 

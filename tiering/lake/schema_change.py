@@ -25,8 +25,8 @@ from __future__ import annotations
 from deltalake import Schema
 from deltalake.schema import Field
 
+from tiering.delta_log.layout import SYSTEM_COLUMNS
 from tiering.errors import SchemaMismatchError
-from tiering.lakestate.layout import SYSTEM_COLUMNS
 
 __all__ = ["added_columns"]
 
@@ -37,8 +37,12 @@ def added_columns(table: str, uri: str, delta: Schema, kv: Schema) -> tuple[str,
     Delta table cannot follow ``kv`` by adding them."""
     have = {f.name: f for f in delta.fields}
     want = {f.name: f for f in kv.fields}
-    problems = [f"column {n!r} is in Delta but not in the KV table; expected every Delta column to stay "
-                "(columns are never dropped from the lake)" for n in have if n not in want]
+    problems = [
+        f"column {n!r} is in Delta but not in the KV table; expected every Delta column to stay "
+        "(columns are never dropped from the lake)"
+        for n in have
+        if n not in want
+    ]
     problems += [_changed(have[n], want[n]) for n in want if n in have and have[n].type != want[n].type]
     added = tuple(n for n in want if n not in have)
     problems += [_not_addable(want[n]) for n in added if n in SYSTEM_COLUMNS or not want[n].nullable]
@@ -51,16 +55,22 @@ def added_columns(table: str, uri: str, delta: Schema, kv: Schema) -> tuple[str,
 
 
 def _changed(delta: Field, kv: Field) -> str:
-    return (f"column {kv.name!r} is {_type(kv)} in the KV table but {_type(delta)} in Delta; expected "
-            f"{_type(delta)} (a column's type cannot change)")
+    return (
+        f"column {kv.name!r} is {_type(kv)} in the KV table but {_type(delta)} in Delta; expected "
+        f"{_type(delta)} (a column's type cannot change)"
+    )
 
 
 def _not_addable(kv: Field) -> str:
     if kv.name in SYSTEM_COLUMNS:
-        return (f"system column {kv.name!r} is missing in Delta; expected every one of {list(SYSTEM_COLUMNS)} "
-                "(not a table a tiering job wrote)")
-    return (f"new column {kv.name!r} is NOT NULL in the KV table; expected a nullable column "
-            "(rows already in the lake have no value for it)")
+        return (
+            f"system column {kv.name!r} is missing in Delta; expected every one of {list(SYSTEM_COLUMNS)} "
+            "(not a table a tiering job wrote)"
+        )
+    return (
+        f"new column {kv.name!r} is NOT NULL in the KV table; expected a nullable column "
+        "(rows already in the lake have no value for it)"
+    )
 
 
 def _type(field: Field) -> str:

@@ -8,12 +8,12 @@ catalog the writer registers tables in (``lake.catalog_database``, :mod:`tiering
 from __future__ import annotations
 
 from tiering.conf.model import LakeConfig
+from tiering.delta_log.lake import Lake
 from tiering.errors import ConfigError
 from tiering.lake.catalog import TableCatalog
+from tiering.lake.delta_rs_writer import DeltaRsRoundWriter
 from tiering.lake.delta_spark_writer import DeltaSparkRoundWriter
 from tiering.lake.round_protocol import RoundWriter
-from tiering.lake.round_writer import DeltaRsRoundWriter
-from tiering.lakestate.lake import Lake
 
 __all__ = ["WRITERS", "make_round_writer"]
 
@@ -32,8 +32,13 @@ def make_round_writer(spark, lake: LakeConfig, job: str) -> RoundWriter:
 def _writer(spark, lake: LakeConfig, job: str) -> RoundWriter:
     if lake.writer == "delta-rs":
         return DeltaRsRoundWriter(
-            spark, Lake.of(lake), job, driver_max_changes=lake.driver_max_changes, merge_max_rows=lake.merge_max_rows,
-            change_data_feed=lake.change_data_feed, target_file_mb=lake.target_file_mb,
+            spark,
+            Lake.of(lake),
+            job,
+            driver_max_changes=lake.driver_max_changes,
+            merge_max_rows=lake.merge_max_rows,
+            change_data_feed=lake.change_data_feed,
+            target_file_mb=lake.target_file_mb,
         )
     if lake.writer == "delta-spark":
         return DeltaSparkRoundWriter(spark, Lake.of(lake), job)

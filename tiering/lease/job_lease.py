@@ -52,8 +52,9 @@ class JobLease:
     the store has no lease API (found by :meth:`claim`, or by the term that passed it on), and
     every call does nothing."""
 
-    def __init__(self, client: KvStoreClient, lease_id: str, epoch: int, duration_ms: int,
-                 *, enabled: bool = True) -> None:
+    def __init__(
+        self, client: KvStoreClient, lease_id: str, epoch: int, duration_ms: int, *, enabled: bool = True
+    ) -> None:
         if not lease_id:
             raise ValueError("lease_id is empty")
         if epoch < 0:
@@ -88,13 +89,19 @@ class JobLease:
         An expired lease holds nothing: nothing left to release."""
         if not self.enabled:
             return
-        refs = [BucketRef(table_id=table_id, bucket=b) for table_id, buckets in sorted(held.items()) for b in sorted(buckets)]
+        refs = [
+            BucketRef(table_id=table_id, bucket=b)
+            for table_id, buckets in sorted(held.items())
+            for b in sorted(buckets)
+        ]
         if not refs:
             return
         try:
             self.client.release_lease(self.lease_id, self.epoch, refs)
         except LeaseNotFoundError:
-            log.debug("lease %s: release of table_ids %s found no lease (expired or dropped)", self.lease_id, sorted(held))
+            log.debug(
+                "lease %s: release of table_ids %s found no lease (expired or dropped)", self.lease_id, sorted(held)
+            )
 
     def renew(self) -> bool:
         """Extend the lease; False when the store no longer knows it (its holds are gone)."""
@@ -120,7 +127,9 @@ class JobLease:
         try:
             self.expires_at_ms = self.client.renew_lease(self.lease_id, self.epoch, self.duration_ms).expires_at_ms
         except RetryableError as e:
-            log.warning("lease %s: could not claim it for epoch %d at the term's start: %s", self.lease_id, self.epoch, e)
+            log.warning(
+                "lease %s: could not claim it for epoch %d at the term's start: %s", self.lease_id, self.epoch, e
+            )
             return
         except NotFoundError as e:
             if e.code != "LEASE_NOT_FOUND" and not serves_leases(self.client):
@@ -140,7 +149,9 @@ class JobLease:
             "lease %s: the KV store at %s has no lease API (%s); job tiers WITHOUT snapshot leases this term: "
             "the store's GC may delete a snapshot while a bootstrap reads it, and that table's round then fails "
             "(snapshot_gone) and bootstraps again from a newer snapshot",
-            self.lease_id, self.client.url, answer,
+            self.lease_id,
+            self.client.url,
+            answer,
         )
 
     def drop(self) -> None:
@@ -181,8 +192,9 @@ class LeaseRenewer:
     :meth:`check` in the caller's thread: the renewer never swallows it.
     """
 
-    def __init__(self, lease: JobLease, interval_s: float | None = None, *,
-                 after: Callable[[bool], None] = lambda renewed: None) -> None:
+    def __init__(
+        self, lease: JobLease, interval_s: float | None = None, *, after: Callable[[bool], None] = lambda renewed: None
+    ) -> None:
         self.lease = lease
         self._after = after
         self.interval_s = interval_s if interval_s is not None else lease.duration_ms / 3000
@@ -218,8 +230,12 @@ class LeaseRenewer:
             try:
                 renewed = self.lease.renew()
                 if not renewed:
-                    log.warning("lease %s: expired or unknown at renewal (epoch %s); its snapshot holds are gone "
-                                "until acquired again", self.lease.lease_id, self.lease.epoch)
+                    log.warning(
+                        "lease %s: expired or unknown at renewal (epoch %s); its snapshot holds are gone "
+                        "until acquired again",
+                        self.lease.lease_id,
+                        self.lease.epoch,
+                    )
                 self._after(renewed)
             except RetryableError as e:
                 log.warning("lease %s: renewal failed, retrying in %.1fs: %s", self.lease.lease_id, self.interval_s, e)

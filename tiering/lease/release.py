@@ -107,8 +107,12 @@ class LeaseReleases:
         except NotLeaderError:
             return
         except TieringError as e:
-            log.warning("lease %s: release of table_ids %s after an aborted round failed: %s",
-                        self.lease.lease_id, sorted(held), e)
+            log.warning(
+                "lease %s: release of table_ids %s after an aborted round failed: %s",
+                self.lease.lease_id,
+                sorted(held),
+                e,
+            )
 
     def retry_refused(self) -> None:
         """Send the releases the store refused, in one call; what it refuses again waits for the
@@ -139,8 +143,12 @@ class LeaseReleases:
         if not stray:
             return
         self.lease.release(stray)
-        log.info("lease %s: released %d holds no planned round needs (table_ids %s), left by an earlier term",
-                 self.lease.lease_id, sum(map(len, stray.values())), sorted(stray))
+        log.info(
+            "lease %s: released %d holds no planned round needs (table_ids %s), left by an earlier term",
+            self.lease.lease_id,
+            sum(map(len, stray.values())),
+            sorted(stray),
+        )
 
     def stopped(self) -> None:
         self.lease.drop()
@@ -157,8 +165,13 @@ class LeaseReleases:
         except NotLeaderError:
             raise
         except StoreError as e:
-            log.warning("lease %s: release %s refused for table_ids %s (sent again at the next renewal or round): %s",
-                        self.lease.lease_id, what, sorted(held), e)
+            log.warning(
+                "lease %s: release %s refused for table_ids %s (sent again at the next renewal or round): %s",
+                self.lease.lease_id,
+                what,
+                sorted(held),
+                e,
+            )
             self._refuse(held)
             return False
         return True
@@ -172,8 +185,12 @@ class LeaseReleases:
         with self._lock:
             self._lost |= gone & self._in_flight
             self._in_flight -= gone
-        log.warning("lease %s lapsed: acquired the %d snapshots of the round in flight again%s", self.lease.lease_id,
-                    len(refs), f"; {len(gone)} already gone, their tables fail (snapshot_gone)" if gone else "")
+        log.warning(
+            "lease %s lapsed: acquired the %d snapshots of the round in flight again%s",
+            self.lease.lease_id,
+            len(refs),
+            f"; {len(gone)} already gone, their tables fail (snapshot_gone)" if gone else "",
+        )
 
     def _forget(self, held: Held) -> None:
         """Released buckets are no longer the round in flight's."""

@@ -49,8 +49,13 @@ def batch_splits(batch_df: DataFrame, batch_id: int, checkpoint: str | Checkpoin
     try:
         offset = read_batch_offset(checkpoint, batch_id)
     except OffsetLogFormatError as e:
-        log.warning("offsets log entry %s is format %r, which this code does not read: batch %d's splits "
-                    "are read from its rows (a Spark job a round)", e.path, e.version, batch_id)
+        log.warning(
+            "offsets log entry %s is format %r, which this code does not read: batch %d's splits "
+            "are read from its rows (a Spark job a round)",
+            e.path,
+            e.version,
+            batch_id,
+        )
         return _from_rows(batch_df, batch_id)
     return BatchSplits(offset.round, tuple(sorted(offset.splits, key=sort_key)), "offsets log")
 

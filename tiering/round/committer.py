@@ -1,7 +1,7 @@
 """Commits one round (one micro-batch of splits) to the lake: every table at once.
 
 Each table of the round is a :class:`~tiering.round.table_round.TableRound` moving through
-explicit states (:mod:`tiering.round.states`): planned (the batch's splits) -> acquired (one
+explicit states (:mod:`tiering.round.table_states`): planned (the batch's splits) -> acquired (one
 acquire re-establishes every snapshot of the round under the lease, right before they are
 read) -> prepared (its Delta table read once, splits trimmed to what the lake lacks, files
 resolved and planned per bucket, its write path decided) -> written (one Spark job writes every
@@ -53,6 +53,9 @@ from typing import TypeVar
 
 from tiering import failpoints
 from tiering.context import TermContext
+from tiering.delta_log.commits import round_commit_info
+from tiering.delta_log.lake import LakeTables
+from tiering.delta_log.replay import missing_splits
 from tiering.enumerator.positions import LakePosition
 from tiering.enumerator.splits import LogSplit, SnapshotSplit, Split
 from tiering.errors import (
@@ -68,15 +71,12 @@ from tiering.kvstore.client import KvStoreClient, segment
 from tiering.kvstore.models import LakeReport, LogRange, LogSegment, TableInfo
 from tiering.lake.buckets import BucketResult
 from tiering.lake.round_protocol import RoundWriter, TableCommit
-from tiering.lakestate.commits import round_commit_info
-from tiering.lakestate.lake import LakeTables
-from tiering.lakestate.replay import missing_splits
 from tiering.lease.release import LeaseReleases
 from tiering.round.batch_splits import batch_splits
 from tiering.round.deferred import DeferredEnds
 from tiering.round.outcome import RoundOutcome
-from tiering.round.states import FailureCause, TableState
 from tiering.round.table_round import TableRound
+from tiering.round.table_states import FailureCause, TableState
 from tiering.state.checkpoint_store import checkpoint_of
 
 __all__ = ["RoundCommitter", "other_job"]
@@ -103,7 +103,9 @@ def other_job(table: str, job: str, holder: str) -> ConflictError:
         f"tiered by one job, so job {job!r} writes nothing of it. Exclude it from one of the two jobs, or hand it "
         f"over: stop job {holder!r} tiering it, then drop its report (`tiering take-over {table} --conf <job {job!r}'s "
         f"config>`, or DELETE /v1/tables/{segment(table)}/lake)",
-        code="OTHER_JOB", status=409, table=table,
+        code="OTHER_JOB",
+        status=409,
+        table=table,
     )
 
 
@@ -149,7 +151,9 @@ class RoundCommitter:
             raise
         self._mark_dropped(tables)
         outcome.failed = {t.name: t.failure for t in tables if t.failure is not None}
-        outcome.dropped.update(name for name, failure in outcome.failed.items() if failure.cause is FailureCause.DROPPED)
+        outcome.dropped.update(
+            name for name, failure in outcome.failed.items() if failure.cause is FailureCause.DROPPED
+        )
         self._on_round(outcome)
 
     def _run(self, tables: list[TableRound], outcome: RoundOutcome) -> None:
@@ -188,8 +192,15 @@ class RoundCommitter:
             if table.state in (TableState.COMMITTED, TableState.REPORTED, TableState.RELEASED):
                 raise  # the steps after a commit handle their own errors: this is a bug, not the table's
             failure = table.fail(e)
-            log.error("round=%d table=%s FAILED in state %s (%s) epoch=%d: %s (re-planned next round)",
-                      outcome.round_id, table.name, failure.state, failure.cause, self._context.epoch, failure)
+            log.error(
+                "round=%d table=%s FAILED in state %s (%s) epoch=%d: %s (re-planned next round)",
+                outcome.round_id,
+                table.name,
+                failure.state,
+                failure.cause,
+                self._context.epoch,
+                failure,
+            )
             self._release_failed(table)
 
     def _acquire_snapshots(self, tables: Iterable[TableRound]) -> _Gone:
@@ -198,7 +209,9 @@ class RoundCommitter:
         gone = self._releases.hold(refs)
         return {(r.table_id, r.bucket, r.snapshot_id) for r in gone}
 
-    def _trim(self, table: TableRound, infos: dict[str, TableInfo], gone: _Gone, holder: str | StoreError | None) -> None:
+    def _trim(
+        self, table: TableRound, infos: dict[str, TableInfo], gone: _Gone, holder: str | StoreError | None
+    ) -> None:
         """The table's one lake read of the round, and its splits trimmed to what the lake lacks
         (a replay's are already there): what it still needs from the store is asked for all
         tables at once. ``holder``: the job whose lake report of the table the store holds; another
@@ -208,7 +221,8 @@ class RoundCommitter:
             raise TableNotFoundError(f"table {table.name!r} was dropped from the store", table=table.name)
         if info.table_id != table.table_id:
             raise TableRecreatedError(
-                f"table {table.name!r} was re-created (table_id {table.table_id} -> {info.table_id})", table=table.name)
+                f"table {table.name!r} was re-created (table_id {table.table_id} -> {info.table_id})", table=table.name
+            )
         if isinstance(holder, StoreError):
             raise holder
         if holder not in (None, self._context.job):
@@ -217,35 +231,56 @@ class RoundCommitter:
         table.todo = missing_splits(table.splits, table.position)
         lost = [s for s in table.todo if isinstance(s, SnapshotSplit) and (s.table_id, s.bucket, s.snapshot_id) in gone]
         if lost:
-            raise SnapshotUnavailableError(f"table {table.name!r}: snapshots gone before they were read: {lost}",
-                                           table=table.name)
+            raise SnapshotUnavailableError(
+                f"table {table.name!r}: snapshots gone before they were read: {lost}", table=table.name
+            )
 
     def _segments(self, tables: list[TableRound]) -> dict[str, list[list[LogSegment]] | StoreError]:
         """Every table's log segments for its log splits, in one call for the round; what the
         store could not answer for a table is that table's error (the whole call failing is every
         table's)."""
-        ranges = {t.name: [LogRange(bucket=s.bucket, from_offset=s.start_offset, to_offset=s.end_offset)
-                           for s in t.todo if isinstance(s, LogSplit)] for t in tables}
+        ranges = {
+            t.name: [
+                LogRange(bucket=s.bucket, from_offset=s.start_offset, to_offset=s.end_offset)
+                for s in t.todo
+                if isinstance(s, LogSplit)
+            ]
+            for t in tables
+        }
         return _answers(self._table_client.segments, {name: wanted for name, wanted in ranges.items() if wanted})
 
-    def _prepare(self, table: TableRound, info: TableInfo, segments: list[list[LogSegment]] | StoreError | None,
-                 outcome: RoundOutcome) -> None:
+    def _prepare(
+        self,
+        table: TableRound,
+        info: TableInfo,
+        segments: list[list[LogSegment]] | StoreError | None,
+        outcome: RoundOutcome,
+    ) -> None:
         files: dict[Split, list[str]] = {
             s: list(self._table_client.get_snapshot(table.name, s.bucket, s.snapshot_id).files)
-            for s in table.todo if isinstance(s, SnapshotSplit)
+            for s in table.todo
+            if isinstance(s, SnapshotSplit)
         }
         logs = [s for s in table.todo if isinstance(s, LogSplit)]
         if logs:
             if isinstance(segments, StoreError):
                 raise segments
             if segments is None or len(segments) != len(logs):  # a split without its files would lose changes
-                raise StoreError(f"table {table.name!r}: the store answered {len(segments or [])} segment lists "
-                                 f"for {len(logs)} log ranges", table=table.name)
-            files.update({s: [seg.file for seg in found] for s, found in zip(logs, segments)})
+                raise StoreError(
+                    f"table {table.name!r}: the store answered {len(segments or [])} segment lists "
+                    f"for {len(logs)} log ranges",
+                    table=table.name,
+                )
+            files.update({s: [seg.file for seg in found] for s, found in zip(logs, segments, strict=False)})
         position = table.position
         prepared = self._writer.prepare(
-            info, table.todo, files, table.lake,
-            epoch=self._context.epoch, round_id=outcome.round_id, lease_id=self._context.lease_id,
+            info,
+            table.todo,
+            files,
+            table.lake,
+            epoch=self._context.epoch,
+            round_id=outcome.round_id,
+            lease_id=self._context.lease_id,
             replace_table=position is not None and not position.belongs_to(info.table_id),
         )
         if isinstance(prepared, TableCommit):  # already in the lake: a replay; its report may be missing
@@ -257,12 +292,17 @@ class RoundCommitter:
         lost = self._releases.lost()
         unheld = [s for s in table.todo if isinstance(s, SnapshotSplit) and s.ref in lost]
         if unheld:
-            raise SnapshotUnavailableError(f"table {table.name!r}: the lease lapsed while the round read it and "
-                                           f"these snapshots were collected meanwhile: {unheld}", table=table.name)
+            raise SnapshotUnavailableError(
+                f"table {table.name!r}: the lease lapsed while the round read it and "
+                f"these snapshots were collected meanwhile: {unheld}",
+                table=table.name,
+            )
         table.written_as(self._writer.written_files(table.prepared, results))
         table.committed_as(self._writer.commit(table.prepared, table.written))
         if table.lake is not None:  # a table this round created is read afresh next round
-            self._lake.landed(table.name, round_commit_info(table.prepared.metadata, table.commit.delta_version, table.name))
+            self._lake.landed(
+                table.name, round_commit_info(table.prepared.metadata, table.commit.delta_version, table.name)
+            )
         failpoints.hit("after_delta_commit")
 
     def _finish(self, committed: list[TableRound], outcome: RoundOutcome) -> None:
@@ -276,12 +316,22 @@ class RoundCommitter:
             if error is None:
                 table.advance(TableState.REPORTED)
             elif isinstance(error, NotFoundError):
-                log.warning("round=%d table=%s: Delta version %d committed, then the table was found dropped upstream",
-                            outcome.round_id, table.name, table.commit.delta_version)
+                log.warning(
+                    "round=%d table=%s: Delta version %d committed, then the table was found dropped upstream",
+                    outcome.round_id,
+                    table.name,
+                    table.commit.delta_version,
+                )
                 outcome.dropped.add(table.name)
             else:
-                log.warning("round=%d table=%s: Delta version %d committed, its lake report refused (sent again next "
-                            "round): %s", outcome.round_id, table.name, table.commit.delta_version, error)
+                log.warning(
+                    "round=%d table=%s: Delta version %d committed, its lake report refused (sent again next "
+                    "round): %s",
+                    outcome.round_id,
+                    table.name,
+                    table.commit.delta_version,
+                    error,
+                )
                 self._deferred.add_report(table.name, reports[table.name])
                 outcome.unreported.add(table.name)
         failpoints.hit("after_store_report")
@@ -294,9 +344,16 @@ class RoundCommitter:
                 outcome.lag[table.name] = lag
             log.info(
                 "round=%d table=%s table_id=%d epoch=%d lease=%s splits=%d %s offsets=%s lag=%s in %.2fs",
-                outcome.round_id, table.name, table.table_id, self._context.epoch, self._context.lease_id,
-                len(table.splits), commit, dict(sorted(commit.positions.items())),
-                lag if lag is not None else "unknown", table.elapsed(),
+                outcome.round_id,
+                table.name,
+                table.table_id,
+                self._context.epoch,
+                self._context.lease_id,
+                len(table.splits),
+                commit,
+                dict(sorted(commit.positions.items())),
+                lag if lag is not None else "unknown",
+                table.elapsed(),
             )
 
     def _release_committed(self, committed: list[TableRound]) -> None:
@@ -321,22 +378,32 @@ class RoundCommitter:
         except StoreError as e:
             log.warning("tables %s: lag unknown this round: %s", [t.name for t in tables][:10], e)
             return {}
-        return {t.name: LakePosition(t.table_id, t.commit.positions).lag(logs[t.name].buckets)
-                for t in tables if t.name in logs and logs[t.name].table_id == t.table_id}
+        return {
+            t.name: LakePosition(t.table_id, t.commit.positions).lag(logs[t.name].buckets)
+            for t in tables
+            if t.name in logs and logs[t.name].table_id == t.table_id
+        }
 
     def _lake_report(self, table_id: int, commit: TableCommit) -> LakeReport | None:
         """What the store is told of the lake after ``commit``; None when the lake has nothing yet."""
         if commit.delta_version < 0:
             return None
         buckets = {str(b): offset for b, offset in sorted(commit.positions.items())}
-        return LakeReport(table_id=table_id, epoch=self._context.epoch, lake_version=commit.delta_version,
-                          buckets=buckets, job=self._context.job)
+        return LakeReport(
+            table_id=table_id,
+            epoch=self._context.epoch,
+            lake_version=commit.delta_version,
+            buckets=buckets,
+            job=self._context.job,
+        )
 
     def _mark_dropped(self, tables: list[TableRound]) -> None:
         """Failed tables the store no longer lists: whatever error a drop caused mid-round (a file
         gone, a 404), the table's cause is ``dropped``, not what its last step happened to hit.
         One listing, only when a table failed for a cause that could be a drop."""
-        unsure = [(t, t.failure) for t in tables if t.failure is not None and t.failure.cause is not FailureCause.DROPPED]
+        unsure = [
+            (t, t.failure) for t in tables if t.failure is not None and t.failure.cause is not FailureCause.DROPPED
+        ]
         if not unsure:
             return
         try:

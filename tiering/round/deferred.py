@@ -54,10 +54,18 @@ class DeferredEnds:
                 if isinstance(error, NotFoundError):
                     log.info("table=%s: lake report dropped, the store no longer has the table", table)
                 elif error is not None and error.code in FINAL_REFUSALS:
-                    log.error("table=%s: lake report of Delta version %d dropped, the store refuses it for good: %s",
-                              table, self.reports[table].lake_version, error)
+                    log.error(
+                        "table=%s: lake report of Delta version %d dropped, the store refuses it for good: %s",
+                        table,
+                        self.reports[table].lake_version,
+                        error,
+                    )
                 elif error is not None:
-                    log.warning("table=%s: lake report of Delta version %d still refused: %s",
-                                table, self.reports[table].lake_version, error)
+                    log.warning(
+                        "table=%s: lake report of Delta version %d still refused: %s",
+                        table,
+                        self.reports[table].lake_version,
+                        error,
+                    )
                     continue
                 del self.reports[table]

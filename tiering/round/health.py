@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 from pydantic import BaseModel, ConfigDict, RootModel, ValidationError
 
-from tiering.round.states import FailureCause, TableFailure, TableState
+from tiering.round.table_states import FailureCause, TableFailure, TableState
 from tiering.state.checkpoint_store import CheckpointStore, open_checkpoint
 
 __all__ = ["TableHealth", "RoundFacts", "health_file_path", "read_health", "write_health", "after_round"]
@@ -105,18 +105,24 @@ def after_round(health: Mapping[str, TableHealth], facts: RoundFacts) -> dict[st
 
     for table, (table_id, version) in facts.committed.items():
         old = incarnation(table, table_id)
-        out[table] = old.model_copy(update={
-            "last_commit_version": version, "last_commit_ms": facts.now_ms, "consecutive_failures": 0,
-            "dropped_ms": dropped_ms(old, table),
-        })
+        out[table] = old.model_copy(
+            update={
+                "last_commit_version": version,
+                "last_commit_ms": facts.now_ms,
+                "consecutive_failures": 0,
+                "dropped_ms": dropped_ms(old, table),
+            }
+        )
     for table, (table_id, failure) in facts.failed.items():
         old = incarnation(table, table_id)
-        out[table] = old.model_copy(update={
-            "last_failure": str(failure),
-            "last_failure_cause": failure.cause,
-            "last_failure_state": failure.state,
-            "last_failure_ms": facts.now_ms,
-            "consecutive_failures": old.consecutive_failures + 1,
-            "dropped_ms": dropped_ms(old, table),
-        })
+        out[table] = old.model_copy(
+            update={
+                "last_failure": str(failure),
+                "last_failure_cause": failure.cause,
+                "last_failure_state": failure.state,
+                "last_failure_ms": facts.now_ms,
+                "consecutive_failures": old.consecutive_failures + 1,
+                "dropped_ms": dropped_ms(old, table),
+            }
+        )
     return out

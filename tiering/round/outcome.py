@@ -3,7 +3,7 @@
 Failure mode this prevents: consumers telling outcomes apart by parsing strings (a failure's
 text, "dropped" worked out again from a listing). Each table of the round ends in exactly one of
 :attr:`RoundOutcome.committed` (its commit, or the lake already had the round) and
-:attr:`RoundOutcome.failed` (a :class:`~tiering.round.states.TableFailure` with its cause).
+:attr:`RoundOutcome.failed` (a :class:`~tiering.round.table_states.TableFailure` with its cause).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from tiering.lake.round_protocol import TableCommit
 from tiering.round.health import TableHealth
-from tiering.round.states import TableFailure
+from tiering.round.table_states import TableFailure
 
 __all__ = ["RoundOutcome"]
 

@@ -31,13 +31,13 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from tiering.delta_log.lake import Lake
 from tiering.enumerator.planner import RoundPlan, RoundPlanner, TableInput
 from tiering.enumerator.splits import LogSplit, SnapshotSplit, Split
 from tiering.errors import NotLeaderError, SnapshotUnavailableError, StoreError, TableRecreatedError, TieringError
 from tiering.kvstore.client import KvStoreClient
 from tiering.kvstore.models import LakeReport, LogRange, Snapshot, TableInfo
 from tiering.lake.round_protocol import RoundWriter, TableCommit
-from tiering.lakestate.lake import Lake
 from tiering.lease.job_lease import JobLease
 
 __all__ = ["ResyncError", "TableResync", "resync_table"]
@@ -86,12 +86,22 @@ def resync_table(
     plan = _bootstrap_plan(TableInput(table, snapshots.buckets, logs.buckets))
     gone = lease.acquire(plan.snapshot_refs())
     if gone:
-        raise SnapshotUnavailableError(f"table {table.name!r}: snapshots collected before they were leased: {gone}; "
-                                       "run the resync again", table=table.name)
+        raise SnapshotUnavailableError(
+            f"table {table.name!r}: snapshots collected before they were leased: {gone}; run the resync again",
+            table=table.name,
+        )
     splits = list(plan.splits)
     files = _files(client, table, splits, {s.bucket: s for s in snapshots.buckets})
-    prepared = writer.prepare(table, splits, files, lake.load(table.name), epoch=lease.epoch,
-                              round_id=RESYNC_ROUND, lease_id=lease.lease_id, replace_table=True)
+    prepared = writer.prepare(
+        table,
+        splits,
+        files,
+        lake.load(table.name),
+        epoch=lease.epoch,
+        round_id=RESYNC_ROUND,
+        lease_id=lease.lease_id,
+        replace_table=True,
+    )
     if isinstance(prepared, TableCommit):
         raise ResyncError(f"table {table.name!r}: the store holds nothing to resync from", table=table.name)
     results = writer.write_files(writer.tasks(prepared)).get(table.name, [])
@@ -109,19 +119,24 @@ def _bootstrap_plan(table: TableInput) -> RoundPlan:
     plan = RoundPlanner().plan(RESYNC_ROUND, [table])
     if plan.skipped:
         reasons = ", ".join(f"bucket {s.bucket}: {s.reason}" for s in plan.skipped)
-        raise ResyncError(f"table {table.info.name!r}: cannot bootstrap every bucket from the store's snapshots "
-                          f"({reasons}); nothing was written", table=table.info.name)
+        raise ResyncError(
+            f"table {table.info.name!r}: cannot bootstrap every bucket from the store's snapshots "
+            f"({reasons}); nothing was written",
+            table=table.info.name,
+        )
     return plan
 
 
-def _files(client: KvStoreClient, table: TableInfo, splits: list[Split], snapshots: dict[int, Snapshot]) -> dict[Split, list[str]]:
+def _files(
+    client: KvStoreClient, table: TableInfo, splits: list[Split], snapshots: dict[int, Snapshot]
+) -> dict[Split, list[str]]:
     """Every split's Parquet files: the snapshots' from the snapshot answer, the log's segments
     in one call."""
     files: dict[Split, list[str]] = {s: list(snapshots[s.bucket].files) for s in splits if isinstance(s, SnapshotSplit)}
     logs = [s for s in splits if isinstance(s, LogSplit)]
     if logs:
         ranges = [LogRange(bucket=s.bucket, from_offset=s.start_offset, to_offset=s.end_offset) for s in logs]
-        for split, segments in zip(logs, client.table_segments(table.name, ranges)):
+        for split, segments in zip(logs, client.table_segments(table.name, ranges), strict=False):
             files[split] = [segment.file for segment in segments]
     return files
 
@@ -131,12 +146,20 @@ def _report(client: KvStoreClient, table: TableInfo, job: str, epoch: int, commi
     commit has landed: the store's report only bounds its log's garbage collection)."""
     buckets = {str(b): offset for b, offset in sorted(commit.positions.items())}
     try:
-        client.report_lake(table.name, LakeReport(table_id=table.table_id, epoch=epoch,
-                                                  lake_version=commit.delta_version, buckets=buckets, job=job))
+        client.report_lake(
+            table.name,
+            LakeReport(
+                table_id=table.table_id, epoch=epoch, lake_version=commit.delta_version, buckets=buckets, job=job
+            ),
+        )
     except NotLeaderError:
         raise
     except StoreError as e:
-        log.warning("resync table=%s: committed at Delta version %d, its lake report refused: %s",
-                    table.name, commit.delta_version, e)
+        log.warning(
+            "resync table=%s: committed at Delta version %d, its lake report refused: %s",
+            table.name,
+            commit.delta_version,
+            e,
+        )
         return False
     return True

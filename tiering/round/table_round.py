@@ -1,4 +1,4 @@
-"""One table's share of a round, moving through the explicit steps of :mod:`tiering.round.states`.
+"""One table's share of a round, moving through the explicit steps of :mod:`tiering.round.table_states`.
 
 Failure mode this prevents: one table's progress inferred from which fields happen to be set,
 so that a failure after the commit marks a landed table as failed, or its leased buckets are
@@ -14,12 +14,12 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from tiering.delta_log.lake import LakeTable
 from tiering.enumerator.positions import LakePosition
 from tiering.enumerator.splits import SnapshotSplit, Split
 from tiering.errors import RoundStateError
 from tiering.lake.round_protocol import PreparedRound, TableCommit, WrittenRound
-from tiering.lakestate.lake import LakeTable
-from tiering.round.states import NEXT_STATES, TableFailure, TableState
+from tiering.round.table_states import NEXT_STATES, TableFailure, TableState
 
 __all__ = ["TableRound"]
 

@@ -35,7 +35,17 @@ import json
 import re
 
 from tiering.errors import CheckpointError, OffsetLogFormatError
-from tiering.state.checkpoint_store import DIRECTORY as _DIRECTORY, FILE as _FILE, CheckpointStore, open_checkpoint, reason
+from tiering.state.checkpoint_store import (
+    DIRECTORY as _DIRECTORY,
+)
+from tiering.state.checkpoint_store import (
+    FILE as _FILE,
+)
+from tiering.state.checkpoint_store import (
+    CheckpointStore,
+    open_checkpoint,
+    reason,
+)
 from tiering.state.lease_file import read_lease_id
 from tiering.state.offset_log import read_batch_offset
 
@@ -43,8 +53,10 @@ __all__ = ["check_checkpoint"]
 
 _VERSION_LINE = re.compile(r"v[0-9]+")
 #: What to do about a log Spark did not write this way: the lake, not the checkpoint, holds what was tiered.
-_LOG_REMEDY = ("restore the missing entries, or start from a new checkpoint holding only tiering/lease.json "
-               "(rounds are planned from the lake; the lease id is kept)")
+_LOG_REMEDY = (
+    "restore the missing entries, or start from a new checkpoint holding only tiering/lease.json "
+    "(rounds are planned from the lake; the lease id is kept)"
+)
 
 
 def check_checkpoint(checkpoint: str | CheckpointStore) -> None:
@@ -79,7 +91,9 @@ def check_checkpoint(checkpoint: str | CheckpointStore) -> None:
 def _expect(store: CheckpointStore, part: str, expected: str, role: str) -> None:
     found = store.kind(part)
     if found != expected:
-        raise CheckpointError(f"checkpoint path {store.name(part)} ({role}) is {found or 'missing'}; expected {expected}")
+        raise CheckpointError(
+            f"checkpoint path {store.name(part)} ({role}) is {found or 'missing'}; expected {expected}"
+        )
 
 
 def _check_directory(store: CheckpointStore, part: str, role: str) -> None:
@@ -88,7 +102,9 @@ def _check_directory(store: CheckpointStore, part: str, role: str) -> None:
     try:
         store.listdir(part)
     except OSError as e:
-        raise CheckpointError(f"checkpoint directory {store.name(part)} ({role}) cannot be listed: {reason(e)}") from None
+        raise CheckpointError(
+            f"checkpoint directory {store.name(part)} ({role}) cannot be listed: {reason(e)}"
+        ) from None
     try:
         store.probe(part)
     except OSError as e:
@@ -113,8 +129,10 @@ def _check_metadata(store: CheckpointStore, part: str) -> None:
     except ValueError:
         data = None
     if not isinstance(data, dict) or not isinstance(data.get("id"), str):
-        raise CheckpointError(f"checkpoint file {store.name(part)} (Spark's query id) holds {text[:80]!r}; "
-                              'expected a JSON object {"id": "<query id>"}')
+        raise CheckpointError(
+            f"checkpoint file {store.name(part)} (Spark's query id) holds {text[:80]!r}; "
+            'expected a JSON object {"id": "<query id>"}'
+        )
 
 
 def _batch_ids(store: CheckpointStore, log: str, role: str) -> list[int]:
@@ -139,15 +157,19 @@ def _check_offsets_entry(store: CheckpointStore, batch_id: int) -> None:
         read_batch_offset(store, batch_id)
     except OffsetLogFormatError as e:
         if not _VERSION_LINE.fullmatch(e.version):
-            raise CheckpointError(f"offsets log entry {store.name(part)} starts {e.version!r}; expected a version line "
-                                  "'v<n>' as Spark writes") from None
+            raise CheckpointError(
+                f"offsets log entry {store.name(part)} starts {e.version!r}; expected a version line "
+                "'v<n>' as Spark writes"
+            ) from None
 
 
 def _check_commit_entry(store: CheckpointStore, part: str) -> None:
     lines = _read(store, part, "the commit of a batch").splitlines()
     if len(lines) != 2 or not _VERSION_LINE.fullmatch(lines[0]) or not _is_json_object(lines[1]):
-        raise CheckpointError(f"commit log entry {store.name(part)} holds {[line[:60] for line in lines[:3]]!r}; "
-                              "expected a version line 'v<n>' and one JSON object, as Spark writes")
+        raise CheckpointError(
+            f"commit log entry {store.name(part)} holds {[line[:60] for line in lines[:3]]!r}; "
+            "expected a version line 'v<n>' and one JSON object, as Spark writes"
+        )
 
 
 def _check_logs_agree(store: CheckpointStore, offsets: list[int], commits: list[int]) -> None:

@@ -6,7 +6,7 @@ Failure modes this addresses:
   from it. Spark writes its part (``offsets/``, ``commits/``, ``metadata``, ``sources/``) through
   Hadoop's ``s3a`` filesystem (:attr:`CheckpointStore.spark_location`); the job's own files (the
   lease id, the table health) and what it reads of Spark's (the offsets log) go through the
-  lake's object-store layer (:class:`tiering.storage.object_store.ObjectStore`: pyarrow, with the
+  lake's object-store layer (:class:`tiering.objectstore.object_store.ObjectStore`: pyarrow, with the
   lake's ``[lake.storage]`` options over the ``AWS_*`` environment);
 - two ids for one job: the lease-id file is created no-clobber on both (:meth:`create`): a link of
   a synced temporary file on a local disk, a conditional put (``If-None-Match: *``, as delta-rs
@@ -36,9 +36,17 @@ from tiering.errors import CheckpointError, ConfigError
 
 if TYPE_CHECKING:
     from tiering.conf.model import TieringConfig
-    from tiering.storage.object_store import ObjectStore
+    from tiering.objectstore.object_store import ObjectStore
 
-__all__ = ["DIRECTORY", "FILE", "CheckpointStore", "LocalCheckpoint", "S3Checkpoint", "checkpoint_of", "open_checkpoint"]
+__all__ = [
+    "DIRECTORY",
+    "FILE",
+    "CheckpointStore",
+    "LocalCheckpoint",
+    "S3Checkpoint",
+    "checkpoint_of",
+    "open_checkpoint",
+]
 
 DIRECTORY, FILE = "a directory", "a file"
 #: A probe writes this much and syncs it: an empty file needs no free block, so would not show a full disk.
@@ -55,7 +63,7 @@ def open_checkpoint(checkpoint: str | CheckpointStore, storage: Mapping[str, str
         raise CheckpointError("checkpoint location is empty")
     parsed = urlparse(checkpoint)
     if parsed.scheme in ("s3", "s3a"):
-        from tiering.storage.object_store import ObjectStore
+        from tiering.objectstore.object_store import ObjectStore
 
         if not parsed.netloc:
             raise CheckpointError(f"checkpoint {checkpoint!r}: no bucket; expected s3://bucket/prefix")
@@ -75,7 +83,9 @@ def open_checkpoint(checkpoint: str | CheckpointStore, storage: Mapping[str, str
 
 def checkpoint_of(config: TieringConfig) -> CheckpointStore:
     """The job's checkpoint, an S3 one reached with the lake's storage options."""
-    storage = {k: v.get_secret_value() if hasattr(v, "get_secret_value") else str(v) for k, v in config.lake.storage.items()}
+    storage = {
+        k: v.get_secret_value() if hasattr(v, "get_secret_value") else str(v) for k, v in config.lake.storage.items()
+    }
     return open_checkpoint(config.job.checkpoint, storage)
 
 
@@ -172,8 +182,10 @@ class LocalCheckpoint:
             ancestor = ancestor.parent
         found = LocalCheckpoint(ancestor, str(ancestor)).kind()
         if found != DIRECTORY:
-            raise CheckpointError(f"checkpoint path {ancestor} (where the checkpoint {root} is to be created) is "
-                                  f"{found or 'missing'}; expected {DIRECTORY}")
+            raise CheckpointError(
+                f"checkpoint path {ancestor} (where the checkpoint {root} is to be created) is "
+                f"{found or 'missing'}; expected {DIRECTORY}"
+            )
         if not os.access(ancestor, os.W_OK | os.X_OK):
             raise CheckpointError(f"checkpoint {root} cannot be created: directory {ancestor} does not take writes")
 
@@ -216,7 +228,9 @@ class S3Checkpoint:
         if endpoint:
             conf["fs.s3a.endpoint"] = endpoint
             conf["fs.s3a.connection.ssl.enabled"] = "false" if endpoint.startswith("http://") else "true"
-        virtual_hosted = (option("aws_virtual_hosted_style_request", "virtual_hosted_style_request") or "").lower() == "true"
+        virtual_hosted = (
+            option("aws_virtual_hosted_style_request", "virtual_hosted_style_request") or ""
+        ).lower() == "true"
         conf["fs.s3a.path.style.access"] = "false" if virtual_hosted else "true"
         region = option("aws_region", "region", "aws_default_region")
         if region:

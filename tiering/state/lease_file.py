@@ -24,7 +24,14 @@ from pathlib import Path
 from tiering.errors import CheckpointError
 from tiering.state.checkpoint_store import CheckpointStore, LocalCheckpoint, open_checkpoint
 
-__all__ = ["checkpoint_dir", "job_of_lease", "lease_file_path", "load_or_create_lease_id", "new_lease_id", "read_lease_id"]
+__all__ = [
+    "checkpoint_dir",
+    "job_of_lease",
+    "lease_file_path",
+    "load_or_create_lease_id",
+    "new_lease_id",
+    "read_lease_id",
+]
 
 _PART = "tiering/lease.json"
 #: A lease id: ``<job>-<uuid4 hex>``. The hex part has no ``-`` and a fixed length, so the job is
@@ -80,7 +87,9 @@ def load_or_create_lease_id(checkpoint: str | CheckpointStore, job: str) -> str:
         raise CheckpointError(f"lease file {store.name(_PART)}: writing it failed: {e}") from e
     landed = _read(store)
     if landed != lease_id:
-        raise CheckpointError(f"lease file {store.name(_PART)} holds {landed!r} right after {lease_id!r} was written to it")
+        raise CheckpointError(
+            f"lease file {store.name(_PART)} holds {landed!r} right after {lease_id!r} was written to it"
+        )
     return lease_id
 
 
@@ -89,8 +98,10 @@ def _read(store: CheckpointStore) -> str:
     try:
         data = json.loads(store.read_bytes(_PART).decode("utf-8"))
     except (OSError, ValueError) as e:
-        raise CheckpointError(f"lease file {path} is unreadable or not JSON ({e}); restore it or remove it "
-                              "knowingly (a new lease id leaves the old lease to expire)") from None
+        raise CheckpointError(
+            f"lease file {path} is unreadable or not JSON ({e}); restore it or remove it "
+            "knowingly (a new lease id leaves the old lease to expire)"
+        ) from None
     lease_id = data.get("lease_id") if isinstance(data, dict) else None
     if not isinstance(lease_id, str) or not lease_id:
         raise CheckpointError(f"lease file {path} has no 'lease_id' string: {data!r}")

@@ -45,11 +45,14 @@ def read_batch_offset(checkpoint: str | CheckpointStore, batch_id: int) -> Tieri
     if lines[0] != _VERSION:
         raise OffsetLogFormatError(
             f"offsets log entry {path} is format {lines[0][:40]!r}; this code reads '{_VERSION}'",
-            path=path, version=lines[0][:40],
+            path=path,
+            version=lines[0][:40],
         )
     if len(lines) != 3 or not _is_json_object(lines[1]):
-        raise CheckpointError(f"offsets log entry {path}: expected '{_VERSION}', a JSON object of batch metadata "
-                              f"and one source offset, got {len(lines)} lines starting {[line[:60] for line in lines[:2]]!r}")
+        raise CheckpointError(
+            f"offsets log entry {path}: expected '{_VERSION}', a JSON object of batch metadata "
+            f"and one source offset, got {len(lines)} lines starting {[line[:60] for line in lines[:2]]!r}"
+        )
     try:
         return TieringOffset.from_json(lines[2])
     except ValueError as e:

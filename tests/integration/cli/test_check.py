@@ -34,7 +34,10 @@ def test_all_dependencies_pass(kv_store, zk_server, unique_job, tmp_path):
     assert "conditional put" in result.stdout
     assert list((tmp_path / "lake").iterdir()) == [], "the probe table is gone"
     assert not (tmp_path / "ckpt").exists()
-    probe = f"import sys\nfrom tiering.cli import main\nprint(main(['check', '--conf', {str(conf)!r}]), 'pyspark' in sys.modules)"
+    probe = (
+        f"import sys\nfrom tiering.cli import main\n"
+        f"print(main(['check', '--conf', {str(conf)!r}]), 'pyspark' in sys.modules)"
+    )
     without_jvm = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
     assert without_jvm.stdout.splitlines()[-1] == "0 False", "a check needs no JVM: " + without_jvm.stderr[-2000:]
 
@@ -58,8 +61,9 @@ def test_a_stopped_store_fails_its_check_and_only_it(store_factory, zk_server, u
 
     assert result.returncode == EXIT_FAILURE
     assert verdicts(result) == {"zookeeper": "ok", "kvstore": "FAILED", "lake": "ok", "checkpoint": "ok"}
-    assert result.stderr.splitlines() == [f"tiering: check failed: kvstore: KV store at {store.url} unreachable: "
-                                          "[Errno 111] Connection refused"]
+    assert result.stderr.splitlines() == [
+        f"tiering: check failed: kvstore: KV store at {store.url} unreachable: [Errno 111] Connection refused"
+    ]
 
 
 def test_a_stopped_zookeeper_is_named_first(kv_store, zk_factory, unique_job, tmp_path):
@@ -71,8 +75,9 @@ def test_a_stopped_zookeeper_is_named_first(kv_store, zk_factory, unique_job, tm
 
     assert result.returncode == EXIT_FAILURE
     assert verdicts(result) == {"zookeeper": "FAILED", "kvstore": "ok", "lake": "ok", "checkpoint": "ok"}
-    assert result.stderr.splitlines() == [f"tiering: check failed: zookeeper: cannot connect to ZooKeeper at {zk.hosts} "
-                                          "within 3s"]
+    assert result.stderr.splitlines() == [
+        f"tiering: check failed: zookeeper: cannot connect to ZooKeeper at {zk.hosts} within 3s"
+    ]
 
 
 def test_status_with_zookeeper_down_prints_one_line_and_no_kazoo_logs(kv_store, unique_job, tmp_path):
@@ -102,19 +107,34 @@ def test_leases_list_with_the_store_down_prints_no_retry_lines(store_factory, zk
 
 
 def test_an_s3_lake_takes_the_conditional_put_probe_and_a_missing_bucket_fails(
-        kv_store, zk_server, s3_server, s3_root, unique_job, tmp_path):
+    kv_store, zk_server, s3_server, s3_root, unique_job, tmp_path
+):
     storage = s3_server.storage_options()
-    conf = write_conf(tmp_path / "tiering.toml", job=unique_job, store_url=kv_store.url, zk_hosts=zk_server.hosts,
-                      lake_root=s3_root, lake={"storage": storage})
+    conf = write_conf(
+        tmp_path / "tiering.toml",
+        job=unique_job,
+        store_url=kv_store.url,
+        zk_hosts=zk_server.hosts,
+        lake_root=s3_root,
+        lake={"storage": storage},
+    )
 
     result = tiering_cli("check", "--conf", str(conf))
     assert result.returncode == EXIT_OK, result.stdout + result.stderr
     assert f"ok     lake       {s3_root}: writable, a second commit of one Delta version is refused" in result.stdout
 
-    missing = write_conf(tmp_path / "missing.toml", job=unique_job, store_url=kv_store.url, zk_hosts=zk_server.hosts,
-                         lake_root="s3://no-such-bucket-for-check/lake", lake={"storage": storage})
+    missing = write_conf(
+        tmp_path / "missing.toml",
+        job=unique_job,
+        store_url=kv_store.url,
+        zk_hosts=zk_server.hosts,
+        lake_root="s3://no-such-bucket-for-check/lake",
+        lake={"storage": storage},
+    )
     refused = tiering_cli("check", "--conf", str(missing))
     assert refused.returncode == EXIT_FAILURE
     assert verdicts(refused)["lake"] == "FAILED"
-    assert refused.stderr.splitlines() == ["tiering: check failed: lake: lake root 's3://no-such-bucket-for-check/lake': "
-                                           "bucket 'no-such-bucket-for-check' does not exist"]
+    assert refused.stderr.splitlines() == [
+        "tiering: check failed: lake: lake root 's3://no-such-bucket-for-check/lake': "
+        "bucket 'no-such-bucket-for-check' does not exist"
+    ]

@@ -42,19 +42,27 @@ def table(kv_store) -> TableOracle:
 
 
 def conf_for(tmp_path: Path, kv_store, zk_server, checkpoint: Path | None = None, **sections: dict) -> Path:
-    return write_conf(tmp_path / "tiering.toml", job="faults", store_url=kv_store.url, zk_hosts=zk_server.hosts,
-                      checkpoint=checkpoint, zookeeper={"session_timeout_s": 4.0}, spark=SPARK_LOCAL, **sections)
+    return write_conf(
+        tmp_path / "tiering.toml",
+        job="faults",
+        store_url=kv_store.url,
+        zk_hosts=zk_server.hosts,
+        checkpoint=checkpoint,
+        zookeeper={"session_timeout_s": 4.0},
+        spark=SPARK_LOCAL,
+        **sections,
+    )
 
 
 def assert_clean(rc: int, output: str) -> None:
     assert rc == EXIT_OK, output[-3000:]
     trace = STACK_TRACE.search(output)
-    assert trace is None, output[max(0, trace.start() - 1500):trace.start() + 1500]
+    assert trace is None, output[max(0, trace.start() - 1500) : trace.start() + 1500]
 
 
 def assert_refused_naming(rc: int, output: str, *named: str) -> None:
     assert rc == EXIT_FAILURE, output[-3000:]
-    line = output[output.rindex("tiering: "):].splitlines()[0]  # the CLI's own line; the log may follow it
+    line = output[output.rindex("tiering: ") :].splitlines()[0]  # the CLI's own line; the log may follow it
     for text in named:
         assert text in line, line
 
@@ -85,8 +93,9 @@ def test_an_offsets_log_that_is_a_file_is_named_before_the_query_starts(kv_store
 def test_a_clean_stop_on_sigterm_prints_no_stack_trace(kv_store, zk_server, table, tmp_path):
     conf = conf_for(tmp_path, kv_store, zk_server, trigger={"interval_s": 1.0})
     driver = Driver(conf)
-    wait_until(lambda: driver.saw("status=committed") or driver.proc.poll() is not None, "a committed round",
-               timeout_s=240)
+    wait_until(
+        lambda: driver.saw("status=committed") or driver.proc.poll() is not None, "a committed round", timeout_s=240
+    )
 
     driver.signal(signal.SIGTERM)
 
@@ -100,8 +109,9 @@ def test_sigterm_while_a_trigger_runs_lets_it_end_then_stops_cleanly(kv_store, z
     in it, and the stop is clean once the store is back."""
     conf = conf_for(tmp_path, kv_store, zk_server, trigger={"interval_s": 1.0})
     driver = Driver(conf)
-    wait_until(lambda: driver.saw("status=committed") or driver.proc.poll() is not None, "a committed round",
-               timeout_s=240)
+    wait_until(
+        lambda: driver.saw("status=committed") or driver.proc.poll() is not None, "a committed round", timeout_s=240
+    )
     table.churn(30, key_space=150)
     wait_until(lambda: lake_matches(tmp_path / "lake", table), "the churn tiered", timeout_s=120)
 
@@ -109,8 +119,7 @@ def test_sigterm_while_a_trigger_runs_lets_it_end_then_stops_cleanly(kv_store, z
     try:
         time.sleep(3.0)  # an idle trigger starts within the 1 s interval and waits on the store
         driver.signal(signal.SIGTERM)
-        wait_until(lambda: driver.saw("for the running round to end"), "the stop waiting for the trigger",
-                   timeout_s=30)
+        wait_until(lambda: driver.saw("for the running round to end"), "the stop waiting for the trigger", timeout_s=30)
     finally:
         os.kill(kv_store.pid, signal.SIGCONT)
 
@@ -135,7 +144,8 @@ def test_a_read_only_checkpoint_is_named_and_the_next_start_resumes(kv_store, zk
 
 
 def test_a_full_checkpoint_disk_is_named_at_start_and_mid_run_and_the_next_start_resumes(
-        kv_store, zk_server, table, tmp_path):
+    kv_store, zk_server, table, tmp_path
+):
     lake = tmp_path / "lake"
     with small_tmpfs(tmp_path / "disk", size_kib=1024) as disk:
         ckpt = disk / "ckpt"

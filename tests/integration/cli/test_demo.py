@@ -25,14 +25,21 @@ pytestmark = pytest.mark.integration
 def demo(*args: str) -> subprocess.Popen:
     env = {k: v for k, v in os.environ.items() if not k.startswith("TIERING_")}
     env["COLUMNS"] = "160"
-    return subprocess.Popen([sys.executable, "-m", "tiering.cli", "demo", *args], env=env, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    return subprocess.Popen(
+        [sys.executable, "-m", "tiering.cli", "demo", *args],
+        env=env,
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
 
 
 def child_pids(output: str, expected: int = 3) -> list[int]:
     """ZooKeeper's, the store's, the S3 server's (--lake s3) and (once started) the Spark driver JVM's."""
-    pids = [int(p) for p in re.findall(r"demo: (?:ZooKeeper|KV store|S3 server \(SeaweedFS\)|Spark driver JVM) pid (\d+)",
-                                       output)]
+    pids = [
+        int(p)
+        for p in re.findall(r"demo: (?:ZooKeeper|KV store|S3 server \(SeaweedFS\)|Spark driver JVM) pid (\d+)", output)
+    ]
     assert len(pids) == expected, output
     return pids
 
@@ -42,7 +49,11 @@ def mentioning(data_dir: Path) -> list[int]:
     found = []
     for proc in Path("/proc").iterdir():
         try:
-            if proc.name.isdigit() and str(data_dir).encode() in (proc / "cmdline").read_bytes() and alive(int(proc.name)):
+            if (
+                proc.name.isdigit()
+                and str(data_dir).encode() in (proc / "cmdline").read_bytes()
+                and alive(int(proc.name))
+            ):
                 found.append(int(proc.name))
         except OSError:
             continue

@@ -19,8 +19,14 @@ def test_the_demo_written_to_a_file_shortens_no_name(tmp_path):
     log = tmp_path / "demo.log"
     env = {k: v for k, v in os.environ.items() if not k.startswith("TIERING_") and k != "COLUMNS"}
     with open(log, "w") as out:
-        done = subprocess.run([sys.executable, "-m", "tiering.cli", "demo", "--duration", "3", "--tables", "3"],
-                              env=env, stdout=out, stderr=subprocess.STDOUT, cwd=REPO, timeout=600)
+        done = subprocess.run(
+            [sys.executable, "-m", "tiering.cli", "demo", "--duration", "3", "--tables", "3"],
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            cwd=REPO,
+            timeout=600,
+        )
     text = log.read_text()
     assert done.returncode == EXIT_OK, text[-3000:]
     assert "…" not in text and "\x1b[" not in text, text

@@ -4,7 +4,6 @@ an exit code for scripts (1 runtime, 2 configuration) — never a traceback, nev
 from __future__ import annotations
 
 import subprocess
-from pathlib import Path
 
 import pytest
 
@@ -22,16 +21,22 @@ SHORT_SESSION = {"session_timeout_s": 2.0}
 def assert_one_clear_line(result: subprocess.CompletedProcess, code: int, *named: str) -> None:
     assert result.returncode == code, result.stderr[-2000:]
     assert "Traceback" not in result.stderr, result.stderr[-2000:]
-    message = result.stderr[result.stderr.index("tiering: "):]
+    message = result.stderr[result.stderr.index("tiering: ") :]
     for name in named:
         assert name in message, result.stderr[-2000:]
 
 
-@pytest.mark.parametrize("command", [["status"], ["leases", "list"], ["leases", "drop"], ["run", "--available-now"]],
-                         ids=" ".join)
+@pytest.mark.parametrize(
+    "command", [["status"], ["leases", "list"], ["leases", "drop"], ["run", "--available-now"]], ids=" ".join
+)
 def test_a_malformed_lease_file_is_named_and_left_as_it_was(kv_store, zk_server, tmp_path, command):
-    conf = write_conf(tmp_path / "tiering.toml", job="errors", store_url=kv_store.url, zk_hosts=zk_server.hosts,
-                      zookeeper=SHORT_SESSION)
+    conf = write_conf(
+        tmp_path / "tiering.toml",
+        job="errors",
+        store_url=kv_store.url,
+        zk_hosts=zk_server.hosts,
+        zookeeper=SHORT_SESSION,
+    )
     lease_file = tmp_path / "ckpt" / "tiering" / "lease.json"
     lease_file.parent.mkdir(parents=True)
     lease_file.write_text("{not json")
@@ -45,8 +50,13 @@ def test_a_malformed_lease_file_is_named_and_left_as_it_was(kv_store, zk_server,
 
 def test_an_unsupported_lake_root_is_refused_before_anything_is_written(kv_store, tmp_path):
     """Refused before the driver even asks ZooKeeper (which is not running here)."""
-    conf = write_conf(tmp_path / "tiering.toml", job="errors", store_url=kv_store.url, zk_hosts=f"127.0.0.1:{free_port()}",
-                      zookeeper=SHORT_SESSION)
+    conf = write_conf(
+        tmp_path / "tiering.toml",
+        job="errors",
+        store_url=kv_store.url,
+        zk_hosts=f"127.0.0.1:{free_port()}",
+        zookeeper=SHORT_SESSION,
+    )
     conf.write_text(conf.read_text().replace(str(tmp_path / "lake"), "hdfs://namenode/lake"))
 
     result = tiering_cli("run", "--conf", str(conf), "--available-now")
@@ -57,7 +67,9 @@ def test_an_unsupported_lake_root_is_refused_before_anything_is_written(kv_store
 
 def test_an_unreachable_store_is_named(zk_server, tmp_path):
     url = f"http://127.0.0.1:{free_port()}"
-    conf = write_conf(tmp_path / "tiering.toml", job="errors", store_url=url, zk_hosts=zk_server.hosts, zookeeper=SHORT_SESSION)
+    conf = write_conf(
+        tmp_path / "tiering.toml", job="errors", store_url=url, zk_hosts=zk_server.hosts, zookeeper=SHORT_SESSION
+    )
 
     result = tiering_cli("status", "--conf", str(conf))
 

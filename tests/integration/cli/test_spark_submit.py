@@ -32,17 +32,34 @@ def test_spark_submit_with_py_files_zip_tiers_every_table(kv_store, zk_server, t
         client.take_snapshots(t.name)
         t.churn(40, key_space=160)
     conf = write_conf(
-        tmp_path / "tiering.toml", job="submit-job", store_url=kv_store.url, zk_hosts=zk_server.hosts,
-        zookeeper={"session_timeout_s": 6.0}, spark={"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "4"},
+        tmp_path / "tiering.toml",
+        job="submit-job",
+        store_url=kv_store.url,
+        zk_hosts=zk_server.hosts,
+        zookeeper={"session_timeout_s": 6.0},
+        spark={"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "4"},
     )
     zip_path = build_pyfiles_zip(tmp_path / "kv_tiering.zip")
 
     env = {k: v for k, v in os.environ.items() if not k.startswith("TIERING_")}
     env.update(PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable)
     done = subprocess.run(
-        [str(Path(sys.executable).parent / "spark-submit"), "--master", "local[2]", "--py-files", str(zip_path),
-         str(REPO / "jobs" / "tiering_job.py"), "--conf", str(conf), "--available-now"],
-        env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300,
+        [
+            str(Path(sys.executable).parent / "spark-submit"),
+            "--master",
+            "local[2]",
+            "--py-files",
+            str(zip_path),
+            str(REPO / "jobs" / "tiering_job.py"),
+            "--conf",
+            str(conf),
+            "--available-now",
+        ],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
 
     assert done.returncode == 0, done.stdout[-4000:]

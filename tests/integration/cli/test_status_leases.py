@@ -40,11 +40,20 @@ def test_status_and_leases_show_lag_leader_and_holdings(spark, kv_store, zk_serv
     orders.upsert(range(100, 125))  # 25 changes the lake does not have
     snapshots = client.take_snapshots("users").buckets
     lease_id = read_lease_id(config.job.checkpoint)
-    client.acquire_lease(lease_id, 1, 60_000, [
-        SnapshotRef(table_id=users.info.table_id, bucket=s.bucket, snapshot_id=s.snapshot_id) for s in snapshots
-    ])  # what a driver killed mid-round leaves behind
-    conf = write_conf(tmp_path / "tiering.toml", job=unique_job, checkpoint=config.job.checkpoint, lake_root=config.lake.root,
-                      store_url=kv_store.url, zk_hosts=zk_server.hosts)
+    client.acquire_lease(
+        lease_id,
+        1,
+        60_000,
+        [SnapshotRef(table_id=users.info.table_id, bucket=s.bucket, snapshot_id=s.snapshot_id) for s in snapshots],
+    )  # what a driver killed mid-round leaves behind
+    conf = write_conf(
+        tmp_path / "tiering.toml",
+        job=unique_job,
+        checkpoint=config.job.checkpoint,
+        lake_root=config.lake.root,
+        store_url=kv_store.url,
+        zk_hosts=zk_server.hosts,
+    )
 
     status = tiering_cli("status", "--conf", str(conf), "--json")
     assert status.returncode == EXIT_OK, status.stderr
@@ -57,7 +66,9 @@ def test_status_and_leases_show_lag_leader_and_holdings(spark, kv_store, zk_serv
     assert (by_table["users"]["lag"], by_table["users"]["leased_snapshots"]) == (0, 2)
     assert by_table["orders"]["leased_snapshots"] == 0
     assert {t: (by_table[t]["state"], by_table[t]["store_columns"], by_table[t]["lake_columns"]) for t in by_table} == {
-        "orders": ("ok", 4, 4), "users": ("ok", 4, 4)}
+        "orders": ("ok", 4, 4),
+        "users": ("ok", 4, 4),
+    }
     assert by_table["users"]["freshness_s"] == 0.0, "the lake holds every write of users"
     assert 0 < by_table["orders"]["freshness_s"] < 120, "orders lacks the 25 writes made moments ago"
     assert by_table["orders"]["lake_commit_ms"] / 1000 <= time.time()
@@ -108,8 +119,13 @@ def test_unreachable_zookeeper_exits_1_naming_the_host_and_writes_nothing(kv_sto
     from tiering.ports import free_port
 
     hosts = f"127.0.0.1:{free_port()}"
-    conf = write_conf(tmp_path / "tiering.toml", job="unreachable", store_url=kv_store.url, zk_hosts=hosts,
-                      zookeeper={"session_timeout_s": 2.0})
+    conf = write_conf(
+        tmp_path / "tiering.toml",
+        job="unreachable",
+        store_url=kv_store.url,
+        zk_hosts=hosts,
+        zookeeper={"session_timeout_s": 2.0},
+    )
 
     run = tiering_cli("run", "--conf", str(conf), "--available-now")
     assert run.returncode == EXIT_FAILURE, run.stderr[-2000:]
@@ -147,4 +163,6 @@ def test_lease_tooling_names_each_lease_by_its_own_job_never_by_prefix(kv_store,
     assert {x.lease_id for x in client.list_leases()} >= {mine, theirs}, "nothing dropped yet"
     forced = tiering_cli("leases", "drop", "--conf", str(conf), theirs, "--force")
     assert forced.returncode == EXIT_OK, forced.stderr
-    assert theirs not in {x.lease_id for x in client.list_leases()} and mine in {x.lease_id for x in client.list_leases()}
+    assert theirs not in {x.lease_id for x in client.list_leases()} and mine in {
+        x.lease_id for x in client.list_leases()
+    }

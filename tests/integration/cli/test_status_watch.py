@@ -33,7 +33,7 @@ LONG_NAMES = ("orders_of_the_european_webshop_2026", "leases_and_contracts_of_ev
 @pytest.fixture
 def conf(kv_store, zk_server, unique_job, tmp_path) -> Path:
     client = kv_store.client()
-    for rows, name in zip((30, 12), LONG_NAMES):
+    for rows, name in zip((30, 12), LONG_NAMES, strict=False):
         TableOracle(client, name, num_buckets=2).upsert(range(rows))
     return write_conf(tmp_path / "tiering.toml", job=unique_job, store_url=kv_store.url, zk_hosts=zk_server.hosts)
 
@@ -43,13 +43,29 @@ class Tmux:
 
     def __init__(self, width: int = 250, height: int = 50) -> None:
         self.socket = f"kv-tiering-test-{uuid.uuid4().hex[:8]}"
-        env = " ".join(f"{k}={shlex.quote(v)}" for k, v in {**driver_env(), "PS1": "$ ", "TERM": "xterm-256color"}.items())
-        self.tmux("new-session", "-d", "-s", "watch", "-x", str(width), "-y", str(height),
-                  f"env -i {env} bash --noprofile --norc")
+        env = " ".join(
+            f"{k}={shlex.quote(v)}" for k, v in {**driver_env(), "PS1": "$ ", "TERM": "xterm-256color"}.items()
+        )
+        self.tmux(
+            "new-session",
+            "-d",
+            "-s",
+            "watch",
+            "-x",
+            str(width),
+            "-y",
+            str(height),
+            f"env -i {env} bash --noprofile --norc",
+        )
 
     def tmux(self, *argv: str) -> str:
-        done = subprocess.run(["tmux", "-L", self.socket, "-f", "/dev/null", *argv], capture_output=True, text=True,
-                              timeout=30, check=True)
+        done = subprocess.run(
+            ["tmux", "-L", self.socket, "-f", "/dev/null", *argv],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=True,
+        )
         return done.stdout
 
     def type(self, *keys: str) -> None:
@@ -85,11 +101,15 @@ def lag_of(screen: str, table: str) -> int | None:
 
 def test_watch_redraws_the_live_table_until_ctrl_c_which_exits_0(conf, terminal, kv_store, unique_job):
     orders, leases = LONG_NAMES
-    command = f"cd {shlex.quote(str(REPO))} && {shlex.quote(sys.executable)} -m tiering.cli status --watch " \
-              f"--interval 0.5 --conf {shlex.quote(str(conf))}; echo exit=$?"
+    command = (
+        f"cd {shlex.quote(str(REPO))} && {shlex.quote(sys.executable)} -m tiering.cli status --watch "
+        f"--interval 0.5 --conf {shlex.quote(str(conf))}; echo exit=$?"
+    )
     terminal.type(command, "Enter")
 
-    first = terminal.wait_for("the table with both tables' lag", lambda s: lag_of(s, orders) == 30 and lag_of(s, leases) == 12)
+    first = terminal.wait_for(
+        "the table with both tables' lag", lambda s: lag_of(s, orders) == 30 and lag_of(s, leases) == 12
+    )
     assert f"job {unique_job}  leader none  epoch never led" in first and "Ctrl-C quits" in first
 
     kv_store.client().upsert(orders, [{"id": i, "name": "n", "amount": 1.0, "qty": 1} for i in range(100, 107)])
@@ -107,8 +127,13 @@ def watching_into(log: Path, conf: Path) -> subprocess.Popen:
     """`tiering status --watch` with its output in ``log``: not a terminal."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("TIERING_")}
     with open(log, "w") as out:
-        return subprocess.Popen([sys.executable, "-m", "tiering.cli", "status", "--watch", "--interval", "0.2",
-                                 "--conf", str(conf)], env=env, stdout=out, stderr=subprocess.STDOUT, cwd=REPO)
+        return subprocess.Popen(
+            [sys.executable, "-m", "tiering.cli", "status", "--watch", "--interval", "0.2", "--conf", str(conf)],
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            cwd=REPO,
+        )
 
 
 def test_off_a_terminal_no_name_is_shortened(conf, tmp_path):

@@ -15,7 +15,9 @@ from tiering.kvstore.models import LakeReport
 pytestmark = pytest.mark.integration
 
 
-def test_take_over_drops_the_holders_report_only_when_it_is_not_led_or_forced(kv_store, zk_server, unique_job, tmp_path):
+def test_take_over_drops_the_holders_report_only_when_it_is_not_led_or_forced(
+    kv_store, zk_server, unique_job, tmp_path
+):
     client = kv_store.client()
     info = client.create_table(orders_spec(num_buckets=2))
     client.upsert("orders", [{"id": i, "amount": 1.0} for i in range(10)])

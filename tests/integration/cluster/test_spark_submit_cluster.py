@@ -44,8 +44,8 @@ from tests.support.oracle import TableOracle, assert_lake_equals
 from tests.support.s3a import s3a_driver_conf, s3a_jars
 from tests.support.waiting import wait_until
 from tiering import failpoints
+from tiering.delta_log.lake import Lake
 from tiering.failpoints import ENV as FAILPOINTS
-from tiering.lakestate.lake import Lake
 from tiering.state.checkpoint_store import open_checkpoint
 from tiering.state.lease_file import read_lease_id
 
@@ -56,21 +56,34 @@ TABLES = ("customers", "items", "orders")
 AFTER_COMMIT = "after_delta_commit"
 
 
-def node(tmp_path: Path, name: str, checkpoint: str, kv_store, zk_server, s3_server, s3_root: str) -> tuple[Path, Path, Path]:
+def node(
+    tmp_path: Path, name: str, checkpoint: str, kv_store, zk_server, s3_server, s3_root: str
+) -> tuple[Path, Path, Path]:
     """A node's working directory with its own config and package zip: (dir, config, zip)."""
     home = tmp_path / name
     home.mkdir()
     conf = write_conf(
-        home / "tiering.toml", job="cluster-job", store_url=kv_store.url, zk_hosts=zk_server.hosts,
-        checkpoint=checkpoint, lake_root=s3_root, zookeeper={"session_timeout_s": 6.0},
+        home / "tiering.toml",
+        job="cluster-job",
+        store_url=kv_store.url,
+        zk_hosts=zk_server.hosts,
+        checkpoint=checkpoint,
+        lake_root=s3_root,
+        zookeeper={"session_timeout_s": 6.0},
         lake={"storage": s3_server.storage_options(), "driver_max_changes": 0},
     )
     return home, conf, build_pyfiles_zip(home / "kv_tiering.zip")
 
 
 def submit_command(cluster, conf: Path, zip_path: Path) -> list[str]:
-    return cluster.submit_command(REPO / "jobs" / "tiering_job.py", "--conf", str(conf), "--available-now",
-                                  py_files=zip_path, conf=s3a_driver_conf() if s3a_jars() else None)
+    return cluster.submit_command(
+        REPO / "jobs" / "tiering_job.py",
+        "--conf",
+        str(conf),
+        "--available-now",
+        py_files=zip_path,
+        conf=s3a_driver_conf() if s3a_jars() else None,
+    )
 
 
 def test_a_driver_killed_on_one_node_continues_on_another_from_the_checkpoint_on_s3(
@@ -89,12 +102,20 @@ def test_a_driver_killed_on_one_node_continues_on_another_from_the_checkpoint_on
     home_a, conf_a, zip_a = node(tmp_path, "node-a", location, kv_store, zk_server, s3_server, s3_root)
     log_a = home_a / "driver.log"
     with open(log_a, "wb") as out:
-        driver = subprocess.Popen(submit_command(spark_cluster, conf_a, zip_a), cwd=home_a, stdout=out,
-                                  env={**spark_cluster.env(), FAILPOINTS: f"{AFTER_COMMIT}=sleep:300"},
-                                  stderr=subprocess.STDOUT, start_new_session=True)
+        driver = subprocess.Popen(
+            submit_command(spark_cluster, conf_a, zip_a),
+            cwd=home_a,
+            stdout=out,
+            env={**spark_cluster.env(), FAILPOINTS: f"{AFTER_COMMIT}=sleep:300"},
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
     try:
-        wait_until(lambda: failpoints.sleeping(AFTER_COMMIT) in log_a.read_text(errors="replace")
-                   or driver.poll() is not None, timeout_s=400, what="the first driver held right after a Delta commit")
+        wait_until(
+            lambda: failpoints.sleeping(AFTER_COMMIT) in log_a.read_text(errors="replace") or driver.poll() is not None,
+            timeout_s=400,
+            what="the first driver held right after a Delta commit",
+        )
         assert driver.poll() is None, log_a.read_text(errors="replace")[-4000:]
         os.killpg(driver.pid, signal.SIGKILL)  # the node dies: spark-submit's JVM and the Python driver
     finally:
@@ -113,8 +134,14 @@ def test_a_driver_killed_on_one_node_continues_on_another_from_the_checkpoint_on
     for t in tables:  # the restart replays the killed round, then tiers these as changelog rounds
         t.churn(120, key_space=600)
     home_b, conf_b, zip_b = node(tmp_path, "node-b", location, kv_store, zk_server, s3_server, s3_root)
-    again = subprocess.run(submit_command(spark_cluster, conf_b, zip_b), env=spark_cluster.env(), cwd=home_b,
-                           capture_output=True, text=True, timeout=900)
+    again = subprocess.run(
+        submit_command(spark_cluster, conf_b, zip_b),
+        env=spark_cluster.env(),
+        cwd=home_b,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert again.returncode == 0, again.stdout[-4000:] + again.stderr[-4000:]
     assert "job 'cluster-job' done after" in again.stdout
     for t in tables:
@@ -143,33 +170,55 @@ def executor_at_the_point(cluster_dir: Path) -> int | None:
                 argv = (proc / "cmdline").read_bytes().split(b"\0")
             except OSError:
                 continue
-            if b"CoarseGrainedExecutorBackend" in b" ".join(argv) and app.encode() in argv and executor.encode() in argv:
+            if (
+                b"CoarseGrainedExecutorBackend" in b" ".join(argv)
+                and app.encode() in argv
+                and executor.encode() in argv
+            ):
                 return int(proc.name)
     return None
 
 
-def test_an_executor_killed_mid_bootstrap_aborts_the_round_and_leaks_no_hold(spark_cluster, kv_store, zk_server, tmp_path):
+def test_an_executor_killed_mid_bootstrap_aborts_the_round_and_leaks_no_hold(
+    spark_cluster, kv_store, zk_server, tmp_path
+):
     client = kv_store.client()
     tables = [TableOracle(client, name, num_buckets=3) for name in ("orders", "items")]
     for t in tables:
         t.upsert(range(300))
         client.take_snapshots(t.name)
         t.churn(100, key_space=400)
-    conf = write_conf(tmp_path / "tiering.toml", job="executor-kill", store_url=kv_store.url, zk_hosts=zk_server.hosts,
-                      zookeeper={"session_timeout_s": 6.0}, lake={"driver_max_changes": 0})
+    conf = write_conf(
+        tmp_path / "tiering.toml",
+        job="executor-kill",
+        store_url=kv_store.url,
+        zk_hosts=zk_server.hosts,
+        zookeeper={"session_timeout_s": 6.0},
+        lake={"driver_max_changes": 0},
+    )
     zip_path = build_pyfiles_zip(tmp_path / "kv_tiering.zip")
 
     def submit_with(extra: dict[str, str]) -> subprocess.CompletedProcess:
-        command = spark_cluster.submit_command(REPO / "jobs" / "tiering_job.py", "--conf", str(conf), "--available-now",
-                                               py_files=zip_path, conf={"spark.task.maxFailures": "1", **extra})
-        return subprocess.run(command, env=spark_cluster.env(), cwd=tmp_path, capture_output=True, text=True,
-                              timeout=600)
+        command = spark_cluster.submit_command(
+            REPO / "jobs" / "tiering_job.py",
+            "--conf",
+            str(conf),
+            "--available-now",
+            py_files=zip_path,
+            conf={"spark.task.maxFailures": "1", **extra},
+        )
+        return subprocess.run(
+            command, env=spark_cluster.env(), cwd=tmp_path, capture_output=True, text=True, timeout=600
+        )
 
     killed: list[int] = []
 
     def kill_the_executor() -> None:
-        pid = wait_until(lambda: executor_at_the_point(spark_cluster.directory), timeout_s=300,
-                         what="an executor's worker at the failpoint")
+        pid = wait_until(
+            lambda: executor_at_the_point(spark_cluster.directory),
+            timeout_s=300,
+            what="an executor's worker at the failpoint",
+        )
         os.kill(pid, signal.SIGKILL)
         killed.append(pid)
 

@@ -74,13 +74,17 @@ class Job:
 
     def wait_owner(self, driver: Driver, timeout_s: float = LEAD_TIMEOUT_S) -> int:
         """Wait until ``driver`` has won the election; return its epoch."""
-        wait_until(lambda: (self.status().owner or {}).get("pid") == driver.pid,
-                   timeout_s=timeout_s, what=f"driver {driver.pid} to lead")
+        wait_until(
+            lambda: (self.status().owner or {}).get("pid") == driver.pid,
+            timeout_s=timeout_s,
+            what=f"driver {driver.pid} to lead",
+        )
         return self.status().epoch
 
     def wait_commits(self, epoch: int, n: int = 1) -> None:
-        wait_until(lambda: self.epochs().count(epoch) >= n, timeout_s=LEAD_TIMEOUT_S,
-                   what=f"{n} commit(s) of epoch {epoch}")
+        wait_until(
+            lambda: self.epochs().count(epoch) >= n, timeout_s=LEAD_TIMEOUT_S, what=f"{n} commit(s) of epoch {epoch}"
+        )
 
     def wait_contenders(self, n: int) -> None:
         wait_until(lambda: self.status().contenders == n, timeout_s=30, what=f"{n} contenders")
@@ -101,9 +105,14 @@ def test_the_job_survives_a_killed_leader_a_zombie_and_a_zookeeper_outage(
     oracle.upsert(range(200))
     client.take_snapshots(TABLE)
     conf = write_conf(  # continuous: a round every second
-        tmp_path / "tiering.toml", job=unique_job, store_url=kv_store.url, zk_hosts=zk.hosts,
-        zookeeper={"session_timeout_s": SESSION_S}, trigger={"available_now": False, "interval_s": 1.0},
-        lease={"duration_s": 120.0}, spark={**SPARK_LOCAL, "spark.driver.memory": "512m"},
+        tmp_path / "tiering.toml",
+        job=unique_job,
+        store_url=kv_store.url,
+        zk_hosts=zk.hosts,
+        zookeeper={"session_timeout_s": SESSION_S},
+        trigger={"available_now": False, "interval_s": 1.0},
+        lease={"duration_s": 120.0},
+        spark={**SPARK_LOCAL, "spark.driver.memory": "512m"},
     )
     job = Job(zk.hosts, unique_job, lake)
     measured: dict[str, float] = {}

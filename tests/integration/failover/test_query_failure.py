@@ -11,9 +11,9 @@ import pytest
 
 from tests.support.config import make_config
 from tests.support.oracle import TableOracle
+from tiering.context import TermContext
 from tiering.errors import LeadershipLostError, TieringError
 from tiering.job import TieringJob
-from tiering.context import TermContext
 
 pytestmark = pytest.mark.integration
 

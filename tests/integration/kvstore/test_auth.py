@@ -19,8 +19,17 @@ from tests.support.store import orders_spec
 pytestmark = pytest.mark.integration
 
 TOKEN = "s3cret-Token-7f1e"
-WRONG = ["", "Bearer", "Bearer ", f"Bearer {TOKEN[:-1]}", f"Bearer {TOKEN}x", f"bearer {TOKEN}", TOKEN,
-         f"Basic {TOKEN}", f"Bearer  {TOKEN}"]
+WRONG = [
+    "",
+    "Bearer",
+    "Bearer ",
+    f"Bearer {TOKEN[:-1]}",
+    f"Bearer {TOKEN}x",
+    f"bearer {TOKEN}",
+    TOKEN,
+    f"Basic {TOKEN}",
+    f"Bearer  {TOKEN}",
+]
 PATH_VALUES = {"name": "orders", "lease_id": "job", "bucket": "0", "snapshot_id": "1"}
 
 
@@ -28,7 +37,8 @@ def _operations(url: str) -> list[tuple[str, str]]:
     document = requests.get(f"{url}/openapi.json", headers={"Authorization": f"Bearer {TOKEN}"}, timeout=10).json()
     return [
         (method.upper(), re.sub(r"\{(\w+)\}", lambda m: PATH_VALUES[m.group(1)], path))
-        for path, operations in document["paths"].items() for method in operations
+        for path, operations in document["paths"].items()
+        for method in operations
     ]
 
 
@@ -40,8 +50,9 @@ def test_every_endpoint_but_health_needs_the_token(store_factory):
     for method, path in operations:
         for header in WRONG:
             headers = {"Authorization": header} if header else {}
-            response = requests.request(method, store.url + path, headers=headers, params={"epoch": 1},
-                                        json={}, timeout=10)
+            response = requests.request(
+                method, store.url + path, headers=headers, params={"epoch": 1}, json={}, timeout=10
+            )
             if path == "/v1/health":
                 assert response.status_code in (200, 405), (method, path, response.text)
                 continue
@@ -50,8 +61,14 @@ def test_every_endpoint_but_health_needs_the_token(store_factory):
     assert [t.name for t in store.client().list_tables()] == ["orders"]  # refused requests changed nothing
     assert store.client().list_leases() == []
     for method, path in operations:
-        response = requests.request(method, store.url + path, headers={"Authorization": f"Bearer {TOKEN}"},
-                                    params={"epoch": 1}, json={}, timeout=10)
+        response = requests.request(
+            method,
+            store.url + path,
+            headers={"Authorization": f"Bearer {TOKEN}"},
+            params={"epoch": 1},
+            json={},
+            timeout=10,
+        )
         assert response.status_code != 401, (method, path, response.text)
 
 
@@ -63,8 +80,9 @@ def test_the_token_stays_out_of_logs_and_the_command_line(store_factory):
     client.upsert("orders", [{"id": 1}])
     for header in WRONG:
         requests.post(f"{store.url}/v1/tables/orders/rows", headers={"Authorization": header}, json={}, timeout=10)
-    requests.post(f"{store.url}/v1/tables/orders/rows", headers={"Authorization": f"Bearer {TOKEN}"},
-                  data=b"{broken", timeout=10)  # a refused request with the right token
+    requests.post(
+        f"{store.url}/v1/tables/orders/rows", headers={"Authorization": f"Bearer {TOKEN}"}, data=b"{broken", timeout=10
+    )  # a refused request with the right token
     store.stop()
     log = (store.data_dir / "store.log").read_text()
     assert "kv-store serving" in log and "auth on" in log  # the log is there and was written

@@ -32,28 +32,63 @@ def test_bad_requests_name_the_field_and_change_nothing(kv_store):
     before = _state(client)
 
     refused = [
-        (BadRequestError, "rows[1].amount: expected double", lambda: client.upsert(
-            "orders", [{"id": 3, "amount": 3.0}, {"id": 4, "amount": "four"}])),
-        (BadRequestError, "rows[0].colour: not a column", lambda: client.upsert("orders", [{"id": 5, "colour": "red"}])),
-        (BadRequestError, "rows[0].id: primary-key column must not be null",
-         lambda: client.upsert("orders", [{"amount": 1.0}])),
-        (BadRequestError, "rows[0].amount: delete rows carry primary-key columns only",
-         lambda: client.delete("orders", [{"id": 1, "amount": 1.0}])),
-        (BadRequestError, "rows[0].id: 9223372036854775808 is out of range",
-         lambda: client.upsert("orders", [{"id": 2**63}])),
-        (BadRequestError, "column 'amount': expected double, got Arrow type string", lambda: client.write_arrow(
-            "orders", pa.table({"id": pa.array([7], pa.int64()), "amount": ["x"]}))),
-        (BadRequestError, "column 'id': primary-key column is missing", lambda: client.write_arrow(
-            "orders", pa.table({"amount": [1.0]}))),
-        (BadRequestError, "column 'id': cannot convert double to bigint without loss", lambda: client.write_arrow(
-            "orders", pa.table({"id": [1.5], "amount": [1.0]}))),
+        (
+            BadRequestError,
+            "rows[1].amount: expected double",
+            lambda: client.upsert("orders", [{"id": 3, "amount": 3.0}, {"id": 4, "amount": "four"}]),
+        ),
+        (
+            BadRequestError,
+            "rows[0].colour: not a column",
+            lambda: client.upsert("orders", [{"id": 5, "colour": "red"}]),
+        ),
+        (
+            BadRequestError,
+            "rows[0].id: primary-key column must not be null",
+            lambda: client.upsert("orders", [{"amount": 1.0}]),
+        ),
+        (
+            BadRequestError,
+            "rows[0].amount: delete rows carry primary-key columns only",
+            lambda: client.delete("orders", [{"id": 1, "amount": 1.0}]),
+        ),
+        (
+            BadRequestError,
+            "rows[0].id: 9223372036854775808 is out of range",
+            lambda: client.upsert("orders", [{"id": 2**63}]),
+        ),
+        (
+            BadRequestError,
+            "column 'amount': expected double, got Arrow type string",
+            lambda: client.write_arrow("orders", pa.table({"id": pa.array([7], pa.int64()), "amount": ["x"]})),
+        ),
+        (
+            BadRequestError,
+            "column 'id': primary-key column is missing",
+            lambda: client.write_arrow("orders", pa.table({"amount": [1.0]})),
+        ),
+        (
+            BadRequestError,
+            "column 'id': cannot convert double to bigint without loss",
+            lambda: client.write_arrow("orders", pa.table({"id": [1.5], "amount": [1.0]})),
+        ),
         (TableNotFoundError, "table 'nope' does not exist", lambda: client.upsert("nope", [{"id": 1}])),
         (ConflictError, "table 'orders' already exists", lambda: client.create_table(orders_spec())),
         (NotFoundError, "has no bucket 7", lambda: client.get_snapshot("orders", 7, 1)),
-        (BadRequestError, "buckets.9: not a bucket", lambda: client.report_lake(
-            "orders", LakeReport(table_id=info.table_id, epoch=1, lake_version=1, buckets={"9": 0}))),
-        (BadRequestError, "buckets.0: offset 99 is outside", lambda: client.report_lake(
-            "orders", LakeReport(table_id=info.table_id, epoch=1, lake_version=1, buckets={"0": 99}))),
+        (
+            BadRequestError,
+            "buckets.9: not a bucket",
+            lambda: client.report_lake(
+                "orders", LakeReport(table_id=info.table_id, epoch=1, lake_version=1, buckets={"9": 0})
+            ),
+        ),
+        (
+            BadRequestError,
+            "buckets.0: offset 99 is outside",
+            lambda: client.report_lake(
+                "orders", LakeReport(table_id=info.table_id, epoch=1, lake_version=1, buckets={"0": 99})
+            ),
+        ),
     ]
     for error, message, call in refused:
         with pytest.raises(error) as raised:
@@ -64,10 +99,18 @@ def test_bad_requests_name_the_field_and_change_nothing(kv_store):
     raw = [  # bodies no typed client would send: malformed JSON, missing and wrongly typed fields
         ("POST", "/v1/tables/orders/rows", b'{"op": "upsert", "rows": [', "body: Invalid JSON"),
         ("POST", "/v1/tables/orders/rows", b'{"op": "merge", "rows": []}', "op: String should match pattern"),
-        ("POST", "/v1/tables", b'{"name": "t", "schema": [{"name": "id", "type": "bigint"}], "primary_key": ["id"]}',
-         "num_buckets: Field required"),
-        ("POST", "/v1/tables", b'{"name": "t", "schema": [{"name": "id", "type": "varchar"}], "primary_key": ["id"], '
-                               b'"num_buckets": 1}', "schema[0].type: unsupported type 'varchar'"),
+        (
+            "POST",
+            "/v1/tables",
+            b'{"name": "t", "schema": [{"name": "id", "type": "bigint"}], "primary_key": ["id"]}',
+            "num_buckets: Field required",
+        ),
+        (
+            "POST",
+            "/v1/tables",
+            b'{"name": "t", "schema": [{"name": "id", "type": "varchar"}], "primary_key": ["id"], "num_buckets": 1}',
+            "schema[0].type: unsupported type 'varchar'",
+        ),
         ("POST", "/v1/leases/job/acquire", b'{"epoch": 1, "snapshots": []}', "duration_ms: Field required"),
         ("POST", "/v1/tables/orders/rows?op=upsert", b"not arrow", "body: not an Arrow IPC stream"),
         ("GET", "/v1/tables/orders/buckets/x/snapshots/1", b"", "bucket: Input should be a valid integer"),

@@ -58,8 +58,11 @@ def seeded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StoreProcess]:
     client.take_snapshots("orders")
     tiered = {str(b.bucket): b.log_end_offset for b in client.log_info("orders").buckets}
     client.report_lake("orders", _report(orders.table_id, 1, tiered))
-    wait_until(lambda: all(b.log_start_offset > 0 for b in client.log_info("orders").buckets if b.log_end_offset),
-               "GC to delete the tiered segments of orders", **STORE_PACE)
+    wait_until(
+        lambda: all(b.log_start_offset > 0 for b in client.log_info("orders").buckets if b.log_end_offset),
+        "GC to delete the tiered segments of orders",
+        **STORE_PACE,
+    )
     client.upsert("orders", _rows(50, 30))  # after the report: these stay
     for name, buckets in (("users", 2), ("empty", 1), (NASTY, 3), ("dropped", 2)):
         client.create_table(orders_spec(name, num_buckets=buckets))
@@ -164,8 +167,10 @@ def test_segments_answer_each_table_as_its_own_segments_call_does(seeded):
 def test_client_segments_return_each_tables_error_beside_the_others(seeded):
     client = seeded.client()
     ranges = {
-        "orders": [LogRange(bucket=b.bucket, from_offset=b.log_start_offset, to_offset=b.log_end_offset)
-                   for b in reversed(client.log_info("orders").buckets)],
+        "orders": [
+            LogRange(bucket=b.bucket, from_offset=b.log_start_offset, to_offset=b.log_end_offset)
+            for b in reversed(client.log_info("orders").buckets)
+        ],
         "users": [LogRange(bucket=0, from_offset=0, to_offset=4)],
         "dropped": [LogRange(bucket=0, from_offset=0, to_offset=1)],
         "empty": [LogRange(bucket=0, from_offset=0, to_offset=0)],
@@ -179,8 +184,9 @@ def test_client_segments_return_each_tables_error_beside_the_others(seeded):
     assert list(found) == list(ranges)
     for table in ("orders", "users", "empty"):
         assert found[table] == client.table_segments(table, ranges[table])
-    assert [s[0].start_offset for s in found["orders"]] == [b.log_start_offset for b in
-                                                             reversed(client.log_info("orders").buckets)]
+    assert [s[0].start_offset for s in found["orders"]] == [
+        b.log_start_offset for b in reversed(client.log_info("orders").buckets)
+    ]
     assert isinstance(found["dropped"], TableNotFoundError) and found["dropped"].table == "dropped"
     assert "table 'dropped' does not exist" in str(found["dropped"])
     assert type(found[NASTY]) is NotFoundError and found[NASTY].code == "NOT_FOUND"
@@ -225,15 +231,23 @@ def test_lake_reports_land_as_puts_would_and_a_dropped_table_is_its_own_error(re
         if result["error"] is not None:  # a refused PUT changes nothing: the same refusal again
             single = requests.put(f"{store.url}/v1/tables/{table}/lake", json=report.model_dump(), timeout=10)
             assert result["error"] == single.json(), table
-    assert [results[i]["error"]["error"] for i in (1, 3, 4, 5)] == ["TABLE_NOT_FOUND", "CONFLICT", "BAD_REQUEST",
-                                                                    "TABLE_NOT_FOUND"]
+    assert [results[i]["error"]["error"] for i in (1, 3, 4, 5)] == [
+        "TABLE_NOT_FOUND",
+        "CONFLICT",
+        "BAD_REQUEST",
+        "TABLE_NOT_FOUND",
+    ]
 
 
 def test_client_report_lakes_returns_each_tables_error(reported):
     store, ids = reported
     client = store.client()
-    reports = {"b": _report(ids["b"], 2, {"0": 5}), "c": _report(ids["c"], 2), "d": _report(ids["d"] + 1, 2),
-               "e": _report(ids["e"], 2, {"7": 0})}
+    reports = {
+        "b": _report(ids["b"], 2, {"0": 5}),
+        "c": _report(ids["c"], 2),
+        "d": _report(ids["d"] + 1, 2),
+        "e": _report(ids["e"], 2, {"7": 0}),
+    }
 
     results = client.report_lakes(reports)
 
@@ -249,17 +263,23 @@ def test_a_stale_epoch_in_one_report_refuses_the_batch_and_stores_none(reported)
     store, ids = reported
     client = store.client()
     client.report_lake("b", _report(ids["b"], 5, {"0": 1}))
-    stale = [("a", _report(ids["a"], 5, {"0": 4})), ("c", _report(ids["c"], 5)), ("b", _report(ids["b"], 4, {"0": 3})),
-             ("d", _report(ids["d"], 6, {"1": 2}))]
+    stale = [
+        ("a", _report(ids["a"], 5, {"0": 4})),
+        ("c", _report(ids["c"], 5)),
+        ("b", _report(ids["b"], 4, {"0": 3})),
+        ("d", _report(ids["d"], 6, {"1": 2})),
+    ]
 
     response = _post(store, "/v1/lake-reports", {"reports": [{"table": t, "report": r.model_dump()} for t, r in stale]})
     single = requests.put(f"{store.url}/v1/tables/b/lake", json=stale[2][1].model_dump(), timeout=10)
     with pytest.raises(FencedEpochError) as fenced:
         client.report_lakes(dict(stale))
-    twice = {"reports": [  # a table's second report sees its first one's epoch
-        {"table": "a", "report": _report(ids["a"], 9).model_dump()},
-        {"table": "a", "report": _report(ids["a"], 8).model_dump()},
-    ]}
+    twice = {
+        "reports": [  # a table's second report sees its first one's epoch
+            {"table": "a", "report": _report(ids["a"], 9).model_dump()},
+            {"table": "a", "report": _report(ids["a"], 8).model_dump()},
+        ]
+    }
     twice_response = _post(store, "/v1/lake-reports", twice)
 
     assert response.status_code == 409 and single.status_code == 409
@@ -293,8 +313,11 @@ def test_the_list_of_tables_answers_304_until_it_changes(kv_store):
     assert not unchanged('"x"')
 
     tags = [_tag(first)]
-    for change in (lambda: client.create_table(orders_spec("b")), lambda: client.add_column("a", "c", "string"),
-                   lambda: client.drop_table("b")):
+    for change in (
+        lambda: client.create_table(orders_spec("b")),
+        lambda: client.add_column("a", "c", "string"),
+        lambda: client.drop_table("b"),
+    ):
         change()
         response = requests.get(f"{kv_store.url}/v1/tables", headers={"If-None-Match": tags[-1]}, timeout=10)
         assert response.status_code == 200, response.text
@@ -318,10 +341,12 @@ def test_every_logs_ends_answer_304_until_a_log_or_a_report_or_the_list_moves(kv
 
     assert after(lambda: None).status_code == 304
     assert after(lambda: client.take_snapshots("a")).status_code == 304, "a snapshot moves no log"
-    for change in (lambda: client.upsert("a", _rows(0, 3)),
-                   lambda: client.report_lake("a", _report(info.table_id, 1, {"0": 1})),
-                   lambda: client.create_table(orders_spec("b")),
-                   lambda: client.drop_table("b")):
+    for change in (
+        lambda: client.upsert("a", _rows(0, 3)),
+        lambda: client.report_lake("a", _report(info.table_id, 1, {"0": 1})),
+        lambda: client.create_table(orders_spec("b")),
+        lambda: client.drop_table("b"),
+    ):
         response = after(change)
         assert response.status_code == 200, response.text
         assert response.json()["tables"] == [_single_log(kv_store, name) for name in client.logs()]
@@ -342,8 +367,11 @@ def test_every_logs_ends_follow_what_gc_deletes_and_what_is_written(store_factor
     before = _get(store, "/v1/logs").json()  # kept by the store from here on
 
     client.take_snapshots("a")  # now GC may delete what the lake holds: a's log starts move
-    wait_until(lambda: all(b.log_start_offset > 0 for b in client.log_info("a").buckets if b.log_end_offset),
-               "GC to delete a's tiered segments", **STORE_PACE)
+    wait_until(
+        lambda: all(b.log_start_offset > 0 for b in client.log_info("a").buckets if b.log_end_offset),
+        "GC to delete a's tiered segments",
+        **STORE_PACE,
+    )
     after_gc = _get(store, "/v1/logs").json()
     client.upsert("b", _rows(100, 5))
     after_write = _get(store, "/v1/logs").json()
@@ -382,24 +410,44 @@ def test_client_list_tables_keeps_the_list_until_it_changes_from_threads(kv_stor
     assert statuses.count(304) >= 4 and statuses.count(200) >= 5, statuses
 
 
-@pytest.mark.parametrize(("path", "body", "message"), [
-    ("/v1/logs", {"tables": []}, "tables: List should have at least 1 item"),
-    ("/v1/logs", {"tables": ["t"] * 10_001}, "tables: List should have at most 10000 items"),
-    ("/v1/logs", {"tables": ["ok", "a/b"]}, "tables[1]: table name 'a/b' contains the path separator"),
-    ("/v1/logs", {"tables": [1]}, "tables[0]: Input should be a valid string"),
-    ("/v1/segments", {"tables": [{"table": "users", "ranges": []}]}, "tables[0].ranges: List should have at least 1"),
-    ("/v1/segments", {"tables": [{"table": "users", "ranges": [{"bucket": 0, "from": "1", "to": 2}]}]},
-     "tables[0].ranges[0].from: Input should be a valid integer"),
-    ("/v1/segments", {"tables": [{"table": "users", "ranges": [{"bucket": 0, "from": 0, "to": 1}]}] * 10_001},
-     "tables: List should have at most 10000 items"),
-    ("/v1/lake-reports", {"reports": []}, "reports: List should have at least 1 item"),
-    ("/v1/lake-reports", {"reports": [{"table": "users", "report": {"table_id": 1, "epoch": 1, "lake_version": 1,
-                                                                     "buckets": {}}}] * 10_001},
-     "reports: List should have at most 10000 items"),
-    ("/v1/lake-reports", {"reports": [{"table": "users", "report": {"table_id": 1, "epoch": -1, "lake_version": 1,
-                                                                     "buckets": {}}}]},
-     "reports[0].report.epoch: Input should be greater than or equal to 0"),
-])
+@pytest.mark.parametrize(
+    ("path", "body", "message"),
+    [
+        ("/v1/logs", {"tables": []}, "tables: List should have at least 1 item"),
+        ("/v1/logs", {"tables": ["t"] * 10_001}, "tables: List should have at most 10000 items"),
+        ("/v1/logs", {"tables": ["ok", "a/b"]}, "tables[1]: table name 'a/b' contains the path separator"),
+        ("/v1/logs", {"tables": [1]}, "tables[0]: Input should be a valid string"),
+        (
+            "/v1/segments",
+            {"tables": [{"table": "users", "ranges": []}]},
+            "tables[0].ranges: List should have at least 1",
+        ),
+        (
+            "/v1/segments",
+            {"tables": [{"table": "users", "ranges": [{"bucket": 0, "from": "1", "to": 2}]}]},
+            "tables[0].ranges[0].from: Input should be a valid integer",
+        ),
+        (
+            "/v1/segments",
+            {"tables": [{"table": "users", "ranges": [{"bucket": 0, "from": 0, "to": 1}]}] * 10_001},
+            "tables: List should have at most 10000 items",
+        ),
+        ("/v1/lake-reports", {"reports": []}, "reports: List should have at least 1 item"),
+        (
+            "/v1/lake-reports",
+            {
+                "reports": [{"table": "users", "report": {"table_id": 1, "epoch": 1, "lake_version": 1, "buckets": {}}}]
+                * 10_001
+            },
+            "reports: List should have at most 10000 items",
+        ),
+        (
+            "/v1/lake-reports",
+            {"reports": [{"table": "users", "report": {"table_id": 1, "epoch": -1, "lake_version": 1, "buckets": {}}}]},
+            "reports[0].report.epoch: Input should be greater than or equal to 0",
+        ),
+    ],
+)
 def test_bad_batches_are_refused_naming_the_field(seeded, path, body, message):
     response = _post(seeded, path, body)
 

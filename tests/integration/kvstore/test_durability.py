@@ -27,8 +27,9 @@ def test_state_survives_kill_9_and_restart(store_factory):
     lease = client.acquire_lease("job", epoch=4, duration_ms=600_000, snapshots=refs)
     # Offsets 0: a report of what is tiered would let GC (every 0.2 s, before and after the kill)
     # move the log start under the comparison below.
-    report = LakeReport(table_id=info.table_id, epoch=4, lake_version=7,
-                        buckets={str(b.bucket): 0 for b in log_before.buckets})
+    report = LakeReport(
+        table_id=info.table_id, epoch=4, lake_version=7, buckets={str(b.bucket): 0 for b in log_before.buckets}
+    )
     client.report_lake("orders", report)
 
     store.kill(signal.SIGKILL)
@@ -38,7 +39,11 @@ def test_state_survives_kill_9_and_restart(store_factory):
     assert client.log_info("orders") == log_before
     assert client.latest_snapshots("orders") == snapshots
     restored = client.get_lease("job")
-    assert (restored.epoch, restored.expires_at_ms, restored.snapshots) == (lease.epoch, lease.expires_at_ms, lease.snapshots)
+    assert (restored.epoch, restored.expires_at_ms, restored.snapshots) == (
+        lease.epoch,
+        lease.expires_at_ms,
+        lease.snapshots,
+    )
     assert client.get_lake("orders") == report
 
     # The restarted store rebuilt which keys exist: re-upserting old keys gives +U, new keys +I,

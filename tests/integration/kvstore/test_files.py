@@ -16,13 +16,17 @@ from tiering.kvstore.models import TableSpec
 
 pytestmark = pytest.mark.integration
 
-UTC = dt.timezone.utc
+UTC = dt.UTC
 SPEC = TableSpec(
     name="events",
     schema=[
-        {"name": "tenant", "type": "string"}, {"name": "day", "type": "date"}, {"name": "seq", "type": "int"},
-        {"name": "price", "type": "decimal(10,2)"}, {"name": "at", "type": "timestamp"},
-        {"name": "ok", "type": "boolean"}, {"name": "blob", "type": "binary"},
+        {"name": "tenant", "type": "string"},
+        {"name": "day", "type": "date"},
+        {"name": "seq", "type": "int"},
+        {"name": "price", "type": "decimal(10,2)"},
+        {"name": "at", "type": "timestamp"},
+        {"name": "ok", "type": "boolean"},
+        {"name": "blob", "type": "binary"},
     ],
     primary_key=["tenant", "day", "seq"],
     num_buckets=4,
@@ -30,8 +34,15 @@ SPEC = TableSpec(
 
 
 def _row(tenant: str, seq: int, price: str) -> dict:
-    return {"tenant": tenant, "day": "2024-02-29", "seq": seq, "price": price, "at": "2024-02-29T10:00:00+01:00",
-            "ok": seq % 2 == 0, "blob": "AAE="}
+    return {
+        "tenant": tenant,
+        "day": "2024-02-29",
+        "seq": seq,
+        "price": price,
+        "at": "2024-02-29T10:00:00+01:00",
+        "ok": seq % 2 == 0,
+        "blob": "AAE=",
+    }
 
 
 def _key(row: dict) -> tuple:
@@ -45,8 +56,11 @@ def test_snapshot_and_log_files_hold_exactly_the_changes(kv_store):
     batches = [
         ("upsert", [_row("a", i, f"{i}.10") for i in range(20)]),
         ("upsert", [_row("a", i, f"{i}.99") for i in range(0, 20, 3)] + [_row("b", 1, "7")]),
-        ("delete", [{"tenant": "a", "day": "2024-02-29", "seq": i} for i in range(0, 20, 4)]
-         + [{"tenant": "zz", "day": "2024-02-29", "seq": 1}]),  # absent key: no record
+        (
+            "delete",
+            [{"tenant": "a", "day": "2024-02-29", "seq": i} for i in range(0, 20, 4)]
+            + [{"tenant": "zz", "day": "2024-02-29", "seq": 1}],
+        ),  # absent key: no record
         ("upsert", [_row("a", 0, "0.01")]),  # re-insert after delete
     ]
     changes = []  # (key, op) in write order
@@ -77,8 +91,12 @@ def test_snapshot_and_log_files_hold_exactly_the_changes(kv_store):
             assert bucket_of(r, SPEC.primary_key, SPEC.num_buckets) == snap.bucket
             live[key] = (r["price"], r["at"], r["blob"], r["ok"])
     assert live == {
-        k: (decimal.Decimal(r["price"]).quantize(decimal.Decimal("0.01")), dt.datetime(2024, 2, 29, 9, tzinfo=UTC),
-            b"\x00\x01", r["ok"])
+        k: (
+            decimal.Decimal(r["price"]).quantize(decimal.Decimal("0.01")),
+            dt.datetime(2024, 2, 29, 9, tzinfo=UTC),
+            b"\x00\x01",
+            r["ok"],
+        )
         for k, r in expected.items()
     }
 
@@ -91,18 +109,23 @@ def test_snapshot_and_log_files_hold_exactly_the_changes(kv_store):
         for r in records:
             if r["__op"] == "-D":
                 assert (r["price"], r["at"], r["ok"]) == (None, None, None)
-        logged += [(r["__timestamp"], r["__offset"], (r["tenant"], r["day"].isoformat(), r["seq"]), r["__op"])
-                   for r in records]
+        logged += [
+            (r["__timestamp"], r["__offset"], (r["tenant"], r["day"].isoformat(), r["seq"]), r["__op"]) for r in records
+        ]
     assert sorted(changes) == sorted((key, op) for _, _, key, op in logged)
     assert len(logged) == len(changes)
 
 
 def test_a_million_rows_through_arrow(kv_store):
     client = kv_store.client(timeout_s=120)
-    client.create_table(TableSpec(
-        name="big", schema=[{"name": "id", "type": "bigint"}, {"name": "v", "type": "double"}],
-        primary_key=["id"], num_buckets=8,
-    ))
+    client.create_table(
+        TableSpec(
+            name="big",
+            schema=[{"name": "id", "type": "bigint"}, {"name": "v", "type": "double"}],
+            primary_key=["id"],
+            num_buckets=8,
+        )
+    )
     n = 1_000_000
     client.write_arrow("big", pa.table({"id": pa.array(range(n), pa.int64()), "v": pa.array(range(n), pa.float64())}))
     client.write_arrow("big", pa.table({"id": pa.array(range(0, n, 10), pa.int64())}), op="delete")
@@ -122,7 +145,9 @@ def test_periodic_snapshots_only_for_changed_buckets(store_factory):
     first = wait_until(lambda: client.latest_snapshots("t").buckets, "a periodic snapshot", **STORE_PACE)
     assert [(s.bucket, s.snapshot_id, s.row_count) for s in first] == [(bucket, 1, 1)]
     client.upsert("t", [{"id": 1}])
-    wait_until(lambda: client.latest_snapshots("t").buckets[0].snapshot_id == 2, "a second periodic snapshot", **STORE_PACE)
+    wait_until(
+        lambda: client.latest_snapshots("t").buckets[0].snapshot_id == 2, "a second periodic snapshot", **STORE_PACE
+    )
     assert [(s.bucket, s.log_offset) for s in client.latest_snapshots("t").buckets] == [(bucket, 2)]
     metrics = client.metrics()
     assert 'kvstore_snapshots_taken_total{table="t"} 2.0' in metrics
@@ -132,8 +157,11 @@ def test_periodic_snapshots_only_for_changed_buckets(store_factory):
 def test_segments_of_several_buckets_come_in_one_call_like_one_each(store_client):
     from tiering.kvstore.models import LogRange
 
-    store_client.create_table(TableSpec.model_validate(
-        {"name": "segs", "schema": [{"name": "id", "type": "bigint"}], "primary_key": ["id"], "num_buckets": 2}))
+    store_client.create_table(
+        TableSpec.model_validate(
+            {"name": "segs", "schema": [{"name": "id", "type": "bigint"}], "primary_key": ["id"], "num_buckets": 2}
+        )
+    )
     for start in (0, 10, 20):
         store_client.upsert("segs", [{"id": i} for i in range(start, start + 10)])
     ranges = [LogRange(bucket=1, from_offset=3, to_offset=12), LogRange(bucket=0, from_offset=0, to_offset=100)]

@@ -31,8 +31,9 @@ def store(tmp_path: Path) -> Iterator[Store]:
 def _three_tiered_snapshots(store: Store, name: str) -> tuple[TableInfo, list[Snapshot], list[str]]:
     """Snapshots 1..3 of a one-bucket table, each after one more row; all three log segments
     are covered by snapshot 3 and reported to the lake, so GC may take them."""
-    info = store.create_table(TableSpec(name=name, schema=[{"name": "id", "type": "bigint"}], primary_key=["id"],
-                                       num_buckets=1))
+    info = store.create_table(
+        TableSpec(name=name, schema=[{"name": "id", "type": "bigint"}], primary_key=["id"], num_buckets=1)
+    )
     snaps = []
     for i in range(3):
         store.write_rows(name, "upsert", pa.table({"id": pa.array([i], pa.int64())}))
@@ -104,6 +105,7 @@ def test_calls_on_other_tables_proceed_between_tables_and_their_leases_count(sto
     def then_work_on_b(self: Collector, info: TableInfo, now_ms: int) -> Counter[str]:
         counts = collect_table(self, info, now_ms)
         if info.name == "a":
+
             def on_b() -> None:  # another request thread, while the pass is between a and b
                 _hold(store, "late-job", b, 1)
                 store.write_rows("b", "upsert", pa.table({"id": pa.array([9], pa.int64())}))

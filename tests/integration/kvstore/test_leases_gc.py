@@ -78,8 +78,9 @@ def test_expired_lease_frees_its_snapshots_and_cannot_be_renewed(store_factory):
     with pytest.raises(LeaseNotFoundError):
         client.get_lease("job-b")
 
-    again = client.acquire_lease("job-b", epoch=3, duration_ms=60_000,
-                                 snapshots=[ref, SnapshotRef(table_id=table_id, bucket=0, snapshot_id=3)])
+    again = client.acquire_lease(
+        "job-b", epoch=3, duration_ms=60_000, snapshots=[ref, SnapshotRef(table_id=table_id, bucket=0, snapshot_id=3)]
+    )
     assert again.unavailable == [ref]
     assert [s.snapshot_id for s in again.snapshots] == [3]
 
@@ -156,7 +157,10 @@ def test_a_lake_report_of_another_job_is_refused_and_the_holders_report_stays(kv
             client.report_lake("orders", report("second", epoch, 5))
         assert not isinstance(other.value, FencedEpochError) and other.value.code == "OTHER_JOB"
         assert other.value.status == 409 and other.value.table == "orders"
-        assert all(part in str(other.value) for part in ("'orders'", "job 'second'", "job 'first'", "DELETE /v1/tables/orders/lake"))
+        assert all(
+            part in str(other.value)
+            for part in ("'orders'", "job 'second'", "job 'first'", "DELETE /v1/tables/orders/lake")
+        )
     refused = client.report_lakes({"orders": report("second", 9, 5)})["orders"]
     assert isinstance(refused, ConflictError) and refused.code == "OTHER_JOB", "the batch answers the same, per table"
     assert client.get_lake("orders") == report("first", 7, 2)
@@ -186,8 +190,9 @@ def test_dropped_table_files_go_unless_leased_and_ids_are_never_reused(store_fac
     store = store_factory(num_retained=2, gc_interval_s=0.2)
     client = store.client()
     table_id, snaps = _three_snapshots(client)
-    client.acquire_lease("job", epoch=1, duration_ms=60_000,
-                         snapshots=[SnapshotRef(table_id=table_id, bucket=0, snapshot_id=3)])
+    client.acquire_lease(
+        "job", epoch=1, duration_ms=60_000, snapshots=[SnapshotRef(table_id=table_id, bucket=0, snapshot_id=3)]
+    )
     client.drop_table("orders")
     recreated = client.create_table(orders_spec())
     assert recreated.table_id > table_id

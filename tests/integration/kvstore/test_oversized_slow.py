@@ -69,7 +69,8 @@ def _stall(url: str, body: bytes) -> socket.socket:
     sock = socket.create_connection((host, int(port)))
     sock.sendall(
         f"POST /v1/tables/orders/rows HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n"
-        f"Content-Length: {len(body)}\r\n\r\n".encode() + body[: len(body) // 2]
+        f"Content-Length: {len(body)}\r\n\r\n".encode()
+        + body[: len(body) // 2]
     )
     return sock
 
@@ -85,7 +86,7 @@ def test_clients_stalling_mid_body_do_not_block_the_others(kv_store):
             assert client.health() and client.get_table("orders").name == "orders"
         assert sum(b.log_end_offset for b in client.log_info("orders").buckets) == 20
         for sock in stalled:  # the stalled uploads finish and succeed
-            sock.sendall(body[len(body) // 2:])
+            sock.sendall(body[len(body) // 2 :])
         for sock in stalled:
             assert sock.recv(4096).startswith(b"HTTP/1.1 200 "), "a resumed upload failed"
     finally:
@@ -100,8 +101,16 @@ def test_a_million_json_rows_are_accepted_and_the_store_lives(kv_store, capsys):
     body = json.dumps({"op": "upsert", "rows": _rows(1_000_000)}).encode()
     before = memory_mb(kv_store.pid)
     answered: list[requests.Response] = []
-    writer = threading.Thread(target=lambda: answered.append(requests.post(
-        f"{kv_store.url}/v1/tables/orders/rows", data=body, headers={"Content-Type": "application/json"}, timeout=600)))
+    writer = threading.Thread(
+        target=lambda: answered.append(
+            requests.post(
+                f"{kv_store.url}/v1/tables/orders/rows",
+                data=body,
+                headers={"Content-Type": "application/json"},
+                timeout=600,
+            )
+        )
+    )
     writer.start()
     health_meanwhile = 0
     while writer.is_alive():
@@ -114,8 +123,10 @@ def test_a_million_json_rows_are_accepted_and_the_store_lives(kv_store, capsys):
     assert health_meanwhile > 0 and kv_store.alive()
     assert sum(b.log_end_offset for b in client.log_info("orders").buckets) == 1_000_000
     with capsys.disabled():
-        print(f"\n10^6 JSON rows ({len(body) / 1e6:.1f} MB body): store RSS {before:.0f} MB before, "
-              f"{memory_mb(kv_store.pid):.0f} MB after, peak {memory_mb(kv_store.pid, 'VmHWM'):.0f} MB")
+        print(
+            f"\n10^6 JSON rows ({len(body) / 1e6:.1f} MB body): store RSS {before:.0f} MB before, "
+            f"{memory_mb(kv_store.pid):.0f} MB after, peak {memory_mb(kv_store.pid, 'VmHWM'):.0f} MB"
+        )
 
 
 def test_a_refused_million_rows_are_never_read(store_factory):
@@ -132,9 +143,22 @@ def test_a_refused_million_rows_are_never_read(store_factory):
 def test_the_entry_point_refuses_a_useless_limit(tmp_path):
     """``python -m tiering.kvstore.server`` (what StoreProcess runs): bad flags exit 2, named."""
     proc = subprocess.run(
-        [sys.executable, "-m", "tiering.kvstore.server", "--data-dir", str(tmp_path), "--port", "0",
-         "--max-body-bytes", "0", "--num-retained", "0"],
-        capture_output=True, text=True, timeout=60,
+        [
+            sys.executable,
+            "-m",
+            "tiering.kvstore.server",
+            "--data-dir",
+            str(tmp_path),
+            "--port",
+            "0",
+            "--max-body-bytes",
+            "0",
+            "--num-retained",
+            "0",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert proc.returncode == 2, proc.stderr
     assert "--max-body-bytes: must be >= 1, got 0" in proc.stderr and "--num-retained: must be >= 1" in proc.stderr

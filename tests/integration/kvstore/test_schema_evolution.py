@@ -33,12 +33,19 @@ def test_added_column_is_null_before_and_written_after(store_factory):
     client.create_table(orders_spec(num_buckets=2))
     client.upsert("orders", [{"id": i, "amount": float(i)} for i in range(4)])
     before = client.take_snapshots("orders").buckets
-    old_segments = [s for b in client.log_info("orders").buckets
-                    for s in client.log_segments("orders", b.bucket, 0, b.log_end_offset)]
+    old_segments = [
+        s
+        for b in client.log_info("orders").buckets
+        for s in client.log_segments("orders", b.bucket, 0, b.log_end_offset)
+    ]
 
     grown = client.add_column("orders", "region", "STRING")
     assert [(c.name, c.type) for c in grown.columns] == [
-        ("id", "bigint"), ("amount", "double"), ("note", "string"), ("region", "string")]
+        ("id", "bigint"),
+        ("amount", "double"),
+        ("note", "string"),
+        ("region", "string"),
+    ]
     assert client.get_table("orders") == grown
 
     client.upsert("orders", [{"id": 1, "amount": 1.5, "region": "eu"}, {"id": 9, "amount": 9.0}])
@@ -52,10 +59,15 @@ def test_added_column_is_null_before_and_written_after(store_factory):
         assert "region" not in pq.read_schema(snap.files[0]).names
     for seg in old_segments:
         assert "region" not in pq.read_schema(seg.file).names
-    new_segments = [s for b in client.log_info("orders").buckets
-                    for s in client.log_segments("orders", b.bucket, 0, b.log_end_offset) if s not in old_segments]
-    assert new_segments and all(pq.read_schema(s.file).names[:4] == ["id", "amount", "note", "region"]
-                                for s in new_segments)
+    new_segments = [
+        s
+        for b in client.log_info("orders").buckets
+        for s in client.log_segments("orders", b.bucket, 0, b.log_end_offset)
+        if s not in old_segments
+    ]
+    assert new_segments and all(
+        pq.read_schema(s.file).names[:4] == ["id", "amount", "note", "region"] for s in new_segments
+    )
 
     client.add_column("orders", "price", "decimal(10, 2)")
     client.upsert("orders", [{"id": 2, "price": "3.25"}])

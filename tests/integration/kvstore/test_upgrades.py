@@ -70,7 +70,9 @@ def reported(kv_store: StoreProcess) -> StoreProcess:
         client.upsert(name, [{"id": i, "amount": 1.0} for i in range(3)])
         if name != "cold":
             job = "upgraded" if name == "held" else None
-            client.report_lake(name, LakeReport(table_id=info.table_id, epoch=1, lake_version=0, buckets={"0": 3}, job=job))
+            client.report_lake(
+                name, LakeReport(table_id=info.table_id, epoch=1, lake_version=0, buckets={"0": 3}, job=job)
+            )
     return kv_store
 
 
@@ -98,10 +100,16 @@ def test_a_client_that_asks_gets_each_tables_holder(reported):
 
     for answer in (every, named):
         assert {t["name"]: t.get("lake_job", "absent") for t in answer["tables"]} == {
-            "held": "upgraded", "unnamed": "absent", "cold": "absent",
+            "held": "upgraded",
+            "unnamed": "absent",
+            "cold": "absent",
         }
     client = reported.client()
-    assert client.lake_holders(["held", "unnamed", "cold", "nope"]) == {"held": "upgraded", "unnamed": None, "cold": None}
+    assert client.lake_holders(["held", "unnamed", "cold", "nope"]) == {
+        "held": "upgraded",
+        "unnamed": None,
+        "cold": None,
+    }
     assert client.logs()["held"].lake_job == "upgraded"
 
 
@@ -112,8 +120,9 @@ def test_the_two_logs_answers_never_share_an_etag_or_a_kept_body(reported):
     assert "lake_job" not in plain.text and '"lake_job":"upgraded"' in holders.text
 
     crossed_plain = _get(reported, "/v1/logs", headers={"If-None-Match": holders.headers["ETag"]})
-    crossed_holders = _get(reported, "/v1/logs", params={"holders": "true"},
-                           headers={"If-None-Match": plain.headers["ETag"]})
+    crossed_holders = _get(
+        reported, "/v1/logs", params={"holders": "true"}, headers={"If-None-Match": plain.headers["ETag"]}
+    )
 
     assert (crossed_plain.status_code, crossed_plain.content) == (200, plain.content)
     assert (crossed_holders.status_code, crossed_holders.content) == (200, holders.content)
@@ -125,27 +134,63 @@ def test_the_two_logs_answers_never_share_an_etag_or_a_kept_body(reported):
     client = reported.client()
     report = client.drop_lake("held")
     client.report_lake("held", report.model_copy(update={"job": "next"}))
-    moved = {params.get("holders", "false"): _get(reported, "/v1/logs", params=params, headers={"If-None-Match": tag})
-             for params, tag in (({}, plain.headers["ETag"]), ({"holders": "true"}, holders.headers["ETag"]))}
+    moved = {
+        params.get("holders", "false"): _get(reported, "/v1/logs", params=params, headers={"If-None-Match": tag})
+        for params, tag in (({}, plain.headers["ETag"]), ({"holders": "true"}, holders.headers["ETag"]))
+    }
     assert {k: r.status_code for k, r in moved.items()} == {"false": 200, "true": 200}
     assert "lake_job" not in moved["false"].text and '"lake_job":"next"' in moved["true"].text
     assert client.lake_holders(["held"]) == {"held": "next"}
 
 
-@pytest.mark.parametrize(("method", "path", "body", "field"), [
-    ("POST", "/v1/tables", {**orders_spec("t").model_dump(by_alias=True), "owner": "x"}, "owner"),
-    ("POST", "/v1/tables", {**orders_spec("t").model_dump(by_alias=True),
-                            "schema": [{"name": "id", "type": "bigint", "comment": "x"}]}, "schema[0].comment"),
-    ("POST", "/v1/tables/held/columns", {"name": "c", "type": "string", "default": 1}, "default"),
-    ("POST", "/v1/logs", {"tables": ["held"], "holders": True}, "holders"),
-    ("PUT", "/v1/tables/held/lake", {"table_id": 1, "epoch": 9, "lake_version": 1, "buckets": {}, "owner": "x"}, "owner"),
-    ("POST", "/v1/lake-reports", {"reports": [{"table": "held", "report": {
-        "table_id": 1, "epoch": 9, "lake_version": 1, "buckets": {}, "owner": "x"}}]}, "reports[0].report.owner"),
-    ("POST", "/v1/leases/l/acquire", {"duration_ms": 1000, "epoch": 1, "snapshots": [
-        {"table_id": 1, "bucket": 0, "snapshot_id": 1, "size": 1}]}, "snapshots[0].size"),
-    ("POST", "/v1/segments", {"tables": [{"table": "held", "ranges": [{"bucket": 0, "from": 0, "to": 1, "x": 1}]}]},
-     "tables[0].ranges[0].x"),
-])
+@pytest.mark.parametrize(
+    ("method", "path", "body", "field"),
+    [
+        ("POST", "/v1/tables", {**orders_spec("t").model_dump(by_alias=True), "owner": "x"}, "owner"),
+        (
+            "POST",
+            "/v1/tables",
+            {
+                **orders_spec("t").model_dump(by_alias=True),
+                "schema": [{"name": "id", "type": "bigint", "comment": "x"}],
+            },
+            "schema[0].comment",
+        ),
+        ("POST", "/v1/tables/held/columns", {"name": "c", "type": "string", "default": 1}, "default"),
+        ("POST", "/v1/logs", {"tables": ["held"], "holders": True}, "holders"),
+        (
+            "PUT",
+            "/v1/tables/held/lake",
+            {"table_id": 1, "epoch": 9, "lake_version": 1, "buckets": {}, "owner": "x"},
+            "owner",
+        ),
+        (
+            "POST",
+            "/v1/lake-reports",
+            {
+                "reports": [
+                    {
+                        "table": "held",
+                        "report": {"table_id": 1, "epoch": 9, "lake_version": 1, "buckets": {}, "owner": "x"},
+                    }
+                ]
+            },
+            "reports[0].report.owner",
+        ),
+        (
+            "POST",
+            "/v1/leases/l/acquire",
+            {"duration_ms": 1000, "epoch": 1, "snapshots": [{"table_id": 1, "bucket": 0, "snapshot_id": 1, "size": 1}]},
+            "snapshots[0].size",
+        ),
+        (
+            "POST",
+            "/v1/segments",
+            {"tables": [{"table": "held", "ranges": [{"bucket": 0, "from": 0, "to": 1, "x": 1}]}]},
+            "tables[0].ranges[0].x",
+        ),
+    ],
+)
 def test_a_request_with_a_field_the_store_does_not_know_is_refused_naming_it(reported, method, path, body, field):
     before = _get(reported, "/v1/logs", params={"holders": "true"}).content
 

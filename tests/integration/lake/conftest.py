@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tiering.lakestate.lake import Lake
+from tiering.delta_log.lake import Lake
 
 
 @pytest.fixture(params=["local", "s3"])

@@ -10,16 +10,19 @@ import pyarrow.parquet as pq
 import pytest
 
 from tests.support.store_files import write_log, write_snapshot
+from tiering.delta_log.lake import LakeFile
 from tiering.kvstore.models import TableInfo
+from tiering.lake.bucket_plan import BucketBase, BucketPlan
 from tiering.lake.buckets import BucketTask, file_schema, run_task, write_bucket
-from tiering.lake.round_plan import BucketBase, BucketPlan
-from tiering.lakestate.lake import LakeFile
-from tiering.storage.object_store import ObjectStore
+from tiering.objectstore.object_store import ObjectStore
 
 pytestmark = pytest.mark.integration
 
 TABLE = TableInfo(
-    name="t", table_id=1, num_buckets=2, primary_key=["id"],
+    name="t",
+    table_id=1,
+    num_buckets=2,
+    primary_key=["id"],
     schema=[{"name": "id", "type": "bigint"}, {"name": "v", "type": "string"}],
 )
 
@@ -45,7 +48,9 @@ def read(store: ObjectStore, written) -> list[dict]:
 
 def test_a_snapshot_bucket_with_nothing_on_top_is_copied_byte_for_byte(store, tmp_path):
     snap = write_snapshot(tmp_path / "s", TABLE, [({"id": 5, "v": "a"}, 0), ({"id": 2, "v": None}, 1)])
-    plan = BucketPlan(bucket=1, base=BucketBase.SNAPSHOT, base_files=(snap,), log_files=(), log_from=2, log_to=2, snapshot_id=3)
+    plan = BucketPlan(
+        bucket=1, base=BucketBase.SNAPSHOT, base_files=(snap,), log_files=(), log_from=2, log_to=2, snapshot_id=3
+    )
 
     (written,) = write_bucket(task(store, plan))
 
@@ -53,18 +58,33 @@ def test_a_snapshot_bucket_with_nothing_on_top_is_copied_byte_for_byte(store, tm
         assert copied.read() == open(snap, "rb").read()
     assert written.path.startswith("__bucket=1/") and written.num_records == 2
     stats = json.loads(written.stats)
-    assert stats == {"numRecords": 2, "minValues": {"id": 2, "__offset": 0}, "maxValues": {"id": 5, "__offset": 1},
-                     "nullCount": {"id": 0, "__offset": 0}}
+    assert stats == {
+        "numRecords": 2,
+        "minValues": {"id": 2, "__offset": 0},
+        "maxValues": {"id": 5, "__offset": 1},
+        "nullCount": {"id": 0, "__offset": 0},
+    }
     assert written.add_action().partition_values == {"__bucket": "1"}
 
 
 def test_changes_on_a_snapshot_are_applied_newest_first(store, tmp_path):
-    snap = write_snapshot(tmp_path / "s", TABLE, [({"id": 1, "v": "a"}, 0), ({"id": 2, "v": "b"}, 1), ({"id": 3, "v": "c"}, 2)])
-    log = write_log(tmp_path / "l", TABLE, [
-        (2, "+U", {"id": 3, "v": "before the range"}),
-        (3, "+U", {"id": 1, "v": "a2"}), (4, "-D", {"id": 2}), (5, "+I", {"id": 4, "v": "d"}), (6, "+U", {"id": 4, "v": "d2"}),
-    ])
-    plan = BucketPlan(bucket=0, base=BucketBase.SNAPSHOT, base_files=(snap,), log_files=(log,), log_from=3, log_to=7, snapshot_id=1)
+    snap = write_snapshot(
+        tmp_path / "s", TABLE, [({"id": 1, "v": "a"}, 0), ({"id": 2, "v": "b"}, 1), ({"id": 3, "v": "c"}, 2)]
+    )
+    log = write_log(
+        tmp_path / "l",
+        TABLE,
+        [
+            (2, "+U", {"id": 3, "v": "before the range"}),
+            (3, "+U", {"id": 1, "v": "a2"}),
+            (4, "-D", {"id": 2}),
+            (5, "+I", {"id": 4, "v": "d"}),
+            (6, "+U", {"id": 4, "v": "d2"}),
+        ],
+    )
+    plan = BucketPlan(
+        bucket=0, base=BucketBase.SNAPSHOT, base_files=(snap,), log_files=(log,), log_from=3, log_to=7, snapshot_id=1
+    )
 
     written = write_bucket(task(store, plan))
 
@@ -75,7 +95,9 @@ def test_changes_on_a_snapshot_are_applied_newest_first(store, tmp_path):
 def test_a_snapshot_from_before_a_new_column_is_rewritten_with_nulls(store, tmp_path):
     old = TABLE.model_copy(update={"columns": TABLE.columns[:1]})
     snap = write_snapshot(tmp_path / "s", old, [({"id": 1}, 0)])
-    plan = BucketPlan(bucket=0, base=BucketBase.SNAPSHOT, base_files=(snap,), log_files=(), log_from=1, log_to=1, snapshot_id=1)
+    plan = BucketPlan(
+        bucket=0, base=BucketBase.SNAPSHOT, base_files=(snap,), log_files=(), log_from=1, log_to=1, snapshot_id=1
+    )
 
     written = write_bucket(task(store, plan))
 
@@ -87,7 +109,9 @@ def test_a_snapshot_from_before_a_new_column_is_rewritten_with_nulls(store, tmp_
 def test_the_kept_rows_and_the_upserts_go_into_one_row_group(store, tmp_path):
     snap = write_snapshot(tmp_path / "s", TABLE, [({"id": i, "v": "a"}, i) for i in range(10)])
     log = write_log(tmp_path / "l", TABLE, [(10, "+U", {"id": 3, "v": "b"}), (11, "+I", {"id": 42, "v": "c"})])
-    plan = BucketPlan(bucket=0, base=BucketBase.SNAPSHOT, base_files=(snap,), log_files=(log,), log_from=10, log_to=12, snapshot_id=1)
+    plan = BucketPlan(
+        bucket=0, base=BucketBase.SNAPSHOT, base_files=(snap,), log_files=(log,), log_from=10, log_to=12, snapshot_id=1
+    )
 
     (written,) = write_bucket(task(store, plan))
 
@@ -107,7 +131,9 @@ def test_a_bucket_that_ends_up_empty_writes_no_file(store, tmp_path):
 def test_a_file_of_another_type_fails_the_task_as_a_result_naming_the_bucket(store, tmp_path):
     bad = tmp_path / "bad.parquet"
     pq.write_table(pa.table({"id": ["not a number"], "v": ["x"]}), bad)
-    plan = BucketPlan(bucket=1, base=BucketBase.SNAPSHOT, base_files=(str(bad),), log_files=(), log_from=0, log_to=0, snapshot_id=1)
+    plan = BucketPlan(
+        bucket=1, base=BucketBase.SNAPSHOT, base_files=(str(bad),), log_files=(), log_from=0, log_to=0, snapshot_id=1
+    )
 
     result = run_task(task(store, plan))
 
@@ -115,13 +141,20 @@ def test_a_file_of_another_type_fails_the_task_as_a_result_naming_the_bucket(sto
 
 
 def test_a_lake_bucket_rewrites_only_the_files_whose_range_holds_a_change_sorted_and_split(store, tmp_path):
-    snaps = [write_snapshot(tmp_path / "s", TABLE, [({"id": i, "v": "a"}, i) for i in ids]) for ids in
-             ([0, 1, 2, 3], [10, 11, 12, 13], [20, 21, 22, 23])]
+    snaps = [
+        write_snapshot(tmp_path / "s", TABLE, [({"id": i, "v": "a"}, i) for i in ids])
+        for ids in ([0, 1, 2, 3], [10, 11, 12, 13], [20, 21, 22, 23])
+    ]
     copied = write_bucket(task(store, BucketPlan(0, BucketBase.SNAPSHOT, tuple(snaps), (), 24, 24)))
-    lake = tuple(LakeFile(f"{store.uri('t')}/{f.path}", f.path, f.size, f.num_records, low, high)
-                 for f, (low, high) in zip(copied, [(0, 3), (10, 13), (20, 23)]))
-    log = write_log(tmp_path / "l", TABLE, [(24, "+U", {"id": 12, "v": "b"}), (25, "+I", {"id": 15, "v": "new"}),
-                                            (26, "-D", {"id": 30})])
+    lake = tuple(
+        LakeFile(f"{store.uri('t')}/{f.path}", f.path, f.size, f.num_records, low, high)
+        for f, (low, high) in zip(copied, [(0, 3), (10, 13), (20, 23)], strict=False)
+    )
+    log = write_log(
+        tmp_path / "l",
+        TABLE,
+        [(24, "+U", {"id": 12, "v": "b"}), (25, "+I", {"id": 15, "v": "new"}), (26, "-D", {"id": 30})],
+    )
     plan = BucketPlan(0, BucketBase.LAKE, tuple(f.uri for f in lake), (log,), 24, 27, lake_files=lake)
 
     result = run_task(BucketTask(TABLE, store.uri("t"), plan, store, target_file_bytes=1))
@@ -136,7 +169,9 @@ def test_rows_too_big_to_sort_in_memory_stream_through_unsorted_split_at_the_tar
     monkeypatch.setattr("tiering.lake.buckets.rewrite.SORT_MAX_BYTES", 0)
     snap = write_snapshot(tmp_path / "s", TABLE, [({"id": i, "v": "a"}, o) for o, i in enumerate([5, 1, 4])])
     log = write_log(tmp_path / "l", TABLE, [(3, "+U", {"id": 4, "v": "b"}), (4, "+I", {"id": 0, "v": "c"})])
-    plan = BucketPlan(bucket=0, base=BucketBase.SNAPSHOT, base_files=(snap,), log_files=(log,), log_from=3, log_to=5, snapshot_id=1)
+    plan = BucketPlan(
+        bucket=0, base=BucketBase.SNAPSHOT, base_files=(snap,), log_files=(log,), log_from=3, log_to=5, snapshot_id=1
+    )
 
     written = write_bucket(BucketTask(TABLE, store.uri("t"), plan, store, target_file_bytes=1))
 

@@ -33,8 +33,10 @@ ORDER = ORDERS.model_copy(update={"name": "order"})
 def catalog_rows(spark, name: str) -> dict[int, tuple]:
     """``orders_rows`` of the catalog's table ``name``, read in a session of its own."""
     rows = spark.newSession().table(name).collect()
-    return {r["id"]: (r["__bucket"], r["name"], r["price"], r["__offset"], r["__timestamp"].astimezone(dt.timezone.utc))
-            for r in rows}
+    return {
+        r["id"]: (r["__bucket"], r["name"], r["price"], r["__offset"], r["__timestamp"].astimezone(dt.UTC))
+        for r in rows
+    }
 
 
 @pytest.mark.parametrize("database", ["tiered db", "tiered.db", "`x`", ""])
@@ -62,14 +64,21 @@ def test_without_the_jars_a_catalog_database_is_refused_naming_what_is_missing(s
 def test_a_tiered_table_is_registered_once_and_another_session_reads_the_lake(spark, tmp_path, caplog, kind):
     skip_without_delta_jars(spark)
     database = f"tiered_{kind.replace('-', '_')}"
-    writer = make_round_writer(spark, LakeConfig(root=str(tmp_path / "lake"), writer=kind, catalog_database=database), JOB)
+    writer = make_round_writer(
+        spark, LakeConfig(root=str(tmp_path / "lake"), writer=kind, catalog_database=database), JOB
+    )
     registrations = []
     register = TableCatalog._register
-    writer.catalog._register = lambda table, recreated: (registrations.append(table), register(writer.catalog, table, recreated))
+    writer.catalog._register = lambda table, recreated: (
+        registrations.append(table),
+        register(writer.catalog, table, recreated),
+    )
     name = f"{database}.`order`"
     snap = write_snapshot(tmp_path / "s", ORDER, [(row(1, "a"), 0), (row(2, "b"), 1)])
     commit(writer, {SnapshotSplit("order", 0, 1, snapshot_id=1, log_offset=2): [snap]}, table=ORDER)
-    log = write_log(tmp_path / "l", ORDER, [(2, "+U", row(1, "a2", "2.50")), (3, "-D", {"id": 2}), (4, "+I", row(3, "c"))])
+    log = write_log(
+        tmp_path / "l", ORDER, [(2, "+U", row(1, "a2", "2.50")), (3, "-D", {"id": 2}), (4, "+I", row(3, "c"))]
+    )
     commit(writer, {LogSplit("order", 0, 1, 2, 5): [log]}, table=ORDER, round_id=2)
 
     expected = {1: (0, "a2", Decimal("2.50"), 2, ts(2)), 3: (0, "c", Decimal("1.00"), 4, ts(4))}
@@ -81,7 +90,9 @@ def test_a_tiered_table_is_registered_once_and_another_session_reads_the_lake(sp
     elsewhere = tmp_path / "elsewhere"
     shutil.copytree(tmp_path / "lake" / "order", elsewhere)  # a copy: Delta re-points only to the same schema
     spark.sql(f"ALTER TABLE {name} SET LOCATION '{elsewhere}'")
-    fresh = make_round_writer(spark, LakeConfig(root=str(tmp_path / "lake"), writer=kind, catalog_database=database), JOB)
+    fresh = make_round_writer(
+        spark, LakeConfig(root=str(tmp_path / "lake"), writer=kind, catalog_database=database), JOB
+    )
     log = write_log(tmp_path / "m", ORDER, [(5, "+I", row(4, "d"))])
     with caplog.at_level(logging.WARNING, logger="tiering.lake.catalog"):
         result = commit(fresh, {LogSplit("order", 0, 1, 5, 6): [log]}, table=ORDER, epoch=2)
@@ -93,8 +104,14 @@ def test_a_tiered_table_is_registered_once_and_another_session_reads_the_lake(sp
     # the upstream table re-created: its round replaces the Delta table and re-points the entry
     recreated = ORDER.model_copy(update={"table_id": 2})
     snap = write_snapshot(tmp_path / "r", recreated, [(row(7, "new"), 0)])
-    commit(fresh, {SnapshotSplit("order", 0, 2, snapshot_id=1, log_offset=1): [snap]}, table=recreated, epoch=2,
-           round_id=2, replace_table=True)
+    commit(
+        fresh,
+        {SnapshotSplit("order", 0, 2, snapshot_id=1, log_offset=1): [snap]},
+        table=recreated,
+        epoch=2,
+        round_id=2,
+        replace_table=True,
+    )
     assert catalog_rows(spark, name) == orders_rows(fresh.lake, "order") == {7: (0, "new", Decimal("1.00"), 0, ts(0))}
 
 

@@ -17,11 +17,11 @@ import pytest
 from tests.support.lake import file_codecs, read_feed, replayed
 from tests.support.store_files import ts, write_log, write_snapshot
 from tests.support.writers import JOB, ORDERS, commit, log_entry, orders_rows, row
+from tiering.delta_log.lake import Lake
+from tiering.delta_log.layout import txn_version
 from tiering.enumerator.splits import LogSplit, SnapshotSplit, Split
 from tiering.errors import LakeCommitError
-from tiering.lake.round_writer import DeltaRsRoundWriter
-from tiering.lakestate.lake import Lake
-from tiering.lakestate.layout import txn_version
+from tiering.lake.delta_rs_writer import DeltaRsRoundWriter
 
 pytestmark = pytest.mark.integration
 
@@ -48,7 +48,9 @@ class BucketInput:
             split = SnapshotSplit("orders", self.bucket, 1, snapshot_id=self.log_from, log_offset=self.log_from)
             out[split] = [write_snapshot(directory, ORDERS, self.snapshot)]
         if self.log_to > self.log_from:
-            out[LogSplit("orders", self.bucket, 1, self.log_from, self.log_to)] = [write_log(directory, ORDERS, self.changes)]
+            out[LogSplit("orders", self.bucket, 1, self.log_from, self.log_to)] = [
+                write_log(directory, ORDERS, self.changes)
+            ]
         return out
 
     def applied(self, rows: Rows) -> Rows:
@@ -96,7 +98,8 @@ def feed(lake: Lake, version: int) -> list[Change]:
     data = read_feed(lake, "orders", version, version)
     assert {r["_commit_version"] for r in data} <= {version}
     return sorted(
-        (r["_change_type"], r["id"], r["__bucket"], r["name"], r["price"], r["__offset"], r["__timestamp"]) for r in data
+        (r["_change_type"], r["id"], r["__bucket"], r["name"], r["price"], r["__offset"], r["__timestamp"])
+        for r in data
     )
 
 
@@ -113,10 +116,19 @@ def feed_writer(spark, lake: Lake, **options) -> DeltaRsRoundWriter:
 #: Bucket 0: snapshot + log (an update, a delete, a key inserted and updated, a delete of an
 #: absent key); bucket 1: snapshot only; bucket 2: log only.
 ROUND1 = [
-    BucketInput(0, 10, 15, snapshot=[(row(1, "a"), 2), (row(2, "b"), 5), (row(3, "c"), 9)], changes=[
-        (10, "+U", row(2, "b2", "2.50")), (11, "-D", {"id": 3}), (12, "+I", row(4, "d")), (13, "+U", row(4, "d2")),
-        (14, "-D", {"id": 5}),
-    ]),
+    BucketInput(
+        0,
+        10,
+        15,
+        snapshot=[(row(1, "a"), 2), (row(2, "b"), 5), (row(3, "c"), 9)],
+        changes=[
+            (10, "+U", row(2, "b2", "2.50")),
+            (11, "-D", {"id": 3}),
+            (12, "+I", row(4, "d")),
+            (13, "+U", row(4, "d2")),
+            (14, "-D", {"id": 5}),
+        ],
+    ),
     BucketInput(1, 3, 3, snapshot=[(row(10, "x"), 0), (row(11, "y"), 1), (row(13, "w"), 2)]),
     BucketInput(2, 0, 3, changes=[(0, "+I", row(20, "p")), (1, "+I", row(21, "q")), (2, "-D", {"id": 20})]),
 ]
@@ -125,12 +137,23 @@ ROUND1 = [
 #: delete of an absent key; bucket 1 bootstrapped again (10 unchanged, 11 updated, 13 gone, 12
 #: new and updated on top); bucket 3: its first bootstrap; bucket 2 untouched.
 ROUND2 = [
-    BucketInput(0, 15, 22, changes=[
-        (15, "+U", row(1, "a2")), (16, "-D", {"id": 2}), (17, "+I", row(6, "f")), (18, "+U", row(6, "f2", "6.00")),
-        (19, "+U", row(4, "d3")), (20, "+U", row(4, "d4", "4.40")), (21, "-D", {"id": 7}),
-    ]),
-    BucketInput(1, 6, 7, snapshot=[(row(10, "x"), 0), (row(11, "y2"), 4), (row(12, "z"), 5)],
-                changes=[(6, "+U", row(12, "z2"))]),
+    BucketInput(
+        0,
+        15,
+        22,
+        changes=[
+            (15, "+U", row(1, "a2")),
+            (16, "-D", {"id": 2}),
+            (17, "+I", row(6, "f")),
+            (18, "+U", row(6, "f2", "6.00")),
+            (19, "+U", row(4, "d3")),
+            (20, "+U", row(4, "d4", "4.40")),
+            (21, "-D", {"id": 7}),
+        ],
+    ),
+    BucketInput(
+        1, 6, 7, snapshot=[(row(10, "x"), 0), (row(11, "y2"), 4), (row(12, "z"), 5)], changes=[(6, "+U", row(12, "z2"))]
+    ),
     BucketInput(3, 1, 1, snapshot=[(row(30, "s"), 0)]),
 ]
 
@@ -154,7 +177,9 @@ def test_each_version_of_the_feed_is_the_rounds_net_change_per_key(spark, lake, 
     assert untouched <= rows2.keys() and not untouched & {c[1] for c in changes2}
     entry = log_entry(lake, 1)
     assert entry["cdc"] and entry["txn"] == [{"appId": f"tiering/{JOB}/orders", "version": txn_version(1, 2)}]
-    assert file_codecs(lake, "orders", [a["path"] for a in entry["add"] + entry["cdc"]]) == {"ZSTD"}  # lake.compression, not snappy
+    assert file_codecs(lake, "orders", [a["path"] for a in entry["add"] + entry["cdc"]]) == {
+        "ZSTD"
+    }  # lake.compression, not snappy
 
     replay = commit(writer, files(tmp_path / "r2b", ROUND2), round_id=2)
 

@@ -28,26 +28,32 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from tests.support.store_files import ts, write_log, write_snapshot
+from tiering.delta_log.lake import Lake, LakeFile
+from tiering.delta_log.layout import BUCKET_COLUMN, lake_schema
 from tiering.kvstore.models import LogSegment, Snapshot, TableInfo
 from tiering.kvstore.protocol import DELETE, INSERT, OFFSET_COLUMN, OPS, TIMESTAMP_COLUMN, TIMESTAMP_TYPE, UPDATE
 from tiering.kvstore.server.files import live_state
+from tiering.lake.bucket_plan import BucketBase, BucketPlan
 from tiering.lake.bucket_rows import bucket_rows
 from tiering.lake.buckets import BucketResult, BucketTask, run_task, write_bucket
 from tiering.lake.change_feed import merge_round
 from tiering.lake.executor_writes import run_bucket_tasks
-from tiering.lake.round_plan import BucketBase, BucketPlan
 from tiering.lake.round_protocol import PreparedRound
-from tiering.lakestate.lake import Lake, LakeFile
-from tiering.lakestate.layout import BUCKET_COLUMN, lake_schema
 
 pytestmark = pytest.mark.integration
 
 ONE = TableInfo(
-    name="one", table_id=1, num_buckets=1, primary_key=["id"],
+    name="one",
+    table_id=1,
+    num_buckets=1,
+    primary_key=["id"],
     schema=[{"name": "id", "type": "bigint"}, {"name": "v", "type": "string"}, {"name": "n", "type": "bigint"}],
 )
 TWO = TableInfo(
-    name="two", table_id=2, num_buckets=1, primary_key=["id", "part"],
+    name="two",
+    table_id=2,
+    num_buckets=1,
+    primary_key=["id", "part"],
     schema=[{"name": "id", "type": "bigint"}, {"name": "part", "type": "string"}, {"name": "v", "type": "string"}],
 )
 #: A row as every path is compared: key -> (other columns..., __offset, __timestamp in µs).
@@ -81,7 +87,9 @@ class Case:
         """Per segment: (offset, op, row), a delete's row holding only the key."""
         out, offset = [], self.log_from
         for segment in self.segments:
-            out.append([(offset + i, op, self._key(row) if op == DELETE else row) for i, (op, row) in enumerate(segment)])
+            out.append(
+                [(offset + i, op, self._key(row) if op == DELETE else row) for i, (op, row) in enumerate(segment)]
+            )
             offset += len(segment)
         return out
 
@@ -118,8 +126,13 @@ def cases(draw: st.DrawFn) -> Case:
     base = draw(st.lists(rows, max_size=6, unique_by=lambda r: tuple(r[k] for k in table.primary_key)))
     segments = draw(st.lists(st.lists(st.tuples(st.sampled_from(OPS), rows), min_size=1, max_size=6), max_size=3))
     return Case(
-        table, tuple(base), tuple(tuple(s) for s in segments), draw(st.sampled_from(["snapshot", "lake"])),
-        files=draw(st.integers(1, 3)), sorted_files=draw(st.booleans()), target_file_bytes=draw(st.sampled_from([1, 1 << 30])),
+        table,
+        tuple(base),
+        tuple(tuple(s) for s in segments),
+        draw(st.sampled_from(["snapshot", "lake"])),
+        files=draw(st.integers(1, 3)),
+        sorted_files=draw(st.booleans()),
+        target_file_bytes=draw(st.sampled_from([1, 1 << 30])),
     )
 
 
@@ -128,25 +141,50 @@ def _row(i: int, v: str | None) -> dict:
 
 
 #: One key changed many times across segments, a delete of an absent key, a re-insert after a delete.
-MANY_TIMES = Case(ONE, (_row(1, "a"), _row(2, "b")), (
-    ((UPDATE, _row(1, "a1")), (DELETE, _row(9, None)), (UPDATE, _row(1, "a2"))),
-    ((DELETE, _row(1, None)), (INSERT, _row(1, "a3")), (DELETE, _row(2, None))),
-    ((UPDATE, _row(1, "a4")),),
-), "lake")
+MANY_TIMES = Case(
+    ONE,
+    (_row(1, "a"), _row(2, "b")),
+    (
+        ((UPDATE, _row(1, "a1")), (DELETE, _row(9, None)), (UPDATE, _row(1, "a2"))),
+        ((DELETE, _row(1, None)), (INSERT, _row(1, "a3")), (DELETE, _row(2, None))),
+        ((UPDATE, _row(1, "a4")),),
+    ),
+    "lake",
+)
 #: A bucket of three key-sorted files: changes land in the first and the last, a new key between
 #: two ranges joins the nearest file, a delete of a key no range covers changes nothing.
-SOME_FILES = Case(ONE, tuple(_row(i, "b") for i in (0, 1, 4, 5, 8, 9)), (
-    ((UPDATE, _row(1, "c")), (INSERT, _row(6, "n")), (DELETE, _row(3, None)), (DELETE, _row(9, None))),
-), "lake", files=3, sorted_files=True, target_file_bytes=1)
+SOME_FILES = Case(
+    ONE,
+    tuple(_row(i, "b") for i in (0, 1, 4, 5, 8, 9)),
+    (((UPDATE, _row(1, "c")), (INSERT, _row(6, "n")), (DELETE, _row(3, None)), (DELETE, _row(9, None))),),
+    "lake",
+    files=3,
+    sorted_files=True,
+    target_file_bytes=1,
+)
 #: Overlapping files (rows as drawn): a changed key goes from every file whose range covers it.
-OVERLAPPING = Case(ONE, tuple(_row(i, "b") for i in (0, 9, 4, 1, 8, 5)), (
-    ((UPDATE, _row(4, "c")), (INSERT, _row(10, "n"))),
-), "lake", files=2, sorted_files=False)
+OVERLAPPING = Case(
+    ONE,
+    tuple(_row(i, "b") for i in (0, 9, 4, 1, 8, 5)),
+    (((UPDATE, _row(4, "c")), (INSERT, _row(10, "n"))),),
+    "lake",
+    files=2,
+    sorted_files=False,
+)
 #: Two-column keys sharing an ``id``: only the changed (id, part) moves.
-COMPOSITE = Case(TWO, ({"id": 1, "part": "a", "v": "x"}, {"id": 1, "part": "b", "v": "y"}), (
-    ((DELETE, {"id": 1, "part": "a", "v": None}), (UPDATE, {"id": 1, "part": "b", "v": "z"}),
-     (INSERT, {"id": 2, "part": "a", "v": None}), (DELETE, {"id": 3, "part": "b", "v": None})),
-), "snapshot")
+COMPOSITE = Case(
+    TWO,
+    ({"id": 1, "part": "a", "v": "x"}, {"id": 1, "part": "b", "v": "y"}),
+    (
+        (
+            (DELETE, {"id": 1, "part": "a", "v": None}),
+            (UPDATE, {"id": 1, "part": "b", "v": "z"}),
+            (INSERT, {"id": 2, "part": "a", "v": None}),
+            (DELETE, {"id": 3, "part": "b", "v": None}),
+        ),
+    ),
+    "snapshot",
+)
 
 
 @settings(max_examples=15, deadline=None, database=None)
@@ -164,13 +202,22 @@ def test_every_path_applies_a_changelog_to_its_base_alike(spark, tmp_path_factor
     lake_files = _lake_table(lake, table, _file_layout(directory / "store", case))
     base_files = (snapshot,) if case.base_kind == "snapshot" else tuple(f.uri for f in lake_files)
     plan = BucketPlan(
-        bucket=0, base=BucketBase(case.base_kind), base_files=base_files, log_files=tuple(logs), log_from=case.log_from,
-        log_to=case.log_to, lake_files=lake_files if case.base_kind == "lake" else (),
+        bucket=0,
+        base=BucketBase(case.base_kind),
+        base_files=base_files,
+        log_files=tuple(logs),
+        log_from=case.log_from,
+        log_to=case.log_to,
+        lake_files=lake_files if case.base_kind == "lake" else (),
     )
     task = BucketTask(table, uri, plan, lake.store, case.target_file_bytes)
-    segments = [LogSegment(start_offset=c[0][0], end_offset=c[-1][0] + 1, file=f) for c, f in zip(case.changes(), logs)]
-    store_snapshot = Snapshot(bucket=0, snapshot_id=1, log_offset=case.log_from, files=[snapshot],
-                              row_count=len(case.base), size_bytes=1)
+    segments = [
+        LogSegment(start_offset=c[0][0], end_offset=c[-1][0] + 1, file=f)
+        for c, f in zip(case.changes(), logs, strict=False)
+    ]
+    store_snapshot = Snapshot(
+        bucket=0, snapshot_id=1, log_offset=case.log_from, files=[snapshot], row_count=len(case.base), size_bytes=1
+    )
     (executors,) = run_bucket_tasks(spark, [task])[table.name]
 
     paths = {
@@ -192,17 +239,22 @@ def _file_layout(directory: Path, case: Case) -> list[str]:
     if case.sorted_files:
         rows.sort(key=lambda item: tuple(item[0][k] for k in case.table.primary_key))
     size = -(-len(rows) // case.files) or 1
-    return [write_snapshot(directory, case.table, rows[i:i + size]) for i in range(0, max(len(rows), 1), size)]
+    return [write_snapshot(directory, case.table, rows[i : i + size]) for i in range(0, max(len(rows), 1), size)]
 
 
 def _lake_table(lake: Lake, table: TableInfo, snapshots: list[str]) -> tuple[LakeFile, ...]:
     """A Delta table holding the base in bucket 0, each snapshot file copied into it as a
     bootstrap writes it (ranges from its footer); its data files as a round plans them."""
-    plan = BucketPlan(bucket=0, base=BucketBase.SNAPSHOT, base_files=tuple(snapshots), log_files=(), log_from=0, log_to=0)
+    plan = BucketPlan(
+        bucket=0, base=BucketBase.SNAPSHOT, base_files=tuple(snapshots), log_files=(), log_from=0, log_to=0
+    )
     written = write_bucket(BucketTask(table, lake.path(table.name), plan, lake.store))
     create_table_with_add_actions(
-        lake.path(table.name), Schema.from_arrow(lake_schema(table)), [f.add_action() for f in written],
-        mode="error", partition_by=[BUCKET_COLUMN],
+        lake.path(table.name),
+        Schema.from_arrow(lake_schema(table)),
+        [f.add_action() for f in written],
+        mode="error",
+        partition_by=[BUCKET_COLUMN],
     )
     return tuple(lake.load(table.name).files_by_bucket(table.primary_key[0]).get(0, ()))
 
@@ -218,8 +270,17 @@ def _written(task: BucketTask, result: BucketResult) -> pa.Table:
 def _merged(lake: Lake, table: TableInfo, task: BucketTask) -> pa.Table:
     loaded = lake.load(table.name)
     prepared = PreparedRound(
-        table=table, path=loaded.path, app="test", version=1, epoch=1, dt=loaded.dt, replace_table=False,
-        plans=(task.plan,), positions={0: task.plan.position}, metadata={}, lake_buckets=frozenset({0}),
+        table=table,
+        path=loaded.path,
+        app="test",
+        version=1,
+        epoch=1,
+        dt=loaded.dt,
+        replace_table=False,
+        plans=(task.plan,),
+        positions={0: task.plan.position},
+        metadata={},
+        lake_buckets=frozenset({0}),
     )
     merge_round(prepared, [task], CommitProperties(), lake.compression)
     return lake.load(table.name).to_arrow()

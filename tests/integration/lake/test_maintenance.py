@@ -18,12 +18,12 @@ from deltalake.transaction import AddAction, CommitProperties, Transaction
 
 from tests.support.lake import codecs
 from tiering.conf.model import MaintenanceConfig
+from tiering.delta_log.commits import commit_metadata
+from tiering.delta_log.lake import Lake
+from tiering.delta_log.layout import app_id, txn_version
 from tiering.enumerator.positions import LakePosition
 from tiering.errors import FencedEpochError, LakeCommitError
 from tiering.lake.maintenance import REVISIT_S, LakeMaintainer, revisit_after
-from tiering.lakestate.commits import commit_metadata
-from tiering.lakestate.lake import Lake
-from tiering.lakestate.layout import app_id, txn_version
 
 pytestmark = pytest.mark.integration
 
@@ -33,20 +33,32 @@ CONFIG = MaintenanceConfig(min_files=3, target_file_mb=1, checkpoint_interval=5,
 
 def _rows(start: int, n: int) -> pa.Table:
     ids = list(range(start, start + n))
-    return pa.table({
-        "id": pa.array(ids, pa.int64()),
-        "__bucket": pa.array([i % BUCKETS for i in ids], pa.int32()),
-        "__offset": pa.array(ids, pa.int64()),
-    })
+    return pa.table(
+        {
+            "id": pa.array(ids, pa.int64()),
+            "__bucket": pa.array([i % BUCKETS for i in ids], pa.int32()),
+            "__offset": pa.array(ids, pa.int64()),
+        }
+    )
 
 
-def _round(path: str, epoch: int, round_id: int, rows: pa.Table, sort_key: str | None = None, table: str = TABLE) -> None:
+def _round(
+    path: str, epoch: int, round_id: int, rows: pa.Table, sort_key: str | None = None, table: str = TABLE
+) -> None:
     """One appending round commit: the round's offsets in its metadata, its txn version."""
     position = LakePosition(1, {b: round_id * 10 for b in range(BUCKETS)})
-    meta = commit_metadata(job=JOB, position=position, epoch=epoch, round_id=round_id, lease_id="l", snapshots={},
-                           sort_key=sort_key)
-    write_deltalake(path, rows, mode="append", partition_by=["__bucket"], commit_properties=CommitProperties(
-        custom_metadata=meta, app_transactions=[Transaction(app_id(JOB, table), txn_version(epoch, round_id))]))
+    meta = commit_metadata(
+        job=JOB, position=position, epoch=epoch, round_id=round_id, lease_id="l", snapshots={}, sort_key=sort_key
+    )
+    write_deltalake(
+        path,
+        rows,
+        mode="append",
+        partition_by=["__bucket"],
+        commit_properties=CommitProperties(
+            custom_metadata=meta, app_transactions=[Transaction(app_id(JOB, table), txn_version(epoch, round_id))]
+        ),
+    )
 
 
 def _tiered(tmp_path: Path, rounds: int = 8, epoch: int = 3, table: str = TABLE, first: int = 1) -> tuple[Lake, str]:
@@ -122,7 +134,6 @@ def test_compaction_merges_each_bucket_and_keeps_rows_position_and_txn(tmp_path)
     assert again.compacted == () and again.version_after == again.version_before, "nothing left to do"
 
 
-
 @pytest.mark.parametrize("compression", ["snappy", "lz4"])
 def test_compaction_writes_the_lakes_codec(tmp_path, compression):
     lake, path = _tiered(tmp_path)  # appended by delta-rs, snappy; compacted, delta-rs would write zstd
@@ -133,7 +144,10 @@ def test_compaction_writes_the_lakes_codec(tmp_path, compression):
 
     files = DeltaTable(path).file_uris()
     assert len(files) == BUCKETS and _ids(path) == expected
-    assert set().union(*(codecs(pq.read_metadata(f)) for f in files)) == {{"snappy": "SNAPPY", "lz4": "LZ4"}[compression]}
+    assert set().union(*(codecs(pq.read_metadata(f)) for f in files)) == {
+        {"snappy": "SNAPPY", "lz4": "LZ4"}[compression]
+    }
+
 
 def test_a_table_whose_rounds_name_their_sort_key_is_compacted_sorted_by_it_with_its_range_in_the_stats(tmp_path):
     lake = Lake.at(str(tmp_path / "lake"))
@@ -212,23 +226,40 @@ def _overwrite_bucket(dt: DeltaTable, path: str, bucket: int, ids: list[int], ep
     rel = f"__bucket={bucket}/part-{uuid.uuid4().hex}.parquet"
     data = pa.table({"id": pa.array(ids, pa.int64()), "__offset": pa.array(ids, pa.int64())})
     pq.write_table(data, f"{path}/{rel}")
-    add = AddAction(path=rel, size=os.path.getsize(f"{path}/{rel}"), partition_values={"__bucket": str(bucket)},
-                    modification_time=int(time.time() * 1000), data_change=True, stats=f'{{"numRecords": {len(ids)}}}')
+    add = AddAction(
+        path=rel,
+        size=os.path.getsize(f"{path}/{rel}"),
+        partition_values={"__bucket": str(bucket)},
+        modification_time=int(time.time() * 1000),
+        data_change=True,
+        stats=f'{{"numRecords": {len(ids)}}}',
+    )
     schema = Schema.from_arrow(pa.schema([("id", pa.int64()), ("__bucket", pa.int32()), ("__offset", pa.int64())]))
     position = LakePosition(1, {b: round_id * 10 for b in range(BUCKETS)})
     meta = commit_metadata(job=JOB, position=position, epoch=epoch, round_id=round_id, lease_id="l", snapshots={})
-    dt.create_write_transaction([add], "overwrite", schema, partition_by=["__bucket"],
-                                partition_filters=[("__bucket", "in", [str(bucket)])],
-                                commit_properties=CommitProperties(custom_metadata=meta, app_transactions=[
-                                    Transaction(app_id(JOB, TABLE), txn_version(epoch, round_id))]))
+    dt.create_write_transaction(
+        [add],
+        "overwrite",
+        schema,
+        partition_by=["__bucket"],
+        partition_filters=[("__bucket", "in", [str(bucket)])],
+        commit_properties=CommitProperties(
+            custom_metadata=meta, app_transactions=[Transaction(app_id(JOB, TABLE), txn_version(epoch, round_id))]
+        ),
+    )
 
 
 def test_compaction_losing_a_race_with_a_round_on_its_bucket_fails_and_the_round_wins(tmp_path, monkeypatch):
     lake, path = _tiered(tmp_path, rounds=6)
-    DeltaTable(path).alter.set_table_properties({  # as a pass of this term left them: no property commit now
-        "delta.checkpointInterval": "5", "delta.logRetentionDuration": "interval 720 hours",
-        "delta.deletedFileRetentionDuration": "interval 24 hours", "kvTiering.fenceEpoch": "3",
-    }, raise_if_not_exists=False)
+    DeltaTable(path).alter.set_table_properties(
+        {  # as a pass of this term left them: no property commit now
+            "delta.checkpointInterval": "5",
+            "delta.logRetentionDuration": "interval 720 hours",
+            "delta.deletedFileRetentionDuration": "interval 24 hours",
+            "kvTiering.fenceEpoch": "3",
+        },
+        raise_if_not_exists=False,
+    )
     stale = DeltaTable(path)
     _overwrite_bucket(DeltaTable(path), path, 0, [0, 2, 4], epoch=3, round_id=7)  # lands first
     expected = _ids(path)

@@ -21,18 +21,27 @@ from deltalake import DeltaTable
 from tests.support.delta_spark import DeltaReader, assert_versions_read_alike
 from tests.support.store_files import ts, write_log, write_snapshot
 from tests.support.writers import (
-    JOB, ORDERS, WRITER_PARAMS, WRITERS, WRITTEN_BY, commit, log_entry, orders_rows, row, skip_without_delta_jars,
+    JOB,
+    ORDERS,
+    WRITER_PARAMS,
+    WRITERS,
+    WRITTEN_BY,
+    commit,
+    log_entry,
+    orders_rows,
+    row,
+    skip_without_delta_jars,
 )
+from tiering.delta_log.lake import Lake
+from tiering.delta_log.layout import FENCE_PROPERTY, app_id, txn_version
 from tiering.enumerator.positions import LakePosition
 from tiering.enumerator.splits import LogSplit, SnapshotSplit
 from tiering.errors import FencedEpochError, LakeCommitError, NotLeaderError, SchemaMismatchError
 from tiering.kvstore.models import Column, TableInfo
+from tiering.lake import delta_rs_writer
+from tiering.lake.delta_rs_writer import DeltaRsRoundWriter
 from tiering.lake.delta_spark_writer import DeltaSparkRoundWriter
 from tiering.lake.round_protocol import RoundWriter
-from tiering.lake import round_writer
-from tiering.lake.round_writer import DeltaRsRoundWriter
-from tiering.lakestate.lake import Lake
-from tiering.lakestate.layout import FENCE_PROPERTY, app_id, txn_version
 
 pytestmark = pytest.mark.integration
 
@@ -86,15 +95,19 @@ def round1(tmp_path):
     the split's range in the same segment); bucket 1: snapshot only; bucket 2: log only."""
     d = tmp_path / "store"
     snap0 = write_snapshot(d, ORDERS, [(row(1, "a"), 2), (row(2, "b"), 5), (row(3, "c"), 9)])
-    log0 = write_log(d, ORDERS, [
-        (7, "+I", row(99, "below range")),
-        (10, "+U", row(2, "b2", "2.50")),
-        (11, "-D", {"id": 3}),
-        (12, "+I", row(4, "d")),
-        (13, "+U", row(4, "d2")),
-        (14, "-D", {"id": 5}),
-        (16, "+I", row(98, "above range")),
-    ])
+    log0 = write_log(
+        d,
+        ORDERS,
+        [
+            (7, "+I", row(99, "below range")),
+            (10, "+U", row(2, "b2", "2.50")),
+            (11, "-D", {"id": 3}),
+            (12, "+I", row(4, "d")),
+            (13, "+U", row(4, "d2")),
+            (14, "-D", {"id": 5}),
+            (16, "+I", row(98, "above range")),
+        ],
+    )
     snap1 = write_snapshot(d, ORDERS, [(row(10, "x"), 1)])
     log2 = write_log(d, ORDERS, [(0, "+I", row(20, "p")), (1, "+I", row(21, "q")), (2, "-D", {"id": 20})])
     files = {
@@ -138,13 +151,17 @@ def test_bootstrap_applies_log_changes_row_by_row(writer, lake, round1):
 def test_second_round_merges_and_leaves_other_buckets_untouched(writer, lake, round1, tmp_path, spark):
     commit(writer, round1)
     untouched = {b: bucket_files(lake, b) for b in (1, 2)}
-    log = write_log(tmp_path / "store2", ORDERS, [
-        (14, "-D", {"id": 5}),  # already applied in round 1: trimmed, not re-applied
-        (15, "+U", row(1, "a2")),
-        (16, "-D", {"id": 2}),
-        (17, "+I", row(6, "f")),
-        (18, "+U", row(6, "f2")),
-    ])
+    log = write_log(
+        tmp_path / "store2",
+        ORDERS,
+        [
+            (14, "-D", {"id": 5}),  # already applied in round 1: trimmed, not re-applied
+            (15, "+U", row(1, "a2")),
+            (16, "-D", {"id": 2}),
+            (17, "+I", row(6, "f")),
+            (18, "+U", row(6, "f2")),
+        ],
+    )
     result = commit(writer, {LogSplit("orders", 0, 1, 15, 19): [log]}, round_id=2)
 
     assert not result.skipped and result.delta_version == 1
@@ -164,10 +181,16 @@ def test_second_round_merges_and_leaves_other_buckets_untouched(writer, lake, ro
 
 
 @pytest.mark.parametrize("limit, written_by", [(4, "driver"), (3, "executors")])
-def test_delta_rs_writes_changelog_rounds_up_to_driver_max_changes_in_the_driver(spark, lake, round1, tmp_path, limit, written_by):
+def test_delta_rs_writes_changelog_rounds_up_to_driver_max_changes_in_the_driver(
+    spark, lake, round1, tmp_path, limit, written_by
+):
     writer = DeltaRsRoundWriter(spark, lake, JOB, driver_max_changes=limit)
     assert commit(writer, round1).written_by == "executors"  # bootstrap buckets: always the executors
-    log = write_log(tmp_path / "s", ORDERS, [(15, "+U", row(1, "a2")), (16, "-D", {"id": 2}), (17, "+I", row(6, "f")), (18, "+U", row(6, "f2"))])
+    log = write_log(
+        tmp_path / "s",
+        ORDERS,
+        [(15, "+U", row(1, "a2")), (16, "-D", {"id": 2}), (17, "+I", row(6, "f")), (18, "+U", row(6, "f2"))],
+    )
     jobs = len(spark.sparkContext.statusTracker().getJobIdsForGroup())
 
     result = commit(writer, {LogSplit("orders", 0, 1, 15, 19): [log]}, round_id=2)
@@ -179,17 +202,26 @@ def test_delta_rs_writes_changelog_rounds_up_to_driver_max_changes_in_the_driver
 
 
 def test_a_driver_round_big_enough_for_bucket_threads_writes_the_same_rows(spark, lake, round1, tmp_path, monkeypatch):
-    monkeypatch.setattr(round_writer, "heavy", lambda plans: True)  # every round counts as big
+    monkeypatch.setattr(delta_rs_writer, "heavy", lambda plans: True)  # every round counts as big
     writer = DeltaRsRoundWriter(spark, lake, JOB)
     commit(writer, round1)
-    log0 = write_log(tmp_path / "s0", ORDERS, [(15, "+U", row(1, "a2")), (16, "-D", {"id": 2}), (17, "+I", row(6, "f"))])
+    log0 = write_log(
+        tmp_path / "s0", ORDERS, [(15, "+U", row(1, "a2")), (16, "-D", {"id": 2}), (17, "+I", row(6, "f"))]
+    )
     log2 = write_log(tmp_path / "s2", ORDERS, [(3, "+U", row(21, "q2")), (4, "+I", row(22, "r"))])
 
-    result = commit(writer, {LogSplit("orders", 0, 1, 15, 18): [log0], LogSplit("orders", 2, 1, 3, 5): [log2]}, round_id=2)
+    result = commit(
+        writer, {LogSplit("orders", 0, 1, 15, 18): [log0], LogSplit("orders", 2, 1, 3, 5): [log2]}, round_id=2
+    )
 
     assert result.written_by == "driver" and result.log_buckets == (0, 2)
     assert {i: (r[0], r[1]) for i, r in orders_rows(lake).items()} == {
-        1: (0, "a2"), 4: (0, "d2"), 6: (0, "f"), 10: (1, "x"), 21: (2, "q2"), 22: (2, "r"),
+        1: (0, "a2"),
+        4: (0, "d2"),
+        6: (0, "f"),
+        10: (1, "x"),
+        21: (2, "q2"),
+        22: (2, "r"),
     }
 
 
@@ -198,7 +230,11 @@ def events(payload: str = "Payload Text") -> TableInfo:
     return TableInfo(
         name="events",
         table_id=7,
-        schema=[{"name": "Region", "type": "string"}, {"name": "Id", "type": "bigint"}, {"name": payload, "type": "string"}],
+        schema=[
+            {"name": "Region", "type": "string"},
+            {"name": "Id", "type": "bigint"},
+            {"name": payload, "type": "string"},
+        ],
         primary_key=["Region", "Id"],
         num_buckets=2,
     )
@@ -214,18 +250,24 @@ def test_a_composite_mixed_case_key_merges_by_every_key_column(writer, kind, lak
 
     snap = write_snapshot(tmp_path / "s", table, [(event("eu", 1, "a"), 0), (event("us", 1, "b"), 1)])
     commit(writer, {SnapshotSplit("events", 0, 7, snapshot_id=1, log_offset=2): [snap]}, table=table)
-    log = write_log(tmp_path / "l", table, [
-        (2, "+U", event("eu", 1, "a2")),
-        (3, "+I", event("eu", 2, "c")),
-        (4, "-D", event("us", 1)),
-        (5, "+I", event("us", 1, "b2")),  # re-inserted after its delete: the newest change wins
-    ])
+    log = write_log(
+        tmp_path / "l",
+        table,
+        [
+            (2, "+U", event("eu", 1, "a2")),
+            (3, "+I", event("eu", 2, "c")),
+            (4, "-D", event("us", 1)),
+            (5, "+I", event("us", 1, "b2")),  # re-inserted after its delete: the newest change wins
+        ],
+    )
 
     commit(writer, {LogSplit("events", 0, 7, 2, 6): [log]}, table=table, round_id=2)
 
     rows = lake.load("events").to_arrow().to_pylist()
     assert sorted((r["Region"], r["Id"], r[payload], r["__offset"]) for r in rows) == [
-        ("eu", 1, "a2", 2), ("eu", 2, "c", 3), ("us", 1, "b2", 5),
+        ("eu", 1, "a2", 2),
+        ("eu", 2, "c", 3),
+        ("us", 1, "b2", 5),
     ]
 
 
@@ -322,7 +364,9 @@ def assert_one_commit_evolves(lake: Lake, version: int, round_id: int, added: st
 def test_columns_added_upstream_evolve_the_schema_in_the_rounds_one_commit(writer, kind, lake, round1, tmp_path):
     commit(writer, round1)
     with_region = grown(ORDERS, REGION)
-    log = write_log(tmp_path / "s", with_region, [(15, "+U", {**row(1, "a2"), "region": "eu"}), (16, "+I", row(7, "g"))])
+    log = write_log(
+        tmp_path / "s", with_region, [(15, "+U", {**row(1, "a2"), "region": "eu"}), (16, "+I", row(7, "g"))]
+    )
 
     result = commit(writer, {LogSplit("orders", 0, 1, 15, 17): [log]}, round_id=2, table=with_region)
 
@@ -366,10 +410,14 @@ def test_a_snapshot_older_than_the_column_bootstraps_with_nulls(writer, lake, tm
 @pytest.mark.parametrize(
     "columns, message",
     [
-        ([{"name": "id", "type": "bigint"}, {"name": "name", "type": "string"}, {"name": "price", "type": "double"}],
-         "column 'price' is double in the KV table but decimal(10,2) in Delta; expected decimal(10,2)"),
-        ([{"name": "id", "type": "bigint"}, {"name": "name", "type": "string"}],
-         "column 'price' is in Delta but not in the KV table; expected every Delta column to stay"),
+        (
+            [{"name": "id", "type": "bigint"}, {"name": "name", "type": "string"}, {"name": "price", "type": "double"}],
+            "column 'price' is double in the KV table but decimal(10,2) in Delta; expected decimal(10,2)",
+        ),
+        (
+            [{"name": "id", "type": "bigint"}, {"name": "name", "type": "string"}],
+            "column 'price' is in Delta but not in the KV table; expected every Delta column to stay",
+        ),
     ],
     ids=["other-type", "dropped-column"],
 )
@@ -452,17 +500,23 @@ def test_a_round_replaces_only_the_files_whose_key_range_holds_a_change(spark, l
 
     entry = log_entry(lake, result.delta_version)
     (removed,) = entry["remove"]
-    assert removed["dataChange"] and before - bucket_files(lake, 0) == {u for u in before if u.endswith(removed["path"])}
+    assert removed["dataChange"] and before - bucket_files(lake, 0) == {
+        u for u in before if u.endswith(removed["path"])
+    }
     assert sorted(json.loads(a["stats"])["minValues"]["id"] for a in entry["add"]) == [4, 5], "5 joins 4's rewrite"
     assert {i: r[1] for i, r in orders_rows(lake).items() if r[0] == 0} == {1: "a", 2: "b2", 4: "d3", 5: "e"}
     assert commit(writer, {LogSplit("orders", 0, 1, 15, 18): [log]}, round_id=2).skipped
 
 
 @pytest.mark.delta_jars
-@pytest.mark.parametrize("kinds", [
-    ("delta-rs-executors", "delta-spark", "delta-rs-driver"),
-    ("delta-spark", "delta-rs-driver", "delta-spark"),
-], ids=["from-delta-rs", "from-delta-spark"])
+@pytest.mark.parametrize(
+    "kinds",
+    [
+        ("delta-rs-executors", "delta-spark", "delta-rs-driver"),
+        ("delta-spark", "delta-rs-driver", "delta-spark"),
+    ],
+    ids=["from-delta-rs", "from-delta-spark"],
+)
 def test_a_table_whose_writer_is_switched_reads_the_same_through_delta_rs_and_spark(spark, round1, tmp_path, kinds):
     """One writer's table taken over by the other and back: each round lands on the other's files
     (delta-rs rewrites by file from delta-spark's stats), and both readers read every version alike."""

@@ -6,11 +6,11 @@ import pytest
 
 from tests.support.writers import JOB, missing_delta_jars
 from tiering.conf.model import LakeConfig
+from tiering.delta_log.lake import Lake
 from tiering.errors import ConfigError
+from tiering.lake.delta_rs_writer import DeltaRsRoundWriter
 from tiering.lake.delta_spark_writer import DeltaSparkRoundWriter
-from tiering.lake.round_writer import DeltaRsRoundWriter
 from tiering.lake.writers import WRITERS, make_round_writer
-from tiering.lakestate.lake import Lake
 
 pytestmark = pytest.mark.integration
 

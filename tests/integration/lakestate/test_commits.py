@@ -9,11 +9,11 @@ import pytest
 from deltalake import DeltaTable, write_deltalake
 from deltalake.transaction import CommitProperties
 
+from tiering.delta_log.commits import commit_metadata, round_commit_at
+from tiering.delta_log.lake import Lake
+from tiering.delta_log.layout import txn_version
 from tiering.enumerator.positions import LakePosition
 from tiering.lake.round_protocol import post_commit
-from tiering.lakestate.commits import commit_metadata, round_commit_at
-from tiering.lakestate.lake import Lake
-from tiering.lakestate.layout import txn_version
 
 pytestmark = pytest.mark.integration
 
@@ -25,11 +25,14 @@ def test_positions_are_read_back_from_delta_spark_user_metadata(tmp_path):
     position = LakePosition(1, {0: 15, 2: 3})
     metadata = commit_metadata(job="j", position=position, epoch=2, round_id=7, lease_id="lease-1", snapshots={0: 4})
     write_deltalake(
-        lake.path("orders"), pa.table({"id": [1]}),
+        lake.path("orders"),
+        pa.table({"id": [1]}),
         commit_properties=CommitProperties(custom_metadata={"userMetadata": json.dumps(metadata, sort_keys=True)}),
     )
     write_deltalake(  # another tool's free-text userMetadata on top is walked past
-        lake.path("orders"), pa.table({"id": [2]}), mode="append",
+        lake.path("orders"),
+        pa.table({"id": [2]}),
+        mode="append",
         commit_properties=CommitProperties(custom_metadata={"userMetadata": "manual fix-up"}),
     )
 
@@ -49,7 +52,9 @@ def test_a_round_commit_is_read_back_from_its_own_log_entry_as_the_history_shows
     with this txn is not ours."""
     lake = Lake.at(str(tmp_path))
     path = lake.path("orders")
-    metadata = commit_metadata(job="j", position=LakePosition(1, {0: 5}), epoch=2, round_id=7, lease_id="l", snapshots={})
+    metadata = commit_metadata(
+        job="j", position=LakePosition(1, {0: 5}), epoch=2, round_id=7, lease_id="l", snapshots={}
+    )
     write_deltalake(path, pa.table({"id": [1]}), commit_properties=CommitProperties(custom_metadata=metadata))
     write_deltalake(path, pa.table({"id": [2]}), mode="append")  # another writer on top
     txn = txn_version(2, 7)

@@ -146,8 +146,11 @@ def test_renewer_reports_a_lapsed_lease_and_keeps_going(store_client, caplog):
     assert lease.acquire([]) == []
     renewer = LeaseRenewer(lease, interval_s=0.5).start()  # slower than the lease lives
     try:
-        wait_until(lambda: any("expired or unknown at renewal" in r.getMessage() for r in caplog.records),
-                   what="the renewer to report the lapse", **STORE_PACE)
+        wait_until(
+            lambda: any("expired or unknown at renewal" in r.getMessage() for r in caplog.records),
+            what="the renewer to report the lapse",
+            **STORE_PACE,
+        )
         assert lease.state() is None  # the store agrees: nothing is held any more
         renewer.check()  # lapsing is not a failure: the committer re-acquires before it reads
         assert renewer._thread.is_alive()
@@ -162,7 +165,12 @@ def test_lower_epoch_is_fenced_everywhere(store_client):
     assert current.acquire(refs) == []
     zombie = JobLease(store_client, lid, epoch=4, duration_ms=LONG_MS)
 
-    calls = (zombie.renew, lambda: zombie.acquire(refs), lambda: zombie.release_table(refs[0].table_id, [0]), zombie.drop)
+    calls = (
+        zombie.renew,
+        lambda: zombie.acquire(refs),
+        lambda: zombie.release_table(refs[0].table_id, [0]),
+        zombie.drop,
+    )
     for call in calls:
         with pytest.raises(FencedEpochError):
             call()
@@ -232,7 +240,8 @@ def test_lease_and_renewer_survive_a_store_crash(kv_store, caplog, monkeypatch):
         kv_store.kill()
         wait_until(
             lambda: any("renewal failed, retrying" in r.getMessage() for r in caplog.records),
-            what="a renewal to fail while the store is down", **STORE_PACE,
+            what="a renewal to fail while the store is down",
+            **STORE_PACE,
         )
         kv_store.restart()
         before = renewer.renewals

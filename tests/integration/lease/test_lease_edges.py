@@ -46,7 +46,9 @@ def gone(client, table: str, ref: SnapshotRef) -> bool:
     return False
 
 
-def test_a_store_without_the_lease_api_is_tiered_whole_with_one_warning_and_leases_off(spark, kv_store, tmp_path, caplog):
+def test_a_store_without_the_lease_api_is_tiered_whole_with_one_warning_and_leases_off(
+    spark, kv_store, tmp_path, caplog
+):
     client = kv_store.client()
     bootstrapped = TableOracle(client, "boot", num_buckets=2)
     bootstrapped.upsert(range(100))
@@ -105,8 +107,9 @@ def test_a_refused_release_is_sent_at_the_next_renewal_while_the_job_idles(kv_st
             time.sleep(2.5)  # two renewals while the store still refuses: the holds stay
             assert set(client.get_lease(lease.lease_id).snapshots) == set(refs), "renewed, still held"
             proxy.remove(refusal)
-            wait_until(lambda: client.get_lease(lease.lease_id).snapshots == [], what="the deferred release",
-                       timeout_s=10)
+            wait_until(
+                lambda: client.get_lease(lease.lease_id).snapshots == [], what="the deferred release", timeout_s=10
+            )
             renewer.check()
     assert client.get_lease(lease.lease_id).epoch == 1
 
@@ -116,8 +119,12 @@ def test_a_new_term_releases_the_holds_no_planned_round_needs(spark, kv_store, t
     under the checkpoint's lease id; the next term lets go of them as it starts, during its run."""
     client = kv_store.client()
     stray = snapshot_refs(client, make_table(client, "stray"))
-    config = make_config(tmp_path, kv_store.url, "127.0.0.1:1", **{
-        "trigger.available_now": False, "tables.include": ["nothing-*"], "lease.duration_s": 30.0})
+    config = make_config(
+        tmp_path,
+        kv_store.url,
+        "127.0.0.1:1",
+        **{"trigger.available_now": False, "tables.include": ["nothing-*"], "lease.duration_s": 30.0},
+    )
     kept_id = load_or_create_lease_id(config.job.checkpoint, config.job.name)
     assert JobLease(client, kept_id, 1, LONG_MS).acquire(stray) == []
 
@@ -143,8 +150,11 @@ def test_a_lease_that_lapsed_while_the_store_was_paused_holds_the_round_in_fligh
             time.sleep(2.5)  # past the lease's duration: the store let it lapse
         finally:
             os.kill(store.pid, signal.SIGCONT)
-        wait_until(lambda: (state := lease.state()) is not None and set(state.snapshots) == set(refs),
-                   what="the round's snapshots held again", **STORE_PACE)
+        wait_until(
+            lambda: (state := lease.state()) is not None and set(state.snapshots) == set(refs),
+            what="the round's snapshots held again",
+            **STORE_PACE,
+        )
         renewer.check()
     assert releases.lost() == frozenset()
 

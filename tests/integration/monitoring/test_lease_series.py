@@ -34,4 +34,6 @@ def test_expiry_is_the_stores_answer_and_a_dropped_lease_has_none(store_client):
     renewed = expiry()
     assert lease.state() is not None and expiry() == renewed
     lease.drop()
-    assert expiry() is None and registry.get_sample_value("kv_tiering_lease_duration_seconds", {"job": "mon-job"}) is None
+    assert (
+        expiry() is None and registry.get_sample_value("kv_tiering_lease_duration_seconds", {"job": "mon-job"}) is None
+    )

@@ -10,13 +10,22 @@ import subprocess
 import pytest
 
 from tests.support.monitoring import (
-    DASHBOARDS, MONITORING, RULE_FILES, RULE_TESTS, Expression, dashboard_expressions, promtool, rule_expressions,
+    DASHBOARDS,
+    MONITORING,
+    RULE_FILES,
+    RULE_TESTS,
+    Expression,
+    dashboard_expressions,
+    promtool,
+    rule_expressions,
 )
 
 pytestmark = [
     pytest.mark.integration,
-    pytest.mark.skipif(promtool() is None, reason="promtool not installed: scripts/setup.sh installs it "
-                       "(Debian's prometheus package) into .venv/bin"),
+    pytest.mark.skipif(
+        promtool() is None,
+        reason="promtool not installed: scripts/setup.sh installs it (Debian's prometheus package) into .venv/bin",
+    ),
 ]
 
 
@@ -42,8 +51,12 @@ def test_each_alert_fires_and_stays_quiet_where_its_unit_test_says():
 
 def test_the_loose_promql_reader_finds_names_and_labels():
     """What test_series_exist relies on, checked on the real files and on a tricky expression."""
-    e = Expression("x", 'sum by (job, table) (increase(kv_tiering_a_total{cause="a=b,c", job=~"$job"}[5m])) '
-                        '> on (job) group_left (table) kv_tiering_b', ["{{ $labels.table }} {{instance}}"])
+    e = Expression(
+        "x",
+        'sum by (job, table) (increase(kv_tiering_a_total{cause="a=b,c", job=~"$job"}[5m])) '
+        "> on (job) group_left (table) kv_tiering_b",
+        ["{{ $labels.table }} {{instance}}"],
+    )
     assert e.metrics() == {"kv_tiering_a_total": {"cause", "job"}, "kv_tiering_b": set()}
     assert e.grouping_labels() == {"job", "table"}
     assert e.template_labels() == {"table", "instance"}

@@ -23,11 +23,17 @@ import yaml
 from deltalake import write_deltalake
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.support.monitoring import (
-    RULE_FILES, SCRAPE_LABELS, Expression, dashboard_expressions, input_series, promtool, rule_expressions,
-)
 from tests.support.config import SPARK_LOCAL, write_conf
 from tests.support.drivers import REPO, driver_env
+from tests.support.monitoring import (
+    RULE_FILES,
+    SCRAPE_LABELS,
+    Expression,
+    dashboard_expressions,
+    input_series,
+    promtool,
+    rule_expressions,
+)
 from tests.support.oracle import TableOracle
 from tests.support.waiting import wait_until
 from tiering.ports import free_port
@@ -71,18 +77,31 @@ def driver_metrics(kv_store, zk_server, unique_job, tmp_path):
         table.upsert(range(30))
         client.take_snapshots(name)
     write_deltalake(str(tmp_path / "lake" / "bad"), pa.table({"id": pa.array(["x"]), "other": pa.array([1])}))
-    conf = write_conf(tmp_path / "tiering.toml", job=unique_job, store_url=kv_store.url, zk_hosts=zk_server.hosts,
-                      zookeeper={"session_timeout_s": 4.0}, trigger={"interval_s": 1.0},
-                      lease={"duration_s": 6.0}, tables={"freshness_targets": {"orders": 60}}, spark=SPARK_LOCAL)
+    conf = write_conf(
+        tmp_path / "tiering.toml",
+        job=unique_job,
+        store_url=kv_store.url,
+        zk_hosts=zk_server.hosts,
+        zookeeper={"session_timeout_s": 4.0},
+        trigger={"interval_s": 1.0},
+        lease={"duration_s": 6.0},
+        tables={"freshness_targets": {"orders": 60}},
+        spark=SPARK_LOCAL,
+    )
     port = free_port()
     log = tmp_path / "driver.log"
     with open(log, "wb") as out:
         proc = subprocess.Popen(
             [sys.executable, "-m", "tiering.cli", "run", "--conf", str(conf), "--metrics-port", str(port)],
-            cwd=REPO, env=driver_env(), stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            cwd=REPO,
+            env=driver_env(),
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
             start_new_session=True,
         )
     try:
+
         def ready():
             if proc.poll() is not None:
                 raise AssertionError(f"the driver exited {proc.returncode}:\n{log.read_text()[-3000:]}")
@@ -90,12 +109,15 @@ def driver_metrics(kv_store, zk_server, unique_job, tmp_path):
                 samples = scrape(port)
             except OSError:
                 return None
-            failing = [v for labels, v in samples.get("kv_tiering_table_consecutive_failures", []) if labels["table"] == "bad"]
+            failing = [
+                v for labels, v in samples.get("kv_tiering_table_consecutive_failures", []) if labels["table"] == "bad"
+            ]
             awaited = all(shows(samples, name, labels) for name, labels in AWAITED)
             return samples if awaited and failing and failing[0] >= 3 else None
 
-        yield wait_until(ready, "a committed table and one failed 3 rounds in a row in the driver's metrics",
-                         timeout_s=240)
+        yield wait_until(
+            ready, "a committed table and one failed 3 rounds in a row in the driver's metrics", timeout_s=240
+        )
         proc.send_signal(signal.SIGTERM)
         proc.wait(60)
     finally:
@@ -111,22 +133,41 @@ def as_promtool_test(samples: Samples, job: str, path: Path) -> Path:
     added): of the alerts, only ``bad`` failing 3 rounds in a row fires."""
     instance = "driver:9108"
     series = [
-        {"series": name + "{" + ", ".join(f'{k}="{v}"' for k, v in {**labels, "instance": instance}.items()) + "}",
-         "values": f"{value!r}x10"}
-        for name, got in samples.items() if name.startswith("kv_tiering_") for labels, value in got
+        {
+            "series": name + "{" + ", ".join(f'{k}="{v}"' for k, v in {**labels, "instance": instance}.items()) + "}",
+            "values": f"{value!r}x10",
+        }
+        for name, got in samples.items()
+        if name.startswith("kv_tiering_")
+        for labels, value in got
     ]
     (failures,) = [v for labels, v in samples["kv_tiering_table_consecutive_failures"] if labels["table"] == "bad"]
     rules = {r["alert"]: r for f in RULE_FILES for g in yaml.safe_load(f.read_text())["groups"] for r in g["rules"]}
-    quiet = [{"eval_time": "5m", "alertname": name, "exp_alerts": []} for name in rules if name != "KvTieringTableFailing"]
-    failing = {"eval_time": "5m", "alertname": "KvTieringTableFailing", "exp_alerts": [{
-        "exp_labels": {"severity": "critical", "job": job, "instance": instance, "table": "bad"},
-        "exp_annotations": {"summary": f"{job}/bad: {failures:g} rounds in a row failed",
-                            "description": rules["KvTieringTableFailing"]["annotations"]["description"]},
-    }]}
-    path.write_text(yaml.safe_dump({
-        "rule_files": [str(f) for f in RULE_FILES], "evaluation_interval": "1m",
-        "tests": [{"interval": "1m", "input_series": series, "alert_rule_test": [failing, *quiet]}],
-    }))
+    quiet = [
+        {"eval_time": "5m", "alertname": name, "exp_alerts": []} for name in rules if name != "KvTieringTableFailing"
+    ]
+    failing = {
+        "eval_time": "5m",
+        "alertname": "KvTieringTableFailing",
+        "exp_alerts": [
+            {
+                "exp_labels": {"severity": "critical", "job": job, "instance": instance, "table": "bad"},
+                "exp_annotations": {
+                    "summary": f"{job}/bad: {failures:g} rounds in a row failed",
+                    "description": rules["KvTieringTableFailing"]["annotations"]["description"],
+                },
+            }
+        ],
+    }
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "rule_files": [str(f) for f in RULE_FILES],
+                "evaluation_interval": "1m",
+                "tests": [{"interval": "1m", "input_series": series, "alert_rule_test": [failing, *quiet]}],
+            }
+        )
+    )
     return path
 
 
@@ -148,8 +189,11 @@ def problems(expression: Expression, exported: dict[str, set[str]]) -> list[str]
 
 def test_rules_dashboard_and_rule_tests_name_only_what_a_running_job_exports(driver_metrics, unique_job, tmp_path):
     samples = driver_metrics
-    exported = {name: set().union(*(set(labels) for labels, _ in got)) for name, got in samples.items()
-                if name.startswith("kv_tiering_")}
+    exported = {
+        name: set().union(*(set(labels) for labels, _ in got))
+        for name, got in samples.items()
+        if name.startswith("kv_tiering_")
+    }
     assert all(labels.get("job") == unique_job for name in exported for labels, _ in samples[name])
 
     found = [p for e in rule_expressions() + dashboard_expressions() for p in problems(e, exported)]
@@ -159,8 +203,10 @@ def test_rules_dashboard_and_rule_tests_name_only_what_a_running_job_exports(dri
         if name not in exported:
             found.append(f"{where}: input series {name} is not exported")
         elif labels - SCRAPE_LABELS != exported[name]:
-            found.append(f"{where}: input series {name} has labels {sorted(labels - SCRAPE_LABELS)}, "
-                         f"the driver exports {sorted(exported[name])}")
+            found.append(
+                f"{where}: input series {name} has labels {sorted(labels - SCRAPE_LABELS)}, "
+                f"the driver exports {sorted(exported[name])}"
+            )
     assert found == []
 
     if promtool() is not None:  # test_rules says why when it is not
@@ -171,6 +217,6 @@ def test_rules_dashboard_and_rule_tests_name_only_what_a_running_job_exports(dri
     targets = {labels["table"]: value for labels, value in samples["kv_tiering_freshness_target_seconds"]}
     assert targets == {"orders": 60.0, "bad": 300.0}, "[tables] freshness_targets, else freshness_target_s"
     assert [value for _, value in samples["kv_tiering_leader"]] == [1.0]
-    (_, duration), = samples["kv_tiering_lease_duration_seconds"]
-    (_, expiry), = samples["kv_tiering_lease_expiry_timestamp_seconds"]
+    ((_, duration),) = samples["kv_tiering_lease_duration_seconds"]
+    ((_, expiry),) = samples["kv_tiering_lease_expiry_timestamp_seconds"]
     assert duration == 6.0 and expiry > time.time(), "renewed every 2 s: the store's expiry is ahead of now"

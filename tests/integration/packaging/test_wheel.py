@@ -36,27 +36,44 @@ class InstalledWheel:
     seconds_to_install: float
 
     def env(self) -> dict[str, str]:
-        env = {k: v for k, v in os.environ.items()
-               if not k.startswith(("TIERING_", "PYSPARK_", "PYTHON")) and k not in ("SPARK_HOME", "VIRTUAL_ENV")}
+        env = {
+            k: v
+            for k, v in os.environ.items()
+            if not k.startswith(("TIERING_", "PYSPARK_", "PYTHON")) and k not in ("SPARK_HOME", "VIRTUAL_ENV")
+        }
         return {**env, "PYTHONSAFEPATH": "1", "PATH": f"{self.venv / 'bin'}{os.pathsep}{env.get('PATH', '')}"}
 
     def run(self, *argv: str, cwd: Path | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
-        return subprocess.run([str(self.venv / "bin" / argv[0]), *argv[1:]], cwd=cwd or self.home, env=self.env(),
-                              capture_output=True, text=True, timeout=timeout)
+        return subprocess.run(
+            [str(self.venv / "bin" / argv[0]), *argv[1:]],
+            cwd=cwd or self.home,
+            env=self.env(),
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
 
 
 @pytest.fixture(scope="session")
 def installed_wheel(tmp_path_factory) -> InstalledWheel:
     started = time.monotonic()
     root = tmp_path_factory.mktemp("wheel")
-    built = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(root / "dist"), str(REPO)],
-                           capture_output=True, text=True, timeout=300)
+    built = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(root / "dist"), str(REPO)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert built.returncode == 0, built.stderr[-3000:]
     [wheel] = (root / "dist").glob("kv_tiering-*.whl")
     venv = root / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
-    installed = subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check",
-                                str(wheel)], capture_output=True, text=True, timeout=900)
+    installed = subprocess.run(
+        [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check", str(wheel)],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert installed.returncode == 0, installed.stderr[-3000:]
     home = root / "home"
     home.mkdir()
@@ -68,9 +85,12 @@ def test_the_installed_cli_is_the_wheel_s_and_needs_no_extra(installed_wheel):
     version = installed_wheel.run("tiering", "--version")
     assert version.stdout == f"tiering {importlib.metadata.version('kv-tiering')}\n", version.stderr
     probe = installed_wheel.run(
-        "python", "-I", "-c",
+        "python",
+        "-I",
+        "-c",
         "import importlib.util, tiering, tiering.cli, tiering.jobs.tiering_job; "
-        "print(tiering.__file__); print(importlib.util.find_spec('fastapi') is None)")
+        "print(tiering.__file__); print(importlib.util.find_spec('fastapi') is None)",
+    )
     location, no_fastapi = probe.stdout.split()
     assert Path(location).is_relative_to(installed_wheel.venv), location
     assert no_fastapi == "True", "the job's install pulled the store's web framework"
@@ -94,21 +114,41 @@ def test_check_passes_against_the_services(installed_wheel, kv_store, zk_server,
 
     assert result.returncode == EXIT_OK, result.stdout + result.stderr
     assert [line.split()[:2] for line in result.stdout.splitlines()] == [
-        ["ok", "zookeeper"], ["ok", "kvstore"], ["ok", "lake"], ["ok", "checkpoint"]]
+        ["ok", "zookeeper"],
+        ["ok", "kvstore"],
+        ["ok", "lake"],
+        ["ok", "checkpoint"],
+    ]
 
 
-def test_submit_spark_submits_the_job_entry_which_tiers_a_table(installed_wheel, kv_store, zk_server, unique_job,
-                                                                  tmp_path):
+def test_submit_spark_submits_the_job_entry_which_tiers_a_table(
+    installed_wheel, kv_store, zk_server, unique_job, tmp_path
+):
     client = kv_store.client()
     orders = TableOracle(client, "orders", num_buckets=2)
     orders.upsert(range(80))
     client.take_snapshots(orders.name)
     orders.churn(30, key_space=100)
-    conf = write_conf(tmp_path / "tiering.toml", job=unique_job, store_url=kv_store.url, zk_hosts=zk_server.hosts,
-                      spark={"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "2"})
+    conf = write_conf(
+        tmp_path / "tiering.toml",
+        job=unique_job,
+        store_url=kv_store.url,
+        zk_hosts=zk_server.hosts,
+        spark={"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "2"},
+    )
 
-    done = installed_wheel.run("tiering", "submit", "--conf", str(conf), "--available-now", "--",
-                               "--master", "local[2]", cwd=tmp_path, timeout=300)
+    done = installed_wheel.run(
+        "tiering",
+        "submit",
+        "--conf",
+        str(conf),
+        "--available-now",
+        "--",
+        "--master",
+        "local[2]",
+        cwd=tmp_path,
+        timeout=300,
+    )
 
     assert done.returncode == EXIT_OK, done.stdout[-4000:] + done.stderr[-4000:]
     # spark-submit merges the Python driver's stderr into its stdout

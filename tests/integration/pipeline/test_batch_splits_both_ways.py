@@ -38,14 +38,20 @@ def test_the_offsets_log_and_the_batch_rows_give_the_same_splits(spark, kv_store
         (rewritten / "offsets").mkdir(parents=True)
         entry = (tmp_path / "ckpt" / "offsets" / str(batch_id)).read_text().split("\n", 1)[1]
         (rewritten / "offsets" / str(batch_id)).write_text("v99\n" + entry)
-        seen.append((batch_splits(batch_df, batch_id, config.job.checkpoint), batch_splits(batch_df, batch_id, str(rewritten))))
+        seen.append(
+            (batch_splits(batch_df, batch_id, config.job.checkpoint), batch_splits(batch_df, batch_id, str(rewritten)))
+        )
 
     caplog.set_level(logging.WARNING, logger="tiering.round.batch_splits")
     spark.dataSource.register(KvTieringDataSource)
     query = (
-        spark.readStream.format(KvTieringDataSource.name()).option(CONTEXT_OPTION, context.to_option()).load()
-        .writeStream.foreachBatch(both_ways).option("checkpointLocation", config.job.checkpoint)
-        .trigger(processingTime="1 second").start()
+        spark.readStream.format(KvTieringDataSource.name())
+        .option(CONTEXT_OPTION, context.to_option())
+        .load()
+        .writeStream.foreachBatch(both_ways)
+        .option("checkpointLocation", config.job.checkpoint)
+        .trigger(processingTime="1 second")
+        .start()
     )
     try:
         wait_until(lambda: seen or query.exception(), timeout_s=120, what="the first batch")

@@ -10,10 +10,11 @@ from tests.support.config import make_config
 from tests.support.lake import read_feed, replayed
 from tests.support.oracle import TableOracle, assert_lake_equals
 from tiering.context import TermContext
+from tiering.delta_log.lake import Lake
 from tiering.job import TieringJob
-from tiering.lakestate.lake import Lake
 
 pytestmark = [pytest.mark.integration, pytest.mark.delta_jars]  # delta_jars: Spark's Delta reads the lake too
+
 
 def test_the_feed_replayed_from_version_0_is_the_lake_and_a_round_names_only_its_keys(spark, kv_store, tmp_path):
     client = kv_store.client()

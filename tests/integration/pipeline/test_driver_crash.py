@@ -23,9 +23,9 @@ from tests.support.delta_spark import delta_spark_conf
 from tests.support.drivers import run_driver
 from tests.support.oracle import TableOracle, assert_lake_equals
 from tests.support.waiting import wait_until
-from tiering.errors import SnapshotUnavailableError
 from tiering.conf.loader import load_config
 from tiering.conf.model import TieringConfig
+from tiering.errors import SnapshotUnavailableError
 from tiering.failpoints import fired
 from tiering.job import run_as_leader
 from tiering.state.lease_file import load_or_create_lease_id
@@ -35,10 +35,19 @@ pytestmark = pytest.mark.integration
 
 def crash_conf(tmp_path: Path, store_url: str, zk_hosts: str, lease_s: float = 60.0, writer: str = "delta-rs") -> Path:
     return write_conf(
-        tmp_path / "tiering.toml", job="crash-job", store_url=store_url, zk_hosts=zk_hosts,
-        zookeeper={"session_timeout_s": 4.0}, lease={"duration_s": lease_s}, lake={"writer": writer},
-        spark={"spark.master": "local[2]", "spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "4",
-               **delta_spark_conf()},
+        tmp_path / "tiering.toml",
+        job="crash-job",
+        store_url=store_url,
+        zk_hosts=zk_hosts,
+        zookeeper={"session_timeout_s": 4.0},
+        lease={"duration_s": lease_s},
+        lake={"writer": writer},
+        spark={
+            "spark.master": "local[2]",
+            "spark.ui.enabled": "false",
+            "spark.sql.shuffle.partitions": "4",
+            **delta_spark_conf(),
+        },
     )
 
 
@@ -74,7 +83,9 @@ def test_killed_before_the_delta_commit_replays_the_round_with_the_same_lease(
     crashed_at(conf, "before_delta_commit")
     lease_id = load_or_create_lease_id(str(tmp_path / "ckpt"), "crash-job")
     held = client.list_leases()
-    assert [l.lease_id for l in held] == [lease_id] and held[0].snapshots, "the crashed round's snapshots stay leased"
+    assert [lease.lease_id for lease in held] == [lease_id] and held[0].snapshots, (
+        "the crashed round's snapshots stay leased"
+    )
     assert not (tmp_path / "lake" / "orders" / "_delta_log").exists(), "nothing reached the lake"
 
     assert run_as_leader(restarted(conf)).ok
@@ -84,7 +95,9 @@ def test_killed_before_the_delta_commit_replays_the_round_with_the_same_lease(
     assert client.list_leases() == [], "released after the replay, dropped at the clean stop"
 
 
-def test_killed_after_the_delta_commit_skips_the_replayed_round(spark, kv_store, zk_server, tables, lake_writer, tmp_path):
+def test_killed_after_the_delta_commit_skips_the_replayed_round(
+    spark, kv_store, zk_server, tables, lake_writer, tmp_path
+):
     client = kv_store.client()
     conf = crash_conf(tmp_path, kv_store.url, zk_server.hosts, writer=lake_writer)
 

@@ -23,17 +23,23 @@ from tests.support.config import write_conf
 from tests.support.oracle import TableOracle, assert_equal_to_store, lake_rows
 from tiering import cli
 from tiering.conf.loader import load_config
+from tiering.delta_log.lake import Lake
 from tiering.job import resync_as_leader, run_as_leader
-from tiering.lakestate.lake import Lake
-from tiering.round.states import FailureCause
+from tiering.round.table_states import FailureCause
 
 pytestmark = pytest.mark.integration
 
 
 @pytest.fixture
 def conf(kv_store, zk_hosts, unique_job, tmp_path) -> Path:
-    return write_conf(tmp_path / "tiering.toml", job=unique_job, store_url=kv_store.url, zk_hosts=zk_hosts,
-                      zookeeper={"session_timeout_s": 4.0}, trigger={"available_now": True})
+    return write_conf(
+        tmp_path / "tiering.toml",
+        job=unique_job,
+        store_url=kv_store.url,
+        zk_hosts=zk_hosts,
+        zookeeper={"session_timeout_s": 4.0},
+        trigger={"available_now": True},
+    )
 
 
 @pytest.fixture
@@ -63,7 +69,9 @@ def _delete(dt: DeltaTable) -> None:
 
 
 @pytest.mark.parametrize("change, operation", [(_append, "WRITE"), (_delete, "DELETE")], ids=["append", "delete"])
-def test_a_foreign_data_change_fails_that_table_until_it_is_resynced(spark, kv_store, conf, tables, capsys, change, operation):
+def test_a_foreign_data_change_fails_that_table_until_it_is_resynced(
+    spark, kv_store, conf, tables, capsys, change, operation
+):
     client, (orders, users) = kv_store.client(), tables
     lake = Lake.of(load_config(conf, {}).lake)
     change(DeltaTable(lake.path("orders")))

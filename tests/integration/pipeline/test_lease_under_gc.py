@@ -18,15 +18,21 @@ import pytest
 from tests.support.config import make_config
 from tests.support.oracle import TableOracle, assert_lake_equals
 from tests.support.waiting import wait_until
-from tiering.job import TieringJob
 from tiering.context import TermContext
+from tiering.job import TieringJob
 from tiering.round.outcome import RoundOutcome
 
 pytestmark = pytest.mark.integration
 
 
 def tier_under_gc(
-    spark, store, tmp_path, *, rounds: int = 8, enough: Callable[[list[str]], bool] = lambda failures: False, **settings,
+    spark,
+    store,
+    tmp_path,
+    *,
+    rounds: int = 8,
+    enough: Callable[[list[str]], bool] = lambda failures: False,
+    **settings,
 ) -> tuple[list[str], list[TableOracle]]:
     """Tier three churning tables for ``rounds`` rounds, or until ``enough`` says the failures
     seen so far answer the question."""
@@ -42,7 +48,9 @@ def tier_under_gc(
         failures.extend(f"round {outcome.round_id} {t}: {e}" for t, e in outcome.failed.items())
 
     config = make_config(
-        tmp_path, store.url, "127.0.0.1:1",
+        tmp_path,
+        store.url,
+        "127.0.0.1:1",
         **{"trigger.available_now": False, "trigger.interval_s": 0.5, "limits.max_splits_per_trigger": 4, **settings},
     )
     stop_writing = threading.Event()
@@ -61,8 +69,11 @@ def tier_under_gc(
     runner.start()
     try:
         rounds_needed = job.result.rounds + rounds
-        wait_until(lambda: job.result.rounds >= rounds_needed or enough(failures), timeout_s=150,
-                   what=f"{rounds} rounds under GC")
+        wait_until(
+            lambda: job.result.rounds >= rounds_needed or enough(failures),
+            timeout_s=150,
+            what=f"{rounds} rounds under GC",
+        )
     finally:
         stop_writing.set()
         writer.join(10)
@@ -94,7 +105,11 @@ def test_control_a_lease_that_holds_nothing_loses_snapshots_to_gc(spark, store_f
     bootstraps; a failed table bootstraps again, so the chances keep coming until one does."""
     store = store_factory(num_retained=1, gc_interval_s=0.05, snapshot_interval_s=0.1)
     failures, _ = tier_under_gc(
-        spark, store, tmp_path, rounds=40, enough=lambda seen: any(_lost_a_snapshot(f) for f in seen),
+        spark,
+        store,
+        tmp_path,
+        rounds=40,
+        enough=lambda seen: any(_lost_a_snapshot(f) for f in seen),
         **{"lease.duration_s": 0.001, "lease.renew": False, "limits.max_splits_per_trigger": 1},
     )
     assert any(_lost_a_snapshot(f) for f in failures), failures

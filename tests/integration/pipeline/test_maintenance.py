@@ -18,8 +18,8 @@ from tests.support.oracle import TableOracle, assert_lake_equals
 from tiering import cli
 from tiering.context import TermContext
 from tiering.coord.leader import acquire_leadership
+from tiering.delta_log.lake import Lake
 from tiering.job import TieringJob, maintain_as_leader
-from tiering.lakestate.lake import Lake
 
 pytestmark = pytest.mark.integration
 
@@ -33,39 +33,76 @@ def _split_buckets(path: str, parts: int) -> None:
     data = dt.to_pyarrow_table()
     now = int(time.time() * 1000)
     actions = [{"commitInfo": {"timestamp": now, "operation": "OPTIMIZE", "operationParameters": {}}}]
-    actions += [{"remove": {"path": old, "deletionTimestamp": now, "dataChange": False, "extendedFileMetadata": True,
-                            "partitionValues": {"__bucket": str(bucket)}, "size": size}}
-                for old, bucket, size in zip(*(pa.table(dt.get_add_actions(flatten=True)).column(c).to_pylist()
-                                               for c in ("path", "partition.__bucket", "size_bytes")))]
+    actions += [
+        {
+            "remove": {
+                "path": old,
+                "deletionTimestamp": now,
+                "dataChange": False,
+                "extendedFileMetadata": True,
+                "partitionValues": {"__bucket": str(bucket)},
+                "size": size,
+            }
+        }
+        for old, bucket, size in zip(
+            *(
+                pa.table(dt.get_add_actions(flatten=True)).column(c).to_pylist()
+                for c in ("path", "partition.__bucket", "size_bytes")
+            ),
+            strict=False,
+        )
+    ]
     for bucket in sorted(set(data.column("__bucket").to_pylist())):
         rows = data.filter(pa.compute.equal(data["__bucket"], pa.scalar(bucket, pa.int32())))
         step = -(-rows.num_rows // parts)
         for i in range(parts):
             rel = f"__bucket={bucket}/part-{uuid.uuid4().hex}.parquet"
             pq.write_table(rows.slice(i * step, step).drop(["__bucket"]), f"{path}/{rel}")
-            actions.append({"add": {"path": rel, "partitionValues": {"__bucket": str(bucket)},
-                                    "size": os.path.getsize(f"{path}/{rel}"), "modificationTime": now,
-                                    "dataChange": False}})
+            actions.append(
+                {
+                    "add": {
+                        "path": rel,
+                        "partitionValues": {"__bucket": str(bucket)},
+                        "size": os.path.getsize(f"{path}/{rel}"),
+                        "modificationTime": now,
+                        "dataChange": False,
+                    }
+                }
+            )
     entry = Path(path) / "_delta_log" / f"{dt.version() + 1:020d}.json"
     entry.write_text("".join(json.dumps(action) + "\n" for action in actions))
 
 
 def _files_per_bucket(path: str) -> dict[int, int]:
-    buckets = [int(b) for b in pa.table(DeltaTable(path).get_add_actions(flatten=True)).column("partition.__bucket").to_pylist()]
+    buckets = [
+        int(b)
+        for b in pa.table(DeltaTable(path).get_add_actions(flatten=True)).column("partition.__bucket").to_pylist()
+    ]
     return {b: buckets.count(b) for b in sorted(set(buckets))}
 
 
-def test_every_tiering_maintain_compacts_every_table_keeping_rows_and_offsets_and_the_next_round_commits(spark, kv_store, zk_hosts, unique_job, tmp_path):
+def test_every_tiering_maintain_compacts_every_table_keeping_rows_and_offsets_and_the_next_round_commits(
+    spark, kv_store, zk_hosts, unique_job, tmp_path
+):
     client = kv_store.client()
     oracles = {name: TableOracle(client, name, num_buckets=2) for name in ("orders", "users")}
     for name, oracle in oracles.items():
         oracle.upsert(range(300))
         client.take_snapshots(name)
     orders = oracles["orders"]
-    config = make_config(tmp_path, kv_store.url, zk_hosts, job=unique_job, **{
-        "maintenance.every_rounds": 1, "maintenance.checkpoint_interval": 1, "maintenance.min_files": 4,
-        "maintenance.target_file_mb": 1, "maintenance.file_retention_hours": 24,
-    })
+    config = make_config(
+        tmp_path,
+        kv_store.url,
+        zk_hosts,
+        job=unique_job,
+        **{
+            "maintenance.every_rounds": 1,
+            "maintenance.checkpoint_interval": 1,
+            "maintenance.min_files": 4,
+            "maintenance.target_file_mb": 1,
+            "maintenance.file_retention_hours": 24,
+        },
+    )
     assert TieringJob(spark, TermContext.begin(config, 1)).run().ok
     paths = {name: str(tmp_path / "lake" / name) for name in oracles}
     path = paths["orders"]

@@ -1,9 +1,10 @@
 """Names that attack, end to end: store -> tiering job -> Delta.
 
 Every table and column name the store accepts (tests/support/names.py holds the lists,
-tests/integration/kvstore/test_names.py the refusals) is tiered row for row in one round, next to a plainly named table:
-the lake directory of each table is one segment under the lake root (its name, ``%?#[]~``
-escaped: ``tiering.lakestate.layout.lake_directory``), never a path outside it; no name breaks the round of the other tables. Two rounds run: the bootstrap
+tests/integration/kvstore/test_names.py the refusals) is tiered row for row in one round, next
+to a plainly named table: the lake directory of each table is one segment under the lake root
+(its name, ``%?#[]~`` escaped: ``tiering.delta_log.layout.lake_directory``), never a path
+outside it; no name breaks the round of the other tables. Two rounds run: the bootstrap
 (snapshot splits) and a changelog round with updates and deletes on top.
 """
 
@@ -20,11 +21,11 @@ from tests.support.config import make_config
 from tests.support.names import ACCEPTED_COLUMN_NAMES, ACCEPTED_TABLE_NAMES
 from tiering.conf.model import TieringConfig
 from tiering.context import TermContext
+from tiering.delta_log.lake import Lake
+from tiering.delta_log.layout import lake_directory
 from tiering.job import TieringJob
 from tiering.kvstore.client import KvStoreClient
 from tiering.kvstore.models import TableSpec
-from tiering.lakestate.lake import Lake
-from tiering.lakestate.layout import lake_directory
 
 pytestmark = pytest.mark.integration
 
@@ -94,9 +95,12 @@ def test_every_accepted_name_is_tiered_row_for_row_inside_a_local_lake(spark, kv
     assert set(os.listdir(tmp_path.parent)) == beside, "nothing written above it"
 
 
-def test_names_with_url_specials_are_tiered_row_for_row_inside_an_s3_lake(spark, kv_store, s3_server, s3_root, tmp_path):
-    config = make_config(tmp_path, kv_store.url, "127.0.0.1:1", **{"lake.root": s3_root,
-                                                                  "lake.storage": s3_server.storage_options()})
+def test_names_with_url_specials_are_tiered_row_for_row_inside_an_s3_lake(
+    spark, kv_store, s3_server, s3_root, tmp_path
+):
+    config = make_config(
+        tmp_path, kv_store.url, "127.0.0.1:1", **{"lake.root": s3_root, "lake.storage": s3_server.storage_options()}
+    )
 
     tables = tier_twice(spark, kv_store.client(), config, S3_NAMES)
 

@@ -22,20 +22,26 @@ from tests.support.oracle import TableOracle, assert_equal_to_store, lake_rows
 from tiering import cli
 from tiering.conf.loader import load_config
 from tiering.coord.leader import acquire_leadership
+from tiering.delta_log.lake import Lake
+from tiering.delta_log.layout import lake_schema
 from tiering.job import resync_as_leader, run_as_leader
 from tiering.kvstore.models import LakeReport
-from tiering.lakestate.lake import Lake
-from tiering.lakestate.layout import lake_schema
-from tiering.round.states import FailureCause
+from tiering.round.table_states import FailureCause
 
 pytestmark = pytest.mark.integration
 
 
 @pytest.fixture
 def conf(kv_store, zk_hosts, unique_job, tmp_path) -> Path:
-    return write_conf(tmp_path / "tiering.toml", job=unique_job, store_url=kv_store.url, zk_hosts=zk_hosts,
-                      zookeeper={"session_timeout_s": 4.0}, trigger={"available_now": True},
-                      lake={"change_data_feed": True})
+    return write_conf(
+        tmp_path / "tiering.toml",
+        job=unique_job,
+        store_url=kv_store.url,
+        zk_hosts=zk_hosts,
+        zookeeper={"session_timeout_s": 4.0},
+        trigger={"available_now": True},
+        lake={"change_data_feed": True},
+    )
 
 
 @pytest.fixture
@@ -87,7 +93,9 @@ def test_resync_replaces_a_delta_schema_altered_by_hand(spark, kv_store, conf, t
     DeltaTable(lake.path("orders")).alter.add_columns(Field("legacy", "string", nullable=True))
     orders.churn(20, key_space=200)
     failed = tier(conf)
-    assert failed.failed_tables["orders"].cause is FailureCause.SCHEMA and "'legacy'" in str(failed.failed_tables["orders"])
+    assert failed.failed_tables["orders"].cause is FailureCause.SCHEMA and "'legacy'" in str(
+        failed.failed_tables["orders"]
+    )
 
     resync = resync_as_leader(load_config(conf, {}), "orders")
 
@@ -134,8 +142,9 @@ def _unchanged(tmp_path: Path) -> None:
 )
 def test_resync_refuses_a_table_it_cannot_resync(kv_store, zk_hosts, unique_job, tmp_path, capsys, argv, code, message):
     TableOracle(kv_store.client(), "audit", num_buckets=1).upsert(range(5))
-    conf = write_conf(tmp_path / "t.toml", job=unique_job, store_url=kv_store.url, zk_hosts=zk_hosts,
-                      tables={"exclude": ["audit"]})
+    conf = write_conf(
+        tmp_path / "t.toml", job=unique_job, store_url=kv_store.url, zk_hosts=zk_hosts, tables={"exclude": ["audit"]}
+    )
     assert cli.main([*argv, "--conf", str(conf)]) == code
     assert message in capsys.readouterr().err
     _unchanged(tmp_path)
@@ -156,8 +165,9 @@ def test_resync_refuses_a_table_another_job_tiers_naming_it(kv_store, zk_hosts, 
     client = kv_store.client()
     orders = TableOracle(client, "orders", num_buckets=1)
     orders.upsert(range(5))
-    held = LakeReport(table_id=client.get_table("orders").table_id, epoch=7, lake_version=3, buckets={"0": 5},
-                      job="other-job")
+    held = LakeReport(
+        table_id=client.get_table("orders").table_id, epoch=7, lake_version=3, buckets={"0": 5}, job="other-job"
+    )
     client.report_lake("orders", held)
     conf = write_conf(tmp_path / "t.toml", job=unique_job, store_url=kv_store.url, zk_hosts=zk_hosts)
 

@@ -19,9 +19,9 @@ from tests.support.config import make_config, write_conf
 from tests.support.oracle import TableOracle, assert_lake_equals
 from tiering.cli import EXIT_FAILURE
 from tiering.context import TermContext
+from tiering.delta_log.lake import Lake
 from tiering.job import TieringJob
 from tiering.ports import free_port
-from tiering.lakestate.lake import Lake
 
 pytestmark = pytest.mark.integration
 
@@ -75,13 +75,22 @@ def bad_roots(s3_server, s3_root):
 def test_a_bad_s3_root_fails_at_start_naming_it_and_writes_nothing(kv_store, bad_roots, tmp_path, case):
     root, storage, reason = bad_roots[case]
     conf = write_conf(  # ZooKeeper is never reached: the root is checked first
-        tmp_path / "tiering.toml", job="bad-root", store_url=kv_store.url, zk_hosts=f"127.0.0.1:{free_port()}",
-        lake_root=root, lake={"storage": storage},
+        tmp_path / "tiering.toml",
+        job="bad-root",
+        store_url=kv_store.url,
+        zk_hosts=f"127.0.0.1:{free_port()}",
+        lake_root=root,
+        lake={"storage": storage},
     )
     env = {k: v for k, v in os.environ.items() if not k.startswith(("TIERING_", "AWS_"))}
 
-    run = subprocess.run([sys.executable, "-m", "tiering.cli", "run", "--conf", str(conf), "--available-now"],
-                         env=env, capture_output=True, text=True, timeout=120)
+    run = subprocess.run(
+        [sys.executable, "-m", "tiering.cli", "run", "--conf", str(conf), "--available-now"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
     assert run.returncode == EXIT_FAILURE, run.stderr[-2000:]
     assert "Traceback" not in run.stderr
@@ -90,6 +99,8 @@ def test_a_bad_s3_root_fails_at_start_naming_it_and_writes_nothing(kv_store, bad
     assert not (tmp_path / "ckpt").exists()
     if case != "no such bucket":
         listed = Lake.at(root if case != "a file" else root.rsplit("/", 1)[0], bad_roots["a file"][1]).store
-        names = [f.base_name for f in listed.filesystem.get_file_info(
-            pafs.FileSelector(listed.path(listed.root), allow_not_found=True))]
+        names = [
+            f.base_name
+            for f in listed.filesystem.get_file_info(pafs.FileSelector(listed.path(listed.root), allow_not_found=True))
+        ]
         assert not [n for n in names if n != "a-file"], f"something was written under the root: {names}"

@@ -21,14 +21,15 @@ from tests.support.config import make_config
 from tests.support.oracle import TableOracle, assert_lake_equals
 from tests.support.writers import WRITERS, WRITTEN_BY, skip_without_delta_jars, writer_params
 from tiering.context import TermContext
+from tiering.delta_log.lake import Lake
+from tiering.delta_log.layout import lake_schema
 from tiering.job import JobResult, TieringJob
-from tiering.lakestate.lake import Lake
-from tiering.lakestate.layout import lake_schema
 from tiering.round.outcome import RoundOutcome
-from tiering.round.states import FailureCause, TableState
+from tiering.round.table_states import FailureCause, TableState
 from tiering.verify import check_table
 
 pytestmark = pytest.mark.integration
+
 
 @pytest.fixture(params=writer_params("delta-rs-driver"))  # Spark's Delta reads delta-rs's evolved tables too
 def write_path(request, spark) -> str:
@@ -40,8 +41,11 @@ def write_path(request, spark) -> str:
 @pytest.fixture
 def config(write_path, kv_store, tmp_path):
     driver_max_changes = dict(WRITERS)[write_path]
-    overrides = {"lake.writer": "delta-spark"} if driver_max_changes is None else {
-        "lake.driver_max_changes": driver_max_changes, "lake.change_data_feed": write_path == "delta-rs-feed"}
+    overrides = (
+        {"lake.writer": "delta-spark"}
+        if driver_max_changes is None
+        else {"lake.driver_max_changes": driver_max_changes, "lake.change_data_feed": write_path == "delta-rs-feed"}
+    )
     return make_config(tmp_path, kv_store.url, "127.0.0.1:1", **overrides)
 
 
@@ -84,7 +88,9 @@ def committed_round(outcomes: list[RoundOutcome], *tables: str) -> RoundOutcome:
     return committed
 
 
-def test_columns_added_upstream_reach_the_lake_while_the_other_table_keeps_committing(spark, kv_store, config, write_path):
+def test_columns_added_upstream_reach_the_lake_while_the_other_table_keeps_committing(
+    spark, kv_store, config, write_path
+):
     client = kv_store.client()
     orders, users = TableOracle(client, "orders", num_buckets=4), TableOracle(client, "users", num_buckets=2)
     for t in (orders, users):
@@ -169,7 +175,9 @@ def test_a_change_the_lake_cannot_follow_fails_that_table_only(spark, kv_store, 
 
     failure = result.failed_tables["orders"]
     assert (failure.cause, failure.state) == (FailureCause.SCHEMA, TableState.ACQUIRED)
-    assert str(failure).startswith("SchemaMismatchError: table 'orders': the Delta table at ") and message in str(failure)
+    assert str(failure).startswith("SchemaMismatchError: table 'orders': the Delta table at ") and message in str(
+        failure
+    )
     assert list(result.failed_tables) == ["orders"]
     first = outcomes[0]  # later rounds re-plan orders alone, and fail it again
     assert (list(first.committed), list(first.failed)) == (["users"], ["orders"])

@@ -24,7 +24,7 @@ from tiering.job import TieringJob
 from tiering.lake.round_protocol import RoundWriter
 from tiering.round.health import read_health
 from tiering.round.outcome import RoundOutcome
-from tiering.round.states import FailureCause
+from tiering.round.table_states import FailureCause
 
 pytestmark = pytest.mark.integration
 
@@ -44,8 +44,15 @@ def test_dropped_mid_round_fails_alone_is_released_reported_and_a_recreated_tabl
     # "bad" fails every round: an incompatible Delta table already sits where it would land.
     write_deltalake(str(tmp_path / "lake" / "bad"), pa.table({"id": pa.array(["x"]), "other": pa.array([1])}))
     config = make_config(tmp_path, kv_store.url, zk_server.hosts, job=unique_job, **{"lake.writer": lake_writer})
-    conf = write_conf(tmp_path / "tiering.toml", job=unique_job, checkpoint=config.job.checkpoint, lake_root=config.lake.root,
-                      store_url=kv_store.url, zk_hosts=zk_server.hosts, lake={"writer": lake_writer})
+    conf = write_conf(
+        tmp_path / "tiering.toml",
+        job=unique_job,
+        checkpoint=config.job.checkpoint,
+        lake_root=config.lake.root,
+        store_url=kv_store.url,
+        zk_hosts=zk_server.hosts,
+        lake={"writer": lake_writer},
+    )
 
     def run(epoch: int, on_round=lambda outcome: None):
         return TieringJob(spark, TermContext.begin(config, epoch), on_round=on_round).run()
@@ -100,13 +107,22 @@ def test_dropped_mid_round_fails_alone_is_released_reported_and_a_recreated_tabl
     assert report.returncode == EXIT_TABLES_FAILING, report.stderr
     assert f"1 table(s) failed {failures} or more rounds in a row: bad" in report.stderr
     tables = {t["table"]: t for t in json.loads(report.stdout)["tables"]}
-    assert {t: tables[t]["state"] for t in tables} == {"keep": "ok", "bad": "failing", "gone": "dropped", "fresh": "dropped"}
+    assert {t: tables[t]["state"] for t in tables} == {
+        "keep": "ok",
+        "bad": "failing",
+        "gone": "dropped",
+        "fresh": "dropped",
+    }
     assert (tables["gone"]["table_id"], tables["gone"]["lake_version"]) == (gone.info.table_id, gone_version)
     assert tables["bad"]["consecutive_failures"] == failures and "partitioned by" in tables["bad"]["last_failure"]
     assert (tables["bad"]["last_failure_cause"], tables["bad"]["last_failure_state"]) == ("schema", "acquired")
     assert (health["gone"].last_failure_cause, health["fresh"].last_failure_cause) == ("dropped", None)
     assert health["fresh"].last_commit_version == 0, "fresh's landed commit is recorded, not a failure"
-    assert (tables["keep"]["lag"], tables["keep"]["freshness_s"], tables["keep"]["lake_commit_ms"] > 0) == (0, 0.0, True)
+    assert (tables["keep"]["lag"], tables["keep"]["freshness_s"], tables["keep"]["lake_commit_ms"] > 0) == (
+        0,
+        0.0,
+        True,
+    )
     assert status(conf, "--json", "--fail-after", str(failures + 1)).returncode == EXIT_OK
 
     # The name comes back as a new table (new table_id): bootstrapped again, nothing of the old id.
@@ -118,7 +134,10 @@ def test_dropped_mid_round_fails_alone_is_released_reported_and_a_recreated_tabl
     assert_lake_equals(tmp_path / "lake", again)
     health = read_health(config.job.checkpoint)
     assert (health["gone"].table_id, health["gone"].dropped, health["gone"].consecutive_failures) == (
-        again.info.table_id, False, 0)
+        again.info.table_id,
+        False,
+        0,
+    )
     now_failing = read_health(config.job.checkpoint)["bad"].consecutive_failures
     assert now_failing > failures, "a new run does not reset the streak"
     table_view = status(conf, "--fail-after", str(now_failing))

@@ -14,10 +14,10 @@ from tests.support.lake import file_codecs
 from tests.support.oracle import TableOracle, assert_lake_equals, lake_rows
 from tests.support.waiting import wait_until
 from tests.support.writers import log_entry
-from tiering.job import CHECKPOINT_FILE_MANAGER, PROGRESS_RETENTION, TieringJob
 from tiering.context import TermContext
+from tiering.delta_log.lake import Lake
 from tiering.errors import FencedEpochError
-from tiering.lakestate.lake import Lake
+from tiering.job import CHECKPOINT_FILE_MANAGER, PROGRESS_RETENTION, TieringJob
 from tiering.state.lease_file import load_or_create_lease_id
 
 pytestmark = pytest.mark.integration
@@ -88,12 +88,20 @@ def test_restarted_query_reuses_the_lease_id_from_its_checkpoint(spark, kv_store
     lease_id = load_or_create_lease_id(config.job.checkpoint, config.job.name)
 
     seen_leases: list[list[str]] = []
-    job = TieringJob(spark, TermContext.begin(config, 1), on_round=lambda o: seen_leases.append([l.lease_id for l in client.list_leases()]))
+    job = TieringJob(
+        spark,
+        TermContext.begin(config, 1),
+        on_round=lambda o: seen_leases.append([lease.lease_id for lease in client.list_leases()]),
+    )
     job.run()
     orders.upsert(range(50, 80))
     client.take_snapshots("orders")
     orders.upsert(range(80, 90))
-    job2 = TieringJob(spark, TermContext.begin(config, 2), on_round=lambda o: seen_leases.append([l.lease_id for l in client.list_leases()]))
+    job2 = TieringJob(
+        spark,
+        TermContext.begin(config, 2),
+        on_round=lambda o: seen_leases.append([lease.lease_id for lease in client.list_leases()]),
+    )
     assert job2.lease.lease_id == lease_id
     job2.run()
 
@@ -151,7 +159,7 @@ def test_continuous_run_picks_up_new_writes_until_lag_is_zero(spark, kv_store, t
     runner.start()
     try:
         wait_until(lambda: (tmp_path / "lake" / "orders" / "_delta_log").exists(), what="first commit")
-        for batch in range(3):
+        for _ in range(3):
             orders.churn(40, key_space=200)
 
         def caught_up() -> bool:
@@ -194,7 +202,6 @@ def test_a_failing_table_is_released_and_the_others_commit_then_it_recovers(spar
     assert lake_rows(tmp_path / "lake", "good") == good.rows
 
 
-
 def test_lake_compression_is_the_codec_of_every_file_a_round_writes(spark, kv_store, tmp_path):
     client = kv_store.client()
     orders = snapshotted(client, "orders", 200, num_buckets=4)
@@ -209,7 +216,6 @@ def test_lake_compression_is_the_codec_of_every_file_a_round_writes(spark, kv_st
         assert result.ok, result.failed_tables
         assert newest_files_codecs(tmp_path / "lake", "orders") == {"SNAPPY"}  # beside zstd files: both read
         assert_lake_equals(tmp_path / "lake", orders)
-
 
 
 def newest_files_codecs(lake_root: Path, table: str) -> set[str]:

@@ -19,9 +19,9 @@ import pytest
 from tests.support.config import write_conf
 from tests.support.oracle import TableOracle, assert_equal_to_store
 from tiering.conf.loader import load_config
+from tiering.delta_log.lake import Lake
 from tiering.job import run_as_leader
-from tiering.lakestate.lake import Lake
-from tiering.round.states import FailureCause
+from tiering.round.table_states import FailureCause
 
 pytestmark = pytest.mark.integration
 
@@ -29,9 +29,15 @@ pytestmark = pytest.mark.integration
 def _job(tmp_path: Path, name: str, kv_store, zk_hosts: str, include: list[str]) -> Path:
     """A job of its own: its name, checkpoint and lake under ``tmp_path/name``."""
     (tmp_path / name).mkdir()
-    return write_conf(tmp_path / name / "tiering.toml", job=name, store_url=kv_store.url, zk_hosts=zk_hosts,
-                      zookeeper={"session_timeout_s": 4.0}, trigger={"available_now": True},
-                      tables={"include": include})
+    return write_conf(
+        tmp_path / name / "tiering.toml",
+        job=name,
+        store_url=kv_store.url,
+        zk_hosts=zk_hosts,
+        zookeeper={"session_timeout_s": 4.0},
+        trigger={"available_now": True},
+        tables={"include": include},
+    )
 
 
 def test_a_second_job_fails_the_table_the_first_one_tiers_until_it_is_handed_over(

@@ -16,8 +16,8 @@ import pytest
 from tests.support.config import write_conf
 from tests.support.oracle import TableOracle, assert_equal_to_store, lake_rows
 from tiering.conf.loader import load_config
+from tiering.delta_log.lake import Lake
 from tiering.job import run_as_leader
-from tiering.lakestate.lake import Lake
 from tiering.status import job_status
 
 pytestmark = pytest.mark.integration
@@ -26,8 +26,14 @@ pytestmark = pytest.mark.integration
 def test_a_table_whose_log_cannot_be_read_is_left_out_and_catches_up_once_it_reads(
     spark, kv_store, zk_hosts, unique_job, tmp_path
 ):
-    conf = write_conf(tmp_path / "tiering.toml", job=unique_job, store_url=kv_store.url, zk_hosts=zk_hosts,
-                      zookeeper={"session_timeout_s": 4.0}, trigger={"available_now": True})
+    conf = write_conf(
+        tmp_path / "tiering.toml",
+        job=unique_job,
+        store_url=kv_store.url,
+        zk_hosts=zk_hosts,
+        zookeeper={"session_timeout_s": 4.0},
+        trigger={"available_now": True},
+    )
     client = kv_store.client()
     orders, users = TableOracle(client, "orders", num_buckets=2), TableOracle(client, "users", num_buckets=2)
     for t in (orders, users):

@@ -30,8 +30,9 @@ from tiering.state.offset_log import read_batch_offset, replayed_offset
 pytestmark = pytest.mark.integration
 
 OFFSET = TieringOffset("job-1", 1, 1, (LogSplit("a", 0, 1, 0, 7),))
-ACCESS_DENIED = (b'<?xml version="1.0" encoding="UTF-8"?><Error><Code>AccessDenied</Code>'
-                 b"<Message>Access Denied</Message></Error>")
+ACCESS_DENIED = (
+    b'<?xml version="1.0" encoding="UTF-8"?><Error><Code>AccessDenied</Code><Message>Access Denied</Message></Error>'
+)
 
 
 @pytest.fixture
@@ -47,13 +48,17 @@ def objects(store) -> dict[str, bytes]:
     fs = store.store.filesystem
     root = store.store.path(store.location)
     infos = fs.get_file_info(pafs.FileSelector(root, recursive=True, allow_not_found=True))
-    return {i.path[len(root) + 1:]: fs.open_input_stream(i.path).read() for i in infos if i.type == pafs.FileType.File}
+    return {i.path[len(root) + 1 :]: fs.open_input_stream(i.path).read() for i in infos if i.type == pafs.FileType.File}
 
 
 def write_checkpoint(store) -> None:
     """Spark's logs and the job's files as a run leaves them (s3a writes no checksum files)."""
     for batch_id in range(3):
-        put(store, f"offsets/{batch_id}", 'v1\n{"batchWatermarkMs":0,"batchTimestampMs":1,"conf":{}}\n' + OFFSET.to_json())
+        put(
+            store,
+            f"offsets/{batch_id}",
+            'v1\n{"batchWatermarkMs":0,"batchTimestampMs":1,"conf":{}}\n' + OFFSET.to_json(),
+        )
     for batch_id in range(2):
         put(store, f"commits/{batch_id}", 'v1\n{"nextBatchWatermarkMs":0}')
     put(store, "metadata", '{"id":"e5c33362-6726-4189-a1d1-b3a93b1dc750"}')
@@ -77,11 +82,18 @@ def test_the_lease_id_is_created_once_by_racing_drivers_and_read_back_elsewhere(
     assert list(objects(store)) == ["tiering/lease.json"], "nothing else written"
     assert load_or_create_lease_id(store, "job0") == stored
     # a driver restarted on another node: a fresh process with nothing but the config
-    code = ("import sys, json; from tiering.state.checkpoint_store import open_checkpoint; "
-            "from tiering.state.lease_file import read_lease_id; "
-            "print(read_lease_id(open_checkpoint(sys.argv[1], json.loads(sys.argv[2]))))")
-    elsewhere = subprocess.run([sys.executable, "-c", code, checkpoint, json.dumps(storage)],
-                               capture_output=True, text=True, timeout=60, check=True)
+    code = (
+        "import sys, json; from tiering.state.checkpoint_store import open_checkpoint; "
+        "from tiering.state.lease_file import read_lease_id; "
+        "print(read_lease_id(open_checkpoint(sys.argv[1], json.loads(sys.argv[2]))))"
+    )
+    elsewhere = subprocess.run(
+        [sys.executable, "-c", code, checkpoint, json.dumps(storage)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
     assert elsewhere.stdout.strip() == stored
 
 
@@ -131,10 +143,16 @@ def test_a_prefix_that_refuses_writes_and_a_missing_bucket_are_named(s3_server, 
     with FaultProxy(s3_server.endpoint) as proxy:
         proxy.add(Rule(Respond(403, ACCESS_DENIED, "application/xml"), method="PUT"))
         through_proxy = open_checkpoint(checkpoint, {**storage, "AWS_ENDPOINT_URL": proxy.url})
-        with pytest.raises(CheckpointError, match=f"checkpoint directory {checkpoint} \\(the checkpoint\\) does not take writes"):
+        with pytest.raises(
+            CheckpointError, match=f"checkpoint directory {checkpoint} \\(the checkpoint\\) does not take writes"
+        ):
             check_checkpoint(through_proxy)
-        with pytest.raises(CheckpointError, match=f"lease file {checkpoint}-new/tiering/lease.json: writing it failed: .*403 Forbidden"):
-            load_or_create_lease_id(open_checkpoint(f"{checkpoint}-new", {**storage, "AWS_ENDPOINT_URL": proxy.url}), "j")
+        with pytest.raises(
+            CheckpointError, match=f"lease file {checkpoint}-new/tiering/lease.json: writing it failed: .*403 Forbidden"
+        ):
+            load_or_create_lease_id(
+                open_checkpoint(f"{checkpoint}-new", {**storage, "AWS_ENDPOINT_URL": proxy.url}), "j"
+            )
     with pytest.raises(CheckpointError, match="bucket 'no-such-bucket' does not exist"):
         check_checkpoint(open_checkpoint("s3://no-such-bucket/ckpt", storage))
 

@@ -49,14 +49,18 @@ def test_version_is_the_distribution_s(capsys):
     assert capsys.readouterr().out == f"tiering {importlib.metadata.version('kv-tiering')}\n"
 
 
-@pytest.mark.parametrize("argv", [
-    ["--log-level", "debug", "--conf", "a.toml", "status"],
-    ["status", "--log-level", "debug", "--conf", "a.toml"],
-    ["--log-level", "debug", "status", "--conf", "a.toml"],
-    ["--conf", "a.toml", "leases", "list", "--log-level", "DEBUG"],
-    ["leases", "--log-level", "DEBUG", "list", "--conf", "a.toml"],
-    ["--conf", "b.toml", "resync", "orders", "--conf", "a.toml", "--log-level", "Debug"],
-], ids=" ".join)
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--log-level", "debug", "--conf", "a.toml", "status"],
+        ["status", "--log-level", "debug", "--conf", "a.toml"],
+        ["--log-level", "debug", "status", "--conf", "a.toml"],
+        ["--conf", "a.toml", "leases", "list", "--log-level", "DEBUG"],
+        ["leases", "--log-level", "DEBUG", "list", "--conf", "a.toml"],
+        ["--conf", "b.toml", "resync", "orders", "--conf", "a.toml", "--log-level", "Debug"],
+    ],
+    ids=" ".join,
+)
 def test_global_options_go_before_or_after_the_subcommand(argv):
     args = _parse(argv)
     assert (args.log_level, args.conf) == ("DEBUG", "a.toml")
@@ -95,16 +99,23 @@ def test_the_spark_submit_entry_takes_the_global_options(conf, capsys):
     assert "trigger.interval_s (--set): expected number > 0, got -1.0" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("argv, complaint", [
-    (["--log-level", "FOO", "status", "--conf", "a.toml"], "argument --log-level: invalid choice: 'FOO'"),
-    (["status", "--conf", "a.toml", "--log-level", "FOO"], "argument --log-level: invalid choice: 'FOO'"),
-    (["status", "--conf", "a.toml", "--set", "trigger"], "argument --set: expected SECTION.KEY=VALUE, got 'trigger'"),
-    (["run", "--conf", "a.toml", "--metrics-port", "70000"], "argument --metrics-port: expected a port 1-65535"),
-    (["zk", "--data-dir", "d", "--port", "0"], "argument --port: expected a port 1-65535"),
-    (["--conf", "a.toml", "demo"], "--conf and --set go with a command that reads a config, not 'demo'"),
-    (["leases", "list"], "the following arguments are required: --conf"),
-    (["check", "--conf", "a.toml", "--timeout", "0"], "argument --timeout: expected a number of seconds > 0"),
-], ids=lambda v: " ".join(v) if isinstance(v, list) else "")
+@pytest.mark.parametrize(
+    "argv, complaint",
+    [
+        (["--log-level", "FOO", "status", "--conf", "a.toml"], "argument --log-level: invalid choice: 'FOO'"),
+        (["status", "--conf", "a.toml", "--log-level", "FOO"], "argument --log-level: invalid choice: 'FOO'"),
+        (
+            ["status", "--conf", "a.toml", "--set", "trigger"],
+            "argument --set: expected SECTION.KEY=VALUE, got 'trigger'",
+        ),
+        (["run", "--conf", "a.toml", "--metrics-port", "70000"], "argument --metrics-port: expected a port 1-65535"),
+        (["zk", "--data-dir", "d", "--port", "0"], "argument --port: expected a port 1-65535"),
+        (["--conf", "a.toml", "demo"], "--conf and --set go with a command that reads a config, not 'demo'"),
+        (["leases", "list"], "the following arguments are required: --conf"),
+        (["check", "--conf", "a.toml", "--timeout", "0"], "argument --timeout: expected a number of seconds > 0"),
+    ],
+    ids=lambda v: " ".join(v) if isinstance(v, list) else "",
+)
 def test_a_bad_value_exits_2_with_one_error_line(argv, complaint, capsys):
     with pytest.raises(SystemExit) as exit_:
         main(argv)
@@ -115,14 +126,17 @@ def test_a_bad_value_exits_2_with_one_error_line(argv, complaint, capsys):
     assert "Traceback" not in err
 
 
-@pytest.mark.parametrize("command, retries", [("status", logging.ERROR), ("leases", logging.ERROR),
-                                              ("check", logging.ERROR), ("run", logging.NOTSET)])
+@pytest.mark.parametrize(
+    "command, retries",
+    [("status", logging.ERROR), ("leases", logging.ERROR), ("check", logging.ERROR), ("run", logging.NOTSET)],
+)
 def test_library_loggers_are_quiet_unless_debug(command, retries):
     """A command a person waits on also silences the reconnects and retries before its one line."""
     logging.getLogger("tiering.kvstore.retry").setLevel(logging.NOTSET)
     _configure_logging("INFO", command)
     assert {name: logging.getLogger(name).level for name in ("urllib3", "tenacity", "py4j")} == dict.fromkeys(
-        ("urllib3", "tenacity", "py4j"), logging.WARNING)
+        ("urllib3", "tenacity", "py4j"), logging.WARNING
+    )
     assert logging.getLogger("kazoo").level == max(retries, logging.WARNING)
     assert logging.getLogger("tiering.kvstore.retry").level == retries
 
@@ -155,8 +169,11 @@ def test_json_runtime_error_is_a_json_object_on_stdout(conf, capsys, monkeypatch
     monkeypatch.setattr("tiering.status.job_status", unreachable)
     assert main(["status", "--conf", str(conf), "--json"]) == EXIT_FAILURE
     out, err = capsys.readouterr()
-    assert json.loads(out) == {"error": "cannot connect to ZooKeeper at 127.0.0.1:9 within 10s",
-                               "kind": "CoordinationError", "exit_code": EXIT_FAILURE}
+    assert json.loads(out) == {
+        "error": "cannot connect to ZooKeeper at 127.0.0.1:9 within 10s",
+        "kind": "CoordinationError",
+        "exit_code": EXIT_FAILURE,
+    }
     assert err == "tiering: cannot connect to ZooKeeper at 127.0.0.1:9 within 10s\n"
 
 
@@ -174,6 +191,12 @@ def test_json_usage_error_is_a_json_object_on_stdout(capsys):
         main(["status", "--conf", "a.toml", "--json", "--fail-after", "0"])
     assert exit_.value.code == EXIT_USAGE
     out, err = capsys.readouterr()
-    assert json.loads(out) == {"error": "argument --fail-after: expected a whole number of rounds >= 1, got '0'",
-                               "kind": "UsageError", "exit_code": EXIT_USAGE}
-    assert err.splitlines()[-1] == "tiering status: error: argument --fail-after: expected a whole number of rounds >= 1, got '0'"
+    assert json.loads(out) == {
+        "error": "argument --fail-after: expected a whole number of rounds >= 1, got '0'",
+        "kind": "UsageError",
+        "exit_code": EXIT_USAGE,
+    }
+    assert (
+        err.splitlines()[-1]
+        == "tiering status: error: argument --fail-after: expected a whole number of rounds >= 1, got '0'"
+    )

@@ -65,14 +65,42 @@ def test_submit_builds_the_spark_submit_command_of_this_install(capsys, monkeypa
     """spark-submit's options before the entry, tiering run's after it; --set and --log-level
     from before or after the subcommand reach the job."""
     monkeypatch.delenv("SPARK_HOME", raising=False)
-    argv = ["--set", "trigger.interval_s=1", "submit", "--conf", "t.toml", "--available-now", "--metrics-port", "9108",
-            "--log-level", "WARNING", "--dry-run", "--", "--master", "local[2]", "--conf", "spark.ui.enabled=false"]
+    argv = [
+        "--set",
+        "trigger.interval_s=1",
+        "submit",
+        "--conf",
+        "t.toml",
+        "--available-now",
+        "--metrics-port",
+        "9108",
+        "--log-level",
+        "WARNING",
+        "--dry-run",
+        "--",
+        "--master",
+        "local[2]",
+        "--conf",
+        "spark.ui.enabled=false",
+    ]
     assert main(argv) == EXIT_OK
     command = shlex.split(capsys.readouterr().out)
-    assert command == [str(Path(sys.executable).with_name("spark-submit")), "--master", "local[2]",
-                       "--conf", "spark.ui.enabled=false", str(submit.ENTRY),
-                       "--conf", "t.toml", "--set=trigger.interval_s=1", "--log-level", "WARNING", "--available-now",
-                       "--metrics-port", "9108"]
+    assert command == [
+        str(Path(sys.executable).with_name("spark-submit")),
+        "--master",
+        "local[2]",
+        "--conf",
+        "spark.ui.enabled=false",
+        str(submit.ENTRY),
+        "--conf",
+        "t.toml",
+        "--set=trigger.interval_s=1",
+        "--log-level",
+        "WARNING",
+        "--available-now",
+        "--metrics-port",
+        "9108",
+    ]
     assert submit.ENTRY.is_file() and submit.ENTRY.parent.name == "jobs"
 
 
@@ -92,11 +120,18 @@ def test_submit_refuses_spark_options_not_after_the_separator(capsys):
 
 def test_submit_returns_spark_submit_s_exit_code(tmp_path, capsys):
     fake = tmp_path / "spark-submit"
-    fake.write_text("#!/bin/sh\necho \"$@\" > \"$(dirname \"$0\")/args\"\nexit 2\n")
+    fake.write_text('#!/bin/sh\necho "$@" > "$(dirname "$0")/args"\nexit 2\n')
     fake.chmod(0o755)
     assert main(["submit", "--conf", "t.toml", "--spark-submit", str(fake), "--", "--master", "local"]) == 2
-    assert (tmp_path / "args").read_text().split() == ["--master", "local", str(submit.ENTRY), "--conf", "t.toml",
-                                                       "--log-level", "INFO"]
+    assert (tmp_path / "args").read_text().split() == [
+        "--master",
+        "local",
+        str(submit.ENTRY),
+        "--conf",
+        "t.toml",
+        "--log-level",
+        "INFO",
+    ]
 
 
 def test_a_command_needing_a_missing_extra_names_it(monkeypatch, capsys):
@@ -105,6 +140,7 @@ def test_a_command_needing_a_missing_extra_names_it(monkeypatch, capsys):
     assert main(["demo"]) == EXIT_USAGE
     assert main(["kv-store", "serve", "--data-dir", "/nonexistent", "--port", "1"]) == EXIT_USAGE
     err = capsys.readouterr().err.splitlines()
-    assert err == ["tiering: tiering demo needs the 'demo' extra (missing: uvicorn): pip install 'kv-tiering[demo]'",
-                   "tiering: the reference KV store needs the 'store' extra (missing: uvicorn): "
-                   "pip install 'kv-tiering[store]'"]
+    assert err == [
+        "tiering: tiering demo needs the 'demo' extra (missing: uvicorn): pip install 'kv-tiering[demo]'",
+        "tiering: the reference KV store needs the 'store' extra (missing: uvicorn): pip install 'kv-tiering[store]'",
+    ]

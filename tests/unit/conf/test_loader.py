@@ -50,7 +50,12 @@ def test_shipped_default_config_loads() -> None:
 
 def test_minimal_file_gets_defaults(tmp_path: Path) -> None:
     c = load_config(write(tmp_path, MINIMAL), env={})
-    assert (c.job.name, c.trigger.interval_s, c.lease.duration_s, c.tables.include) == ("orders-tiering", 5.0, 600.0, ["*"])
+    assert (c.job.name, c.trigger.interval_s, c.lease.duration_s, c.tables.include) == (
+        "orders-tiering",
+        5.0,
+        600.0,
+        ["*"],
+    )
 
 
 def test_precedence_file_then_env_then_overrides(tmp_path: Path) -> None:
@@ -88,8 +93,20 @@ def test_env_defaults_to_os_environ(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     assert load_config(write(tmp_path, MINIMAL)).lease.duration_s == 30.0
 
 
-@pytest.mark.parametrize(("text", "value"), [("true", True), ("TRUE", True), ("1", True), ("yes", True), ("on", True),
-                                             ("false", False), ("0", False), ("No", False), ("off", False)])
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ("true", True),
+        ("TRUE", True),
+        ("1", True),
+        ("yes", True),
+        ("on", True),
+        ("false", False),
+        ("0", False),
+        ("No", False),
+        ("off", False),
+    ],
+)
 def test_env_booleans(tmp_path: Path, text: str, value: bool) -> None:
     c = load_config(write(tmp_path, MINIMAL), env={"TIERING_TRIGGER_AVAILABLE_NOW": text})
     assert c.trigger.available_now is value
@@ -130,7 +147,9 @@ def test_table_parallelism_follows_the_lake_unless_set(tmp_path: Path) -> None:
     assert load_config(path, env={}, overrides=s3).lake.table_parallelism == 32
     assert load_config(path, env={"TIERING_LAKE_TABLE_PARALLELISM": "4"}, overrides=s3).lake.table_parallelism == 4
     assert load_config(path, env={}, overrides={**s3, "lake.table_parallelism": 8}).lake.table_parallelism == 8
-    refused = write(tmp_path, MINIMAL.replace('root = "/data/lake"', 'root = "s3://bucket/lake"\ntable_parallelism = 0'))
+    refused = write(
+        tmp_path, MINIMAL.replace('root = "/data/lake"', 'root = "s3://bucket/lake"\ntable_parallelism = 0')
+    )
     assert problems(refused) == [f"lake.table_parallelism ({refused}): expected integer >= 1, got 0"]
 
 
@@ -159,13 +178,22 @@ def test_a_codec_outside_the_allowed_ones_is_refused_naming_them(tmp_path: Path)
 @pytest.mark.parametrize(
     ("extra", "problem"),
     [
-        ("[trigger]\ninterval_s = \"5\"", "trigger.interval_s ({p}): expected number > 0, got '5'"),
+        ('[trigger]\ninterval_s = "5"', "trigger.interval_s ({p}): expected number > 0, got '5'"),
         ("[trigger]\navailable_now = 1", "trigger.available_now ({p}): expected boolean, got 1"),
-        ("[limits]\nmax_splits_per_trigger = 1.5", "limits.max_splits_per_trigger ({p}): expected integer >= 0, got 1.5"),
+        (
+            "[limits]\nmax_splits_per_trigger = 1.5",
+            "limits.max_splits_per_trigger ({p}): expected integer >= 0, got 1.5",
+        ),
         ("[limits]\nmax_bytes_per_trigger = -1", "limits.max_bytes_per_trigger ({p}): expected integer >= 0, got -1"),
-        ("[tables]\ninclude = \"orders\"", "tables.include ({p}): expected non-empty list of glob patterns, got 'orders'"),
-        ("[tables]\nexclude = [\"a\", 3]", "tables.exclude[1] ({p}): expected string, got 3"),
-        ("[spark]\n\"spark.jars\" = [\"a.jar\"]", "spark.spark.jars ({p}): expected string, number or boolean, got ['a.jar']"),
+        (
+            '[tables]\ninclude = "orders"',
+            "tables.include ({p}): expected non-empty list of glob patterns, got 'orders'",
+        ),
+        ('[tables]\nexclude = ["a", 3]', "tables.exclude[1] ({p}): expected string, got 3"),
+        (
+            '[spark]\n"spark.jars" = ["a.jar"]',
+            "spark.spark.jars ({p}): expected string, number or boolean, got ['a.jar']",
+        ),
         ("trigger = 5", "trigger ({p}): expected a [trigger] table, got 5"),
         ("[jobs]\nx = 1", "jobs ({p}): unknown section; did you mean 'job'?"),
     ],
@@ -181,7 +209,9 @@ def test_key_outside_a_section_says_where_it_belongs(tmp_path: Path) -> None:
 
 
 def test_validator_details_are_kept(tmp_path: Path) -> None:
-    path = write(tmp_path, MINIMAL.replace('"127.0.0.1:2181"', '"zk1:2181,zk2:99999"').replace('"orders-tiering"', '".."'))
+    path = write(
+        tmp_path, MINIMAL.replace('"127.0.0.1:2181"', '"zk1:2181,zk2:99999"').replace('"orders-tiering"', '".."')
+    )
     assert problems(path) == [
         f"job.name ({path}): expected name matching [A-Za-z0-9._-]+, got '..' "
         "('.' and '..' are not valid ZooKeeper path segments)",
@@ -198,7 +228,9 @@ def test_section_level_rule_names_section_and_source(tmp_path: Path) -> None:
 
 
 def test_missing_required_keys_each_reported(tmp_path: Path) -> None:
-    path = write(tmp_path, MINIMAL.replace('url = "http://127.0.0.1:8420"', "").replace("[lake]\nroot = \"/data/lake\"", ""))
+    path = write(
+        tmp_path, MINIMAL.replace('url = "http://127.0.0.1:8420"', "").replace('[lake]\nroot = "/data/lake"', "")
+    )
     assert problems(path) == ["kvstore.url: required, missing", "lake.root: required, missing"]
 
 
@@ -208,7 +240,9 @@ def test_malformed_toml_names_file_and_line(tmp_path: Path) -> None:
 
 
 def test_missing_directory_and_non_utf8_files(tmp_path: Path) -> None:
-    assert problems(tmp_path / "nope.toml") == [f"{tmp_path / 'nope.toml'}: cannot read config file: No such file or directory"]
+    assert problems(tmp_path / "nope.toml") == [
+        f"{tmp_path / 'nope.toml'}: cannot read config file: No such file or directory"
+    ]
     assert problems(tmp_path) == [f"{tmp_path}: cannot read config file: Is a directory"]
     latin1 = tmp_path / "latin1.toml"
     latin1.write_bytes(b'[job]\nname = "caf\xe9"\n')
@@ -244,17 +278,25 @@ def test_bad_environment(tmp_path: Path) -> None:
 
 
 def test_bad_overrides(tmp_path: Path) -> None:
-    overrides = {"trigger.available": True, "trigger": 1, "lease.duration_s": "soon", "limits.max_splits_per_trigger": -2}
+    overrides = {
+        "trigger.available": True,
+        "trigger": 1,
+        "lease.duration_s": "soon",
+        "limits.max_splits_per_trigger": -2,
+    }
     assert problems(write(tmp_path, MINIMAL), overrides=overrides) == [
         "trigger.available (override): unknown key; did you mean 'trigger.available_now'?",
-        "trigger (override): unknown key; expected one of 'trigger.available_now', 'trigger.interval_s', 'trigger.stop_wait_s'",
+        "trigger (override): unknown key; expected one of "
+        "'trigger.available_now', 'trigger.interval_s', 'trigger.stop_wait_s'",
         "lease.duration_s (override): expected number > 0, got 'soon'",
         "limits.max_splits_per_trigger (override): expected integer >= 0, got -2",
     ]
 
 
 def test_secrets_never_appear_in_errors(tmp_path: Path) -> None:
-    path = write(tmp_path, MINIMAL.replace('url = "http://127.0.0.1:8420"', 'url = "http://127.0.0.1:8420"\ntoken = 12345'))
+    path = write(
+        tmp_path, MINIMAL.replace('url = "http://127.0.0.1:8420"', 'url = "http://127.0.0.1:8420"\ntoken = 12345')
+    )
     assert problems(path, env={"TIERING_ZOOKEEPER_AUTH_PASSWORD": "pw-hunter2"}) == [
         f"kvstore.token ({path}): expected string (secret), got a value of type int (hidden)",
         f"zookeeper ({path}, env TIERING_ZOOKEEPER_AUTH_PASSWORD): "
@@ -280,8 +322,11 @@ writer = "delta"
 interval_s = 0
 """,
     )
-    found = problems(path, env={"TIERING_TRIGGER_AVAILABLE_NOW": "maybe", "TIERING_LEAS_RENEW": "true"},
-                     overrides={"limits.max_split_per_trigger": 3})
+    found = problems(
+        path,
+        env={"TIERING_TRIGGER_AVAILABLE_NOW": "maybe", "TIERING_LEAS_RENEW": "true"},
+        overrides={"limits.max_split_per_trigger": 3},
+    )
     assert found == [
         "TIERING_LEAS_RENEW (env): unknown setting; did you mean 'TIERING_LEASE_RENEW'?",
         "trigger.available_now (env TIERING_TRIGGER_AVAILABLE_NOW): expected boolean, got 'maybe'",
@@ -298,7 +343,9 @@ interval_s = 0
 def test_file_retention_below_the_safe_minimum_is_refused_naming_the_key(tmp_path: Path) -> None:
     path = write(tmp_path, MINIMAL + "[maintenance]\nfile_retention_hours = 1\nevery_rounds = 10\n")
     assert problems(path) == [f"maintenance.file_retention_hours ({path}): expected integer >= 24, got 1"]
-    assert load_config(path, env={"TIERING_MAINTENANCE_FILE_RETENTION_HOURS": "24"}).maintenance.file_retention_hours == 24
+    assert (
+        load_config(path, env={"TIERING_MAINTENANCE_FILE_RETENTION_HOURS": "24"}).maintenance.file_retention_hours == 24
+    )
 
 
 @pytest.mark.parametrize(
@@ -312,7 +359,10 @@ def test_the_change_data_feed_refuses_a_writer_that_cannot_record_it(tmp_path, l
     path = write(tmp_path, MINIMAL.replace("[lake]", f"[lake]\nchange_data_feed = true\n{lake}"))
     (problem,) = problems(path)
     assert problem.startswith(f"lake ({path}): lake.change_data_feed = true ") and message in problem
-    assert load_config(write(tmp_path, MINIMAL.replace("[lake]", f"[lake]\n{lake}")), env={}).lake.change_data_feed is False
+    assert (
+        load_config(write(tmp_path, MINIMAL.replace("[lake]", f"[lake]\n{lake}")), env={}).lake.change_data_feed
+        is False
+    )
 
 
 @pytest.mark.parametrize("source", ["file", "env", "override"])
@@ -332,7 +382,10 @@ def test_a_new_key_set_beside_the_old_one_wins_and_the_old_one_is_checked_like_i
     lake = load_config(path, env={}).lake
     assert (lake.driver_max_changes, lake.merge_max_rows) == (12, 5)
     assert problems(path, env={"TIERING_LAKE_MERGE_MAX_CHANGES": "many"}) == [
-        "lake.merge_max_changes (env TIERING_LAKE_MERGE_MAX_CHANGES): expected integer >= 0, got 'many'"]
+        "lake.merge_max_changes (env TIERING_LAKE_MERGE_MAX_CHANGES): expected integer >= 0, got 'many'"
+    ]
     bad = write(tmp_path, MINIMAL.replace("[lake]", "[lake]\nmerge_max_changes = -1"), name="bad.toml")
-    assert problems(bad) == [f"lake.driver_max_changes ({bad}, as lake.merge_max_changes): expected integer >= 0, got -1",
-                             f"lake.merge_max_rows ({bad}, as lake.merge_max_changes): expected integer >= 0, got -1"]
+    assert problems(bad) == [
+        f"lake.driver_max_changes ({bad}, as lake.merge_max_changes): expected integer >= 0, got -1",
+        f"lake.merge_max_rows ({bad}, as lake.merge_max_changes): expected integer >= 0, got -1",
+    ]

@@ -64,7 +64,9 @@ def test_tables_selects_by_glob_exclude_wins_case_sensitive(include, exclude, se
 
 
 def test_spark_nested_tables_flatten_and_values_become_strings() -> None:
-    c = config(spark={"spark": {"sql": {"shuffle": {"partitions": 4}}, "ui.enabled": False}, "x.ratio": 0.5, "x.s": "v"})
+    c = config(
+        spark={"spark": {"sql": {"shuffle": {"partitions": 4}}, "ui.enabled": False}, "x.ratio": 0.5, "x.s": "v"}
+    )
     assert c.spark == {
         "spark.sql.shuffle.partitions": "4",
         "spark.ui.enabled": "false",

@@ -66,4 +66,4 @@ def test_java_falls_back_to_path_when_java_home_is_wrong(monkeypatch, tmp_path):
 
 def test_an_unstarted_server_has_no_address():
     with pytest.raises(CoordinationError, match="never started"):
-        EmbeddedZooKeeper().hosts
+        _ = EmbeddedZooKeeper().hosts

@@ -191,7 +191,9 @@ def test_recreated_table_with_nothing_to_plan_carries_no_old_positions():
 
 
 def test_partially_tiered_table_bootstraps_only_the_untiered_bucket():
-    p = plan(table(ranges=((0, 50), (0, 50)), snapshots=(snap(0, 4, 40), snap(1, 4, 45)), lake=LakePosition(3, {0: 20})))
+    p = plan(
+        table(ranges=((0, 50), (0, 50)), snapshots=(snap(0, 4, 40), snap(1, 4, 45)), lake=LakePosition(3, {0: 20}))
+    )
     assert p.splits == (
         LogSplit("orders", 0, 3, 20, 50),
         SnapshotSplit("orders", 1, 3, 4, 45),
@@ -365,7 +367,9 @@ def test_rounds_under_limits_cover_every_offset_exactly_once():
     lake: dict[str, LakePosition] = {}
     covered: dict[tuple[str, int], list[tuple[int, int]]] = {}
     for r in range(20):
-        p = plan(*[TableInput(t.info, t.snapshots, t.logs, lake.get(t.info.name)) for t in inputs], round=r, max_splits=2)
+        p = plan(
+            *[TableInput(t.info, t.snapshots, t.logs, lake.get(t.info.name)) for t in inputs], round=r, max_splits=2
+        )
         for s in p.splits:
             rng = (0, s.log_offset) if isinstance(s, SnapshotSplit) else (s.start_offset, s.end_offset)
             covered.setdefault((s.table, s.bucket), []).append(rng)
@@ -373,5 +377,5 @@ def test_rounds_under_limits_cover_every_offset_exactly_once():
             lake[t.table] = LakePosition(t.table_id, {b: pos.log for b, pos in t.positions.items()})
     assert {k: v.buckets for k, v in lake.items()} == {"a": {0: 30, 1: 7}, "b": {0: 50, 1: 12}}
     for ranges in covered.values():
-        assert all(prev[1] == nxt[0] for prev, nxt in zip(ranges, ranges[1:]))
+        assert all(prev[1] == nxt[0] for prev, nxt in zip(ranges, ranges[1:], strict=False))
     assert covered[("b", 0)][0] == (0, 20)  # bootstrapped from the snapshot, then the log from 20

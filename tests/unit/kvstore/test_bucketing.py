@@ -28,7 +28,7 @@ COLUMNS = st.one_of(
 def test_every_row_lands_in_its_bucket_of(key, num_buckets):
     rows = min(len(values) for _, values in key)
     names = [f"k{i}" for i in range(len(key))]
-    data = pa.table({n: pa.array(values[:rows], kind) for n, (kind, values) in zip(names, key)})
+    data = pa.table({n: pa.array(values[:rows], kind) for n, (kind, values) in zip(names, key, strict=False)})
 
     keys, groups = rows_by_bucket(data, names, num_buckets)
 

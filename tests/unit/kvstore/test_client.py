@@ -86,15 +86,24 @@ def test_an_answer_without_the_stores_envelope_names_who_answered():
     """Another server on the store's port (its old one, taken over) answers 404 with no error code."""
     error = error_for(404, {"detail": "Not Found"}, "GET", "/v1/tables", store="http://127.0.0.1:8080")
     assert isinstance(error, NotFoundError)
-    assert str(error) == ("http://127.0.0.1:8080 answered 404 without the KV store's error envelope: "
-                          '{"detail": "Not Found"} (GET /v1/tables)')
+    assert str(error) == (
+        "http://127.0.0.1:8080 answered 404 without the KV store's error envelope: "
+        '{"detail": "Not Found"} (GET /v1/tables)'
+    )
     enveloped = error_for(404, {"error": "TABLE_NOT_FOUND", "message": "no table t"}, "GET", "/v1/tables/t", store="x")
     assert str(enveloped) == "no table t (GET /v1/tables/t)"
 
 
-_STATUS_KINDS = {400: BadRequestError, 413: BadRequestError, 401: UnauthorizedError, 404: NotFoundError,
-                 409: ConflictError, 410: SnapshotUnavailableError, 408: StoreUnavailableError,
-                 429: StoreUnavailableError}
+_STATUS_KINDS = {
+    400: BadRequestError,
+    413: BadRequestError,
+    401: UnauthorizedError,
+    404: NotFoundError,
+    409: ConflictError,
+    410: SnapshotUnavailableError,
+    408: StoreUnavailableError,
+    429: StoreUnavailableError,
+}
 _JSON = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
@@ -103,8 +112,9 @@ _JSON = st.recursive(
 _FOREIGN_BODIES = st.one_of(
     _JSON,
     st.fixed_dictionaries({"error": st.fixed_dictionaries({"code": st.integers(400, 599), "message": st.text()})}),
-    st.fixed_dictionaries({"error": st.integers() | st.none() | st.just("") | st.lists(st.text())},
-                          optional={"message": _JSON}),
+    st.fixed_dictionaries(
+        {"error": st.integers() | st.none() | st.just("") | st.lists(st.text())}, optional={"message": _JSON}
+    ),
     st.fixed_dictionaries({"error": st.text(min_size=1)}, optional={"message": st.integers() | st.lists(st.text())}),
     st.text(),
     st.just("<html><body><h1>503 Service Temporarily Unavailable</h1></body></html>"),
@@ -112,8 +122,11 @@ _FOREIGN_BODIES = st.one_of(
 
 
 @settings(max_examples=400, deadline=None)
-@given(status=st.integers(400, 599), body=_FOREIGN_BODIES,
-       path=st.sampled_from(["/v1/leases/job-1/release", "/v1/tables/t/lake", "/v1/logs", "/v1/leases"]))
+@given(
+    status=st.integers(400, 599),
+    body=_FOREIGN_BODIES,
+    path=st.sampled_from(["/v1/leases/job-1/release", "/v1/tables/t/lake", "/v1/logs", "/v1/leases"]),
+)
 def test_any_answer_in_a_foreign_shape_is_the_typed_error_of_its_status_naming_who_answered(status, body, path):
     """A gateway in front of the store answers in its own shape; whatever it says, the client
     raises the error its status means (never a TypeError from reading it) and names the answerer."""
@@ -132,8 +145,10 @@ def test_a_gateways_503_on_a_release_is_unavailable_naming_it():
     body = {"error": {"code": 503, "message": "upstream connect error"}}
     error = error_for(503, body, "POST", "/v1/leases/j-1/release", store="http://gw:8443")
     assert type(error) is StoreUnavailableError and error.code == ""
-    assert str(error) == ('KV store at http://gw:8443 answered 503: {"error": {"code": 503, "message": "upstream '
-                          'connect error"}} (POST /v1/leases/j-1/release)')
+    assert str(error) == (
+        'KV store at http://gw:8443 answered 503: {"error": {"code": 503, "message": "upstream '
+        'connect error"}} (POST /v1/leases/j-1/release)'
+    )
 
 
 @pytest.mark.parametrize(("body", "shown"), [("", "an empty body"), (None, "null"), ("x" * 1000, "x" * 300 + "...")])
@@ -183,7 +198,11 @@ def test_a_copy_with_a_retry_deadline_keeps_the_store_and_the_shorter_deadline()
     client = KvStoreClient(f"http://127.0.0.1:{free_port()}", "secret", timeout_s=2)
     table_calls = client.with_retry_deadline(0.5)
     assert (table_calls.url, table_calls.token, table_calls.timeout_s, table_calls.retry_deadline_s) == (
-        client.url, "secret", 2, 0.5)
+        client.url,
+        "secret",
+        2,
+        0.5,
+    )
     assert client.retry_deadline_s is None, "the original keeps the full deadline"
     assert KvStoreClient(client.url, retry_deadline_s=0.2).with_retry_deadline(5).retry_deadline_s == 0.2
     started = time.monotonic()
@@ -218,8 +237,13 @@ def test_the_session_takes_proxies_and_ca_bundle_from_the_environment_once(monke
 # A newer store's answers: every object of every answer the client reads carries a field no model of
 # this release knows (the maps of bucket -> offset excepted: their keys are data, not fields).
 _MAPS = {"lake", "buckets"}
-_TABLE = {"name": "t", "schema": [{"name": "id", "type": "bigint"}], "primary_key": ["id"], "num_buckets": 1,
-          "table_id": 7}
+_TABLE = {
+    "name": "t",
+    "schema": [{"name": "id", "type": "bigint"}],
+    "primary_key": ["id"],
+    "num_buckets": 1,
+    "table_id": 7,
+}
 _SNAPSHOT = {"bucket": 0, "snapshot_id": 1, "log_offset": 1, "files": ["f"], "row_count": 1, "size_bytes": 10}
 _LOG = {"table_id": 7, "buckets": [{"bucket": 0, "log_start_offset": 0, "log_end_offset": 1}]}
 _SEGMENTS = {"bucket": 0, "segments": [{"start_offset": 0, "end_offset": 1, "file": "s"}]}
@@ -228,41 +252,58 @@ _LEASE = {"lease_id": "l", "epoch": 1, "expires_at_ms": 5, "snapshots": [_REF]}
 _REPORT = {"table_id": 7, "epoch": 1, "lake_version": 0, "buckets": {"0": 1}, "job": "j"}
 _REFUSAL = {"error": "OTHER_JOB", "message": "job 'j' holds it"}
 _ANSWERS: dict[tuple[str, str], Any] = {
-    ("POST", "/v1/tables"): _TABLE, ("GET", "/v1/tables"): {"tables": [_TABLE]}, ("GET", "/v1/tables/t"): _TABLE,
+    ("POST", "/v1/tables"): _TABLE,
+    ("GET", "/v1/tables"): {"tables": [_TABLE]},
+    ("GET", "/v1/tables/t"): _TABLE,
     ("POST", "/v1/tables/t/columns"): _TABLE,
     ("POST", "/v1/tables/t/rows"): {"table_id": 7, "rows": 1, "records": 1, "buckets": {"0": [0, 1]}},
     ("POST", "/v1/tables/t/snapshots"): {"table_id": 7, "buckets": [_SNAPSHOT]},
     ("GET", "/v1/tables/t/snapshots"): {"table_id": 7, "buckets": [_SNAPSHOT]},
-    ("GET", "/v1/tables/t/buckets/0/snapshots/1"): _SNAPSHOT, ("GET", "/v1/tables/t/log"): _LOG,
+    ("GET", "/v1/tables/t/buckets/0/snapshots/1"): _SNAPSHOT,
+    ("GET", "/v1/tables/t/log"): _LOG,
     ("GET", "/v1/tables/t/buckets/0/log"): {"segments": _SEGMENTS["segments"]},
     ("POST", "/v1/tables/t/log/segments"): {"buckets": [_SEGMENTS]},
     ("GET", "/v1/logs"): {"tables": [{**_LOG, "name": "t", "lake": {"0": 1}, "lake_job": "j"}], "missing": []},
     ("POST", "/v1/logs"): {"tables": [{**_LOG, "name": "t", "lake": {"0": 1}, "lake_job": "j"}], "missing": ["gone"]},
     ("POST", "/v1/segments"): {"tables": [{"table": "t", "buckets": [_SEGMENTS]}, {"table": "u", "error": _REFUSAL}]},
-    ("POST", "/v1/leases/l/acquire"): {**_LEASE, "unavailable": [_REF]}, ("POST", "/v1/leases/l/renew"): _LEASE,
-    ("POST", "/v1/leases/l/release"): _LEASE, ("GET", "/v1/leases"): {"leases": [_LEASE]}, ("GET", "/v1/leases/l"): _LEASE,
+    ("POST", "/v1/leases/l/acquire"): {**_LEASE, "unavailable": [_REF]},
+    ("POST", "/v1/leases/l/renew"): _LEASE,
+    ("POST", "/v1/leases/l/release"): _LEASE,
+    ("GET", "/v1/leases"): {"leases": [_LEASE]},
+    ("GET", "/v1/leases/l"): _LEASE,
     ("POST", "/v1/lake-reports"): {"results": [{"table": "t", "error": None}, {"table": "u", "error": _REFUSAL}]},
-    ("GET", "/v1/tables/t/lake"): _REPORT, ("DELETE", "/v1/tables/t/lake"): _REPORT,
+    ("GET", "/v1/tables/t/lake"): _REPORT,
+    ("DELETE", "/v1/tables/t/lake"): _REPORT,
 }
 _RANGE = [LogRange(bucket=0, from_offset=0, to_offset=1)]
 #: Every client call that reads an answer.
 _READS: dict[str, Callable[[KvStoreClient], Any]] = {
-    "create_table": lambda c: c.create_table(TableSpec(name="t", schema=[{"name": "id", "type": "bigint"}],
-                                                       primary_key=["id"], num_buckets=1)),
-    "list_tables": lambda c: c.list_tables(), "get_table": lambda c: c.get_table("t"),
-    "add_column": lambda c: c.add_column("t", "c", "string"), "upsert": lambda c: c.upsert("t", [{"id": 1}]),
-    "delete": lambda c: c.delete("t", [{"id": 1}]), "write_arrow": lambda c: c.write_arrow("t", pa.table({"id": [1]})),
-    "take_snapshots": lambda c: c.take_snapshots("t"), "latest_snapshots": lambda c: c.latest_snapshots("t"),
-    "get_snapshot": lambda c: c.get_snapshot("t", 0, 1), "log_info": lambda c: c.log_info("t"),
-    "log_segments": lambda c: c.log_segments("t", 0, 0, 1), "table_segments": lambda c: c.table_segments("t", _RANGE),
-    "logs": lambda c: (c.logs(), c.logs(["t", "gone"])), "segments": lambda c: c.segments({"t": _RANGE, "u": _RANGE}),
+    "create_table": lambda c: c.create_table(
+        TableSpec(name="t", schema=[{"name": "id", "type": "bigint"}], primary_key=["id"], num_buckets=1)
+    ),
+    "list_tables": lambda c: c.list_tables(),
+    "get_table": lambda c: c.get_table("t"),
+    "add_column": lambda c: c.add_column("t", "c", "string"),
+    "upsert": lambda c: c.upsert("t", [{"id": 1}]),
+    "delete": lambda c: c.delete("t", [{"id": 1}]),
+    "write_arrow": lambda c: c.write_arrow("t", pa.table({"id": [1]})),
+    "take_snapshots": lambda c: c.take_snapshots("t"),
+    "latest_snapshots": lambda c: c.latest_snapshots("t"),
+    "get_snapshot": lambda c: c.get_snapshot("t", 0, 1),
+    "log_info": lambda c: c.log_info("t"),
+    "log_segments": lambda c: c.log_segments("t", 0, 0, 1),
+    "table_segments": lambda c: c.table_segments("t", _RANGE),
+    "logs": lambda c: (c.logs(), c.logs(["t", "gone"])),
+    "segments": lambda c: c.segments({"t": _RANGE, "u": _RANGE}),
     "lake_holders": lambda c: c.lake_holders(["t"]),
     "acquire_lease": lambda c: c.acquire_lease("l", 1, 1000, [SnapshotRef(**_REF)]),
     "renew_lease": lambda c: c.renew_lease("l", 1, 1000),
     "release_lease": lambda c: c.release_lease("l", 1, [BucketRef(table_id=7, bucket=0)]),
-    "list_leases": lambda c: c.list_leases(), "get_lease": lambda c: c.get_lease("l"),
+    "list_leases": lambda c: c.list_leases(),
+    "get_lease": lambda c: c.get_lease("l"),
     "report_lakes": lambda c: c.report_lakes({"t": LakeReport(**_REPORT), "u": LakeReport(**_REPORT)}),
-    "drop_lake": lambda c: c.drop_lake("t"), "get_lake": lambda c: c.get_lake("t"),
+    "drop_lake": lambda c: c.drop_lake("t"),
+    "get_lake": lambda c: c.get_lake("t"),
 }
 #: Client calls that read no answer (or only its status or text).
 _NO_ANSWER = {"health", "drop_table", "report_lake", "drop_lease", "metrics", "with_retry_deadline"}
@@ -315,7 +356,9 @@ def _comparable(value: Any) -> Any:
 
 
 def test_every_call_covered_here():
-    public = {name for name, member in inspect.getmembers(KvStoreClient, inspect.isfunction) if not name.startswith("_")}
+    public = {
+        name for name, member in inspect.getmembers(KvStoreClient, inspect.isfunction) if not name.startswith("_")
+    }
     assert public == set(_READS) | _NO_ANSWER, "a new client call: does it read an answer? add it to _READS"
 
 

@@ -19,10 +19,15 @@ pytestmark = pytest.mark.unit
 @pytest.mark.parametrize(
     ("name", "why"),
     [
-        ("", "must not be empty"), (".", "is a relative path component"), ("..", "is a relative path component"),
-        ("../x", "contains the path separator '/'"), ("a\\b", "contains the path separator '\\\\'"),
-        ("a\x00b", "contains the control character '\\x00'"), ("a\nb", "contains the control character '\\n'"),
-        (" a", "starts or ends with whitespace"), ("a\u3000", "starts or ends with whitespace"),
+        ("", "must not be empty"),
+        (".", "is a relative path component"),
+        ("..", "is a relative path component"),
+        ("../x", "contains the path separator '/'"),
+        ("a\\b", "contains the path separator '\\\\'"),
+        ("a\x00b", "contains the control character '\\x00'"),
+        ("a\nb", "contains the control character '\\n'"),
+        (" a", "starts or ends with whitespace"),
+        ("a\u3000", "starts or ends with whitespace"),
         ("a" * 256, "is 256 bytes long in UTF-8; at most 255 are allowed"),
         ("€" * 86, "is 258 bytes long in UTF-8"),
     ],
@@ -40,8 +45,13 @@ def test_other_table_names_are_data(name):
 
 @pytest.mark.parametrize(
     ("name", "why"),
-    [("__bucket", "is reserved"), ("__", "is reserved"), ("", "must not be empty"), ("a\tb", "control character"),
-     ("x" * 256, "at most 255")],
+    [
+        ("__bucket", "is reserved"),
+        ("__", "is reserved"),
+        ("", "must not be empty"),
+        ("a\tb", "control character"),
+        ("x" * 256, "at most 255"),
+    ],
 )
 def test_reserved_and_unsafe_column_names_are_refused(name, why):
     with pytest.raises(ValueError, match=why):
@@ -51,8 +61,12 @@ def test_reserved_and_unsafe_column_names_are_refused(name, why):
 def test_columns_differing_only_by_case_are_duplicates_as_in_spark():
     assert duplicate_names(["id", "Id", "name", "NAME", "x"]) == ["Id", "NAME"]
     with pytest.raises(ValidationError, match="duplicate column names .*\\['ID'\\]"):
-        TableSpec(name="t", schema=[{"name": "id", "type": "int"}, {"name": "ID", "type": "int"}],
-                  primary_key=["id"], num_buckets=1)
+        TableSpec(
+            name="t",
+            schema=[{"name": "id", "type": "int"}, {"name": "ID", "type": "int"}],
+            primary_key=["id"],
+            num_buckets=1,
+        )
 
 
 def test_only_nullable_columns_can_be_added():
@@ -79,8 +93,16 @@ def test_table_dirs_keep_the_old_layout_for_old_names_and_never_carry_a_nasty_na
 
 @pytest.mark.parametrize(
     ("value", "encoded"),
-    [("orders", "orders"), ("a/b", "a%2Fb"), ("..", "%2E%2E"), ("a.b", "a%2Eb"), ("?x#y", "%3Fx%23y"),
-     ("50%", "50%25"), ("a b", "a%20b"), ("表", "%E8%A1%A8")],
+    [
+        ("orders", "orders"),
+        ("a/b", "a%2Fb"),
+        ("..", "%2E%2E"),
+        ("a.b", "a%2Eb"),
+        ("?x#y", "%3Fx%23y"),
+        ("50%", "50%25"),
+        ("a b", "a%20b"),
+        ("表", "%E8%A1%A8"),
+    ],
 )
 def test_client_sends_a_name_as_one_url_segment(value, encoded):
     assert segment(value) == encoded

@@ -16,11 +16,17 @@ from tiering.kvstore.server.store import Store
 pytestmark = pytest.mark.unit
 
 BODIES = {
-    ("post", "/v1/tables"), ("post", "/v1/tables/{name}/columns"), ("post", "/v1/tables/{name}/rows"),
+    ("post", "/v1/tables"),
+    ("post", "/v1/tables/{name}/columns"),
+    ("post", "/v1/tables/{name}/rows"),
     ("post", "/v1/tables/{name}/log/segments"),
-    ("post", "/v1/leases/{lease_id}/acquire"), ("post", "/v1/leases/{lease_id}/renew"),
-    ("post", "/v1/leases/{lease_id}/release"), ("put", "/v1/tables/{name}/lake"),
-    ("post", "/v1/logs"), ("post", "/v1/segments"), ("post", "/v1/lake-reports"),
+    ("post", "/v1/leases/{lease_id}/acquire"),
+    ("post", "/v1/leases/{lease_id}/renew"),
+    ("post", "/v1/leases/{lease_id}/release"),
+    ("put", "/v1/tables/{name}/lake"),
+    ("post", "/v1/logs"),
+    ("post", "/v1/segments"),
+    ("post", "/v1/lake-reports"),
 }
 
 

@@ -17,9 +17,16 @@ from tiering.kvstore.server.files import live_state, log_schema, snapshot_schema
 pytestmark = pytest.mark.unit
 
 INFO = TableInfo(
-    name="t", table_id=1, num_buckets=2, primary_key=["id"],
-    schema=[{"name": "id", "type": "bigint"}, {"name": "d", "type": "decimal(5,2)"},
-            {"name": "at", "type": "timestamp"}, {"name": "n", "type": "tinyint"}],
+    name="t",
+    table_id=1,
+    num_buckets=2,
+    primary_key=["id"],
+    schema=[
+        {"name": "id", "type": "bigint"},
+        {"name": "d", "type": "decimal(5,2)"},
+        {"name": "at", "type": "timestamp"},
+        {"name": "n", "type": "tinyint"},
+    ],
 )
 
 
@@ -32,10 +39,15 @@ def _arrow(table: pa.Table) -> bytes:
 
 def test_json_rows_convert_to_the_column_types():
     data = rows.from_json(INFO, "upsert", [{"id": 1, "d": "1.5", "at": "2024-01-01T00:00:00"}, {"id": 2, "n": -128}])
-    assert data.schema == pa.schema([("id", pa.int64()), ("d", pa.decimal128(5, 2)),
-                                     ("at", pa.timestamp("us", tz="UTC")), ("n", pa.int8())])
-    assert data.to_pylist()[0] == {"id": 1, "d": decimal.Decimal("1.50"),
-                                   "at": dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc), "n": None}
+    assert data.schema == pa.schema(
+        [("id", pa.int64()), ("d", pa.decimal128(5, 2)), ("at", pa.timestamp("us", tz="UTC")), ("n", pa.int8())]
+    )
+    assert data.to_pylist()[0] == {
+        "id": 1,
+        "d": decimal.Decimal("1.50"),
+        "at": dt.datetime(2024, 1, 1, tzinfo=dt.UTC),
+        "n": None,
+    }
 
 
 @pytest.mark.parametrize(
@@ -57,7 +69,9 @@ def test_json_errors_name_the_field(op, row, message):
 
 
 def test_arrow_widens_without_loss_and_fills_missing_columns_with_null():
-    data = rows.from_arrow(INFO, "upsert", _arrow(pa.table({"id": pa.array([1], pa.int32()), "n": pa.array([5], pa.int64())})))
+    data = rows.from_arrow(
+        INFO, "upsert", _arrow(pa.table({"id": pa.array([1], pa.int32()), "n": pa.array([5], pa.int64())}))
+    )
     assert data.schema.field("id").type == pa.int64() and data.to_pylist() == [{"id": 1, "d": None, "at": None, "n": 5}]
     with pytest.raises(ApiError) as raised:
         rows.from_arrow(INFO, "upsert", _arrow(pa.table({"id": [1], "n": pa.array([300], pa.int64())})))
@@ -65,18 +79,36 @@ def test_arrow_widens_without_loss_and_fills_missing_columns_with_null():
 
 
 def test_live_state_applies_log_on_snapshot(tmp_path):
-    ts = dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc)
+    ts = dt.datetime(2024, 1, 1, tzinfo=dt.UTC)
     tstype = pa.timestamp("us", tz="UTC")
-    base = pa.table({"id": [1, 2], "d": pa.nulls(2, pa.decimal128(5, 2)), "at": pa.nulls(2, tstype),
-                     "n": pa.array([1, 2], pa.int8()), "__offset": [0, 1], "__timestamp": pa.array([ts, ts], tstype)},
-                    schema=snapshot_schema(INFO))
+    base = pa.table(
+        {
+            "id": [1, 2],
+            "d": pa.nulls(2, pa.decimal128(5, 2)),
+            "at": pa.nulls(2, tstype),
+            "n": pa.array([1, 2], pa.int8()),
+            "__offset": [0, 1],
+            "__timestamp": pa.array([ts, ts], tstype),
+        },
+        schema=snapshot_schema(INFO),
+    )
     pq.write_table(base, tmp_path / "snap.parquet")
-    log = pa.table({"id": [2, 3, 1, 3], "d": pa.nulls(4, pa.decimal128(5, 2)), "at": pa.nulls(4, pa.timestamp("us", tz="UTC")),
-                    "n": pa.array([20, 3, None, 30], pa.int8()), "__offset": [2, 3, 4, 5],
-                    "__op": ["+U", "+I", "-D", "+U"], "__timestamp": pa.array([ts] * 4, pa.timestamp("us", tz="UTC"))},
-                   schema=log_schema(INFO))
+    log = pa.table(
+        {
+            "id": [2, 3, 1, 3],
+            "d": pa.nulls(4, pa.decimal128(5, 2)),
+            "at": pa.nulls(4, pa.timestamp("us", tz="UTC")),
+            "n": pa.array([20, 3, None, 30], pa.int8()),
+            "__offset": [2, 3, 4, 5],
+            "__op": ["+U", "+I", "-D", "+U"],
+            "__timestamp": pa.array([ts] * 4, pa.timestamp("us", tz="UTC")),
+        },
+        schema=log_schema(INFO),
+    )
     pq.write_table(log, tmp_path / "log.parquet")
-    snap = Snapshot(bucket=0, snapshot_id=1, log_offset=2, files=[str(tmp_path / "snap.parquet")], row_count=2, size_bytes=1)
+    snap = Snapshot(
+        bucket=0, snapshot_id=1, log_offset=2, files=[str(tmp_path / "snap.parquet")], row_count=2, size_bytes=1
+    )
     state = live_state(INFO, snap, [LogSegment(start_offset=2, end_offset=6, file=str(tmp_path / "log.parquet"))])
     assert sorted((r["id"], r["n"], r["__offset"]) for r in state.to_pylist()) == [(2, 20, 2), (3, 30, 5)]
     assert state.schema == snapshot_schema(INFO)

@@ -13,20 +13,27 @@ import pytest
 
 from tests.support.lake import codecs
 from tests.support.store_files import EPOCH0, write_log
+from tiering.delta_log.lake import LakeFile
 from tiering.kvstore import changelog
 from tiering.kvstore.changelog import splice_changes
 from tiering.kvstore.models import TableInfo
+from tiering.lake.bucket_plan import BucketBase, BucketPlan
 from tiering.lake.buckets import BucketTask, WrittenFile, run_task
-from tiering.lake.round_plan import BucketBase, BucketPlan
-from tiering.lakestate.lake import LakeFile
-from tiering.storage.object_store import ObjectStore
+from tiering.objectstore.object_store import ObjectStore
 
 pytestmark = pytest.mark.unit
 
 TABLE = TableInfo(
-    name="t", table_id=1, num_buckets=1, primary_key=["id"],
-    schema=[{"name": "id", "type": "bigint"}, {"name": "name", "type": "string"},
-            {"name": "colour", "type": "string"}, {"name": "qty", "type": "int"}],
+    name="t",
+    table_id=1,
+    num_buckets=1,
+    primary_key=["id"],
+    schema=[
+        {"name": "id", "type": "bigint"},
+        {"name": "name", "type": "string"},
+        {"name": "colour", "type": "string"},
+        {"name": "qty", "type": "int"},
+    ],
 )
 ROWS = 120_000
 TARGET = 128 * 1024
@@ -37,14 +44,19 @@ CODECS = {"zstd": "ZSTD", "snappy": "SNAPPY", "lz4": "LZ4", "gzip": "GZIP", "non
 def snapshot(path) -> str:
     """A bucket's snapshot as the store writes it (pyarrow's defaults): even ids, each row once."""
     ids = pa.array(range(0, 2 * ROWS, 2), pa.int64())
-    pq.write_table(pa.table({
-        "id": ids,
-        "name": [f"name-{i}" for i in range(0, 2 * ROWS, 2)],
-        "colour": [("red", "green", "blue")[i % 3] for i in range(ROWS)],
-        "qty": pa.array([i % 1000 for i in range(ROWS)], pa.int32()),
-        "__offset": pa.array(range(ROWS), pa.int64()),
-        "__timestamp": pa.array([EPOCH0] * ROWS, pa.timestamp("us", tz="UTC")),
-    }), path)
+    pq.write_table(
+        pa.table(
+            {
+                "id": ids,
+                "name": [f"name-{i}" for i in range(0, 2 * ROWS, 2)],
+                "colour": [("red", "green", "blue")[i % 3] for i in range(ROWS)],
+                "qty": pa.array([i % 1000 for i in range(ROWS)], pa.int32()),
+                "__offset": pa.array(range(ROWS), pa.int64()),
+                "__timestamp": pa.array([EPOCH0] * ROWS, pa.timestamp("us", tz="UTC")),
+            }
+        ),
+        path,
+    )
     return str(path)
 
 
@@ -69,7 +81,9 @@ def rewrite_snapshot(tmp_path, compression: str = "zstd") -> tuple[ObjectStore, 
     """The snapshot with one change on top, rewritten whole: the bucket's first rewrite."""
     store = ObjectStore.of(str(tmp_path / "lake"))
     log = write_log(tmp_path / "log", TABLE, [(ROWS, "+U", {"id": 0, "name": "changed", "colour": "red", "qty": 1})])
-    plan = BucketPlan(0, BucketBase.SNAPSHOT, (snapshot(tmp_path / "snapshot.parquet"),), (log,), ROWS, ROWS + 1, snapshot_id=1)
+    plan = BucketPlan(
+        0, BucketBase.SNAPSHOT, (snapshot(tmp_path / "snapshot.parquet"),), (log,), ROWS, ROWS + 1, snapshot_id=1
+    )
     return store, rewrite(store, plan, compression)
 
 
@@ -110,10 +124,14 @@ def test_a_file_grown_past_the_target_is_split_into_files_near_it(first_rewrite,
     lake = lake_files(store, written)
     grown = lake[1]
     odd = range(grown.low + 1, grown.high, 2)  # a new key between each two of the file's
-    log = write_log(tmp_path / "log2", TABLE, [
-        (ROWS + 1 + n, "+I", {"id": k, "name": f"name-{k}", "colour": "blue", "qty": 7}) for n, k in enumerate(odd)
-    ])
-    plan = BucketPlan(0, BucketBase.LAKE, tuple(f.uri for f in lake), (log,), ROWS + 1, ROWS + 1 + len(odd), lake_files=lake)
+    log = write_log(
+        tmp_path / "log2",
+        TABLE,
+        [(ROWS + 1 + n, "+I", {"id": k, "name": f"name-{k}", "colour": "blue", "qty": 7}) for n, k in enumerate(odd)],
+    )
+    plan = BucketPlan(
+        0, BucketBase.LAKE, tuple(f.uri for f in lake), (log,), ROWS + 1, ROWS + 1 + len(odd), lake_files=lake
+    )
 
     split = rewrite(store, plan)
 
@@ -124,8 +142,14 @@ def test_a_file_grown_past_the_target_is_split_into_files_near_it(first_rewrite,
 def lake_files(store: ObjectStore, written: list[WrittenFile]) -> tuple[LakeFile, ...]:
     """``written`` as the lake lists them, with their key ranges."""
     return tuple(
-        LakeFile(f"{store.uri('t')}/{f.path}", f.path, f.size, f.num_records,
-                 json.loads(f.stats)["minValues"]["id"], json.loads(f.stats)["maxValues"]["id"])
+        LakeFile(
+            f"{store.uri('t')}/{f.path}",
+            f.path,
+            f.size,
+            f.num_records,
+            json.loads(f.stats)["minValues"]["id"],
+            json.loads(f.stats)["maxValues"]["id"],
+        )
         for f in written
     )
 
@@ -135,12 +159,19 @@ def test_a_rewrite_by_file_splices_and_writes_what_the_sort_would(first_rewrite,
     lake = lake_files(store, written)
     low, high = lake[1].low, lake[1].high
     row = {"name": "changed", "colour": "red", "qty": 5}
-    log = write_log(tmp_path / "log2", TABLE, [
-        (ROWS + 1, "+U", {"id": low + 2, **row}), (ROWS + 2, "+I", {"id": low + 3, **row}),  # a key, a new one
-        (ROWS + 3, "-D", {"id": low + 100}), (ROWS + 4, "-D", {"id": low + 101}),  # a key, an absent one
-        (ROWS + 5, "+U", {"id": high, **row}), (ROWS + 6, "-D", {"id": low}),  # the file's ends
-        (ROWS + 7, "+U", {"id": low + 2, **row, "qty": 6}),  # the newest of two
-    ])
+    log = write_log(
+        tmp_path / "log2",
+        TABLE,
+        [
+            (ROWS + 1, "+U", {"id": low + 2, **row}),
+            (ROWS + 2, "+I", {"id": low + 3, **row}),  # a key, a new one
+            (ROWS + 3, "-D", {"id": low + 100}),
+            (ROWS + 4, "-D", {"id": low + 101}),  # a key, an absent one
+            (ROWS + 5, "+U", {"id": high, **row}),
+            (ROWS + 6, "-D", {"id": low}),  # the file's ends
+            (ROWS + 7, "+U", {"id": low + 2, **row, "qty": 6}),  # the newest of two
+        ],
+    )
     plan = BucketPlan(0, BucketBase.LAKE, tuple(f.uri for f in lake), (log,), ROWS + 1, ROWS + 8, lake_files=lake)
     spliced: list[bool] = []
 
@@ -156,9 +187,10 @@ def test_a_rewrite_by_file_splices_and_writes_what_the_sort_would(first_rewrite,
 
     assert spliced == [True]
     assert [(f.num_records, f.stats, f.size) for f in by_splice] == [(f.num_records, f.stats, f.size) for f in by_sort]
-    for mine, theirs in zip(by_splice, by_sort):  # the same rows, in the same order, file by file
+    for mine, theirs in zip(by_splice, by_sort, strict=False):  # the same rows, in the same order, file by file
         assert pq.read_table(store.filesystem.open_input_file(store.path(f"{store.uri('t')}/{mine.path}"))).equals(
-            pq.read_table(store.filesystem.open_input_file(store.path(f"{store.uri('t')}/{theirs.path}"))))
+            pq.read_table(store.filesystem.open_input_file(store.path(f"{store.uri('t')}/{theirs.path}")))
+        )
     assert sum(f.num_records for f in by_splice) == lake[1].rows + 1 - 2
 
 
@@ -168,10 +200,17 @@ def test_a_rewrite_changing_every_key_of_a_file_sorts_instead_of_splicing(first_
     store, written = first_rewrite
     lake = lake_files(store, written)
     keys = range(lake[1].low, lake[1].high + 1, 2)  # the file's keys: even ids
-    log = write_log(tmp_path / "log2", TABLE, [
-        (ROWS + 1 + i, "+U", {"id": k, "name": f"changed-{k}", "colour": "red", "qty": 5}) for i, k in enumerate(keys)
-    ])
-    plan = BucketPlan(0, BucketBase.LAKE, tuple(f.uri for f in lake), (log,), ROWS + 1, ROWS + 1 + len(keys), lake_files=lake)
+    log = write_log(
+        tmp_path / "log2",
+        TABLE,
+        [
+            (ROWS + 1 + i, "+U", {"id": k, "name": f"changed-{k}", "colour": "red", "qty": 5})
+            for i, k in enumerate(keys)
+        ],
+    )
+    plan = BucketPlan(
+        0, BucketBase.LAKE, tuple(f.uri for f in lake), (log,), ROWS + 1, ROWS + 1 + len(keys), lake_files=lake
+    )
     tried: list[bool] = []
 
     def spy(*args, **kwargs):

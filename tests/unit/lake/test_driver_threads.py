@@ -9,13 +9,13 @@ from types import SimpleNamespace
 
 import pytest
 
+from tiering.delta_log.lake import Lake, LakeFile
 from tiering.kvstore.models import TableInfo
-from tiering.lake import round_writer
+from tiering.lake import delta_rs_writer
+from tiering.lake.bucket_plan import BucketBase, BucketPlan, heavy
 from tiering.lake.buckets import BucketResult
-from tiering.lake.round_plan import BucketBase, BucketPlan, heavy
+from tiering.lake.delta_rs_writer import DRIVER_BIG_TABLES, DeltaRsRoundWriter
 from tiering.lake.round_protocol import PreparedRound, WritePath
-from tiering.lake.round_writer import DRIVER_BIG_TABLES, DeltaRsRoundWriter
-from tiering.lakestate.lake import Lake, LakeFile
 
 pytestmark = pytest.mark.unit
 
@@ -60,14 +60,27 @@ def test_the_driver_writes_two_tables_big_rounds_at_a_time(tmp_path, monkeypatch
                 del running[task.table.name]
         return BucketResult(task.table.name, task.plan.bucket)
 
-    monkeypatch.setattr(round_writer, "run_task", rewrite)
+    monkeypatch.setattr(delta_rs_writer, "run_task", rewrite)
     spark = SimpleNamespace(conf=SimpleNamespace(set=lambda key, value: None))  # no Spark job runs here
     writer = DeltaRsRoundWriter(spark, Lake.at(str(tmp_path)), "j")
 
     def big_round(name: str) -> PreparedRound:
-        table = TableInfo(name=name, table_id=1, num_buckets=4, primary_key=["id"], schema=[{"name": "id", "type": "bigint"}])
-        return PreparedRound(table, f"{tmp_path}/{name}", "app", 1, 1, None, False,
-                             tuple(bucket(b, 5000, MIB) for b in range(4)), {}, {}, write_path=WritePath.DRIVER)
+        table = TableInfo(
+            name=name, table_id=1, num_buckets=4, primary_key=["id"], schema=[{"name": "id", "type": "bigint"}]
+        )
+        return PreparedRound(
+            table,
+            f"{tmp_path}/{name}",
+            "app",
+            1,
+            1,
+            None,
+            False,
+            tuple(bucket(b, 5000, MIB) for b in range(4)),
+            {},
+            {},
+            write_path=WritePath.DRIVER,
+        )
 
     with ThreadPoolExecutor(8) as tables:
         results = list(tables.map(lambda n: writer._driver_writes(big_round(f"t{n}")), range(8)))

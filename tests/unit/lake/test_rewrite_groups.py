@@ -5,9 +5,9 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
+from tiering.delta_log.lake import LakeFile
 from tiering.kvstore.protocol import DELETE, INSERT, OP_COLUMN, UPDATE
 from tiering.lake.buckets import rewrite_groups
-from tiering.lakestate.lake import LakeFile
 
 pytestmark = pytest.mark.unit
 
@@ -22,7 +22,10 @@ def changes(*ops: tuple[int, str]) -> pa.Table:
 
 def groups(lake: list[LakeFile], *ops: tuple[int, str]) -> list[tuple[list[str], list[int]]]:
     """Per group: its files' paths and the keys of the changes landing in it, sorted."""
-    return [(sorted(f.path for f in g.files), sorted(g.changes["id"].to_pylist())) for g in rewrite_groups(lake, changes(*ops), "id")]
+    return [
+        (sorted(f.path for f in g.files), sorted(g.changes["id"].to_pylist()))
+        for g in rewrite_groups(lake, changes(*ops), "id")
+    ]
 
 
 SORTED = files((0, 9), (10, 19), (20, 29))

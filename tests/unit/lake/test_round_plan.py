@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
+from tiering.delta_log.lake import LakeFile
 from tiering.enumerator.positions import LakePosition
 from tiering.enumerator.splits import LogSplit, SnapshotSplit
 from tiering.errors import LakeCommitError
 from tiering.kvstore.models import TableInfo
-from tiering.lake.round_plan import BucketBase, BucketPlan, plan_buckets
-from tiering.lakestate.lake import LakeFile
+from tiering.lake.bucket_plan import BucketBase, BucketPlan, plan_buckets
 
 pytestmark = pytest.mark.unit
 
@@ -36,7 +36,9 @@ def test_each_bucket_gets_its_base_and_the_changes_it_lacks():
     }
     assert plan(files) == [
         BucketPlan(0, BucketBase.SNAPSHOT, ("s0",), ("l0a", "l0b", "l0c"), 10, 15, snapshot_id=9),
-        BucketPlan(1, BucketBase.LAKE, ("/lake/t/__bucket=1/a.parquet",), ("l1",), 20, 25, lake_files=tuple(LAKE_FILES[1])),
+        BucketPlan(
+            1, BucketBase.LAKE, ("/lake/t/__bucket=1/a.parquet",), ("l1",), 20, 25, lake_files=tuple(LAKE_FILES[1])
+        ),
         BucketPlan(3, BucketBase.EMPTY, (), ("l3",), 0, 4),
     ]
     assert [p.position for p in plan(files)] == [15, 25, 4]
@@ -66,7 +68,16 @@ def test_a_bucket_whose_changes_are_all_in_the_lake_is_not_rewritten():
         ({LogSplit("t", 1, 3, 20, 25): []}, "no segment files"),
         ({SnapshotSplit("t", 0, 3, 1, 1): ["a"], SnapshotSplit("t", 0, 3, 2, 2): ["b"]}, "two snapshot splits"),
     ],
-    ids=["gap-lake", "gap-empty", "gap-between-splits", "table-id", "table-name", "bucket-range", "no-files", "two-snapshots"],
+    ids=[
+        "gap-lake",
+        "gap-empty",
+        "gap-between-splits",
+        "table-id",
+        "table-name",
+        "bucket-range",
+        "no-files",
+        "two-snapshots",
+    ],
 )
 def test_bad_rounds_are_refused_naming_the_problem(files, message):
     with pytest.raises(LakeCommitError, match=message):

@@ -6,10 +6,10 @@ import pyarrow as pa
 import pytest
 from deltalake import Schema
 
+from tiering.delta_log.layout import lake_schema
 from tiering.errors import LakeCommitError
 from tiering.kvstore.models import TableInfo
 from tiering.lake.schema_change import added_columns
-from tiering.lakestate.layout import lake_schema
 
 pytestmark = pytest.mark.unit
 
@@ -17,8 +17,13 @@ URI = "file:///lake/orders"
 
 
 def kv_table(*columns: tuple[str, str]) -> TableInfo:
-    return TableInfo(name="orders", table_id=1, num_buckets=2, primary_key=["id"],
-                     schema=[{"name": n, "type": t} for n, t in columns])
+    return TableInfo(
+        name="orders",
+        table_id=1,
+        num_buckets=2,
+        primary_key=["id"],
+        schema=[{"name": n, "type": t} for n, t in columns],
+    )
 
 
 ORDERS = kv_table(("id", "bigint"), ("price", "decimal(10,2)"))
@@ -55,14 +60,26 @@ def test_column_order_is_not_compared():
 @pytest.mark.parametrize(
     "delta, kv, message",
     [
-        (schema(ORDERS, pa.field("note", pa.string())), schema(ORDERS),
-         "column 'note' is in Delta but not in the KV table; expected every Delta column to stay"),
-        (schema(ORDERS), schema(kv_table(("id", "bigint"), ("price", "double"))),
-         "column 'price' is double in the KV table but decimal(10,2) in Delta; expected decimal(10,2)"),
-        (schema(ORDERS), schema(ORDERS, pa.field("region", pa.string(), nullable=False)),
-         "new column 'region' is NOT NULL in the KV table; expected a nullable column"),
-        (Schema.from_arrow(lake_schema(ORDERS).remove(lake_schema(ORDERS).get_field_index("__offset"))), schema(ORDERS),
-         "system column '__offset' is missing in Delta"),
+        (
+            schema(ORDERS, pa.field("note", pa.string())),
+            schema(ORDERS),
+            "column 'note' is in Delta but not in the KV table; expected every Delta column to stay",
+        ),
+        (
+            schema(ORDERS),
+            schema(kv_table(("id", "bigint"), ("price", "double"))),
+            "column 'price' is double in the KV table but decimal(10,2) in Delta; expected decimal(10,2)",
+        ),
+        (
+            schema(ORDERS),
+            schema(ORDERS, pa.field("region", pa.string(), nullable=False)),
+            "new column 'region' is NOT NULL in the KV table; expected a nullable column",
+        ),
+        (
+            Schema.from_arrow(lake_schema(ORDERS).remove(lake_schema(ORDERS).get_field_index("__offset"))),
+            schema(ORDERS),
+            "system column '__offset' is missing in Delta",
+        ),
     ],
     ids=["dropped", "type-changed", "not-null-added", "system-column-missing"],
 )

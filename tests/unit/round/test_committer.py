@@ -28,8 +28,8 @@ from tiering.lake.round_protocol import TableCommit, WritePath
 from tiering.lease.release import LeaseReleases
 from tiering.round.committer import RoundCommitter, other_job
 from tiering.round.outcome import RoundOutcome
-from tiering.round.states import FailureCause, TableFailure, TableState
 from tiering.round.table_round import TableRound
+from tiering.round.table_states import FailureCause, TableFailure, TableState
 from tiering.state.offset import TieringOffset
 
 pytestmark = pytest.mark.unit
@@ -40,13 +40,17 @@ SCHEMA = [{"name": "id", "type": "bigint"}]
 
 def info(name: str, table_id: int) -> TableInfo:
     return TableInfo.model_validate(
-        {"name": name, "table_id": table_id, "schema": SCHEMA, "primary_key": ["id"], "num_buckets": 2})
+        {"name": name, "table_id": table_id, "schema": SCHEMA, "primary_key": ["id"], "num_buckets": 2}
+    )
 
 
 #: Three tables: "a" bootstraps bucket 0 from snapshot 5 and applies bucket 1's log; "b" and "c" apply logs.
 SPLITS: tuple[Split, ...] = (
-    SnapshotSplit("a", 0, 1, 5, 10), LogSplit("a", 0, 1, 10, 12), LogSplit("a", 1, 1, 0, 3),
-    LogSplit("b", 0, 2, 0, 4), LogSplit("c", 1, 3, 2, 9),
+    SnapshotSplit("a", 0, 1, 5, 10),
+    LogSplit("a", 0, 1, 10, 12),
+    LogSplit("a", 1, 1, 0, 3),
+    LogSplit("b", 0, 2, 0, 4),
+    LogSplit("c", 1, 3, 2, 9),
 )
 TABLES = {"a": info("a", 1), "b": info("b", 2), "c": info("c", 3)}
 
@@ -101,8 +105,14 @@ class FakeWriter:
 
 def commit_of(table: str, skipped: bool = False) -> TableCommit:
     table_id = TABLES[table].table_id
-    return TableCommit(table=table, table_id=table_id, delta_version=3, positions={0: 12, 1: 9}, skipped=skipped,
-                       written_by=WritePath.DRIVER)
+    return TableCommit(
+        table=table,
+        table_id=table_id,
+        delta_version=3,
+        positions={0: 12, 1: 9},
+        skipped=skipped,
+        written_by=WritePath.DRIVER,
+    )
 
 
 @dataclass
@@ -140,9 +150,11 @@ class FakeStore:
     def segments(self, requests: dict) -> dict:
         """``fail["segments"]`` fails the call; ``fail["segments:<table>"]`` is that table's answer."""
         self._maybe_fail("segments")
-        return {table: self.fail.get(f"segments:{table}")
-                or [[type("Segment", (), {"file": f"{table}/{r.bucket}.log"})] for r in ranges]
-                for table, ranges in requests.items()}
+        return {
+            table: self.fail.get(f"segments:{table}")
+            or [[type("Segment", (), {"file": f"{table}/{r.bucket}.log"})] for r in ranges]
+            for table, ranges in requests.items()
+        }
 
     def report_lakes(self, reports: dict[str, LakeReport]) -> dict:
         """``fail["report_lake"]`` fails the call; ``fail["report_lake:<table>"]`` is that table's answer."""
@@ -160,7 +172,9 @@ class FakeStore:
 
     def logs(self, tables: list[str]) -> dict:
         self._maybe_fail("logs")
-        return {t: type("Log", (), {"table_id": self.tables[t].table_id, "buckets": []}) for t in tables if t in self.tables}
+        return {
+            t: type("Log", (), {"table_id": self.tables[t].table_id, "buckets": []}) for t in tables if t in self.tables
+        }
 
 
 @dataclass
@@ -191,18 +205,31 @@ class FakeLease:
 class Round:
     """A committer over the fakes, and the outcomes of the rounds it ran."""
 
-    def __init__(self, tmp_path, writer: FakeWriter | None = None, store: FakeStore | None = None,
-                 lease: FakeLease | None = None) -> None:
+    def __init__(
+        self, tmp_path, writer: FakeWriter | None = None, store: FakeStore | None = None, lease: FakeLease | None = None
+    ) -> None:
         self.checkpoint = tmp_path / "ckpt"
-        config = load_config(None, env={}, overrides={
-            "job.name": "unit", "job.checkpoint": str(self.checkpoint), "kvstore.url": "http://127.0.0.1:9",
-            "zookeeper.hosts": "127.0.0.1:9", "lake.root": str(tmp_path / "lake"),
-        })
+        config = load_config(
+            None,
+            env={},
+            overrides={
+                "job.name": "unit",
+                "job.checkpoint": str(self.checkpoint),
+                "kvstore.url": "http://127.0.0.1:9",
+                "zookeeper.hosts": "127.0.0.1:9",
+                "lake.root": str(tmp_path / "lake"),
+            },
+        )
         self.writer, self.store, self.lease = writer or FakeWriter(), store or FakeStore(), lease or FakeLease()
         self.outcomes: list[RoundOutcome] = []
         self.releases = LeaseReleases(self.lease)
-        self.committer = RoundCommitter(self.writer, TermContext(config=config, epoch=EPOCH, lease_id="lease-1"),
-                                        self.store, self.releases, on_round=self.outcomes.append)
+        self.committer = RoundCommitter(
+            self.writer,
+            TermContext(config=config, epoch=EPOCH, lease_id="lease-1"),
+            self.store,
+            self.releases,
+            on_round=self.outcomes.append,
+        )
 
     def run(self, batch_id: int, splits: tuple[Split, ...] = SPLITS) -> RoundOutcome:
         """Round ``batch_id + 1`` with ``splits``, its offset in the offsets log as Spark writes it."""
@@ -227,10 +254,12 @@ def test_a_clean_round_commits_reports_and_releases_each_table_once(tmp_path):
     assert sorted(outcome.committed) == ["a", "b", "c"] and outcome.failed == {}
     assert r.lease.acquired == [SnapshotRef(table_id=1, bucket=0, snapshot_id=5)], "one acquire, the round's snapshots"
     assert releases_of(r.lease) == {1: [(0,)]} and r.lease.calls == 1, "one release for the round, the leased buckets"
-    assert r.store.calls == {"lake_holders": 1, "segments": 1, "report_lake": 1, "logs": 1}, \
+    assert r.store.calls == {"lake_holders": 1, "segments": 1, "report_lake": 1, "logs": 1}, (
         "one store call per step for every table"
+    )
     assert [(t, rep.epoch, rep.lake_version, rep.buckets, rep.job) for t, rep in r.store.reports] == [
-        (t, EPOCH, 3, {"0": 12, "1": 9}, "unit") for t in ("a", "b", "c")], "each report names the job"
+        (t, EPOCH, 3, {"0": 12, "1": 9}, "unit") for t in ("a", "b", "c")
+    ], "each report names the job"
     assert outcome.lag == {"a": 0, "b": 0, "c": 0} and outcome.unreported == set()
     assert r.store.listings == 1, "no listing for dropped tables when nothing failed"
 
@@ -276,7 +305,11 @@ def test_a_table_another_jobs_lake_report_holds_fails_alone_before_anything_is_w
     outcome = r.run(0)
 
     failure = outcome.failed["a"]
-    assert (failure.cause, failure.state, failure.error_type) == (FailureCause.STORE, TableState.ACQUIRED, "ConflictError")
+    assert (failure.cause, failure.state, failure.error_type) == (
+        FailureCause.STORE,
+        TableState.ACQUIRED,
+        "ConflictError",
+    )
     assert "table 'a' is tiered by job 'other'" in failure.message and "job 'unit' writes nothing" in failure.message
     assert sorted(outcome.committed) == ["b", "c"] and "a" not in r.writer.committed
     assert [t for t, _ in store.reports] == ["b", "c"] and releases_of(r.lease) == {1: [(0,)]}
@@ -306,7 +339,9 @@ def test_a_dropped_or_recreated_table_fails_with_that_cause(tmp_path):
 
 def test_a_table_failing_for_another_reason_is_found_dropped_by_one_listing_after_the_round(tmp_path):
     store = FakeStore(listed_after={"b": TABLES["b"], "c": TABLES["c"]})
-    outcome = Round(tmp_path, writer=FakeWriter(fail={("commit", "a"): LakeCommitError("file gone")}), store=store).run(0)
+    outcome = Round(tmp_path, writer=FakeWriter(fail={("commit", "a"): LakeCommitError("file gone")}), store=store).run(
+        0
+    )
 
     assert outcome.failed["a"].cause is FailureCause.DROPPED and outcome.dropped == {"a"}
     assert outcome.failed["a"].message == "file gone" and store.listings == 2

@@ -27,7 +27,10 @@ def offsets_entry(offset: TieringOffset = OFFSET) -> str:
 
 def write_checkpoint(root: Path, offsets: range = range(3), commits: range = range(3)) -> Path:
     """A checkpoint as the job leaves it: Spark's logs with their checksums, our lease and health files."""
-    for log, ids, text in (("offsets", offsets, offsets_entry()), ("commits", commits, 'v1\n{"nextBatchWatermarkMs":0}')):
+    for log, ids, text in (
+        ("offsets", offsets, offsets_entry()),
+        ("commits", commits, 'v1\n{"nextBatchWatermarkMs":0}'),
+    ):
         (root / log).mkdir(parents=True)
         for batch_id in ids:
             (root / log / str(batch_id)).write_text(text)
@@ -61,9 +64,11 @@ def test_a_checkpoint_the_job_wrote_passes_and_is_left_as_it_was(tmp_path):
     assert tree(root) == before
 
 
-@pytest.mark.parametrize(("offsets", "commits"), [(range(0), range(0)), (range(1), range(0)), (range(5, 9), range(4, 8)),
-                                                  (range(5, 9), range(5, 9))],
-                         ids=["empty logs", "first batch planned", "last batch not committed", "all committed"])
+@pytest.mark.parametrize(
+    ("offsets", "commits"),
+    [(range(0), range(0)), (range(1), range(0)), (range(5, 9), range(4, 8)), (range(5, 9), range(5, 9))],
+    ids=["empty logs", "first batch planned", "last batch not committed", "all committed"],
+)
 def test_the_states_spark_writes_pass(tmp_path, offsets, commits):
     check_checkpoint(str(write_checkpoint(tmp_path / "ckpt", offsets, commits)))
 
@@ -80,11 +85,21 @@ def test_a_file_where_the_checkpoint_is_to_be_made_is_named(tmp_path):
     refused(tmp_path / "data" / "ckpt", str(tmp_path / "data"), "is a file; expected a directory")
 
 
-@pytest.mark.parametrize(("part", "expected"), [
-    ("", "a directory"), ("offsets", "a directory"), ("commits", "a directory"), ("sources", "a directory"),
-    ("tiering", "a directory"), ("metadata", "a file"), ("offsets/2", "a file"), ("commits/1", "a file"),
-    ("tiering/lease.json", "a file"), ("tiering/tables.json", "a file"),
-])
+@pytest.mark.parametrize(
+    ("part", "expected"),
+    [
+        ("", "a directory"),
+        ("offsets", "a directory"),
+        ("commits", "a directory"),
+        ("sources", "a directory"),
+        ("tiering", "a directory"),
+        ("metadata", "a file"),
+        ("offsets/2", "a file"),
+        ("commits/1", "a file"),
+        ("tiering/lease.json", "a file"),
+        ("tiering/tables.json", "a file"),
+    ],
+)
 def test_a_part_of_the_wrong_kind_is_named_with_what_was_expected(tmp_path, part, expected):
     root = write_checkpoint(tmp_path / "ckpt")
     (root / "sources").mkdir()
@@ -111,10 +126,13 @@ def test_a_dangling_symlink_is_named(tmp_path):
     refused(root, str(root / "commits"), "is a dangling symlink; expected a directory")
 
 
-@pytest.mark.parametrize(("log", "lost", "named"), [
-    ("offsets", [2], "batches 0..5 without 2"),
-    ("commits", [1, 4], "batches 0..5 without {1,4}"),
-])
+@pytest.mark.parametrize(
+    ("log", "lost", "named"),
+    [
+        ("offsets", [2], "batches 0..5 without 2"),
+        ("commits", [1, 4], "batches 0..5 without {1,4}"),
+    ],
+)
 def test_a_log_with_a_missing_batch_is_named(tmp_path, log, lost, named):
     root = write_checkpoint(tmp_path / "ckpt", offsets=range(6), commits=range(6))
     for batch_id in lost:
@@ -127,7 +145,12 @@ def test_a_commit_without_its_planned_batch_is_named_with_the_repair(tmp_path):
     """Spark itself calls this a concurrent update; it is the orphan commits/N to remove."""
     root = write_checkpoint(tmp_path / "ckpt", offsets=range(3), commits=range(4))
 
-    refused(root, "commits/3 without a planned batch", "last planned: 2", f"remove the orphan commit entry from {root / 'commits'}")
+    refused(
+        root,
+        "commits/3 without a planned batch",
+        "last planned: 2",
+        f"remove the orphan commit entry from {root / 'commits'}",
+    )
 
 
 def test_commits_more_than_one_batch_behind_are_named(tmp_path):
@@ -136,14 +159,17 @@ def test_commits_more_than_one_batch_behind_are_named(tmp_path):
     refused(root, "batches 3..5 are planned", "only 2 committed", "remove offsets/{4..5}")
 
 
-@pytest.mark.parametrize(("log", "text", "named"), [
-    ("offsets", "", "is empty"),
-    ("offsets", "garbage\n{}\n{}", "starts 'garbage'; expected a version line 'v<n>'"),
-    ("offsets", 'v1\n{}\n{"v": 1}', "the source offset does not decode"),
-    ("commits", "v1", "expected a version line 'v<n>' and one JSON object"),
-    ("commits", "v1\nnot json", "expected a version line 'v<n>' and one JSON object"),
-    ("commits", "{}\n{}", "expected a version line 'v<n>' and one JSON object"),
-])
+@pytest.mark.parametrize(
+    ("log", "text", "named"),
+    [
+        ("offsets", "", "is empty"),
+        ("offsets", "garbage\n{}\n{}", "starts 'garbage'; expected a version line 'v<n>'"),
+        ("offsets", 'v1\n{}\n{"v": 1}', "the source offset does not decode"),
+        ("commits", "v1", "expected a version line 'v<n>' and one JSON object"),
+        ("commits", "v1\nnot json", "expected a version line 'v<n>' and one JSON object"),
+        ("commits", "{}\n{}", "expected a version line 'v<n>' and one JSON object"),
+    ],
+)
 def test_a_log_entry_spark_did_not_write_is_named(tmp_path, log, text, named):
     root = write_checkpoint(tmp_path / "ckpt")
     (root / log / "2").write_text(text)
@@ -159,11 +185,14 @@ def test_an_offsets_entry_of_another_spark_format_is_left_to_spark(tmp_path):
     check_checkpoint(str(root))
 
 
-@pytest.mark.parametrize(("part", "text", "named"), [
-    ("metadata", "", 'expected a JSON object {"id": "<query id>"}'),
-    ("metadata", '{"id": 3}', 'expected a JSON object {"id": "<query id>"}'),
-    ("tiering/lease.json", "{not json", "lease file"),
-])
+@pytest.mark.parametrize(
+    ("part", "text", "named"),
+    [
+        ("metadata", "", 'expected a JSON object {"id": "<query id>"}'),
+        ("metadata", '{"id": 3}', 'expected a JSON object {"id": "<query id>"}'),
+        ("tiering/lease.json", "{not json", "lease file"),
+    ],
+)
 def test_a_malformed_file_is_named(tmp_path, part, text, named):
     root = write_checkpoint(tmp_path / "ckpt")
     (root / part).write_text(text)

@@ -10,7 +10,11 @@ import pytest
 
 from tiering.errors import CheckpointError
 from tiering.state.lease_file import (
-    job_of_lease, lease_file_path, load_or_create_lease_id, new_lease_id, read_lease_id,
+    job_of_lease,
+    lease_file_path,
+    load_or_create_lease_id,
+    new_lease_id,
+    read_lease_id,
 )
 
 pytestmark = pytest.mark.unit

@@ -101,7 +101,9 @@ def test_v1_offset_still_decodes_to_the_same_splits():
 
 
 def test_v0_offset_still_decodes():
-    v0 = '{"epoch": 2, "round": 9, "tables": {"orders": {"table_id": 3, "buckets": {"0": {"log": 100, "snapshot": 4}}}}}'
+    v0 = (
+        '{"epoch": 2, "round": 9, "tables": {"orders": {"table_id": 3, "buckets": {"0": {"log": 100, "snapshot": 4}}}}}'
+    )
     o = TieringOffset.from_json(v0)
     assert (o.version, o.lease_id, o.epoch, o.round, o.splits) == (0, None, 2, 9, ())
 
@@ -128,8 +130,17 @@ def v1_entry(offset: TieringOffset, positions: dict[str, dict]) -> str:
         for name, (table_id, ends) in positions.items()
     }
     splits = [[s.table, s.bucket, "log", s.table_id, s.start_offset, s.end_offset] for s in offset.splits]
-    return json.dumps({"v": 1, "lease_id": offset.lease_id, "epoch": offset.epoch, "round": offset.round,
-                       "tables": tables, "splits": splits}, separators=(",", ":"))
+    return json.dumps(
+        {
+            "v": 1,
+            "lease_id": offset.lease_id,
+            "epoch": offset.epoch,
+            "round": offset.round,
+            "tables": tables,
+            "splits": splits,
+        },
+        separators=(",", ":"),
+    )
 
 
 def test_a_changed_round_of_1000_tables_is_a_fraction_of_its_v1_entry():

@@ -7,12 +7,17 @@ import pickle
 import pytest
 
 from tiering.errors import ConfigError
-from tiering.storage.object_store import S3_CLIENT_DEFAULTS, ObjectStore, _pyarrow_s3_options
+from tiering.objectstore.object_store import S3_CLIENT_DEFAULTS, ObjectStore, _pyarrow_s3_options
 
 pytestmark = pytest.mark.unit
 
-S3 = {"AWS_ENDPOINT_URL": "http://127.0.0.1:9000", "AWS_ALLOW_HTTP": "true", "AWS_REGION": "eu-west-1",
-      "AWS_ACCESS_KEY_ID": "ak", "AWS_SECRET_ACCESS_KEY": "sk"}
+S3 = {
+    "AWS_ENDPOINT_URL": "http://127.0.0.1:9000",
+    "AWS_ALLOW_HTTP": "true",
+    "AWS_REGION": "eu-west-1",
+    "AWS_ACCESS_KEY_ID": "ak",
+    "AWS_SECRET_ACCESS_KEY": "sk",
+}
 
 
 def test_local_roots_become_absolute_paths(tmp_path, monkeypatch):
@@ -24,18 +29,27 @@ def test_local_roots_become_absolute_paths(tmp_path, monkeypatch):
 
 
 def test_an_s3_root_takes_the_config_over_the_environment():
-    store = ObjectStore.of("s3://bucket/some/prefix/", {"AWS_REGION": "eu-west-1"},
-                           env={"AWS_REGION": "us-east-1", "AWS_ACCESS_KEY_ID": "from-env", "HOME": "/root"})
+    store = ObjectStore.of(
+        "s3://bucket/some/prefix/",
+        {"AWS_REGION": "eu-west-1"},
+        env={"AWS_REGION": "us-east-1", "AWS_ACCESS_KEY_ID": "from-env", "HOME": "/root"},
+    )
     assert store.root == "s3://bucket/some/prefix" and store.is_s3
     assert store.uri("orders") == "s3://bucket/some/prefix/orders"
     assert store.path(store.uri("orders")) == "bucket/some/prefix/orders"
-    assert store.delta_options() == {"AWS_REGION": "eu-west-1", "AWS_ACCESS_KEY_ID": "from-env",
-                                     "aws_conditional_put": "etag", **S3_CLIENT_DEFAULTS}
+    assert store.delta_options() == {
+        "AWS_REGION": "eu-west-1",
+        "AWS_ACCESS_KEY_ID": "from-env",
+        "aws_conditional_put": "etag",
+        **S3_CLIENT_DEFAULTS,
+    }
 
 
 def test_both_clients_take_one_set_of_timeouts_and_retries():
     """delta-rs reads the options as they are; pyarrow gets the same timeouts and retries."""
-    store = ObjectStore.of("s3://b/lake", {**S3, "timeout": "1500ms", "CONNECT_TIMEOUT": "2s", "max_retries": "2"}, env={})
+    store = ObjectStore.of(
+        "s3://b/lake", {**S3, "timeout": "1500ms", "CONNECT_TIMEOUT": "2s", "max_retries": "2"}, env={}
+    )
     options = store.delta_options()
     assert (options["timeout"], options["CONNECT_TIMEOUT"], options["max_retries"]) == ("1500ms", "2s", "2")
     assert "connect_timeout" not in options, "a key set in [lake.storage] is not set twice"
@@ -58,7 +72,11 @@ def test_the_store_pickles_without_its_filesystem():
         ("s3:///lake", None, "no bucket"),
         ("file://remote/lake", None, "remote host 'remote'"),
         ("/data/lake", {"AWS_REGION": "x"}, "lake.storage: only used with an s3:// lake.root"),
-        ("s3://b/lake", {"AWS_S3_ALLOW_UNSAFE_RENAME": "true"}, "lake.storage.AWS_S3_ALLOW_UNSAFE_RENAME: 'true' makes"),
+        (
+            "s3://b/lake",
+            {"AWS_S3_ALLOW_UNSAFE_RENAME": "true"},
+            "lake.storage.AWS_S3_ALLOW_UNSAFE_RENAME: 'true' makes",
+        ),
         ("s3://b/lake", {"aws_conditional_put": "disabled"}, "lake.storage.aws_conditional_put: 'disabled' makes"),
         ("s3://b/lake", {"timeout": "soon"}, "lake.storage.timeout: 'soon' is not a duration"),
         ("s3://b/lake", {"max_retries": "-1"}, "lake.storage.max_retries: '-1' is not a whole number"),

@@ -27,12 +27,12 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Route
 
 from tiering.kvstore.models import (
+    INT64_MAX,
     AcquireRequest,
     AcquireResult,
     AddColumnRequest,
     ErrorBody,
     Health,
-    INT64_MAX,
     LakeReport,
     LakeReportResult,
     LakeReportResults,
@@ -56,9 +56,9 @@ from tiering.kvstore.models import (
     TableSegments,
     TablesLog,
     TableSnapshots,
+    TableSpec,
     TablesSegments,
     TablesSegmentsRequest,
-    TableSpec,
     WriteResult,
 )
 from tiering.kvstore.server import lake_reports, rows
@@ -77,14 +77,22 @@ from tiering.kvstore.server.store import Store
 
 log = logging.getLogger(__name__)
 M = TypeVar("M", bound=BaseModel)
-_ETAG = {"description": "the version of the answer (of the list of tables, of every log's ends)", "schema": {"type": "string"}, "required": True}
-_HOLDERS = ("true: each table's entry also names the job whose lake report holds the table (`lake_job`, absent "
-            "when that report names none). Off by default: a client of a release before it refuses fields it does "
-            "not know.")
+_ETAG = {
+    "description": "the version of the answer (of the list of tables, of every log's ends)",
+    "schema": {"type": "string"},
+    "required": True,
+}
+_HOLDERS = (
+    "true: each table's entry also names the job whose lake report holds the table (`lake_job`, absent "
+    "when that report names none). Off by default: a client of a release before it refuses fields it does "
+    "not know."
+)
 #: The store's contract with clients of other releases, at the head of its document.
-_DESCRIPTION = ("Request bodies are read strictly: a field the store does not know is refused (400 naming it). "
-                "Answers may carry fields a client does not know (a newer store's): clients ignore them. A field an "
-                "earlier release's clients would refuse is sent only to a client that asks for it (`holders`).")
+_DESCRIPTION = (
+    "Request bodies are read strictly: a field the store does not know is refused (400 naming it). "
+    "Answers may carry fields a client does not know (a newer store's): clients ignore them. A field an "
+    "earlier release's clients would refuse is sent only to a client that asks for it (`holders`)."
+)
 
 
 def _error(status: int, code: str, message: str, headers: Mapping[str, str] | None = None) -> JSONResponse:
@@ -148,8 +156,12 @@ def _tagged(unchanged: str) -> dict[int | str, dict[str, Any]]:
     }
 
 
-async def _unless_unchanged(if_none_match: str, tag: Callable[[], str], tagged: Callable[[], tuple[str, Any]],
-                            render: Callable[[Any, dict[str, str]], Response]) -> Response:
+async def _unless_unchanged(
+    if_none_match: str,
+    tag: Callable[[], str],
+    tagged: Callable[[], tuple[str, Any]],
+    render: Callable[[Any, dict[str, str]], Response],
+) -> Response:
     """A 304 without a body when ``If-None-Match`` holds the current tag (one small read), else
     the answer ``tagged`` reads together with its tag."""
     if if_none_match:
@@ -202,8 +214,9 @@ def _install_error_handlers(app: FastAPI) -> None:
 
 
 def create_app(store: Store, token: str | None, max_body_bytes: int) -> FastAPI:
-    app = FastAPI(title="kv-tiering reference KV store", version="1", description=_DESCRIPTION,
-                  docs_url=None, redoc_url=None)
+    app = FastAPI(
+        title="kv-tiering reference KV store", version="1", description=_DESCRIPTION, docs_url=None, redoc_url=None
+    )
     _install_error_handlers(app)
     # The last added guard runs first: unauthenticated requests never get their body counted.
     app.add_middleware(BodyLimit, max_body_bytes=max_body_bytes)
@@ -230,8 +243,12 @@ def create_app(store: Store, token: str | None, max_body_bytes: int) -> FastAPI:
     async def list_tables(
         if_none_match: str = Header("", description="the ETag of the list the client holds"),
     ) -> Response:
-        return await _unless_unchanged(if_none_match, store.catalog_tag, store.tagged_tables,
-                                       lambda tables, headers: _json(TableList(tables=tables), headers))
+        return await _unless_unchanged(
+            if_none_match,
+            store.catalog_tag,
+            store.tagged_tables,
+            lambda tables, headers: _json(TableList(tables=tables), headers),
+        )
 
     @app.get("/v1/tables/{name}", response_model=TableInfo, responses=errors(404))
     async def get_table(name: str) -> Response:
@@ -242,15 +259,24 @@ def create_app(store: Store, token: str | None, max_body_bytes: int) -> FastAPI:
         info = await _run(store.drop_table, name)
         return _json(TableDropped(dropped=info.name, table_id=info.table_id))
 
-    @app.post("/v1/tables/{name}/columns", response_model=TableInfo, responses=errors(404, 413),
-              openapi_extra=json_body(AddColumnRequest))
+    @app.post(
+        "/v1/tables/{name}/columns",
+        response_model=TableInfo,
+        responses=errors(404, 413),
+        openapi_extra=json_body(AddColumnRequest),
+    )
     async def add_column(name: str, request: Request) -> Response:
         return _json(await _run(store.add_column, name, await _body(request, AddColumnRequest)))
 
-    @app.post("/v1/tables/{name}/rows", response_model=WriteResult, responses=errors(404, 413),
-              openapi_extra=json_body(RowsRequest, arrow=True))
+    @app.post(
+        "/v1/tables/{name}/rows",
+        response_model=WriteResult,
+        responses=errors(404, 413),
+        openapi_extra=json_body(RowsRequest, arrow=True),
+    )
     async def write_rows(
-        name: str, request: Request,
+        name: str,
+        request: Request,
         op: Literal["upsert", "delete"] = Query("upsert", description="the operation of an Arrow IPC body"),
     ) -> Response:
         write_op: str = op
@@ -273,8 +299,11 @@ def create_app(store: Store, token: str | None, max_body_bytes: int) -> FastAPI:
     async def latest_snapshots(name: str) -> Response:
         return _json(await _run(store.latest_snapshots, name))
 
-    @app.get("/v1/tables/{name}/buckets/{bucket}/snapshots/{snapshot_id}", response_model=Snapshot,
-             responses=errors(404, 410))
+    @app.get(
+        "/v1/tables/{name}/buckets/{bucket}/snapshots/{snapshot_id}",
+        response_model=Snapshot,
+        responses=errors(404, 410),
+    )
     async def get_snapshot(
         name: str, bucket: int = Path(ge=0, le=INT64_MAX), snapshot_id: int = Path(ge=0, le=INT64_MAX)
     ) -> Response:
@@ -286,14 +315,19 @@ def create_app(store: Store, token: str | None, max_body_bytes: int) -> FastAPI:
 
     @app.get("/v1/tables/{name}/buckets/{bucket}/log", response_model=LogSegments, responses=errors(404, 410))
     async def log_segments(
-        name: str, bucket: int = Path(ge=0, le=INT64_MAX),
+        name: str,
+        bucket: int = Path(ge=0, le=INT64_MAX),
         from_offset: int = Query(0, alias="from", ge=0, le=INT64_MAX),
         to_offset: int = Query(INT64_MAX, alias="to", ge=0, le=INT64_MAX),
     ) -> Response:
         return _json(LogSegments(segments=await _run(store.log_segments, name, bucket, from_offset, to_offset)))
 
-    @app.post("/v1/tables/{name}/log/segments", response_model=TableSegments, responses=errors(404, 410, 413),
-              openapi_extra=json_body(SegmentsRequest))
+    @app.post(
+        "/v1/tables/{name}/log/segments",
+        response_model=TableSegments,
+        responses=errors(404, 410, 413),
+        openapi_extra=json_body(SegmentsRequest),
+    )
     async def table_segments(name: str, request: Request) -> Response:
         body = await _body(request, SegmentsRequest)
         return _json(TableSegments(buckets=await _run(store.table_segments, name, list(body.ranges))))
@@ -303,37 +337,59 @@ def create_app(store: Store, token: str | None, max_body_bytes: int) -> FastAPI:
         if_none_match: str = Header("", description="the ETag of the answer the client holds"),
         holders: bool = Query(False, description=f"{_HOLDERS} Each of the two answers has ETags of its own."),
     ) -> Response:
-        return await _unless_unchanged(if_none_match, lambda: store.logs_tag(holders),
-                                       lambda: store.tagged_logs_json(holders), _raw_json)
+        return await _unless_unchanged(
+            if_none_match, lambda: store.logs_tag(holders), lambda: store.tagged_logs_json(holders), _raw_json
+        )
 
     @app.post("/v1/logs", response_model=TablesLog, responses=errors(413), openapi_extra=json_body(LogsRequest))
     async def logs(request: Request, holders: bool = Query(False, description=_HOLDERS)) -> Response:
         body = await _body(request, LogsRequest)
         return _raw_json(await _run(store.logs_json, list(body.tables), holders))
 
-    @app.post("/v1/segments", response_model=TablesSegments, responses=errors(413),
-              openapi_extra=json_body(TablesSegmentsRequest))
+    @app.post(
+        "/v1/segments",
+        response_model=TablesSegments,
+        responses=errors(413),
+        openapi_extra=json_body(TablesSegmentsRequest),
+    )
     async def segments(request: Request) -> Response:
         body = await _body(request, TablesSegmentsRequest)
         found = await _run(store.tables_segments, [(t.table, list(t.ranges)) for t in body.tables])
-        return _json(TablesSegments(tables=[
-            TableFailure(table=t.table, error=_envelope(answer)) if isinstance(answer, ApiError)
-            else NamedTableSegments(table=t.table, buckets=answer)
-            for t, answer in zip(body.tables, found, strict=True)
-        ]))
+        return _json(
+            TablesSegments(
+                tables=[
+                    TableFailure(table=t.table, error=_envelope(answer))
+                    if isinstance(answer, ApiError)
+                    else NamedTableSegments(table=t.table, buckets=answer)
+                    for t, answer in zip(body.tables, found, strict=True)
+                ]
+            )
+        )
 
-    @app.post("/v1/leases/{lease_id}/acquire", response_model=AcquireResult, responses=errors(409, 413),
-              openapi_extra=json_body(AcquireRequest))
+    @app.post(
+        "/v1/leases/{lease_id}/acquire",
+        response_model=AcquireResult,
+        responses=errors(409, 413),
+        openapi_extra=json_body(AcquireRequest),
+    )
     async def acquire(lease_id: str, request: Request) -> Response:
         return _json(await _run(store.acquire_lease, lease_id, await _body(request, AcquireRequest)))
 
-    @app.post("/v1/leases/{lease_id}/renew", response_model=Lease, responses=errors(404, 409, 413),
-              openapi_extra=json_body(RenewRequest))
+    @app.post(
+        "/v1/leases/{lease_id}/renew",
+        response_model=Lease,
+        responses=errors(404, 409, 413),
+        openapi_extra=json_body(RenewRequest),
+    )
     async def renew(lease_id: str, request: Request) -> Response:
         return _json(await _run(store.renew_lease, lease_id, await _body(request, RenewRequest)))
 
-    @app.post("/v1/leases/{lease_id}/release", response_model=Lease, responses=errors(404, 409, 413),
-              openapi_extra=json_body(ReleaseRequest))
+    @app.post(
+        "/v1/leases/{lease_id}/release",
+        response_model=Lease,
+        responses=errors(404, 409, 413),
+        openapi_extra=json_body(ReleaseRequest),
+    )
     async def release(lease_id: str, request: Request) -> Response:
         return _json(await _run(store.release_lease, lease_id, await _body(request, ReleaseRequest)))
 
@@ -350,8 +406,12 @@ def create_app(store: Store, token: str | None, max_body_bytes: int) -> FastAPI:
     async def get_lease(lease_id: str) -> Response:
         return _json(await _run(store.get_lease, lease_id))
 
-    @app.put("/v1/tables/{name}/lake", response_model=LakeReport, responses=errors(404, 409, 413),
-             openapi_extra=json_body(LakeReport))
+    @app.put(
+        "/v1/tables/{name}/lake",
+        response_model=LakeReport,
+        responses=errors(404, 409, 413),
+        openapi_extra=json_body(LakeReport),
+    )
     async def put_lake(name: str, request: Request) -> Response:
         return _raw_json(lake_reports.dump(await _run(store.put_lake, name, await _body(request, LakeReport))))
 
@@ -359,25 +419,41 @@ def create_app(store: Store, token: str | None, max_body_bytes: int) -> FastAPI:
     async def get_lake(name: str) -> Response:
         return _raw_json(lake_reports.dump(await _run(store.get_lake, name)))
 
-    @app.delete("/v1/tables/{name}/lake", response_model=LakeReport, responses=errors(404),
-                summary="Drop the table's lake report: hand the table over to another job")
+    @app.delete(
+        "/v1/tables/{name}/lake",
+        response_model=LakeReport,
+        responses=errors(404),
+        summary="Drop the table's lake report: hand the table over to another job",
+    )
     async def drop_lake(name: str) -> Response:
         return _raw_json(lake_reports.dump(await _run(store.drop_lake, name)))
 
-    @app.post("/v1/lake-reports", response_model=LakeReportResults, responses=errors(409, 413),
-              openapi_extra=json_body(LakeReportsRequest))
+    @app.post(
+        "/v1/lake-reports",
+        response_model=LakeReportResults,
+        responses=errors(409, 413),
+        openapi_extra=json_body(LakeReportsRequest),
+    )
     async def put_lakes(request: Request) -> Response:
         body = await _body(request, LakeReportsRequest)
         answers = await _run(store.put_lakes, [(r.table, r.report) for r in body.reports])
-        return _json(LakeReportResults(results=[
-            LakeReportResult(table=r.table, error=_envelope(answer) if isinstance(answer, ApiError) else None)
-            for r, answer in zip(body.reports, answers, strict=True)
-        ]))
+        return _json(
+            LakeReportResults(
+                results=[
+                    LakeReportResult(table=r.table, error=_envelope(answer) if isinstance(answer, ApiError) else None)
+                    for r, answer in zip(body.reports, answers, strict=True)
+                ]
+            )
+        )
 
-    @app.get("/metrics", response_class=Response, responses={
-        **errors(),
-        200: {"description": "Prometheus text format", "content": {"text/plain": {"schema": {"type": "string"}}}},
-    })
+    @app.get(
+        "/metrics",
+        response_class=Response,
+        responses={
+            **errors(),
+            200: {"description": "Prometheus text format", "content": {"text/plain": {"schema": {"type": "string"}}}},
+        },
+    )
     async def metrics() -> Response:
         return Response(await _run(store.metrics.render), media_type=CONTENT_TYPE_LATEST)
 

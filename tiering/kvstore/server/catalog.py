@@ -84,7 +84,9 @@ class KeptLog(NamedTuple):
     held: str
 
 
-def logs_json(conn: sqlite3.Connection, names: list[str] | None, kept: dict[int, KeptLog], holders: bool) -> dict[str, str]:
+def logs_json(
+    conn: sqlite3.Connection, names: list[str] | None, kept: dict[int, KeptLog], holders: bool
+) -> dict[str, str]:
     """Name -> the live table's log (a NamedTableLog, with its last lake report's offsets, and with
     ``holders`` the job that made it) as JSON, in name order; ``names`` None: every live table.
     ``kept``: table id -> its answer from earlier calls, brought up to date here: only the tables
@@ -100,8 +102,11 @@ def logs_json(conn: sqlite3.Connection, names: list[str] | None, kept: dict[int,
         params,
     ).fetchall()
     versions = {table_id: version for _, table_id, version in listed}
-    stale = [table_id for table_id, version in versions.items()
-             if version is None or kept.get(table_id, (None,))[0] != version]
+    stale = [
+        table_id
+        for table_id, version in versions.items()
+        if version is None or kept.get(table_id, (None,))[0] != version
+    ]
     for table_id, log, job in conn.execute(
         "SELECT t.table_id, json_object('name', t.name, 'table_id', t.table_id, 'buckets', json(("
         "  SELECT json_group_array(json_object("
@@ -166,7 +171,9 @@ def bucket_logs(conn: sqlite3.Connection, table_id: int) -> list[BucketLog]:
     return [BucketLog(**dict(r)) for r in rows]
 
 
-def add_segments(conn: sqlite3.Connection, table_id: int, segments: Iterable[tuple[int, LogSegment]], now_ms: int) -> None:
+def add_segments(
+    conn: sqlite3.Connection, table_id: int, segments: Iterable[tuple[int, LogSegment]], now_ms: int
+) -> None:
     """Record flushed segments and move each bucket's log end to the segment's end."""
     for bucket, seg in segments:
         conn.execute(
@@ -174,11 +181,14 @@ def add_segments(conn: sqlite3.Connection, table_id: int, segments: Iterable[tup
             (table_id, bucket, seg.start_offset, seg.end_offset, seg.file, now_ms),
         )
         conn.execute(
-            "UPDATE buckets SET log_end_offset = ? WHERE table_id = ? AND bucket = ?", (seg.end_offset, table_id, bucket)
+            "UPDATE buckets SET log_end_offset = ? WHERE table_id = ? AND bucket = ?",
+            (seg.end_offset, table_id, bucket),
         )
 
 
-def segments(conn: sqlite3.Connection, table_id: int, bucket: int, from_offset: int, to_offset: int) -> list[LogSegment]:
+def segments(
+    conn: sqlite3.Connection, table_id: int, bucket: int, from_offset: int, to_offset: int
+) -> list[LogSegment]:
     """Segments overlapping ``[from_offset, to_offset)``, in offset order."""
     (found,) = segments_of_ranges(conn, [(table_id, bucket, from_offset, to_offset)])
     return found
@@ -219,8 +229,12 @@ def delete_segments_below(conn: sqlite3.Connection, table_id: int, bucket: int, 
 
 def _snapshot(row: sqlite3.Row) -> Snapshot:
     return Snapshot(
-        bucket=row["bucket"], snapshot_id=row["snapshot_id"], log_offset=row["log_offset"],
-        files=json.loads(row["files"]), row_count=row["row_count"], size_bytes=row["size_bytes"],
+        bucket=row["bucket"],
+        snapshot_id=row["snapshot_id"],
+        log_offset=row["log_offset"],
+        files=json.loads(row["files"]),
+        row_count=row["row_count"],
+        size_bytes=row["size_bytes"],
     )
 
 
@@ -234,11 +248,20 @@ def next_snapshot_id(conn: sqlite3.Connection, table_id: int, bucket: int) -> in
 def add_snapshot(conn: sqlite3.Connection, table_id: int, snap: Snapshot, now_ms: int) -> None:
     conn.execute(
         "INSERT INTO snapshots VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-        (table_id, snap.bucket, snap.snapshot_id, snap.log_offset, json.dumps(snap.files), snap.row_count,
-         snap.size_bytes, now_ms),
+        (
+            table_id,
+            snap.bucket,
+            snap.snapshot_id,
+            snap.log_offset,
+            json.dumps(snap.files),
+            snap.row_count,
+            snap.size_bytes,
+            now_ms,
+        ),
     )
     conn.execute(
-        "UPDATE buckets SET last_snapshot_id = ? WHERE table_id = ? AND bucket = ?", (snap.snapshot_id, table_id, snap.bucket)
+        "UPDATE buckets SET last_snapshot_id = ? WHERE table_id = ? AND bucket = ?",
+        (snap.snapshot_id, table_id, snap.bucket),
     )
 
 

@@ -50,4 +50,6 @@ def lease_not_found(lease_id: str) -> ApiError:
 
 
 def fenced(what: str, epoch: int, current: int) -> ApiError:
-    return ApiError(409, FENCED_EPOCH, f"{what}: epoch {epoch} is below the current epoch {current}; a newer leader exists")
+    return ApiError(
+        409, FENCED_EPOCH, f"{what}: epoch {epoch} is below the current epoch {current}; a newer leader exists"
+    )

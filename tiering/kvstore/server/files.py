@@ -36,8 +36,12 @@ def user_schema(info: TableInfo) -> pa.Schema:
 
 
 def log_schema(info: TableInfo) -> pa.Schema:
-    return user_schema(info).append(pa.field(OFFSET_COLUMN, OFFSET_TYPE)).append(
-        pa.field(OP_COLUMN, pa.string())).append(pa.field(TIMESTAMP_COLUMN, TIMESTAMP))
+    return (
+        user_schema(info)
+        .append(pa.field(OFFSET_COLUMN, OFFSET_TYPE))
+        .append(pa.field(OP_COLUMN, pa.string()))
+        .append(pa.field(TIMESTAMP_COLUMN, TIMESTAMP))
+    )
 
 
 def snapshot_schema(info: TableInfo) -> pa.Schema:

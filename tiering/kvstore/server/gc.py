@@ -92,8 +92,9 @@ class Collector:
             try:
                 counts.update(self._collect_table(info, now_ms))
             except Exception as e:
-                log.warning("gc of table %s (table_id %d) failed; it keeps everything", info.name, info.table_id,
-                            exc_info=True)
+                log.warning(
+                    "gc of table %s (table_id %d) failed; it keeps everything", info.name, info.table_id, exc_info=True
+                )
                 failures.append(e)
         if failures:
             raise failures[0]

@@ -40,10 +40,13 @@ def _header(scope: Scope, name: bytes) -> bytes | None:
 
 async def _refuse(send: Send, status: int, code: str, message: str) -> None:
     body = json.dumps({"error": code, "message": message}).encode()
-    await send({
-        "type": "http.response.start", "status": status,
-        "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
-    })
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
+        }
+    )
     await send({"type": "http.response.body", "body": body})
 
 
@@ -64,7 +67,9 @@ class BearerAuth:
 
 
 def _too_large(limit: int, what: str) -> ApiError:
-    return ApiError(413, PAYLOAD_TOO_LARGE, f"body: {what} is over the store's limit of {limit} bytes (--max-body-bytes)")
+    return ApiError(
+        413, PAYLOAD_TOO_LARGE, f"body: {what} is over the store's limit of {limit} bytes (--max-body-bytes)"
+    )
 
 
 class BodyLimit:

@@ -50,9 +50,11 @@ def put_many(
     newer term touched yet."""
     ids = json.dumps([t.table_id for t in tables.values()])
     held: dict[int, _Held] = {
-        table_id: _Held(epoch, job) for table_id, epoch, job in conn.execute(
+        table_id: _Held(epoch, job)
+        for table_id, epoch, job in conn.execute(
             "SELECT table_id, epoch, json_extract(report, '$.job') FROM lake_reports "
-            "WHERE table_id IN (SELECT value FROM json_each(?))", (ids,)
+            "WHERE table_id IN (SELECT value FROM json_each(?))",
+            (ids,),
         )
     }
     answers: list[LakeReport | ApiError] = []
@@ -96,16 +98,19 @@ def _check(name: str, table: TableEnds, report: LakeReport, last: _Held | None) 
     and a stale epoch (checked last: epochs compare only within one job)."""
     if report.table_id != table.table_id:
         raise ApiError(
-            409, CONFLICT,
+            409,
+            CONFLICT,
             f"lake report for table {name!r} names table_id {report.table_id}, but the table's id is "
             f"{table.table_id} (it was dropped and re-created)",
         )
     if last is not None and None not in (last.job, report.job) and last.job != report.job:
         raise ApiError(
-            409, OTHER_JOB,
+            409,
+            OTHER_JOB,
             f"lake report of table {name!r} from job {report.job!r} refused: the store holds job {last.job!r}'s "
             f"report, and one table is tiered by one job. To hand the table over, stop job {last.job!r} tiering it "
-            f"(exclude it there), then drop its report (DELETE /v1/tables/{quote(name, safe='')}/lake); job {report.job!r}'s "
+            "(exclude it there), then drop its report (DELETE "
+            f"/v1/tables/{quote(name, safe='')}/lake); job {report.job!r}'s "
             "next report holds it",
         )
     for key, offset in report.buckets.items():

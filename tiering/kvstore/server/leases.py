@@ -54,11 +54,14 @@ def _live(conn: sqlite3.Connection, lease_id: str, now_ms: int) -> sqlite3.Row:
 def _lease(conn: sqlite3.Connection, lease_id: str) -> Lease:
     row = conn.execute("SELECT * FROM leases WHERE lease_id = ?", (lease_id,)).fetchone()
     holds = conn.execute(
-        "SELECT table_id, bucket, snapshot_id FROM lease_holds WHERE lease_id = ? ORDER BY table_id, bucket, snapshot_id",
+        "SELECT table_id, bucket, snapshot_id FROM lease_holds "
+        "WHERE lease_id = ? ORDER BY table_id, bucket, snapshot_id",
         (lease_id,),
     ).fetchall()
     return Lease(
-        lease_id=lease_id, epoch=row["epoch"], expires_at_ms=row["expires_at_ms"],
+        lease_id=lease_id,
+        epoch=row["epoch"],
+        expires_at_ms=row["expires_at_ms"],
         snapshots=[SnapshotRef(**dict(h)) for h in holds],
     )
 
@@ -69,7 +72,10 @@ def _check_epoch(lease_id: str, row: sqlite3.Row, epoch: int) -> None:
 
 
 def acquire(
-    conn: sqlite3.Connection, lease_id: str, req: AcquireRequest, now_ms: int,
+    conn: sqlite3.Connection,
+    lease_id: str,
+    req: AcquireRequest,
+    now_ms: int,
     available: Callable[[SnapshotRef], bool],
 ) -> AcquireResult:
     """Create or renew the lease and hold every requested snapshot that still exists."""
@@ -78,14 +84,13 @@ def acquire(
     if row is not None:
         _check_epoch(lease_id, row, req.epoch)
     epoch = max(req.epoch, row["epoch"] if row else req.epoch)
-    conn.execute(
-        "INSERT OR REPLACE INTO leases VALUES (?, ?, ?)", (lease_id, epoch, now_ms + req.duration_ms)
-    )
+    conn.execute("INSERT OR REPLACE INTO leases VALUES (?, ?, ?)", (lease_id, epoch, now_ms + req.duration_ms))
     unavailable = []
     for ref in req.snapshots:
         if available(ref):
             conn.execute(
-                "INSERT OR IGNORE INTO lease_holds VALUES (?, ?, ?, ?)", (lease_id, ref.table_id, ref.bucket, ref.snapshot_id)
+                "INSERT OR IGNORE INTO lease_holds VALUES (?, ?, ?, ?)",
+                (lease_id, ref.table_id, ref.bucket, ref.snapshot_id),
             )
         else:
             unavailable.append(ref)
@@ -95,7 +100,8 @@ def acquire(
 def renew(conn: sqlite3.Connection, lease_id: str, req: RenewRequest, now_ms: int) -> Lease:
     _check_epoch(lease_id, _live(conn, lease_id, now_ms), req.epoch)
     conn.execute(
-        "UPDATE leases SET epoch = ?, expires_at_ms = ? WHERE lease_id = ?", (req.epoch, now_ms + req.duration_ms, lease_id)
+        "UPDATE leases SET epoch = ?, expires_at_ms = ? WHERE lease_id = ?",
+        (req.epoch, now_ms + req.duration_ms, lease_id),
     )
     return _lease(conn, lease_id)
 
@@ -122,7 +128,9 @@ def get(conn: sqlite3.Connection, lease_id: str, now_ms: int) -> Lease:
 
 def list_all(conn: sqlite3.Connection, now_ms: int) -> list[Lease]:
     delete_expired(conn, now_ms)
-    return [_lease(conn, r["lease_id"]) for r in conn.execute("SELECT lease_id FROM leases ORDER BY lease_id").fetchall()]
+    return [
+        _lease(conn, r["lease_id"]) for r in conn.execute("SELECT lease_id FROM leases ORDER BY lease_id").fetchall()
+    ]
 
 
 def held_snapshots(conn: sqlite3.Connection, table_id: int, now_ms: int) -> set[tuple[int, int]]:

@@ -72,10 +72,16 @@ def serve(
         raise ConfigError(problems)
 
     store = Store(Path(data_dir), num_retained=num_retained, log_retention_s=log_retention_s)
-    server = uvicorn.Server(uvicorn.Config(
-        create_app(store, token, max_body_bytes), host=host, port=port, log_level="warning", access_log=False,
-        lifespan="off",
-    ))
+    server = uvicorn.Server(
+        uvicorn.Config(
+            create_app(store, token, max_body_bytes),
+            host=host,
+            port=port,
+            log_level="warning",
+            access_log=False,
+            lifespan="off",
+        )
+    )
     stop = threading.Event()
     loops = [_loop("gc", gc_interval_s, store.gc, stop)]
     if snapshot_interval_s > 0:
@@ -87,8 +93,13 @@ def serve(
         for s in server.servers:
             for sock in s.sockets:
                 bound_host, bound_port = sock.getsockname()[:2]
-                log.info("kv-store serving at http://%s:%d (data dir %s, auth %s)", bound_host, bound_port,
-                         data_dir, "on" if token else "off")
+                log.info(
+                    "kv-store serving at http://%s:%d (data dir %s, auth %s)",
+                    bound_host,
+                    bound_port,
+                    data_dir,
+                    "on" if token else "off",
+                )
 
     threading.Thread(target=announce, name="kvstore-announce", daemon=True).start()
     # uvicorn handles SIGTERM during run() and re-raises it afterwards; a no-op handler turns
@@ -110,19 +121,35 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--data-dir", required=True)
     parser.add_argument("--port", type=int, default=8420)
     parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--snapshot-interval", type=float, default=0.0,
-                        help="seconds between periodic snapshots of every table (0 = only on demand)")
-    parser.add_argument("--num-retained", type=int, default=2,
-                        help="newest snapshots kept per bucket (kv.snapshot.num-retained)")
+    parser.add_argument(
+        "--snapshot-interval",
+        type=float,
+        default=0.0,
+        help="seconds between periodic snapshots of every table (0 = only on demand)",
+    )
+    parser.add_argument(
+        "--num-retained", type=int, default=2, help="newest snapshots kept per bucket (kv.snapshot.num-retained)"
+    )
     parser.add_argument("--gc-interval", type=float, default=30.0, help="seconds between GC passes")
-    parser.add_argument("--log-retention", type=float, default=None,
-                        help="hard cap in seconds: delete snapshot-covered log segments older than this even "
-                             "if not tiered yet (default: off; tiering then re-bootstraps, or fails with "
-                             "fail-on-data-loss)")
-    parser.add_argument("--token", default=os.environ.get("TIERING_KVSTORE_TOKEN", ""),
-                        help="require this bearer token (default: $TIERING_KVSTORE_TOKEN, none)")
-    parser.add_argument("--max-body-bytes", type=int, default=DEFAULT_MAX_BODY_BYTES,
-                        help=f"refuse larger request bodies with 413 (default {DEFAULT_MAX_BODY_BYTES})")
+    parser.add_argument(
+        "--log-retention",
+        type=float,
+        default=None,
+        help="hard cap in seconds: delete snapshot-covered log segments older than this even "
+        "if not tiered yet (default: off; tiering then re-bootstraps, or fails with "
+        "fail-on-data-loss)",
+    )
+    parser.add_argument(
+        "--token",
+        default=os.environ.get("TIERING_KVSTORE_TOKEN", ""),
+        help="require this bearer token (default: $TIERING_KVSTORE_TOKEN, none)",
+    )
+    parser.add_argument(
+        "--max-body-bytes",
+        type=int,
+        default=DEFAULT_MAX_BODY_BYTES,
+        help=f"refuse larger request bodies with 413 (default {DEFAULT_MAX_BODY_BYTES})",
+    )
 
 
 def serve_from_args(args: argparse.Namespace) -> None:

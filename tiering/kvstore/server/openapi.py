@@ -41,8 +41,7 @@ def errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
     """``responses=`` of a route: the error envelope for each status it can answer with.
     Every route can answer 400 (a malformed parameter) and 503 (storage), so those are added."""
     return {
-        status: {"model": ErrorBody, "description": _STATUS_MEANING[status]}
-        for status in sorted({400, 503, *statuses})
+        status: {"model": ErrorBody, "description": _STATUS_MEANING[status]} for status in sorted({400, 503, *statuses})
     }
 
 
@@ -60,7 +59,10 @@ def json_body(model: type[BaseModel], *, arrow: bool = False) -> dict[str, Any]:
 def document(app: FastAPI, *, token_required: bool) -> dict[str, Any]:
     """The finished document of ``app`` (see the module docstring)."""
     doc = get_openapi(
-        title=app.title, version=app.version, description=app.description, routes=app.routes,
+        title=app.title,
+        version=app.version,
+        description=app.description,
+        routes=app.routes,
         separate_input_output_schemas=False,
     )
     schemas = doc.setdefault("components", {}).setdefault("schemas", {})

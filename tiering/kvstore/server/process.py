@@ -27,9 +27,17 @@ class StoreProcess:
     ``start`` returns it once /v1/health answers."""
 
     def __init__(
-        self, data_dir: Path, port: int, *, num_retained: int = 2, gc_interval_s: float = 30.0,
-        snapshot_interval_s: float = 0.0, token: str | None = None, startup_timeout_s: float = 30.0,
-        log_retention_s: float | None = None, max_body_bytes: int | None = None,
+        self,
+        data_dir: Path,
+        port: int,
+        *,
+        num_retained: int = 2,
+        gc_interval_s: float = 30.0,
+        snapshot_interval_s: float = 0.0,
+        token: str | None = None,
+        startup_timeout_s: float = 30.0,
+        log_retention_s: float | None = None,
+        max_body_bytes: int | None = None,
     ) -> None:
         self.data_dir = Path(data_dir)
         self.port = port
@@ -37,9 +45,21 @@ class StoreProcess:
         self.token = token
         self.startup_timeout_s = startup_timeout_s
         self._args = [
-            sys.executable, "-m", "tiering.kvstore.server", "--data-dir", str(self.data_dir),
-            "--port", str(port), "--host", "127.0.0.1", "--num-retained", str(num_retained),
-            "--gc-interval", str(gc_interval_s), "--snapshot-interval", str(snapshot_interval_s),
+            sys.executable,
+            "-m",
+            "tiering.kvstore.server",
+            "--data-dir",
+            str(self.data_dir),
+            "--port",
+            str(port),
+            "--host",
+            "127.0.0.1",
+            "--num-retained",
+            str(num_retained),
+            "--gc-interval",
+            str(gc_interval_s),
+            "--snapshot-interval",
+            str(snapshot_interval_s),
         ]
         if log_retention_s is not None:
             self._args += ["--log-retention", str(log_retention_s)]
@@ -49,13 +69,24 @@ class StoreProcess:
 
     @classmethod
     def start(
-        cls, data_dir: Path, port: int | None = None, num_retained: int = 2, gc_interval_s: float = 30.0,
-        snapshot_interval_s: float = 0.0, token: str | None = None, log_retention_s: float | None = None,
+        cls,
+        data_dir: Path,
+        port: int | None = None,
+        num_retained: int = 2,
+        gc_interval_s: float = 30.0,
+        snapshot_interval_s: float = 0.0,
+        token: str | None = None,
+        log_retention_s: float | None = None,
         max_body_bytes: int | None = None,
-    ) -> "StoreProcess":
+    ) -> StoreProcess:
         store = cls(
-            data_dir, port or free_port(), num_retained=num_retained, gc_interval_s=gc_interval_s,
-            snapshot_interval_s=snapshot_interval_s, token=token, log_retention_s=log_retention_s,
+            data_dir,
+            port or free_port(),
+            num_retained=num_retained,
+            gc_interval_s=gc_interval_s,
+            snapshot_interval_s=snapshot_interval_s,
+            token=token,
+            log_retention_s=log_retention_s,
             max_body_bytes=max_body_bytes,
         )
         store.launch()
@@ -84,7 +115,8 @@ class StoreProcess:
         while time.monotonic() < deadline:
             if self._process.poll() is not None:
                 raise StoreUnavailableError(
-                    f"kv-store exited with code {self._process.returncode} while starting on port {self.port}:\n{self.log_tail()}"
+                    f"kv-store exited with code {self._process.returncode} "
+                    f"while starting on port {self.port}:\n{self.log_tail()}"
                 )
             try:
                 if requests.get(f"{self.url}/v1/health", timeout=1).ok:

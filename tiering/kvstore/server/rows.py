@@ -31,8 +31,10 @@ _INT_BITS = {"tinyint": 8, "smallint": 16, "int": 32, "bigint": 64}
 _UTC_US = pa.timestamp("us", tz="UTC")
 _RANGE = {  # is timestamp -> (lowest, highest) allowed value
     False: (pa.scalar(dt.date(1, 1, 1), pa.date32()), pa.scalar(dt.date(9999, 12, 31), pa.date32())),
-    True: (pa.scalar(dt.datetime(1, 1, 1, tzinfo=dt.timezone.utc), _UTC_US),
-           pa.scalar(dt.datetime(9999, 12, 31, 23, 59, 59, 999999, tzinfo=dt.timezone.utc), _UTC_US)),
+    True: (
+        pa.scalar(dt.datetime(1, 1, 1, tzinfo=dt.UTC), _UTC_US),
+        pa.scalar(dt.datetime(9999, 12, 31, 23, 59, 59, 999999, tzinfo=dt.UTC), _UTC_US),
+    ),
 }
 _JSON_NAMES = {bool: "boolean", int: "integer", float: "number", str: "string", list: "array", dict: "object"}
 
@@ -74,7 +76,7 @@ def _from_json(v: Any, spark_type: str) -> Any:
         if isinstance(v, str):
             ts = dt.datetime.fromisoformat(v)
             try:  # in UTC it must still be a year 1..9999 (Spark's range, and Python's)
-                return ts.replace(tzinfo=ts.tzinfo or dt.timezone.utc).astimezone(dt.timezone.utc)
+                return ts.replace(tzinfo=ts.tzinfo or dt.UTC).astimezone(dt.UTC)
             except OverflowError:
                 raise ValueError(f"{v!r} is out of range for timestamp (0001-01-01..9999-12-31 UTC)") from None
     elif spark_type.startswith("decimal"):
@@ -129,7 +131,11 @@ def _family(t: pa.DataType) -> str:
         return "string"
     if pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_fixed_size_binary(t):
         return "binary"
-    for name, check in (("timestamp", pa.types.is_timestamp), ("date", pa.types.is_date), ("boolean", pa.types.is_boolean)):
+    for name, check in (
+        ("timestamp", pa.types.is_timestamp),
+        ("date", pa.types.is_date),
+        ("boolean", pa.types.is_boolean),
+    ):
         if check(t):
             return name
     return str(t)
@@ -192,4 +198,3 @@ def _check_keys(info: TableInfo, data: pa.Table) -> None:
         if column.null_count:
             index = pc.index(pc.is_null(column), True).as_py()
             raise bad_request(f"rows[{index}].{key}: primary-key column must not be null")
-

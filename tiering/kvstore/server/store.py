@@ -140,8 +140,10 @@ class Store:
             info = self._locked_table(name, table_id)
             names = [c.name for c in info.columns]
             if duplicate_names([*names, column.name]):
-                raise bad_request(f"name: table {name!r} already has a column {column.name!r} (columns: {names}; "
-                                  "Spark compares names case-insensitively)")
+                raise bad_request(
+                    f"name: table {name!r} already has a column {column.name!r} (columns: {names}; "
+                    "Spark compares names case-insensitively)"
+                )
             described = info.model_dump(by_alias=True)
             grown = TableInfo.model_validate(
                 {**described, "schema": [*described["schema"], {"name": column.name, "type": column.type}]}
@@ -172,7 +174,7 @@ class Store:
             with self.db.tx() as conn:
                 ends = {b.bucket: b.log_end_offset for b in catalog.bucket_logs(conn, table_id)}
             keys, groups = _keys_and_buckets(info, data)
-            now = dt.datetime.now(dt.timezone.utc)
+            now = dt.datetime.now(dt.UTC)
             written = []
             for bucket in sorted(groups):
                 live = self._live_keys(info, bucket)
@@ -181,7 +183,8 @@ class Store:
                     continue
                 start = ends[bucket]
                 seg = LogSegment(
-                    start_offset=start, end_offset=start + len(rows),
+                    start_offset=start,
+                    end_offset=start + len(rows),
                     file=str(segment_path(self.remote, info, bucket, start, start + len(rows))),
                 )
                 write_atomic(_log_records(info, data.take(pa.array(rows, pa.int64())), start, ops, now), Path(seg.file))
@@ -194,7 +197,9 @@ class Store:
         records = sum(s.end_offset - s.start_offset for _, s, _, _ in written)
         self.metrics.rows_written.labels(name).inc(records)
         return WriteResult(
-            table_id=table_id, rows=data.num_rows, records=records,
+            table_id=table_id,
+            rows=data.num_rows,
+            records=records,
             buckets={str(b): [s.start_offset, s.end_offset] for b, s, _, _ in written},
         )
 
@@ -237,8 +242,12 @@ class Store:
                 path = snapshot_path(self.remote, info, bucket, snapshot_id)
                 size = write_atomic(state, path)
                 snap = Snapshot(
-                    bucket=bucket, snapshot_id=snapshot_id, log_offset=end, files=[str(path)],
-                    row_count=state.num_rows, size_bytes=size,
+                    bucket=bucket,
+                    snapshot_id=snapshot_id,
+                    log_offset=end,
+                    files=[str(path)],
+                    row_count=state.num_rows,
+                    size_bytes=size,
                 )
                 with self.db.tx() as conn:
                     catalog.add_snapshot(conn, table_id, snap, _now_ms())
@@ -337,6 +346,7 @@ class Store:
 
     def acquire_lease(self, lease_id: str, req: AcquireRequest) -> AcquireResult:
         with self.db.tx() as conn:
+
             def available(ref: SnapshotRef) -> bool:
                 snap = catalog.find_snapshot(conn, ref.table_id, ref.bucket, ref.snapshot_id)
                 return snap is not None and all(Path(f).exists() for f in snap.files)
@@ -429,7 +439,8 @@ def _plan_ranges(name: str, ranges: list[LogRange], table: catalog.TableEnds | N
         start, end = table.buckets[r.bucket]
         if r.from_offset < start:
             raise ApiError(
-                410, LOG_TRUNCATED,
+                410,
+                LOG_TRUNCATED,
                 f"table {name!r} bucket {r.bucket}: log starts at {start}, offsets "
                 f"from {r.from_offset} were deleted; bootstrap from the latest snapshot",
             )
@@ -471,7 +482,8 @@ def _log_records(info: TableInfo, rows: pa.Table, start: int, ops: list[str], no
     n = rows.num_rows
     columns = [
         rows.column(f.name) if f.name in rows.column_names else pa.nulls(n, f.type)
-        for f in schema if not f.name.startswith("__")
+        for f in schema
+        if not f.name.startswith("__")
     ]
     columns += [
         pa.array(range(start, start + n), pa.int64()),

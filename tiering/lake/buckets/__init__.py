@@ -34,6 +34,16 @@ from tiering.lake.buckets.schedule import light, run_task, run_tasks, write_buck
 from tiering.lake.buckets.task import BucketResult, BucketTask, WrittenFile, file_schema
 
 __all__ = [
-    "BucketTask", "BucketResult", "WrittenFile", "RewriteGroup", "write_bucket", "run_task", "run_tasks", "light",
-    "file_schema", "merge_batches", "base_rows", "rewrite_groups",
+    "BucketTask",
+    "BucketResult",
+    "WrittenFile",
+    "RewriteGroup",
+    "write_bucket",
+    "run_task",
+    "run_tasks",
+    "light",
+    "file_schema",
+    "merge_batches",
+    "base_rows",
+    "rewrite_groups",
 ]

@@ -54,7 +54,10 @@ class Encoding:
     def of(cls, rows: pa.Table, compression: str) -> Encoding:
         """The dictionary columns, from ``rows``' sample; pages compressed with ``compression``."""
         sample = _sample(rows)
-        return cls(tuple(name for name, column in zip(sample.column_names, sample.columns) if _repeats(column)), compression)
+        return cls(
+            tuple(name for name, column in zip(sample.column_names, sample.columns, strict=False) if _repeats(column)),
+            compression,
+        )
 
     def measured(self, rows: pa.Table) -> Encoding:
         """This encoding with its bytes per row: ``rows``' sample encoded in memory (once per bucket)."""

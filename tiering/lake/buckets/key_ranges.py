@@ -14,8 +14,8 @@ from operator import methodcaller
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from tiering.delta_log.lake import LakeFile
 from tiering.kvstore.protocol import DELETE, OP_COLUMN
-from tiering.lakestate.lake import LakeFile
 
 __all__ = ["RewriteGroup", "rewrite_groups"]
 
@@ -90,7 +90,7 @@ def _gaps(files: Sequence[LakeFile], keys: pa.Array) -> Iterator[tuple[tuple[int
         else:
             spans.append([f.low, f.high, i, i])
     yield (0, _below(keys, spans[0][0])), spans[0][2]
-    for below, above in zip(spans, spans[1:]):
+    for below, above in zip(spans, spans[1:], strict=False):
         middle = (below[1] + above[0]) // 2
         yield (_above(keys, below[1]), _above(keys, middle)), below[3]
         yield (_above(keys, middle), _below(keys, above[0])), above[2]

@@ -9,12 +9,12 @@ from collections.abc import Iterator
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from tiering.delta_log.layout import BUCKET_COLUMN
 from tiering.kvstore.changelog import apply_changes
 from tiering.kvstore.protocol import OP_COLUMN, UPDATE
+from tiering.lake.bucket_plan import BucketBase
 from tiering.lake.buckets.reads import BATCH_ROWS, latest_changes, read_batches
 from tiering.lake.buckets.task import BucketTask, file_schema
-from tiering.lake.round_plan import BucketBase
-from tiering.lakestate.layout import BUCKET_COLUMN
 
 __all__ = ["merge_batches", "base_rows"]
 
@@ -34,7 +34,9 @@ def merge_batches(task: BucketTask, schema: pa.Schema) -> Iterator[pa.RecordBatc
         rows: Iterator[pa.RecordBatch] = iter(changes.to_batches(BATCH_ROWS) if changes is not None else ())
     else:
         columns = file_schema(task.table)  # the base's rows minus the changed keys, then the upserts
-        rows = apply_changes(read_batches(task.store, plan.base_files, columns), changes, task.table.primary_key, columns)
+        rows = apply_changes(
+            read_batches(task.store, plan.base_files, columns), changes, task.table.primary_key, columns
+        )
     bucket = pa.scalar(plan.bucket, schema.field(BUCKET_COLUMN).type)
     for batch in rows:
         if batch.num_rows:

@@ -2,7 +2,7 @@
 Delta readers see only files a commit adds, so a task that dies (or a commit that loses a race)
 leaves unreferenced files, which the driver deletes when it knows and a full VACUUM otherwise.
 A file that did not land (the store refused a part, timed out, lost it) is found by one HEAD
-with every byte written (:mod:`tiering.storage.landed`): an
+with every byte written (:mod:`tiering.objectstore.landed`): an
 :class:`~tiering.errors.ObjectWriteError` then names the object and fails the bucket, so no
 commit references a file that is not there."""
 
@@ -11,11 +11,11 @@ from __future__ import annotations
 import time
 import uuid
 
+from tiering.delta_log.layout import BUCKET_COLUMN
+from tiering.lake.bucket_plan import BucketPlan
 from tiering.lake.buckets.stats import FileStats
 from tiering.lake.buckets.task import BucketTask, WrittenFile
-from tiering.lake.round_plan import BucketPlan
-from tiering.lakestate.layout import BUCKET_COLUMN
-from tiering.storage.landed import LandedObject
+from tiering.objectstore.landed import LandedObject
 
 __all__ = ["file_name", "landing", "written_file"]
 

@@ -18,7 +18,7 @@ import pyarrow.parquet as pq
 from tiering.kvstore.changelog import newest_per_key
 from tiering.kvstore.protocol import OFFSET_COLUMN, OP_COLUMN
 from tiering.lake.buckets.task import BucketTask, file_schema
-from tiering.storage.object_store import ObjectStore
+from tiering.objectstore.object_store import ObjectStore
 
 __all__ = ["BATCH_ROWS", "read_batches", "latest_changes"]
 
@@ -60,7 +60,7 @@ def read_batches(
         return
     fs, paths = store.locate(files)
     known = sizes if store.is_s3 and sizes else {}
-    for uri, path in zip(files, paths):
+    for uri, path in zip(files, paths, strict=False):
         if uri in known:
             fragment = _PARQUET.make_fragment(path, filesystem=fs, file_size=known[uri])
             yield from (_aligned(b, schema) for b in fragment.to_batches(batch_size=BATCH_ROWS, use_threads=False))

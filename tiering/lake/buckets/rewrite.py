@@ -85,7 +85,9 @@ def _write_rows(
         # an upper bound: spliced rows count their bytes slice by slice, which takes a while)
         if decoded > task.target_file_bytes:
             encoding = encoding.measured(data)
-            pieces = max(1, round(data.num_rows / encoding.rows_per_file(task.target_file_bytes)))  # even: no small tail
+            pieces = max(
+                1, round(data.num_rows / encoding.rows_per_file(task.target_file_bytes))
+            )  # even: no small tail
         per_file = math.ceil(data.num_rows / pieces)
         batches = iter(data.to_batches(BATCH_ROWS))
     written = []

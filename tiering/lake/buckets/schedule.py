@@ -11,10 +11,10 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager, nullcontext
 
 from tiering import failpoints
+from tiering.lake.bucket_plan import heavy
 from tiering.lake.buckets.rewrite import rewrite
 from tiering.lake.buckets.snapshot_copy import copy_file, copyable
 from tiering.lake.buckets.task import BucketResult, BucketTask, WrittenFile, file_schema
-from tiering.lake.round_plan import heavy
 
 __all__ = ["PARTITION_THREADS", "run_tasks", "run_task", "light", "write_bucket"]
 
@@ -48,7 +48,7 @@ def run_tasks(tasks: Iterable[BucketTask]) -> Iterator[BucketResult]:
 
 def light(task: BucketTask) -> bool:
     """Whether the task goes on a partition's threads: a snapshot without changes (normally a
-    byte copy, streamed) or a rewrite that is not :func:`~tiering.lake.round_plan.heavy`.
+    byte copy, streamed) or a rewrite that is not :func:`~tiering.lake.bucket_plan.heavy`.
     Decided from the plan alone, so a bare snapshot counts as light though :func:`heavy` calls
     it heavy: whether its columns allow the copy takes its footers, read on the task's thread,
     and one that turns out not to be copyable takes its turn there (:func:`run_task`)."""
@@ -60,10 +60,12 @@ def run_task(task: BucketTask, one_heavy: AbstractContextManager[object] | None 
     """The bucket's write as a Spark task: every error comes back as a result. A heavy rewrite
     (a snapshot's, of unknown size, included) holds ``one_heavy`` while it runs."""
     try:
-        files, replaced = _write(task, one_heavy or nullcontext())
+        files, replaced = _write(task, one_heavy)
         return BucketResult(task.table.name, task.plan.bucket, tuple(files), replaced=replaced)
     except Exception as e:  # noqa: BLE001 - reported to the driver, which fails the table
-        return BucketResult(task.table.name, task.plan.bucket, error=f"bucket {task.plan.bucket}: {type(e).__name__}: {e}")
+        return BucketResult(
+            task.table.name, task.plan.bucket, error=f"bucket {task.plan.bucket}: {type(e).__name__}: {e}"
+        )
 
 
 def write_bucket(task: BucketTask) -> list[WrittenFile]:
@@ -73,7 +75,7 @@ def write_bucket(task: BucketTask) -> list[WrittenFile]:
 
 
 def _write(
-    task: BucketTask, one_heavy: AbstractContextManager[object] = nullcontext()
+    task: BucketTask, one_heavy: AbstractContextManager[object] | None = None
 ) -> tuple[list[WrittenFile], tuple[str, ...]]:
     """The files written, and the lake files they replace when the bucket is rewritten by file
     (a heavy rewrite holding ``one_heavy``)."""
@@ -81,5 +83,5 @@ def _write(
     plan = task.plan
     if copyable(task, schema):
         return [copy_file(task, path, schema) for path in plan.base_files], ()
-    with one_heavy if heavy([plan]) else nullcontext():
+    with one_heavy if one_heavy is not None and heavy([plan]) else nullcontext():
         return rewrite(task, schema)

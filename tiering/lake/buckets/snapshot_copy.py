@@ -13,7 +13,7 @@ import pyarrow.parquet as pq
 from tiering.lake.buckets.new_files import file_name, landing, written_file
 from tiering.lake.buckets.stats import FileStats
 from tiering.lake.buckets.task import BucketTask, WrittenFile
-from tiering.storage.landed import copy_object
+from tiering.objectstore.landed import copy_object
 
 __all__ = ["copyable", "copy_file"]
 

@@ -10,10 +10,10 @@ import pyarrow as pa
 from deltalake.transaction import AddAction
 
 from tiering.conf.model import DEFAULT_COMPRESSION, DEFAULT_TARGET_FILE_MB
+from tiering.delta_log.layout import BUCKET_COLUMN, lake_schema
 from tiering.kvstore.models import TableInfo
-from tiering.lake.round_plan import BucketPlan
-from tiering.lakestate.layout import BUCKET_COLUMN, lake_schema
-from tiering.storage.object_store import ObjectStore
+from tiering.lake.bucket_plan import BucketPlan
+from tiering.objectstore.object_store import ObjectStore
 
 __all__ = ["MIB", "BucketTask", "WrittenFile", "BucketResult", "file_schema"]
 

@@ -17,11 +17,11 @@ from typing import Any
 
 from deltalake import DeltaTable
 
+from tiering.delta_log.layout import FENCE_PROPERTY, MAINTENANCE_KEY, METADATA_KEY, METADATA_VERSION, txn_version
+from tiering.delta_log.log_entries import read_entry
 from tiering.enumerator.positions import LakePosition
 from tiering.errors import LakeCommitError
-from tiering.lakestate.layout import FENCE_PROPERTY, MAINTENANCE_KEY, METADATA_KEY, METADATA_VERSION, txn_version
-from tiering.lakestate.log_entries import read_entry
-from tiering.storage.object_store import ObjectStore
+from tiering.objectstore.object_store import ObjectStore
 
 __all__ = [
     "LakeCommitInfo",
@@ -101,8 +101,14 @@ def newest_commit(dt: DeltaTable, table: str, newer_than: int | None = None) -> 
     """The newest tiering commit at or below the loaded version of ``dt``; None when the table
     holds none (with ``newer_than``: none among the versions above it)."""
     if newer_than is not None:
-        return next((_decode(e, c, table) for c in dt.history(dt.version() - newer_than)
-                     if (e := tiering_entry(c)) is not None), None)
+        return next(
+            (
+                _decode(e, c, table)
+                for c in dt.history(dt.version() - newer_than)
+                if (e := tiering_entry(c)) is not None
+            ),
+            None,
+        )
     for limit in (_RECENT_COMMITS, None):
         history = dt.history(limit)
         for commit in history:

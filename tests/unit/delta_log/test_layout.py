@@ -5,8 +5,8 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
+from tiering.delta_log.layout import app_id, epoch_round, lake_directory, lake_schema, txn_version
 from tiering.kvstore.models import TableInfo
-from tiering.lakestate.layout import app_id, epoch_round, lake_directory, lake_schema, txn_version
 
 pytestmark = pytest.mark.unit
 
@@ -22,7 +22,9 @@ def test_epoch_round_inverts_txn_version(epoch, round_id):
     assert epoch_round(txn_version(epoch, round_id)) == (epoch, round_id)
 
 
-@pytest.mark.parametrize("epoch, round_id, message", [(-1, 0, "epoch"), (0, -1, "round"), (0, 2**32, "round"), (2**31, 0, "too large")])
+@pytest.mark.parametrize(
+    "epoch, round_id, message", [(-1, 0, "epoch"), (0, -1, "round"), (0, 2**32, "round"), (2**31, 0, "too large")]
+)
 def test_txn_version_refuses_what_it_cannot_order(epoch, round_id, message):
     with pytest.raises(ValueError, match=message):
         txn_version(epoch, round_id)
@@ -34,19 +36,41 @@ def test_app_id():
 
 def test_lake_schema_puts_system_columns_after_user_columns():
     table = TableInfo(
-        name="t", table_id=1, num_buckets=2, primary_key=["k"],
-        schema=[{"name": "k", "type": "int"}, {"name": "d", "type": "decimal(5,1)"}, {"name": "at", "type": "timestamp"}],
+        name="t",
+        table_id=1,
+        num_buckets=2,
+        primary_key=["k"],
+        schema=[
+            {"name": "k", "type": "int"},
+            {"name": "d", "type": "decimal(5,1)"},
+            {"name": "at", "type": "timestamp"},
+        ],
     )
-    assert lake_schema(table) == pa.schema([
-        ("k", pa.int32()), ("d", pa.decimal128(5, 1)), ("at", pa.timestamp("us", tz="UTC")),
-        ("__bucket", pa.int32()), ("__offset", pa.int64()), ("__timestamp", pa.timestamp("us", tz="UTC")),
-    ])
+    assert lake_schema(table) == pa.schema(
+        [
+            ("k", pa.int32()),
+            ("d", pa.decimal128(5, 1)),
+            ("at", pa.timestamp("us", tz="UTC")),
+            ("__bucket", pa.int32()),
+            ("__offset", pa.int64()),
+            ("__timestamp", pa.timestamp("us", tz="UTC")),
+        ]
+    )
 
 
-@pytest.mark.parametrize(("table", "directory"), [
-    ("orders", "orders"), ("with space", "with space"), ("ünïcödé", "ünïcödé"), ("50%", "50~25"),
-    ("%2e%2e", "~252e~252e"), ("?query#frag", "~3Fquery~23frag"), ("[glob]?", "~5Bglob~5D~3F"), ("~user", "~7Euser"),
-])
+@pytest.mark.parametrize(
+    ("table", "directory"),
+    [
+        ("orders", "orders"),
+        ("with space", "with space"),
+        ("ünïcödé", "ünïcödé"),
+        ("50%", "50~25"),
+        ("%2e%2e", "~252e~252e"),
+        ("?query#frag", "~3Fquery~23frag"),
+        ("[glob]?", "~5Bglob~5D~3F"),
+        ("~user", "~7Euser"),
+    ],
+)
 def test_a_lake_directory_is_the_name_with_url_specials_escaped(table, directory):
     assert lake_directory(table) == directory
 

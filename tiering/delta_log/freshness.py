@@ -20,7 +20,7 @@ from tiering.enumerator.positions import LakePosition
 from tiering.kvstore.client import KvStoreClient
 from tiering.kvstore.models import BucketLog, LogRange
 from tiering.kvstore.protocol import OFFSET_COLUMN, TIMESTAMP_COLUMN
-from tiering.storage.object_store import ObjectStore
+from tiering.objectstore.object_store import ObjectStore
 
 __all__ = ["oldest_untiered_write_ms", "freshness_s"]
 
@@ -41,7 +41,7 @@ def oldest_untiered_write_ms(
     if not ranges:
         return None
     oldest: int | None = None
-    for r, segments in zip(ranges, client.table_segments(table, ranges)):
+    for r, segments in zip(ranges, client.table_segments(table, ranges), strict=False):
         fs, paths = store.locate([s.file for s in segments[:1]])
         for path in paths:
             with fs.open_input_file(path) as handle:

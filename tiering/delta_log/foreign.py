@@ -13,7 +13,7 @@ Only commits newer than the table's newest round commit can be foreign: the job'
 after a round are maintenance commits, none of which changes data. A table holding no round
 commit is not looked at: the job has no position in it yet, and one made by hand where a table
 would land fails on its schema or partitioning instead. The log entries are read
-once each (:class:`~tiering.lakestate.lake.LakeTables` looks only at versions it has not seen),
+once each (:class:`~tiering.delta_log.lake.LakeTables` looks only at versions it has not seen),
 and not at all while the newest commit is a round's.
 """
 
@@ -23,8 +23,8 @@ import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from tiering.lakestate.log_entries import read_entry
-from tiering.storage.object_store import ObjectStore
+from tiering.delta_log.log_entries import read_entry
+from tiering.objectstore.object_store import ObjectStore
 
 __all__ = ["ForeignCommit", "first_foreign_change", "is_data_change"]
 

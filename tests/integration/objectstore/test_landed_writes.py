@@ -14,18 +14,21 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 import pytest
 
-from tests.integration.storage.conftest import RefusingS3
+from tests.integration.objectstore.conftest import RefusingS3
 from tests.support.store_files import write_snapshot
 from tiering.errors import ObjectWriteError
 from tiering.kvstore.models import TableInfo
+from tiering.lake.bucket_plan import BucketBase, BucketPlan
 from tiering.lake.buckets import BucketTask, run_task, write_bucket
-from tiering.lake.round_plan import BucketBase, BucketPlan
-from tiering.storage.object_store import ObjectStore
+from tiering.objectstore.object_store import ObjectStore
 
 pytestmark = pytest.mark.integration
 
 TABLE = TableInfo(
-    name="t", table_id=1, num_buckets=1, primary_key=["id"],
+    name="t",
+    table_id=1,
+    num_buckets=1,
+    primary_key=["id"],
     schema=[{"name": "id", "type": "bigint"}, {"name": "v", "type": "string"}],
 )
 #: Past pyarrow's S3 part size: the file goes up as a multipart upload.
@@ -40,7 +43,9 @@ def _snapshot_plan(tmp_path, rows: int) -> BucketPlan:
     """A snapshot bucket with nothing on top (copied byte for byte), of incompressible values."""
     values = [({"id": i, "v": os.urandom(2500).hex()}, i) for i in range(rows)]
     snap = write_snapshot(tmp_path / "s", TABLE, values)
-    return BucketPlan(bucket=0, base=BucketBase.SNAPSHOT, base_files=(snap,), log_files=(), log_from=rows, log_to=rows, snapshot_id=1)
+    return BucketPlan(
+        bucket=0, base=BucketBase.SNAPSHOT, base_files=(snap,), log_files=(), log_from=rows, log_to=rows, snapshot_id=1
+    )
 
 
 def test_pyarrow_copy_files_loses_a_refused_multipart_upload_silently(refusing_s3, tmp_path):
@@ -83,7 +88,9 @@ def test_the_same_store_takes_a_small_file_in_one_put(refusing_s3, tmp_path):
 def test_a_rewritten_bucket_refused_by_the_store_fails_naming_the_put(refusing_s3, tmp_path):
     store = _store(refusing_s3, "no-put", "rewrite")
     snap = write_snapshot(tmp_path / "s", TABLE.model_copy(update={"columns": TABLE.columns[:1]}), [({"id": 1}, 0)])
-    plan = BucketPlan(bucket=0, base=BucketBase.SNAPSHOT, base_files=(snap,), log_files=(), log_from=1, log_to=1, snapshot_id=1)
+    plan = BucketPlan(
+        bucket=0, base=BucketBase.SNAPSHOT, base_files=(snap,), log_files=(), log_from=1, log_to=1, snapshot_id=1
+    )
 
     with pytest.raises(ObjectWriteError) as refused:
         write_bucket(BucketTask(TABLE, store.uri("t"), plan, store))

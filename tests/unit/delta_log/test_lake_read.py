@@ -7,9 +7,9 @@ import pytest
 from deltalake import write_deltalake
 
 from tiering.conf.model import LakeConfig
+from tiering.delta_log.lake import Lake, LakeTables
 from tiering.errors import LakeReadError
-from tiering.lakestate.lake import Lake, LakeTables
-from tiering.round.states import FailureCause, cause_of
+from tiering.round.table_states import FailureCause, cause_of
 
 pytestmark = pytest.mark.unit
 

@@ -45,7 +45,4 @@ def missing_splits(splits: Sequence[Split], lake: LakePosition | None) -> list[S
 
 
 def _bootstrapped_here(splits: Sequence[Split], log: LogSplit) -> bool:
-    return any(
-        isinstance(s, SnapshotSplit) and s.bucket == log.bucket and s.table_id == log.table_id
-        for s in splits
-    )
+    return any(isinstance(s, SnapshotSplit) and s.bucket == log.bucket and s.table_id == log.table_id for s in splits)

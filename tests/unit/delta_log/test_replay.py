@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from tiering.delta_log.replay import missing_splits
 from tiering.enumerator.positions import LakePosition
 from tiering.enumerator.splits import LogSplit, SnapshotSplit
-from tiering.lakestate.replay import missing_splits
 
 pytestmark = pytest.mark.unit
 

@@ -56,15 +56,21 @@ from deltalake.transaction import AddAction, CommitProperties, RemoveAction, Tra
 from pyspark.sql import SparkSession
 
 from tiering.conf.model import DEFAULT_DRIVER_MAX_CHANGES, DEFAULT_MERGE_MAX_ROWS, DEFAULT_TARGET_FILE_MB
+from tiering.delta_log.commits import maintenance_metadata
+from tiering.delta_log.lake import Lake
+from tiering.delta_log.layout import BUCKET_COLUMN, lake_schema
+from tiering.lake.bucket_plan import BucketBase, heavy
 from tiering.lake.buckets import BucketResult, run_task
 from tiering.lake.change_feed import CHANGE_FEED_PROPERTY, check_source_rows, feed_enabled, merge_round, needs_merge
-from tiering.lake.round_plan import BucketBase, heavy
 from tiering.lake.round_protocol import (
-    PreparedRound, RoundWriter, TableCommit, WritePath, WrittenRound, output_rows, post_commit,
+    PreparedRound,
+    RoundWriter,
+    TableCommit,
+    WritePath,
+    WrittenRound,
+    output_rows,
+    post_commit,
 )
-from tiering.lakestate.commits import maintenance_metadata
-from tiering.lakestate.lake import Lake
-from tiering.lakestate.layout import BUCKET_COLUMN, lake_schema
 
 __all__ = ["TableCommit", "DeltaRsRoundWriter"]
 
@@ -72,7 +78,7 @@ log = logging.getLogger(__name__)
 
 #: Buckets of one table the driver writes at once, for a round it writes itself.
 _DRIVER_BUCKET_THREADS = 4
-#: Tables whose heavy round (:func:`~tiering.lake.round_plan.heavy`) the driver writes at once: each holds up to
+#: Tables whose heavy round (:func:`~tiering.lake.bucket_plan.heavy`) the driver writes at once: each holds up to
 #: :data:`_DRIVER_BUCKET_THREADS` rewrites in memory, and a round runs ``lake.table_parallelism``
 #: tables at a time (32 on S3), so the rewrites the driver holds stay at eight however many
 #: tables wait on the object store beside them.
@@ -84,8 +90,14 @@ class DeltaRsRoundWriter(RoundWriter):
     and commits them with delta-rs."""
 
     def __init__(
-        self, spark: SparkSession, lake: Lake, job: str, *, driver_max_changes: int = DEFAULT_DRIVER_MAX_CHANGES,
-        merge_max_rows: int = DEFAULT_MERGE_MAX_ROWS, change_data_feed: bool = False,
+        self,
+        spark: SparkSession,
+        lake: Lake,
+        job: str,
+        *,
+        driver_max_changes: int = DEFAULT_DRIVER_MAX_CHANGES,
+        merge_max_rows: int = DEFAULT_MERGE_MAX_ROWS,
+        change_data_feed: bool = False,
         target_file_mb: int = DEFAULT_TARGET_FILE_MB,
     ) -> None:
         super().__init__(spark, lake, job)
@@ -100,7 +112,8 @@ class DeltaRsRoundWriter(RoundWriter):
         if self._change_data_feed and not feed_enabled(dt):
             metadata = maintenance_metadata(job=self._job, epoch=epoch, operation="enable change data feed")
             dt.alter.set_table_properties(
-                {CHANGE_FEED_PROPERTY: "true"}, raise_if_not_exists=False,
+                {CHANGE_FEED_PROPERTY: "true"},
+                raise_if_not_exists=False,
                 commit_properties=CommitProperties(custom_metadata=metadata),
             )
 
@@ -116,7 +129,10 @@ class DeltaRsRoundWriter(RoundWriter):
         tasks = self._bucket_tasks(prepared)
         if not heavy(prepared.plans):
             return [run_task(task) for task in tasks]
-        with self._big_rounds, ThreadPoolExecutor(min(len(tasks), _DRIVER_BUCKET_THREADS), thread_name_prefix="bucket") as pool:
+        with (
+            self._big_rounds,
+            ThreadPoolExecutor(min(len(tasks), _DRIVER_BUCKET_THREADS), thread_name_prefix="bucket") as pool,
+        ):
             return list(pool.map(run_task, tasks))
 
     def _write_path(self, prepared: PreparedRound) -> WritePath:
@@ -156,20 +172,36 @@ class DeltaRsRoundWriter(RoundWriter):
         try:
             if dt is None:
                 create_table_with_add_actions(
-                    path, schema, adds, mode="error", partition_by=[BUCKET_COLUMN], commit_properties=properties,
+                    path,
+                    schema,
+                    adds,
+                    mode="error",
+                    partition_by=[BUCKET_COLUMN],
+                    commit_properties=properties,
                     configuration={CHANGE_FEED_PROPERTY: "true"} if self._change_data_feed else None,
                     storage_options=self._lake.store.delta_options(),
                 )
             elif prepared.replace_table or prepared.added_columns:
-                filters = None if prepared.replace_table else [(BUCKET_COLUMN, "in", [str(p.bucket) for p in prepared.plans])]
+                filters = (
+                    None if prepared.replace_table else [(BUCKET_COLUMN, "in", [str(p.bucket) for p in prepared.plans])]
+                )
                 dt.create_write_transaction(
-                    adds, "overwrite", schema, partition_by=[BUCKET_COLUMN], partition_filters=filters,
-                    commit_properties=properties, post_commithook_properties=post_commit(dt),
+                    adds,
+                    "overwrite",
+                    schema,
+                    partition_by=[BUCKET_COLUMN],
+                    partition_filters=filters,
+                    commit_properties=properties,
+                    post_commithook_properties=post_commit(dt),
                 )
             else:
                 dt.create_write_transaction(
-                    adds + _removes(prepared, written.replaced), "append", schema, partition_by=[BUCKET_COLUMN],
-                    commit_properties=properties, post_commithook_properties=post_commit(dt),
+                    adds + _removes(prepared, written.replaced),
+                    "append",
+                    schema,
+                    partition_by=[BUCKET_COLUMN],
+                    commit_properties=properties,
+                    post_commithook_properties=post_commit(dt),
                 )
         except Exception as e:
             self._ensure_landed(prepared, e, cleanup=lambda: self._remove(path, written.files))
@@ -195,4 +227,3 @@ def _commit_properties(prepared: PreparedRound) -> CommitProperties:
         custom_metadata=dict(prepared.metadata),
         app_transactions=[Transaction(prepared.app, prepared.version)],
     )
-

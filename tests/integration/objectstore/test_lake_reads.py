@@ -12,23 +12,29 @@ import pytest
 
 from tests.support.fault_proxy import FaultProxy, Respond, Rule
 from tests.support.store_files import write_log
+from tiering.delta_log.lake import LakeFile
 from tiering.kvstore.models import TableInfo
+from tiering.lake.bucket_plan import BucketBase, BucketPlan
 from tiering.lake.buckets import BucketTask, file_schema, run_task
 from tiering.lake.buckets.reads import read_batches
-from tiering.lake.round_plan import BucketBase, BucketPlan
-from tiering.lakestate.lake import LakeFile
-from tiering.storage.object_store import ObjectStore
+from tiering.objectstore.object_store import ObjectStore
 
 pytestmark = pytest.mark.integration
 
-TABLE = TableInfo(name="t", table_id=1, num_buckets=1, primary_key=["id"],
-                  schema=[{"name": "id", "type": "bigint"}, {"name": "v", "type": "string"}])
+TABLE = TableInfo(
+    name="t",
+    table_id=1,
+    num_buckets=1,
+    primary_key=["id"],
+    schema=[{"name": "id", "type": "bigint"}, {"name": "v", "type": "string"}],
+)
 
 
 def test_a_lake_file_of_known_size_is_read_without_a_head(s3_server, tmp_path):
     with FaultProxy(s3_server.endpoint) as proxy:
-        store = ObjectStore.of(f"{s3_server.root}/{uuid.uuid4().hex[:12]}",
-                               {**s3_server.storage_options(), "AWS_ENDPOINT_URL": proxy.url})
+        store = ObjectStore.of(
+            f"{s3_server.root}/{uuid.uuid4().hex[:12]}", {**s3_server.storage_options(), "AWS_ENDPOINT_URL": proxy.url}
+        )
         table_uri = store.uri("t")
         rel = "__bucket=0/part-old.parquet"
         with store.filesystem.open_output_stream(store.path(f"{table_uri}/{rel}")) as out:
@@ -42,8 +48,10 @@ def test_a_lake_file_of_known_size_is_read_without_a_head(s3_server, tmp_path):
         result = run_task(BucketTask(TABLE, table_uri, plan, store))
 
         assert result.error is None and result.replaced == (rel,)
-        rows = [pq.read_table(store.path(f"{table_uri}/{f.path}"), filesystem=store.filesystem).to_pylist()
-                for f in result.files]
+        rows = [
+            pq.read_table(store.path(f"{table_uri}/{f.path}"), filesystem=store.filesystem).to_pylist()
+            for f in result.files
+        ]
         assert [[(r["id"], r["v"]) for r in file] for file in rows] == [[(1, "a"), (2, "B"), (3, "c")]]
         assert refused.injected == 0
         with pytest.raises(OSError):  # the control: opened by path, the file costs a HEAD first

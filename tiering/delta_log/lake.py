@@ -21,12 +21,12 @@ from deltalake import DeltaTable
 from deltalake.exceptions import DeltaError, TableNotFoundError
 
 from tiering.conf.model import DEFAULT_COMPRESSION, LakeConfig
-from tiering.errors import LakeReadError, one_line
+from tiering.delta_log.commits import LakeCommitInfo, newest_commit
+from tiering.delta_log.foreign import ForeignCommit, first_foreign_change
+from tiering.delta_log.layout import BUCKET_COLUMN, app_id, lake_directory, txn_version
 from tiering.enumerator.positions import LakePosition
-from tiering.lakestate.commits import LakeCommitInfo, newest_commit
-from tiering.lakestate.foreign import ForeignCommit, first_foreign_change
-from tiering.lakestate.layout import BUCKET_COLUMN, app_id, lake_directory, txn_version
-from tiering.storage.object_store import ObjectStore
+from tiering.errors import LakeReadError, one_line
+from tiering.objectstore.object_store import ObjectStore
 
 __all__ = ["Lake", "LakeFile", "LakeTable", "LakeTables", "open_table"]
 
@@ -65,7 +65,7 @@ class LakeFile:
 class LakeTable:
     """One Delta table loaded at one version, with its newest tiering commit (None if none) and
     the first commit after it that another writer made and that changed rows (None if none:
-    :mod:`tiering.lakestate.foreign`)."""
+    :mod:`tiering.delta_log.foreign`)."""
 
     name: str
     path: str
@@ -94,7 +94,9 @@ class LakeTable:
         key = (app, self.dt.version())
         return self.known_txns[key] if key in self.known_txns else self.dt.transaction_version(app)
 
-    def files_by_bucket(self, key: str | None = None, buckets: Collection[int] | None = None) -> dict[int, list[LakeFile]]:
+    def files_by_bucket(
+        self, key: str | None = None, buckets: Collection[int] | None = None
+    ) -> dict[int, list[LakeFile]]:
         """The table's current data files per ``__bucket``, with the bounds of column ``key``
         (the first primary-key column) where the statistics hold exact integer ones.
 
@@ -111,8 +113,13 @@ class LakeTable:
         lows, highs = _bounds(actions, "min", key), _bounds(actions, "max", key)
         out: dict[int, list[LakeFile]] = {}
         rows = zip(
-            actions.column("path").to_pylist(), actions.column("size_bytes").to_pylist(),
-            actions.column("num_records").to_pylist(), bucket_of.to_pylist(), lows, highs,
+            actions.column("path").to_pylist(),
+            actions.column("size_bytes").to_pylist(),
+            actions.column("num_records").to_pylist(),
+            bucket_of.to_pylist(),
+            lows,
+            highs,
+            strict=False,
         )
         for rel, size, records, bucket, low, high in rows:
             uri = rel if rel.startswith("/") or "://" in rel else f"{self.path}/{rel}"
@@ -122,9 +129,13 @@ class LakeTable:
     def to_arrow(self) -> pa.Table:
         """Every row of the loaded version, read through this store's pyarrow filesystem (reading
         S3 through delta-rs's own reader makes the process abort at exit, delta-rs#2184)."""
-        return self.dt.to_pyarrow_dataset(
-            filesystem=pafs.SubTreeFileSystem(self.store.path(self.path), self.store.filesystem)
-        ).to_table() if self.store.is_s3 else self.dt.to_pyarrow_table()
+        return (
+            self.dt.to_pyarrow_dataset(
+                filesystem=pafs.SubTreeFileSystem(self.store.path(self.path), self.store.filesystem)
+            ).to_table()
+            if self.store.is_s3
+            else self.dt.to_pyarrow_table()
+        )
 
 
 def _bounds(actions: pa.Table, stat: str, key: str | None) -> list[int | None]:
@@ -174,7 +185,9 @@ class Lake:
         if dt is None:
             return None
         info = newest_commit(dt, table)
-        foreign = first_foreign_change(self.store, path, range(info.delta_version + 1, dt.version() + 1)) if info else None
+        foreign = (
+            first_foreign_change(self.store, path, range(info.delta_version + 1, dt.version() + 1)) if info else None
+        )
         return LakeTable(table, path, dt, info, self.store, foreign)
 
     def position(self, table: str, table_id: int) -> LakePosition | None:
@@ -207,8 +220,11 @@ class LakeTables:
         try:
             return self._load(table)
         except (OSError, DeltaError) as e:
-            raise LakeReadError(f"table {table!r}: its Delta log at {self.lake.path(table)} cannot be read: "
-                                f"{type(e).__name__}: {one_line(e)}", table=table) from e
+            raise LakeReadError(
+                f"table {table!r}: its Delta log at {self.lake.path(table)} cannot be read: "
+                f"{type(e).__name__}: {one_line(e)}",
+                table=table,
+            ) from e
 
     def _load(self, table: str) -> LakeTable | None:
         seen = self._seen.get(table)

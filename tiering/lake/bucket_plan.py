@@ -15,11 +15,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
+from tiering.delta_log.lake import LakeFile
 from tiering.enumerator.positions import LakePosition
 from tiering.enumerator.splits import LogSplit, SnapshotSplit, Split
 from tiering.errors import LakeCommitError
 from tiering.kvstore.models import TableInfo
-from tiering.lakestate.lake import LakeFile
 
 __all__ = ["BucketBase", "BucketPlan", "plan_buckets", "heavy"]
 
@@ -102,7 +102,7 @@ def heavy(plans: Sequence[BucketPlan]) -> bool:
     does not know its size), or at least :data:`HEAVY_CHANGES` changes or :data:`HEAVY_BYTES` of
     lake files. The one measure of a rewrite's weight, and it decides both ways it matters: a
     heavy rewrite is worth threads (its CPU outweighs theirs; the driver's buckets,
-    :mod:`tiering.lake.round_writer`) and is one to hold memory for (an executor runs one at a
+    :mod:`tiering.lake.delta_rs_writer`) and is one to hold memory for (an executor runs one at a
     time, :mod:`tiering.lake.buckets.schedule`); a light one costs less than a thread and little
     memory."""
     return (

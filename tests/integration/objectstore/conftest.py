@@ -17,8 +17,8 @@ import pyarrow.fs as pafs
 import pytest
 
 from tests.support.waiting import wait_until
-from tiering.storage.embedded_s3 import EmbeddedS3, find_weed
-from tiering.storage.object_store import ObjectStore
+from tiering.objectstore.embedded_s3 import EmbeddedS3, find_weed
+from tiering.objectstore.object_store import ObjectStore
 
 #: identity name -> the S3 actions it is refused
 REFUSALS = {
@@ -35,7 +35,11 @@ class RefusingS3:
         return f"{self.server.root}/{prefix}"
 
     def storage_options(self, identity: str) -> dict[str, str]:
-        return {**self.server.storage_options(), "AWS_ACCESS_KEY_ID": identity, "AWS_SECRET_ACCESS_KEY": f"{identity}-secret"}
+        return {
+            **self.server.storage_options(),
+            "AWS_ACCESS_KEY_ID": identity,
+            "AWS_SECRET_ACCESS_KEY": f"{identity}-secret",
+        }
 
 
 def _lists(fs, bucket: str) -> bool:
@@ -49,9 +53,16 @@ def _lists(fs, bucket: str) -> bool:
 def _weed_shell(server: EmbeddedS3, commands: str) -> None:
     ports = server.ports
     done = subprocess.run(
-        [find_weed(), "shell", f"-master=127.0.0.1:{ports['master.port']}.{ports['master.port.grpc']}",
-         f"-filer=127.0.0.1:{ports['filer.port']}.{ports['filer.port.grpc']}"],
-        input=commands, capture_output=True, text=True, timeout=60,
+        [
+            find_weed(),
+            "shell",
+            f"-master=127.0.0.1:{ports['master.port']}.{ports['master.port.grpc']}",
+            f"-filer=127.0.0.1:{ports['filer.port']}.{ports['filer.port.grpc']}",
+        ],
+        input=commands,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert done.returncode == 0, done.stderr
 
@@ -64,13 +75,22 @@ def refusing_s3(tmp_path_factory) -> Iterator[RefusingS3]:
     for identity, denied in REFUSALS.items():
         policy = directory / f"{identity}.json"
         bucket = f"arn:aws:s3:::{server.bucket}"
-        policy.write_text(json.dumps({"Version": "2012-10-17", "Statement": [
-            {"Effect": "Allow", "Action": ["s3:*"], "Resource": [bucket, f"{bucket}/*"]},
-            {"Effect": "Deny", "Action": denied, "Resource": [f"{bucket}/*"]},
-        ]}))
-        commands += [f"s3.policy -put -name={identity} -file={policy}",
-                     f"s3.configure -user={identity} -actions=Read,Write,List -policies={identity} "
-                     f"-access_key={identity} -secret_key={identity}-secret -apply"]
+        policy.write_text(
+            json.dumps(
+                {
+                    "Version": "2012-10-17",
+                    "Statement": [
+                        {"Effect": "Allow", "Action": ["s3:*"], "Resource": [bucket, f"{bucket}/*"]},
+                        {"Effect": "Deny", "Action": denied, "Resource": [f"{bucket}/*"]},
+                    ],
+                }
+            )
+        )
+        commands += [
+            f"s3.policy -put -name={identity} -file={policy}",
+            f"s3.configure -user={identity} -actions=Read,Write,List -policies={identity} "
+            f"-access_key={identity} -secret_key={identity}-secret -apply",
+        ]
     _weed_shell(server, "\n".join(commands) + "\n")
     refusing = RefusingS3(server)
     for identity in REFUSALS:  # the S3 gateway learns new identities from the filer, shortly after

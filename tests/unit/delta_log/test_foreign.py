@@ -10,11 +10,11 @@ import pytest
 from deltalake import DeltaTable, write_deltalake
 from deltalake.transaction import CommitProperties
 
+from tiering.delta_log import lake as lake_module
+from tiering.delta_log.commits import commit_metadata
+from tiering.delta_log.foreign import ForeignCommit, is_data_change
+from tiering.delta_log.lake import Lake, LakeTables
 from tiering.enumerator.positions import LakePosition
-from tiering.lakestate import lake as lake_module
-from tiering.lakestate.commits import commit_metadata
-from tiering.lakestate.foreign import ForeignCommit, is_data_change
-from tiering.lakestate.lake import Lake, LakeTables
 
 pytestmark = pytest.mark.unit
 
@@ -25,10 +25,16 @@ def _rows(first: int, n: int = 3) -> pa.Table:
 
 def _round(path: str, round_id: int, mode: str = "overwrite") -> None:
     """A commit as the job makes one: kvTiering metadata (its txn does not matter here)."""
-    metadata = commit_metadata(job="j", position=LakePosition(1, {0: round_id}), epoch=1, round_id=round_id,
-                               lease_id="l", snapshots={})
-    write_deltalake(path, _rows(round_id), mode=mode, partition_by=["__bucket"],
-                    commit_properties=CommitProperties(custom_metadata=metadata))
+    metadata = commit_metadata(
+        job="j", position=LakePosition(1, {0: round_id}), epoch=1, round_id=round_id, lease_id="l", snapshots={}
+    )
+    write_deltalake(
+        path,
+        _rows(round_id),
+        mode=mode,
+        partition_by=["__bucket"],
+        commit_properties=CommitProperties(custom_metadata=metadata),
+    )
 
 
 @pytest.fixture

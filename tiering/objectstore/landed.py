@@ -12,7 +12,7 @@ raised), then one HEAD (``get_file_info``) must find the object with exactly the
 Anything else is an :class:`~tiering.errors.ObjectWriteError` naming the object, the request
 that failed and the store's answer. Transient answers (503 SlowDown, 500, resets, timeouts)
 were already retried inside the request by the client's retry strategy
-(:mod:`tiering.storage.object_store`); what reaches here is what remained. No re-read: a HEAD
+(:mod:`tiering.objectstore.object_store`); what reaches here is what remained. No re-read: a HEAD
 per written object is the whole cost, and it replaces the HEAD that read the file's size.
 """
 
@@ -30,8 +30,10 @@ __all__ = ["LandedObject", "copy_object", "store_answer"]
 
 #: pyarrow's S3 errors: "... AWS Error ACCESS_DENIED during UploadPart operation: Access Denied. (Request ID: ...)"
 #: (a body-less answer, to a HEAD, is "AWS Error UNKNOWN (HTTP status 503) during HeadObject ...")
-_AWS_ERROR = re.compile(r"AWS Error (?P<code>\w+)(?: \(HTTP status (?P<status>\d+)\))? during (?P<operation>\w+) "
-                        r"operation:?\s*(?P<detail>.*?)\s*(\(Request ID.*)?$")
+_AWS_ERROR = re.compile(
+    r"AWS Error (?P<code>\w+)(?: \(HTTP status (?P<status>\d+)\))? during (?P<operation>\w+) "
+    r"operation:?\s*(?P<detail>.*?)\s*(\(Request ID.*)?$"
+)
 _COPY_CHUNK = 8 * 1024 * 1024
 
 
@@ -91,7 +93,9 @@ class LandedObject:
         except OSError as e:
             raise ObjectWriteError(self._uri, *store_answer(e, "HeadObject")) from e
         if info.type != pafs.FileType.File:
-            raise ObjectWriteError(self._uri, "HeadObject", f"no object after the upload reported success ({written} bytes written)")
+            raise ObjectWriteError(
+                self._uri, "HeadObject", f"no object after the upload reported success ({written} bytes written)"
+            )
         if info.size != written:
             raise ObjectWriteError(self._uri, "HeadObject", f"the object has {info.size} bytes, {written} were written")
         return written

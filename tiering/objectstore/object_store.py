@@ -18,7 +18,7 @@ Failure modes this guards against:
   ``request_timeout``, the latter a low-speed limit under curl), ``max_retries`` (pyarrow's
   ``AwsStandardS3RetryStrategy(max_attempts=max_retries + 1)``: exponential backoff with jitter,
   for throttling, 5xx and network errors), and delta-rs's own ``retry_timeout`` and
-  ``backoff_config.*``. A write that still fails fails its bucket (:mod:`tiering.storage.landed`),
+  ``backoff_config.*``. A write that still fails fails its bucket (:mod:`tiering.objectstore.landed`),
   a commit its table's round; the next round writes and commits again;
 - two writers creating one small file (the streaming checkpoint's lease-id file) where each must
   see the same winner: :meth:`put_if_absent` puts it with the same conditional put delta-rs
@@ -49,8 +49,13 @@ __all__ = ["ObjectStore", "S3_ENV_KEYS"]
 
 #: The environment variables read for an S3 root (the config's ``[lake.storage]`` wins).
 S3_ENV_KEYS = (
-    "AWS_ENDPOINT_URL", "AWS_REGION", "AWS_DEFAULT_REGION", "AWS_ALLOW_HTTP", "AWS_ACCESS_KEY_ID",
-    "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN",
+    "AWS_ENDPOINT_URL",
+    "AWS_REGION",
+    "AWS_DEFAULT_REGION",
+    "AWS_ALLOW_HTTP",
+    "AWS_ACCESS_KEY_ID",
+    "AWS_SECRET_ACCESS_KEY",
+    "AWS_SESSION_TOKEN",
 )
 #: Timeouts and retries of every S3 request, delta-rs (object_store) option names and values;
 #: the executors' pyarrow takes the same ones. Bounded: a request gives up after about
@@ -79,13 +84,19 @@ class ObjectStore:
     options: Mapping[str, str] = field(default_factory=dict, hash=False)
 
     @classmethod
-    def of(cls, root: str, storage: Mapping[str, str] | None = None, env: Mapping[str, str] | None = None) -> ObjectStore:
+    def of(
+        cls, root: str, storage: Mapping[str, str] | None = None, env: Mapping[str, str] | None = None
+    ) -> ObjectStore:
         """The store of a configured root: local roots become absolute paths; an S3 root takes
         ``storage`` over the ``AWS_*`` variables of ``env`` (default: this process's)."""
         parts = urlsplit(root)
         if parts.scheme not in _SCHEMES or (len(parts.scheme) == 1):
-            raise ConfigError([f"lake.root: {root!r}: scheme {parts.scheme!r} is not supported; use a local path, "
-                               "a file:// URI or s3://bucket/prefix"])
+            raise ConfigError(
+                [
+                    f"lake.root: {root!r}: scheme {parts.scheme!r} is not supported; use a local path, "
+                    "a file:// URI or s3://bucket/prefix"
+                ]
+            )
         if parts.scheme == "s3":
             if not parts.netloc:
                 raise ConfigError([f"lake.root: {root!r}: no bucket; expected s3://bucket/prefix"])
@@ -148,7 +159,9 @@ class ObjectStore:
         if not self.is_s3:
             raise ValueError(f"put_if_absent is for S3 roots, {self.root!r} is local")
         try:
-            obstore.put(self._conditional_store, self.path(uri).split("/", 1)[1], data, mode="create", use_multipart=False)
+            obstore.put(
+                self._conditional_store, self.path(uri).split("/", 1)[1], data, mode="create", use_multipart=False
+            )
         except AlreadyExistsError:
             return False
         except Exception as e:  # obstore's errors are not OSErrors; callers handle those
@@ -161,7 +174,9 @@ class ObjectStore:
         from obstore.store import S3Store
 
         options = self.options
-        config: dict[str, str] = {"conditional_put": _option(options, "aws_conditional_put", "conditional_put") or "etag"}
+        config: dict[str, str] = {
+            "conditional_put": _option(options, "aws_conditional_put", "conditional_put") or "etag"
+        }
         for key, names in (
             ("endpoint", ("aws_endpoint_url", "aws_endpoint", "endpoint_url", "endpoint")),
             ("region", ("aws_region", "region", "aws_default_region")),
@@ -174,10 +189,17 @@ class ObjectStore:
             if value:
                 config[key] = value
         connect_s, request_s, retries = _client_settings(options)
-        client = {"connect_timeout": _dt(connect_s), "timeout": _dt(request_s),
-                  "allow_http": str(_option(options, "aws_allow_http", "allow_http") or "false").lower() == "true"}
-        retry = {"max_retries": retries, "retry_timeout": _dt(_seconds("retry_timeout", str(
-            _option(options, "retry_timeout") or S3_CLIENT_DEFAULTS["retry_timeout"])))}
+        client = {
+            "connect_timeout": _dt(connect_s),
+            "timeout": _dt(request_s),
+            "allow_http": str(_option(options, "aws_allow_http", "allow_http") or "false").lower() == "true",
+        }
+        retry = {
+            "max_retries": retries,
+            "retry_timeout": _dt(
+                _seconds("retry_timeout", str(_option(options, "retry_timeout") or S3_CLIENT_DEFAULTS["retry_timeout"]))
+            ),
+        }
         bucket = self.path(self.root).split("/", 1)[0]
         return S3Store(bucket, config=config, client_options=client, retry_config=retry)
 
@@ -214,7 +236,7 @@ class ObjectStore:
 
     def _check_conditional_put(self) -> None:
         """Two commits of the same Delta version in a probe table: the store must refuse one."""
-        from tiering.storage.commit_probe import probe_conditional_put
+        from tiering.objectstore.commit_probe import probe_conditional_put
 
         probe = self.uri(f"_tiering_probe_{uuid.uuid4().hex}")
         try:
@@ -239,8 +261,12 @@ class ObjectStore:
 def _refuse_unsafe(options: Mapping[str, str]) -> None:
     for key, value in options.items():
         if _UNSAFE.get(key.lower()) == str(value).strip().lower():
-            raise ConfigError([f"lake.storage.{key}: {value!r} makes Delta commits on S3 unsafe (two drivers could "
-                               "both commit one version); commits use S3 conditional puts instead, leave it unset"])
+            raise ConfigError(
+                [
+                    f"lake.storage.{key}: {value!r} makes Delta commits on S3 unsafe (two drivers could "
+                    "both commit one version); commits use S3 conditional puts instead, leave it unset"
+                ]
+            )
 
 
 def _option(options: Mapping[str, str], *names: str) -> str | None:
@@ -266,9 +292,14 @@ def _pyarrow_s3_options(options: Mapping[str, str]) -> dict:
     region = _option(options, "aws_region", "region", "aws_default_region")
     if region:
         kwargs["region"] = region
-    key, secret = _option(options, "aws_access_key_id", "access_key_id"), _option(options, "aws_secret_access_key", "secret_access_key")
+    key, secret = (
+        _option(options, "aws_access_key_id", "access_key_id"),
+        _option(options, "aws_secret_access_key", "secret_access_key"),
+    )
     if key and secret:
-        kwargs.update(access_key=key, secret_key=secret, session_token=_option(options, "aws_session_token", "session_token"))
+        kwargs.update(
+            access_key=key, secret_key=secret, session_token=_option(options, "aws_session_token", "session_token")
+        )
     return kwargs
 
 

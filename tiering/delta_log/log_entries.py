@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from tiering.storage.object_store import ObjectStore
+from tiering.objectstore.object_store import ObjectStore
 
 __all__ = ["read_entry"]
 
