@@ -19,7 +19,7 @@ snapshot files are the store's zstd until the first round rewrites them.
 ``uniform_vs_merge`` is the MERGE's time over the round's for uniform changes, a throughput
 ratio (goal >= 0.9). Per round the lake commit's files removed and added and bytes written.
 
-    .venv/bin/python benchmarks/bench_amplification.py [--keys 20000000] [--small-keys 200000]
+    .venv/bin/python -m benchmarks.bench_amplification [--keys 20000000] [--small-keys 200000]
         [--target-file-mb N] [--compression zstd|snappy|lz4|gzip|none] [--repeat 3] [--out FILE]
 """
 
@@ -35,22 +35,13 @@ import typing
 from dataclasses import dataclass, field
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import pyarrow as pa
+import pyarrow.parquet as pq
 
-import pyarrow as pa  # noqa: E402
-import pyarrow.parquet as pq  # noqa: E402
-
-from benchmarks.bench_tiering import (  # noqa: E402
-    ChangelogRounds,
-    load_table,
-    rows,
-    run_mode,
-    run_service,
-    service_config,
-    spark_session,
-)
-from tiering.conf.model import DEFAULT_COMPRESSION, Compression  # noqa: E402
-from tiering.lake.compression import delta_rs_properties  # noqa: E402
+from benchmarks.common import load_table, rows, run_mode, run_service, service_config, spark_session
+from benchmarks.merge_baseline import ChangelogRounds
+from tiering.conf.model import DEFAULT_COMPRESSION, Compression
+from tiering.lake.compression import delta_rs_properties
 
 #: Keys a measured round changes.
 CHANGED_KEYS = 1000

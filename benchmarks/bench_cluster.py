@@ -30,7 +30,7 @@ would commit nothing.
    ``cluster_floor_job.py`` (a SparkSession, a 10-row count, exit) to its exit. Medians of 3,
    interleaved; ``first_commit_minus_floor_s`` (goal <= 3 s).
 
-Run: .venv/bin/python benchmarks/bench_cluster.py [--rows 20000000] [--buckets 8] [--out F]
+Run: .venv/bin/python -m benchmarks.bench_cluster [--rows 20000000] [--buckets 8] [--out F]
 [--logs DIR]; the work directory is removed after a run that succeeded, kept (and named) after one
 that failed; ``--logs`` keeps a copy of every submission's output and event log, and of the
 executors' logs, in DIR.
@@ -46,7 +46,6 @@ import shutil
 import signal
 import statistics
 import subprocess
-import sys
 import threading
 import time
 from dataclasses import dataclass
@@ -54,14 +53,11 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-
-from benchmarks.bench_tiering import load_table, run_mode  # noqa: E402
-from tests.support.config import write_conf  # noqa: E402
-from tests.support.drivers import build_pyfiles_zip  # noqa: E402
-from tests.support.spark_cluster import SparkCluster  # noqa: E402
-from tiering.warmup import JOB_DESCRIPTION as WARM_UP_JOB  # noqa: E402
+from benchmarks.common import REPO, load_table, run_mode
+from tests.support.config import write_conf
+from tests.support.drivers import build_pyfiles_zip
+from tests.support.spark_cluster import SparkCluster
+from tiering.warmup import JOB_DESCRIPTION as WARM_UP_JOB
 
 if TYPE_CHECKING:
     from tiering.objectstore.embedded_s3 import EmbeddedS3

@@ -6,16 +6,14 @@ Two measurements on a real embedded ZooKeeper, per session timeout:
 - step_down: the ZooKeeper server is SIGSTOPped; time until the leader's watchdog declares
   the term lost on its own (kazoo cannot report LOST while the server is frozen).
 
-Run: python benchmarks/bench_failover.py [--trials 5] [--timeouts 2,4]
-Writes benchmarks/results/bench_failover.json.
+Run: .venv/bin/python -m benchmarks.bench_failover [--trials 5] [--timeouts 2,4] [--out FILE]
+Writes benchmarks/results/bench_failover.json (``--out``).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import signal
 import statistics
 import subprocess
@@ -25,12 +23,9 @@ import time
 import uuid
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from tiering.coord import acquire_leadership  # noqa: E402
-from tiering.coord.embedded import EmbeddedZooKeeper  # noqa: E402
-
-RESULTS = Path(__file__).resolve().parent / "results" / "bench_failover.json"
+from benchmarks.common import REPO, RESULTS, machine, write_json
+from tiering.coord import acquire_leadership
+from tiering.coord.embedded import EmbeddedZooKeeper
 
 
 def contend(hosts: str, job: str, session_timeout_s: float) -> None:
@@ -43,7 +38,10 @@ def contend(hosts: str, job: str, session_timeout_s: float) -> None:
 
 def _spawn(hosts: str, job: str, session_timeout_s: float) -> subprocess.Popen:
     proc = subprocess.Popen(
-        [sys.executable, __file__, "--contend", hosts, job, str(session_timeout_s)], stdout=subprocess.PIPE, text=True
+        [sys.executable, "-m", "benchmarks.bench_failover", "--contend", hosts, job, str(session_timeout_s)],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=REPO,
     )
     assert proc.stdout.readline().strip() == "waiting"
     return proc
@@ -96,6 +94,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--trials", type=int, default=5)
     parser.add_argument("--timeouts", default="2,4", help="session timeouts in seconds, comma-separated")
+    parser.add_argument("--out", type=Path, default=RESULTS / "bench_failover.json", help="where the JSON goes")
     args = parser.parse_args()
     results = []
     with tempfile.TemporaryDirectory() as tmp, EmbeddedZooKeeper() as server:
@@ -115,12 +114,11 @@ def main() -> None:
         "benchmark": "failover",
         "trials": args.trials,
         "zk_tick_ms": 500,
-        "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform()},
+        "machine": machine(),
         "results": results,
     }
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps(report, indent=2) + "\n")
-    print(f"wrote {RESULTS}")
+    write_json(args.out, report)
+    print(f"wrote {args.out}")
 
 
 if __name__ == "__main__":

@@ -22,7 +22,7 @@ no version references any more (deleted only when unreferenced for
 ``maintenance.file_retention_hours``, at least 24 h). Both are reported, marked as expected to
 grow; what must stay bounded is what the checkpoints and the compaction are for.
 
-Run: python benchmarks/bench_soak.py [--quick] [--rounds 1000] [--tables 20] [--no-schema-changes]
+Run: .venv/bin/python -m benchmarks.bench_soak [--quick] [--rounds 1000] [--tables 20] [--no-schema-changes]
 Writes benchmarks/results/soak.json (``--out``).
 """
 
@@ -33,29 +33,25 @@ import contextlib
 import json
 import math
 import os
-import platform
 import random
 import shutil
 import statistics
 import sys
 import tempfile
-import threading
 import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import pyarrow as pa
+from pyspark.sql.streaming import StreamingQueryListener
 
-import pyarrow as pa  # noqa: E402
-from pyspark.sql.streaming import StreamingQueryListener  # noqa: E402
-
-from benchmarks.bench_tiering import jvm_pid, load_table, service_config, spark_session  # noqa: E402
-from benchmarks.rss import peak_rss_mb, rss_mb  # noqa: E402
+from benchmarks.common import RESULTS, Worker, jvm_pid, load_table, machine, service_config, spark_session, write_json
+from benchmarks.rss import peak_rss_mb, rss_mb
+from tiering.errors import one_line
 
 JOB = "soak"
-RESULTS = Path(__file__).resolve().parent / "results" / "soak.json"
 #: the types of the columns the writer appends, in turn, with the value it writes into each
 COLUMN_TYPES: dict[str, Callable[[int], object]] = {
     "string": lambda n: f"v{n}",
@@ -101,37 +97,7 @@ class _BatchTimes(StreamingQueryListener):
         pass
 
 
-class _Worker(threading.Thread):
-    """A daemon thread run as a context (started on entry, stopped and joined on exit) whose
-    error is kept for the main thread, which checks it between waits instead of hanging."""
-
-    def __init__(self, name: str) -> None:
-        super().__init__(name=name, daemon=True)
-        self.stopping = threading.Event()
-        self.error: BaseException | None = None
-
-    def __enter__(self):
-        self.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-    def stop(self) -> None:
-        self.stopping.set()
-        self.join(120)
-
-    def run(self) -> None:
-        try:
-            self.work()
-        except BaseException as e:  # noqa: BLE001 - reported by the benchmark
-            self.error = e
-
-    def work(self) -> None:
-        raise NotImplementedError
-
-
-class LeaderThread(_Worker):
+class LeaderThread(Worker):
     """``run_as_leader``, the path of `tiering run`: election, term, query, maintenance."""
 
     def __init__(self, config, on_round: Callable) -> None:
@@ -145,7 +111,7 @@ class LeaderThread(_Worker):
         run_as_leader(self.config, stop=self.stopping, listeners=[self.on_round])
 
 
-class SteadyWriter(_Worker):
+class SteadyWriter(Worker):
     """Upserts and deletes spread over the tables at a steady rate and, when ``schema_every`` is
     set, an appended nullable column every ``schema_every`` rounds (``rounds()``), one table after
     the other; the writes that follow fill the new columns too, so the lake must carry them."""
@@ -411,7 +377,7 @@ def soak(args, work: Path) -> dict:
             while rounds.count < target:
                 for part in (job, writer):
                     if part.error is not None:
-                        raise RuntimeError(f"soak: {part.name} failed: {part.error}") from part.error
+                        raise RuntimeError(f"soak: {part.name} failed: {one_line(part.error)}") from part.error
                 if rounds.count != last:
                     last, last_at = rounds.count, time.monotonic()
                 elif time.monotonic() - last_at > args.stall_s:
@@ -442,7 +408,7 @@ def soak(args, work: Path) -> dict:
             time.sleep(0.5)
         job.stop()
         if job.error is not None:
-            raise RuntimeError(f"soak: the job failed: {job.error}") from job.error
+            raise RuntimeError(f"soak: the job failed: {one_line(job.error)}") from job.error
         checks = [check_table(client, lake, client.get_table(t)) for t in tables]
         peaks = {f"{name}_peak_rss_mb": peak_rss_mb(pid) if pid else None for name, pid in pids.items()}
         maintenance = maintenance_done(lake, tables)
@@ -508,7 +474,7 @@ def main() -> None:
     parser.add_argument(
         "--catch-up-s", type=float, default=180.0, help="time the lake has to reach the store's log end"
     )
-    parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument("--out", type=Path, default=RESULTS / "soak.json")
     args = parser.parse_args()
     if args.quick:
         args.rounds, args.tables, args.warmup = 60, 5, 10
@@ -538,18 +504,13 @@ def main() -> None:
             "bound_ratio": args.bound_ratio,
         },
         "machine": {
-            "cpus": os.cpu_count(),
-            "python": platform.python_version(),
-            "platform": platform.platform(),
+            **machine(),
             "load_avg_1m_before": round(load_before, 2),
             "load_avg_1m_after": round(os.getloadavg()[0], 2),
         },
         **figures,
     }
-    text = json.dumps(result, indent=2)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(text + "\n")
-    print(text)
+    print(write_json(args.out, result))
     if not figures["verify"]["equal"]:
         differ = [t["table"] for t in figures["verify"]["tables"] if not t["equal"]]
         raise SystemExit(

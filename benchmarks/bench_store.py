@@ -7,17 +7,15 @@ baseline measured in the same run on the same machine:
   segment per bucket) vs. pyarrow writing the same rows to one Parquet file;
 - leases: acquire/release of 1, 100, 1,000 buckets vs. the HTTP floor (GET /v1/health).
 
-Usage: .venv/bin/python benchmarks/bench_store.py [--rows N] [--repeat R]
-Writes benchmarks/results/bench_store.json.
+Run: .venv/bin/python -m benchmarks.bench_store [--rows N] [--repeat R] [--out FILE]
+Writes benchmarks/results/bench_store.json (``--out``).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import platform
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -26,13 +24,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import requests
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from benchmarks.rss import peak_rss_mb  # noqa: E402
-from tiering.kvstore.models import BucketRef, SnapshotRef, TableSpec  # noqa: E402
-from tiering.kvstore.server.process import StoreProcess  # noqa: E402
-
-RESULTS = Path(__file__).resolve().parent / "results" / "bench_store.json"
+from benchmarks.common import RESULTS, write_json
+from benchmarks.rss import peak_rss_mb
+from tiering.kvstore.models import BucketRef, SnapshotRef, TableSpec
+from tiering.kvstore.server.process import StoreProcess
 
 
 def _rows(n: int) -> pa.Table:
@@ -135,6 +130,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--repeat", type=int, default=50, help="lease acquire/release rounds per bucket count")
+    parser.add_argument("--out", type=Path, default=RESULTS / "bench_store.json", help="where the JSON goes")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench-store-") as tmp:
         workdir = Path(tmp)
@@ -153,8 +149,7 @@ def main() -> None:
         "leases": leases,
         "store_peak_rss_mb": peak_rss,
     }
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps(report, indent=2) + "\n")
+    write_json(args.out, report)
     print(
         f"ingest {ingest['rows']:,} rows (Arrow): {ingest['store_rows_per_s']:,} rows/s "
         f"vs pyarrow Parquet write {ingest['baseline_rows_per_s']:,} rows/s "
@@ -169,7 +164,7 @@ def main() -> None:
             f"({row['ratio_acquire_p50_to_health_p50']}x floor); release p50 {row['release']['p50_ms']} ms "
             f"p99 {row['release']['p99_ms']} ms ({row['ratio_release_p50_to_health_p50']}x floor)"
         )
-    print(f"store peak RSS {peak_rss} MB -> {RESULTS}")
+    print(f"store peak RSS {peak_rss} MB -> {args.out}")
 
 
 if __name__ == "__main__":

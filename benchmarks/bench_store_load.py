@@ -18,8 +18,8 @@ endpoints' p50 unloaded (the baseline, same run), rows acknowledged, store RSS.
 Scenario ``sigkill`` does the same with the store SIGKILLed and restarted half-way; a request
 cut off by the kill is retried by the client (its retry policy), never lost.
 
-Usage: .venv/bin/python benchmarks/bench_store_load.py [--duration 120] [--scenarios steady,sigkill]
-Writes benchmarks/results/bench_store_load.json. The integration test
+Run: .venv/bin/python -m benchmarks.bench_store_load [--duration 120] [--scenarios steady,sigkill] [--out FILE]
+Writes benchmarks/results/bench_store_load.json (``--out``). The integration test
 tests/integration/kvstore/test_load.py runs the sigkill scenario for ~15 s, asserting the
 invariants only.
 """
@@ -27,13 +27,11 @@ invariants only.
 from __future__ import annotations
 
 import argparse
-import json
 import platform
 import random
 import re
 import signal
 import statistics
-import sys
 import tempfile
 import threading
 import time
@@ -46,14 +44,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import requests
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchmarks.common import RESULTS, write_json
+from benchmarks.rss import rss_mb
+from tiering.errors import SnapshotUnavailableError, StoreError
+from tiering.kvstore.client import KvStoreClient
+from tiering.kvstore.models import BucketRef, SnapshotRef, TableSpec
+from tiering.kvstore.server.process import StoreProcess
 
-from tiering.errors import SnapshotUnavailableError, StoreError  # noqa: E402
-from tiering.kvstore.client import KvStoreClient  # noqa: E402
-from tiering.kvstore.models import BucketRef, SnapshotRef, TableSpec  # noqa: E402
-from tiering.kvstore.server.process import StoreProcess  # noqa: E402
-
-RESULTS = Path(__file__).resolve().parent / "results" / "bench_store_load.json"
 TABLES = [f"load{i}" for i in range(4)]
 WRITERS, KEYS_PER_WRITER, BATCH = 8, 2000, 100
 _SEGMENT = re.compile(r"/(?:tables|leases)/[^/]+|/buckets/\d+|/snapshots/\d+")
@@ -233,13 +230,9 @@ def _unloaded_baseline(store: StoreProcess, repeat: int) -> dict[str, dict[str, 
 
 def _sample_rss(store: StoreProcess, outcome: Outcome, stop: threading.Event) -> None:
     while not stop.wait(1.0):
-        try:
-            status = Path(f"/proc/{store.pid}/status").read_text()
-        except OSError:
-            continue  # between a kill and the restart
-        rss = re.search(r"VmRSS:\s+(\d+)", status)
-        if rss is not None:  # a killed process not yet reaped (a zombie) has no RSS line
-            outcome.rss_mb.append(round(int(rss.group(1)) / 1024, 1))
+        rss = rss_mb(store.pid)
+        if rss is not None:  # None between a kill and the restart, and for a zombie (no RSS line)
+            outcome.rss_mb.append(rss)
 
 
 def run_load(store: StoreProcess, duration_s: float, kill_at_s: float | None = None) -> Outcome:
@@ -332,6 +325,7 @@ def main() -> None:
     parser.add_argument("--duration", type=float, default=120.0, help="seconds of load per scenario (default 120)")
     parser.add_argument("--scenarios", default="steady,sigkill", help="steady, sigkill or both (default)")
     parser.add_argument("--baseline-repeat", type=int, default=30, help="unloaded calls per endpoint (default 30)")
+    parser.add_argument("--out", type=Path, default=RESULTS / "bench_store_load.json", help="where the JSON goes")
     args = parser.parse_args()
     report = {
         "benchmark": "bench_store_load",
@@ -339,8 +333,7 @@ def main() -> None:
         "machine": platform.machine(),
         "scenarios": {name: _scenario(name, args.duration, args.baseline_repeat) for name in args.scenarios.split(",")},
     }
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps(report, indent=2) + "\n")
+    write_json(args.out, report)
     for name, result in report["scenarios"].items():
         print(
             f"{name}: {result['duration_s']:.0f} s, {result['requests']:,} "
@@ -352,7 +345,7 @@ def main() -> None:
         for endpoint, f in result["endpoints"].items():
             ratio = f" ({f['ratio_p50_loaded_to_unloaded']}x unloaded)" if "ratio_p50_loaded_to_unloaded" in f else ""
             print(f"  {endpoint:<48} {f['requests']:>7,}  p50 {f['p50_ms']:>8} ms{ratio}  p99 {f['p99_ms']:>8} ms")
-    print(f"-> {RESULTS}")
+    print(f"-> {args.out}")
     if any(r["violation_count"] for r in report["scenarios"].values()):
         raise SystemExit("invariants violated (see violations in the JSON)")
 

@@ -4,7 +4,7 @@ Why one command: the figures are only comparable when measured in one sitting on
 machine; every benchmark carries its own baseline from the same run, and the summary
 shows the ratios next to the raw numbers (plus the machine's load, which skews all of them).
 
-Run: .venv/bin/python benchmarks/run_all.py [--quick]
+Run from the repository's root: .venv/bin/python -m benchmarks.run_all [--quick]
 Full: 2M-row snapshot on a local and an S3 lake (and 20M for the memory comparison and the
 large-snapshot ratio), 1M updates over 100k keys, the fixed cost of a round (empty, one row),
 10/50/200 tables in one round, lag under a 5k rows/s writer for 60 s, 1,000-bucket leases,
@@ -23,24 +23,30 @@ import sys
 import time
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-RESULTS = HERE / "results"
+from benchmarks.common import REPO, RESULTS
 
 
-def _run(args: list[str], out: Path) -> dict:
+def _run(module: str, args: list[str], out: Path) -> dict:
+    """``python -m benchmarks.<module> args`` from the repository's root; the JSON it wrote to ``out``."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("TIERING_")}
     env["PYSPARK_PYTHON"] = sys.executable
     started = time.monotonic()
-    proc = subprocess.run([sys.executable, *args], env=env, capture_output=True, text=True, cwd=HERE.parent)
+    argv = [sys.executable, "-m", f"benchmarks.{module}", *args]
+    proc = subprocess.run(argv, env=env, capture_output=True, text=True, cwd=REPO)
     if proc.returncode != 0:
-        raise SystemExit(f"benchmark {args} failed ({proc.returncode}):\n{proc.stderr[-4000:]}")
-    print(f"  {' '.join(args[1:]) or args[0]}: {time.monotonic() - started:.0f}s", flush=True)
+        raise SystemExit(f"benchmark {argv[2:]} failed ({proc.returncode}):\n{proc.stderr[-4000:]}")
+    print(f"  {' '.join(args) or module}: {time.monotonic() - started:.0f}s", flush=True)
     return json.loads(out.read_text())
 
 
 def tiering(mode: str, name: str, *options: str) -> dict:
     out = RESULTS / f"{name}.json"
-    return _run([str(HERE / "bench_tiering.py"), mode, *options, "--out", str(out)], out)
+    return _run("bench_tiering", [mode, *options, "--out", str(out)], out)
+
+
+def bench(module: str, *options: str) -> dict:
+    out = RESULTS / f"{module}.json"
+    return _run(module, [*options, "--out", str(out)], out)
 
 
 def main() -> None:
@@ -73,19 +79,9 @@ def main() -> None:
             "planning", "planning", "--tables", "1000", "--buckets", "16", "--repeat", "3" if q else "10"
         ),
     }
-    _run(
-        [str(HERE / "bench_failover.py"), "--trials", "2" if q else "5", "--timeouts", "2" if q else "2,4"],
-        RESULTS / "bench_failover.json",
-    )
-    r["failover"] = json.loads((RESULTS / "bench_failover.json").read_text())
-    _run(
-        [str(HERE / "bench_store.py"), "--rows", str(rows // 2), "--repeat", "10" if q else "50"],
-        RESULTS / "bench_store.json",
-    )
-    r["store"] = json.loads((RESULTS / "bench_store.json").read_text())
-    r["store_load"] = _run(
-        [str(HERE / "bench_store_load.py"), "--duration", "20" if q else "120"], RESULTS / "bench_store_load.json"
-    )["scenarios"]
+    r["failover"] = bench("bench_failover", "--trials", "2" if q else "5", "--timeouts", "2" if q else "2,4")
+    r["store"] = bench("bench_store", "--rows", str(rows // 2), "--repeat", "10" if q else "50")
+    r["store_load"] = bench("bench_store_load", "--duration", "20" if q else "120")["scenarios"]
     meta = {
         "quick": q,
         "cpus": os.cpu_count(),
@@ -116,7 +112,7 @@ def summary(r: dict, meta: dict) -> str:
         f"{'Quick run' if meta['quick'] else 'Full run'}: {meta['cpus']} CPUs, Python {meta['python']}, "
         f"load average {meta['load_avg_1m_before']} before / {meta['load_avg_1m_after']} after "
         f"(other processes on the machine skew every figure), {meta['wall_s']:.0f} s in all. "
-        "Produced by `benchmarks/run_all.py`; raw figures in `results/*.json`.",
+        "Produced by `python -m benchmarks.run_all`; raw figures in `results/*.json`.",
         "",
         "| Benchmark | Service | Baseline (same run) | Ratio |",
         "|---|---|---|---|",

@@ -2,7 +2,8 @@
 ``tests.fixtures`` (pytest fixtures, registered in ``tests/conftest.py``) and their conftest,
 never from one another.
 
-- :mod:`.config`: the one ``write_conf`` (a TOML file for the CLI) and ``make_config`` (in-process);
+- :mod:`.config`: the one ``write_conf`` (a TOML file for the CLI) and ``make_config`` (in-process;
+  ``job_config`` at the service's own pace, for the benchmarks);
 - :mod:`.waiting`: the one ``wait_until``;
 - :mod:`.drivers`: real ``tiering`` processes: the one ``Driver``, ``run_driver``, ``tiering_cli``;
 - :mod:`.oracle`: ``TableOracle``, the test's own record of a table, and the lake compared with it;

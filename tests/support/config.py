@@ -1,5 +1,6 @@
 """Job configurations for tests: a TOML file for a ``tiering`` process (:func:`write_conf`) or a
-validated :class:`TieringConfig` for a job run in the test's process (:func:`make_config`)."""
+validated :class:`TieringConfig` for a job run in the test's process (:func:`make_config`; the
+benchmarks' :func:`job_config`, at the service's own pace)."""
 
 from __future__ import annotations
 
@@ -56,18 +57,25 @@ def write_conf(
     return path
 
 
-def make_config(tmp_path: Path, store_url: str, zk_hosts: str, job: str = "t-job", **overrides) -> TieringConfig:
-    """An availableNow job on ``tmp_path/ckpt`` and ``tmp_path/lake``; ``overrides`` by dotted key."""
+def job_config(root: Path, store_url: str, zk_hosts: str, job: str, **overrides) -> TieringConfig:
+    """An availableNow job on ``root/ckpt`` and ``root/lake`` with the service's defaults for the
+    rest; ``overrides`` by dotted key (the benchmarks measure the job as deployed)."""
     base = {
         "job.name": job,
-        "job.checkpoint": str(tmp_path / "ckpt"),
+        "job.checkpoint": str(root / "ckpt"),
         "kvstore.url": store_url,
         "zookeeper.hosts": zk_hosts,
-        "zookeeper.session_timeout_s": 4.0,
-        "lake.root": str(tmp_path / "lake"),
+        "lake.root": str(root / "lake"),
         "trigger.available_now": True,
-        "trigger.interval_s": 1.0,
-        "lease.duration_s": 60.0,
     }
-    base.update(overrides)
-    return load_config(None, {}, base)
+    return load_config(None, {}, {**base, **overrides})
+
+
+#: A test's pace: a short session, rounds a second apart, a lease no test outlives.
+TEST_PACE = {"zookeeper.session_timeout_s": 4.0, "trigger.interval_s": 1.0, "lease.duration_s": 60.0}
+
+
+def make_config(tmp_path: Path, store_url: str, zk_hosts: str, job: str = "t-job", **overrides) -> TieringConfig:
+    """An availableNow job on ``tmp_path/ckpt`` and ``tmp_path/lake`` at :data:`TEST_PACE`;
+    ``overrides`` by dotted key."""
+    return job_config(tmp_path, store_url, zk_hosts, job, **{**TEST_PACE, **overrides})

@@ -1,0 +1,138 @@
+"""``changelog`` mode: a round of the continuous job against a hand-written MERGE of the same changes.
+
+``--keys K --updates U [--repeat R]``: K keys tiered, then R times: U upserts over them, a round
+of a continuous job (Spark's ``triggerExecution`` of the one batch that carries them: the writes
+are made between two triggers, :data:`CHANGELOG_TRIGGER_S` apart) and a hand-written
+``DeltaTable.merge`` of the same changes (:class:`benchmarks.merge_baseline.ChangelogRounds`),
+written with the service's Parquet codec (``lake.compression``; ``compression`` in the JSON);
+then R times the same with an availableNow run per round (``available_now_*``: each run starts a
+query, whose planning process opens the lake afresh; the run with its query start is reported
+apart). Medians of the R, after one untimed round and MERGE (the process's first of each pays
+for warming pyarrow and DataFusion up). A round is Spark's trigger: its batch
+(``service_batches_s``: the round's reads, writes, commit and store calls) and what Spark does
+around it (``service_outside_batch_s``: planning, the offsets and commit logs), a fixed cost the
+MERGE does not pay. ``--driver-max-changes 0`` makes the executors write the buckets instead of
+the driver (``--merge-max-changes``, its older name, still works and says so).
+
+Run: .venv/bin/python -m benchmarks.bench_tiering changelog [--keys K] [--updates U] [--repeat R]
+[--driver-max-changes N]
+"""
+
+from __future__ import annotations
+
+import statistics
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from benchmarks.common import POLL, ContinuousJob, load_table, run_service, service_config, spark_session
+from benchmarks.merge_baseline import ChangelogRounds
+from tests.support.waiting import wait_until
+
+#: The continuous job's trigger in the changelog benchmark: long enough for U upserts to be
+#: written between two triggers, so each round carries all of them.
+CHANGELOG_TRIGGER_S = 10.0
+
+
+def bench_changelog(args, work: Path, store) -> dict:
+    from deltalake import write_deltalake
+
+    from tiering.delta_log.lake import Lake
+    from tiering.enumerator.positions import LakePosition
+    from tiering.lake.compression import delta_rs_properties
+
+    client = store.client(timeout_s=600)
+    load_table(client, "cl", range(args.keys), args.buckets)
+    snapshots = client.take_snapshots("cl")
+    spark = spark_session()
+    spark.conf.set("spark.sql.streaming.noDataProgressEventInterval", "0")  # a progress report per idle trigger
+    config = service_config(work, store.url, "bench-changelog", driver_max_changes=args.driver_max_changes)
+    codec = delta_rs_properties(config.lake.compression)  # the MERGE writes the service's codec: like with like
+    run_service(spark, config)  # bootstrap, untimed
+    table_id = client.logtable_info("cl").table_id
+    base = pa.concat_tables([pq.read_table(f) for s in snapshots.buckets for f in s.files]).select(
+        ["id", "name", "qty", "price"]
+    )
+    # the baseline's target: the same base rows
+    write_deltalake(str(work / "merge-target"), base, writer_properties=codec)
+    bench = ChangelogRounds(args, work, client, codec)
+    lake = Lake.of(config.lake)
+    rounds, batches, merges, keys_merged = [], [], [], 0
+
+    continuous = service_config(
+        work,
+        store.url,
+        "bench-changelog",
+        {"trigger.available_now": False, "trigger.interval_s": CHANGELOG_TRIGGER_S},
+        driver_max_changes=args.driver_max_changes,
+    )
+    with ContinuousJob(spark, continuous, epoch=2) as running:
+        attempts, warming_up = 0, True  # the first round the driver writes and the first MERGE: untimed
+        while len(rounds) < args.repeat:
+            attempts += 1
+            if attempts > 2 * args.repeat + 1:
+                raise RuntimeError("benchmark: the writes kept straddling two triggers; raise CHANGELOG_TRIGGER_S")
+            chunks = bench.updates()
+            seen = len(running.batches())
+            wait_until(
+                lambda: any("addBatch" not in b.durationMs for b in running.batches()[seen:]),
+                what="an idle trigger",
+                **POLL,
+            )
+            written_from = len(running.batches())
+            before, changes = bench.write(chunks)
+            after = bench.ends()
+            wait_until(
+                lambda: (lake.position("cl", table_id) or LakePosition(table_id)).buckets == after,
+                timeout_s=300,
+                interval_s=POLL["interval_s"],
+                what="the round in the lake",
+            )
+            carried = wait_until(
+                lambda: [b for b in running.batches()[written_from:] if "addBatch" in b.durationMs],
+                what="the round's progress report",
+                **POLL,
+            )
+            if running.error is not None:
+                raise running.error
+            merge_s, keys_merged = bench.merge(before)
+            if not warming_up:
+                merges.append(merge_s)
+                if len(carried) == 1:  # else the writes straddled a trigger: two rounds, not measured
+                    rounds.append(carried[0].durationMs["triggerExecution"] / 1000)
+                    batches.append(carried[0].durationMs["addBatch"] / 1000)
+            warming_up = False
+
+    available_now, runs = [], []
+    for epoch in range(3, args.repeat + 3):  # an availableNow run per round, as a scheduler starts them
+        before, changes = bench.write(bench.updates())
+        run = run_service(spark, config, epoch=epoch)
+        available_now.append(run.rounds_s)
+        runs.append(run.wall_s)
+        merges.append(bench.merge(before)[0])
+    spark.stop()
+    service_s, baseline_s = statistics.median(rounds), statistics.median(merges)
+    available_now_s = statistics.median(available_now)
+    return {
+        "keys": args.keys,
+        "buckets": args.buckets,
+        "driver_max_changes": args.driver_max_changes,
+        "changes": changes,
+        "distinct_keys_changed": keys_merged,
+        "repeat": args.repeat,
+        "compression": config.lake.compression,
+        "service_s": round(service_s, 3),
+        "service_changes_per_s": round(changes / service_s),
+        "service_rounds_s": [round(r, 3) for r in rounds],
+        "service_batches_s": [round(b, 3) for b in batches],
+        "service_outside_batch_s": [round(r - b, 3) for r, b in zip(rounds, batches, strict=False)],
+        "available_now_round_s": round(available_now_s, 3),
+        "available_now_rounds_s": [round(r, 3) for r in available_now],
+        "run_with_query_start_s": round(statistics.median(runs), 3),
+        "baseline_merge_s": round(baseline_s, 3),
+        "baseline_changes_per_s": round(changes / baseline_s),
+        "baseline_merges_s": [round(m, 3) for m in merges],
+        "service_vs_baseline_throughput": round(baseline_s / service_s, 3),
+        "available_now_vs_baseline_throughput": round(baseline_s / available_now_s, 3),
+    }
