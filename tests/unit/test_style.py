@@ -1,6 +1,6 @@
-"""The project's style, enforced: ruff's lint (with import order) and format, configured in
-pyproject.toml. A finding fails the suite with the tool's own report, so a change that breaks
-the style is told where, not only that."""
+"""The project's style, enforced: ruff's lint (with import order) and format, and mypy on the
+package, configured in pyproject.toml. A finding fails the suite with the tool's own report, so
+a change that breaks the style is told where, not only that."""
 
 from __future__ import annotations
 
@@ -26,4 +26,9 @@ def test_ruff_finds_nothing_to_lint():
 
 def test_every_file_is_formatted_as_ruff_formats_it():
     result = _run("ruff", "format", "--no-cache", "--check", ".")
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_mypy_finds_no_type_error_in_the_package():
+    result = _run("mypy", "--no-incremental", "--cache-dir", "/dev/null")
     assert result.returncode == 0, result.stdout + result.stderr

@@ -113,7 +113,11 @@ def run_demo(options: DemoOptions, console: Console | None = None) -> bool:
     """Run the demo; True when every table of the lake equals the store. Cleans up on every path."""
     console = console or Console()
     created = options.data_dir is None
-    data_dir = Path(tempfile.mkdtemp(prefix="kv-tiering-demo-")) if created else Path(options.data_dir).resolve()
+    data_dir = (
+        Path(tempfile.mkdtemp(prefix="kv-tiering-demo-"))
+        if options.data_dir is None
+        else Path(options.data_dir).resolve()
+    )
     data_dir.mkdir(parents=True, exist_ok=True)
     log_to_file(data_dir / "demo.log")
     previous_term = signal.signal(signal.SIGTERM, _interrupt)
@@ -123,8 +127,8 @@ def run_demo(options: DemoOptions, console: Console | None = None) -> bool:
     ok = False
     try:
         console.print(f"demo: data in {data_dir} (logs: demo.log, spark.log)")
-        services.start_zk_and_store()
-        client = services.store.client()
+        store = services.start_zk_and_store()
+        client = store.client()
         tables = demo_tables(options.tables)
         infos = [client.create_table(kind.spec(name[len(kind.name) :])) for name, kind in tables]
         writer = Writer(client, tables)
@@ -134,7 +138,7 @@ def run_demo(options: DemoOptions, console: Console | None = None) -> bool:
         console.print(f"demo: {len(infos)} tables loaded: {', '.join(i.name for i in infos)}; starting Spark")
 
         s3 = services.start_s3() if options.lake == "s3" else None
-        config = demo_config(data_dir, services.store.url, services.zk.hosts, options.interval_s, s3)
+        config = demo_config(data_dir, store.url, services.zk.hosts, options.interval_s, s3)
         services.start_spark(config)
         progress = Progress()
         job = _JobThread(config, progress)

@@ -47,13 +47,15 @@ class DemoServices:
         self.s3: EmbeddedS3 | None = None
         self.spark = None
 
-    def start_zk_and_store(self) -> None:
+    def start_zk_and_store(self) -> StoreProcess:
         self.zk.start(self.data_dir / "zookeeper")
         self.console.print(f"demo: ZooKeeper pid {self.zk.pid} at {self.zk.hosts}")
-        self.store = StoreProcess.start(
+        store = StoreProcess.start(
             self.data_dir / "kvstore", num_retained=2, gc_interval_s=5.0, snapshot_interval_s=15.0
         )
-        self.console.print(f"demo: KV store pid {self.store.pid} at {self.store.url}")
+        self.store = store
+        self.console.print(f"demo: KV store pid {store.pid} at {store.url}")
+        return store
 
     def start_s3(self) -> EmbeddedS3:
         self.s3 = EmbeddedS3(bucket="demo").start(self.data_dir / "s3")
@@ -86,9 +88,9 @@ class DemoServices:
             thread.join(0.2)
         if "error" in result:
             raise result["error"]
-        self.spark = result["spark"]
-        self.console.print(f"demo: Spark driver JVM pid {self.spark.sparkContext._jvm.ProcessHandle.current().pid()}")
-        return self.spark
+        spark = self.spark = result["spark"]
+        self.console.print(f"demo: Spark driver JVM pid {spark.sparkContext._jvm.ProcessHandle.current().pid()}")
+        return spark
 
     def stop(self) -> None:
         if self.spark is not None:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Iterable, Iterator, Sequence
+from typing import Literal
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -39,7 +40,7 @@ SPLICE_ROWS_PER_CUT = 1000
 #: The memoryview format of each integer type, by (bytes, signed): a key column's values read
 #: as a Python sequence without a copy, so :mod:`bisect` searches it in C (pyarrow's own
 #: ``search_sorted`` is from 2026: pyarrow 26 has it, the 18 the project supports does not).
-_FORMATS = {
+_FORMATS: dict[tuple[int, bool], Literal["b", "h", "i", "q", "B", "H", "I", "Q"]] = {
     (1, True): "b",
     (2, True): "h",
     (4, True): "i",

@@ -10,11 +10,19 @@ compaction), whatever the setting says. Levels are each library's default (zstd 
 
 from __future__ import annotations
 
+from typing import Literal
+
 from deltalake import WriterProperties
 
 __all__ = ["delta_rs_properties"]
 
-_DELTA_RS = {"zstd": "ZSTD", "snappy": "SNAPPY", "lz4": "LZ4_RAW", "gzip": "GZIP", "none": "UNCOMPRESSED"}
+_DELTA_RS: dict[str, Literal["ZSTD", "SNAPPY", "LZ4_RAW", "GZIP", "UNCOMPRESSED"]] = {
+    "zstd": "ZSTD",
+    "snappy": "SNAPPY",
+    "lz4": "LZ4_RAW",
+    "gzip": "GZIP",
+    "none": "UNCOMPRESSED",
+}
 
 
 def delta_rs_properties(compression: str) -> WriterProperties:

@@ -52,7 +52,7 @@ from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 from deltalake import DeltaTable, Schema
-from deltalake.transaction import AddAction, CommitProperties, RemoveAction, Transaction, create_table_with_add_actions
+from deltalake.transaction import CommitProperties, RemoveAction, Transaction, create_table_with_add_actions
 from pyspark.sql import SparkSession
 
 from tiering.conf.model import DEFAULT_DRIVER_MAX_CHANGES, DEFAULT_MERGE_MAX_ROWS, DEFAULT_TARGET_FILE_MB
@@ -166,7 +166,7 @@ class DeltaRsRoundWriter(RoundWriter):
     def _replace_buckets(self, prepared: PreparedRound, written: WrittenRound) -> TableCommit:
         """One commit replacing the files the round rewrote with the files written for them."""
         table, path, dt = prepared.table, prepared.path, prepared.dt
-        adds: list[AddAction | RemoveAction] = [f.add_action() for f in written.files]
+        adds = [f.add_action() for f in written.files]
         properties = _commit_properties(prepared)
         schema = Schema.from_arrow(lake_schema(table))
         try:
@@ -186,7 +186,7 @@ class DeltaRsRoundWriter(RoundWriter):
                     None if prepared.replace_table else [(BUCKET_COLUMN, "in", [str(p.bucket) for p in prepared.plans])]
                 )
                 dt.create_write_transaction(
-                    adds,
+                    [*adds],
                     "overwrite",
                     schema,
                     partition_by=[BUCKET_COLUMN],
@@ -196,7 +196,7 @@ class DeltaRsRoundWriter(RoundWriter):
                 )
             else:
                 dt.create_write_transaction(
-                    adds + _removes(prepared, written.replaced),
+                    [*adds, *_removes(prepared, written.replaced)],
                     "append",
                     schema,
                     partition_by=[BUCKET_COLUMN],

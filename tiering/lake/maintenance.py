@@ -48,6 +48,7 @@ import zlib
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
+from functools import partial
 
 import pyarrow as pa
 from deltalake import DeltaTable
@@ -187,12 +188,13 @@ class LakeMaintainer:
         results = self._maintain_all([table for table, reason in reasons.items() if not reason])
         result = MaintenancePass(self._epoch)
         for table, reason in reasons.items():
+            outcome = results.get(table)
             if reason:
                 result.done[table] = TableMaintenance(table, self._epoch, skipped=reason)
-            elif isinstance(results[table], str):
-                result.failed[table] = results[table]
-            else:
-                result.done[table], self._maintained[table] = results[table], now
+            elif isinstance(outcome, str):
+                result.failed[table] = outcome
+            elif outcome is not None:
+                result.done[table], self._maintained[table] = outcome, now
         self.changed(result.failed)
         result.seconds = time.monotonic() - started
         log.info("maintenance pass epoch=%d %s", self._epoch, result)
@@ -218,9 +220,10 @@ class LakeMaintainer:
         with ThreadPoolExecutor(min(self._parallelism, len(tables)), thread_name_prefix="maintenance") as pool:
             futures = {table: pool.submit(self._attempt, table) for table in tables}
             for future in as_completed(futures.values()):
-                if future.exception() is not None:
+                error = future.exception()
+                if error is not None:
                     pool.shutdown(cancel_futures=True)
-                    raise future.exception()
+                    raise error
         return {table: future.result() for table, future in futures.items()}
 
     def _attempt(self, table: str) -> TableMaintenance | str:
@@ -320,18 +323,22 @@ class LakeMaintainer:
 
     def _compact(self, table: str, dt: DeltaTable, buckets: list[int], sort_key: str | None) -> None:
         """Rewrite ``buckets`` into files of about the target, sorted by ``sort_key`` when given."""
-        options = dict(
-            partition_filters=[(BUCKET_COLUMN, "in", [str(b) for b in buckets])],
-            target_size=self._config.target_file_mb * _MIB,
-            writer_properties=delta_rs_properties(self._lake.compression),
-            commit_properties=self._properties("compact"),
-            post_commithook_properties=_NO_HOOKS,
-        )
+        optimize = dt.optimize
         what = f"compaction of buckets {buckets}"
-        if sort_key is None:
-            self._guarded(table, what, lambda: dt.optimize.compact(**options))
-        else:
-            self._guarded(table, f"sorted {what} by {sort_key!r}", lambda: dt.optimize.z_order([sort_key], **options))
+        rewrite = optimize.compact if sort_key is None else partial(optimize.z_order, [sort_key])
+        if sort_key is not None:
+            what = f"sorted {what} by {sort_key!r}"
+        self._guarded(
+            table,
+            what,
+            lambda: rewrite(
+                partition_filters=[(BUCKET_COLUMN, "in", [str(b) for b in buckets])],
+                target_size=self._config.target_file_mb * _MIB,
+                writer_properties=delta_rs_properties(self._lake.compression),
+                commit_properties=self._properties("compact"),
+                post_commithook_properties=_NO_HOOKS,
+            ),
+        )
 
     def _guarded(self, table: str, what: str, commit: Callable[[], object]) -> None:
         """``commit``, whose failure is a lost race: :class:`FencedEpochError` when a newer term
@@ -341,7 +348,7 @@ class LakeMaintainer:
         except Exception as e:
             after = open_table(self._lake.path(table), self._lake.store.delta_options())
             info = newest_commit(after, table) if after is not None else None
-            if info is not None:
+            if after is not None and info is not None:
                 self._check_epoch(table, after, info)
             raise LakeCommitError(
                 f"table {table!r}: {what} lost to a concurrent commit, nothing of it landed: {e}",

@@ -413,7 +413,7 @@ class RoundWriter(ABC):
                     committed = open_table(prepared.path, self._lake.store.delta_options())
                 else:
                     committed.update_incremental()
-                ours = find_round_commit(committed, self._job, prepared.version)
+                ours = find_round_commit(committed, self._job, prepared.version) if committed is not None else None
         except (OSError, DeltaError) as e:
             if committed is None:
                 raise
@@ -424,8 +424,18 @@ class RoundWriter(ABC):
                 e,
             )
             ours = None
+        if ours is not None:
+            version = int(ours["version"])
+        elif committed is not None:
+            version = committed.version()
+        else:
+            raise LakeCommitError(
+                f"table {prepared.table.name!r}: committed, yet no Delta table is at {prepared.path}",
+                table=prepared.table.name,
+                epoch=prepared.epoch,
+            )
         return prepared.result(
-            delta_version=int(ours["version"]) if ours is not None else committed.version(),
+            delta_version=version,
             rows_out=rows_out(ours),
         )
 
@@ -442,8 +452,8 @@ class RoundWriter(ABC):
             after = open_table(prepared.path, self._lake.store.delta_options())
         except (OSError, DeltaError) as e:
             raise LakeCommitError(
-                f"table {prepared.table.name!r}: Delta commit failed: {one_line(error)}; whether it landed could not "
-                f"be read from {prepared.path}: {one_line(e)}",
+                f"table {prepared.table.name!r}: Delta commit failed: {one_line(error or 'it raised nothing')}; "
+                f"whether it landed could not be read from {prepared.path}: {one_line(e)}",
                 table=prepared.table.name,
                 epoch=prepared.epoch,
             ) from error

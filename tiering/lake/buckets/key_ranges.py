@@ -51,44 +51,52 @@ def rewrite_groups(files: Sequence[LakeFile], changes: pa.Table, key: str) -> li
         return [RewriteGroup(tuple(files), changes)]
     ordered = changes.take(pc.sort_indices(changes, [(key, "ascending")]))
     keys = ordered[key].combine_chunks()
+    low, high = zip(*(_span(f) for f in files), strict=True)
 
     def between(low: int, high: int) -> tuple[int, int]:
         return _below(keys, low), _above(keys, high)
 
-    chosen = {i for i, f in enumerate(files) if _nonempty(between(f.low, f.high))}
+    chosen = {i for i in range(len(files)) if _nonempty(between(low[i], high[i]))}
     homeless: dict[int, list[tuple[int, int]]] = {}  # file -> slices of new keys placed with it
-    for (start, end), home in _gaps(files, keys):
+    for (start, end), home in _gaps(low, high, keys):
         if start < end and pc.any(pc.not_equal(ordered[OP_COLUMN].slice(start, end - start), _DELETE)).as_py():
             chosen.add(home)
             homeless.setdefault(home, []).append((start, end))
     groups: list[list[int]] = []
-    for i in sorted(chosen, key=lambda i: files[i].low):  # merge overlapping ranges, by low end
-        if groups and files[i].low <= max(files[j].high for j in groups[-1]):
+    for i in sorted(chosen, key=lambda i: low[i]):  # merge overlapping ranges, by low end
+        if groups and low[i] <= max(high[j] for j in groups[-1]):
             groups[-1].append(i)
         else:
             groups.append([i])
     out = []
     for members in groups:
         # the members' ranges are contiguous: every key between their ends is covered by one
-        inside = between(files[members[0]].low, max(files[j].high for j in members))
+        inside = between(low[members[0]], max(high[j] for j in members))
         slices = [inside, *(s for j in members for s in homeless.get(j, ()))]
         parts = [ordered.slice(a, b - a) for a, b in slices if a < b]
         out.append(RewriteGroup(tuple(files[j] for j in members), pa.concat_tables(parts)))
     return out
 
 
-def _gaps(files: Sequence[LakeFile], keys: pa.Array) -> Iterator[tuple[tuple[int, int], int]]:
-    """The slices of sorted ``keys`` no file range covers, each with the file its new keys join:
+def _span(file: LakeFile) -> tuple[int, int]:
+    """``file``'s key range, for a file already known to be ranged."""
+    if file.low is None or file.high is None:
+        raise ValueError(f"{file.path} has no key range")
+    return file.low, file.high
+
+
+def _gaps(low: Sequence[int], high: Sequence[int], keys: pa.Array) -> Iterator[tuple[tuple[int, int], int]]:
+    """The slices of sorted ``keys`` no file range covers (file ``i`` covers ``low[i]`` to
+    ``high[i]``), each with the file its new keys join:
     below the lowest range, the file starting lowest; above the highest, the one ending highest;
     between two, the file ending closest below or starting closest above (below on a tie)."""
     spans: list[list[int]] = []  # [low, high, file starting lowest, file ending highest]
-    for i in sorted(range(len(files)), key=lambda i: files[i].low):
-        f = files[i]
-        if spans and f.low <= spans[-1][1]:
-            if f.high > spans[-1][1]:
-                spans[-1][1], spans[-1][3] = f.high, i
+    for i in sorted(range(len(low)), key=lambda i: low[i]):
+        if spans and low[i] <= spans[-1][1]:
+            if high[i] > spans[-1][1]:
+                spans[-1][1], spans[-1][3] = high[i], i
         else:
-            spans.append([f.low, f.high, i, i])
+            spans.append([low[i], high[i], i, i])
     yield (0, _below(keys, spans[0][0])), spans[0][2]
     for below, above in zip(spans, spans[1:], strict=False):
         middle = (below[1] + above[0]) // 2
