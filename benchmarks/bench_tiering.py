@@ -57,7 +57,8 @@ class _RenamedFlag(argparse.Action):
         setattr(namespace, self.dest, values)
 
 
-def main() -> None:
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    """The command line (``argv``, else the process's), with each mode's defaults filled in."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("mode", choices=sorted(MODES))
     parser.add_argument("--rows", type=int, default=2_000_000)
@@ -123,12 +124,16 @@ def main() -> None:
         help="amplification: the Parquet codec of the service and the MERGE (default: the service's)",
     )
     parser.add_argument("--out", type=Path, help="also write the JSON here")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     if args.buckets is None:
         args.buckets = {"leases": 1000, "planning": 16}.get(args.mode, 8)
     if args.repeat is None:
         args.repeat = 3 if args.mode == "changelog" else 10
+    return args
 
+
+def main() -> None:
+    args = parse_args()
     module, function = MODES[args.mode]
     run = getattr(importlib.import_module(module), function)
     run_mode(args.mode, run, args, with_store=args.mode != "planning")
