@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds what spark-submit needs to ship the `tiering` package (see README "spark-submit").
+# Builds what spark-submit needs to ship the `tiering` package (see docs/deploying.md, "spark-submit").
 # Usage: scripts/build_pyfiles.sh [OUT.zip] [--wheel]
 #   dist/kv_tiering.zip  for `spark-submit --py-files dist/kv_tiering.zip jobs/tiering_job.py ...`
 #   with --wheel also dist/kv_tiering-*.whl, to `pip install` on the cluster's Python.

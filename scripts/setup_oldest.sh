@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Makes .venv-oldest: the package and its test extras on the oldest pyspark the job supports
-# (pyproject.toml's lower bound, README "Spark versions"), for scripts/test_oldest.sh. Called by
+# (pyproject.toml's lower bound, docs/deploying.md "Spark versions"), for scripts/test_oldest.sh. Called by
 # scripts/setup_tests.sh (Java and the rest of the machine are setup.sh's). Safe to run again.
 set -euo pipefail
 cd "$(dirname "$0")/.."

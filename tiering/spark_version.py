@@ -68,7 +68,7 @@ def check(version: str | None = None) -> str:
         raise ConfigError(
             [
                 f"Spark {version!r} is not supported: kv-tiering runs on pyspark {_RANGE} "
-                '(README, "Spark versions"); install one of those, or run spark-submit of one'
+                '(docs/deploying.md, "Spark versions"); install one of those, or run spark-submit of one'
             ]
         )
     if not admission_control(version):

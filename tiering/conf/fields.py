@@ -1,4 +1,4 @@
-"""How a config field describes itself, to the user reading an error and to the README.
+"""How a config field describes itself, to the user reading an error and to the manual.
 
 Failure mode this prevents: an error message and the reference table disagreeing about what a
 key accepts, or a secret leaking into either. Both read the same field metadata, built here.
@@ -38,7 +38,7 @@ def setting(
     secret: bool = False,
     **constraints: Any,
 ) -> Any:
-    """A config field: ``description`` feeds the README; ``label`` replaces the derived type label
+    """A config field: ``description`` feeds the manual; ``label`` replaces the derived type label
     when a validator accepts less than the Python type says (a URL is more than a ``str``)."""
     extra: dict[str, Any] = {}
     if label is not None:

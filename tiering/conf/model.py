@@ -4,7 +4,7 @@ Failure mode this prevents: a typo or a wrong type that silently falls back to a
 misspelt ``fail_on_data_loss`` that leaves data loss unreported, ``interval_s = "5"`` read as
 text). Every section forbids unknown keys and validates strictly — TOML already has real types,
 so ``"10"`` is not a number; text from the environment is parsed by the loader first. The field
-descriptions generate the README reference (``tiering.conf.reference``), so they are the docs.
+descriptions generate the manual's reference (``tiering.conf.reference``), so they are the docs.
 """
 
 from __future__ import annotations

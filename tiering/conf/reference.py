@@ -1,8 +1,8 @@
 """The configuration reference, generated from the models.
 
-Failure mode this prevents: a README that documents keys, defaults or types the code no longer
-has. ``scripts/gen_config_reference.py`` writes this table into the README; a test checks
-every field appears in it.
+Failure mode this prevents: a manual that documents keys, defaults or types the code no longer
+has. ``scripts/gen_docs.py`` writes this table into ``docs/reference/configuration.md``; a test
+checks every field appears in it and that the page is current.
 """
 
 from __future__ import annotations

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import pytest
 
 from tiering.conf.fields import type_label
@@ -12,8 +9,6 @@ from tiering.conf.model import SECTIONS
 from tiering.conf.reference import config_reference_markdown
 
 pytestmark = pytest.mark.unit
-
-REPO = Path(__file__).resolve().parents[3]
 
 
 def rows() -> dict[str, list[str]]:
@@ -42,19 +37,3 @@ def test_rows_carry_type_default_and_description() -> None:
         for key, info in model.model_fields.items():
             assert table[f"{section}.{key}"][0] == type_label(info)
             assert table[f"{section}.{key}"][2] == info.description
-
-
-def test_gen_script_replaces_only_between_markers(tmp_path: Path) -> None:
-    spec = importlib.util.spec_from_file_location("gen_config_reference", REPO / "scripts" / "gen_config_reference.py")
-    gen = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(gen)
-    readme = tmp_path / "README.md"
-    readme.write_text(f"# title\n\n{gen.BEGIN}\nstale\n{gen.END}\n\nafter\n")
-    assert gen.main(["--check", str(readme)]) == 1
-    assert gen.main(["--write", str(readme)]) == 0
-    text = readme.read_text()
-    assert text == f"# title\n\n{gen.BEGIN}\n{config_reference_markdown()}{gen.END}\n\nafter\n"
-    assert gen.main(["--check", str(readme)]) == 0
-    readme.write_text("no markers\n")
-    with pytest.raises(SystemExit, match="markers not found"):
-        gen.main(["--write", str(readme)])
