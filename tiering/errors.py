@@ -35,6 +35,7 @@ __all__ = [
     "LeaseNotFoundError",
     "SnapshotUnavailableError",
     "ConflictError",
+    "TableEpochFencedError",
     "NotLeaderError",
     "FencedEpochError",
     "DataLossError",
@@ -124,6 +125,12 @@ class SnapshotUnavailableError(StoreError):
 
 class ConflictError(StoreError):
     """409 that is not an epoch fence: the object changed under the request."""
+
+
+class TableEpochFencedError(StoreError):
+    """409 ``TABLE_EPOCH_FENCED``: the table moved to another member of this job's tiering group
+    (its table epoch is higher than the one this job holds); the message names the new owner and
+    its table epoch. It ends this job's work on that table, not its term: never retry it."""
 
 
 class NotLeaderError(TieringError):

@@ -79,7 +79,8 @@ def commit_fenced(
             code="FENCED_EPOCH",
             epoch=epoch.value,
         )
-    if isinstance(fence, Exception):
+    # A passed check is RolledBackError when a later operation failed: that one is reported below.
+    if isinstance(fence, Exception) and not isinstance(fence, RolledBackError):
         raise CoordinationError(
             f"{what} for job {job!r}: epoch check on {fence_path} failed: {fence!r}", epoch=epoch.value
         )

@@ -3,7 +3,8 @@
 Failure modes: connection errors, timeouts and 5xx/503 raise StoreUnavailableError after the
 retry policy (tiering.kvstore.retry.STORE_RETRY) gives up; every 4xx maps to a typed error
 from tiering.errors (409 FENCED_EPOCH -> FencedEpochError, 404 on a lease ->
-LeaseNotFoundError, 409 OTHER_JOB -> ConflictError with that code, never a fence, 410 ->
+LeaseNotFoundError, 409 OTHER_JOB -> ConflictError with that code, never a fence, 409
+TABLE_EPOCH_FENCED -> TableEpochFencedError (a group's table moved to another member), 410 ->
 SnapshotUnavailableError, ...) and is never retried. Messages are
 the server's message plus the method and path. A batched call (``logs``, ``segments``,
 ``report_lakes``) returns a table's refusal as the error its own call would raise, beside the
@@ -37,6 +38,7 @@ from tiering.errors import (
     SnapshotUnavailableError,
     StoreError,
     StoreUnavailableError,
+    TableEpochFencedError,
     TableNotFoundError,
     UnauthorizedError,
     one_line,
@@ -68,6 +70,7 @@ from tiering.kvstore.models import (
     TableLakeReport,
     TableList,
     TableLog,
+    TableOwners,
     TableRanges,
     TableSegments,
     TablesLog,
@@ -92,6 +95,7 @@ _STATUS_OF_CODE = {
     "CONFLICT": 409,
     "FENCED_EPOCH": 409,
     "OTHER_JOB": 409,
+    "TABLE_EPOCH_FENCED": 409,
     "SNAPSHOT_GONE": 410,
     "LOG_TRUNCATED": 410,
 }
@@ -149,7 +153,7 @@ def error_for(
         else:
             kind = NotFoundError
     elif status == 409:
-        kind = FencedEpochError if code == "FENCED_EPOCH" else ConflictError
+        kind = {"FENCED_EPOCH": FencedEpochError, "TABLE_EPOCH_FENCED": TableEpochFencedError}.get(code, ConflictError)
     elif status == 410:
         kind = SnapshotUnavailableError
     elif status >= 500 or status in (408, 429):  # a gateway's timeout or rate limit passes too
@@ -264,9 +268,13 @@ class KvStoreClient:
         return policy.copy(stop=stop)(self._send, method, path, context, **kwargs)
 
     @staticmethod
-    def _body(model: BaseModel) -> dict[str, Any]:
+    def _body(model: BaseModel, *, omit_none: bool = False) -> dict[str, Any]:
+        """``omit_none``: leave out the optional fields that are unset (a group's, a report's
+        ``job``), so a store of an earlier release, which refuses fields it does not know, still
+        takes the call of a job that uses none of them."""
         # JSON in one pass (pydantic's); json= would dump to Python objects, then those to text.
-        return {"data": model.model_dump_json(by_alias=True).encode(), "headers": {"Content-Type": "application/json"}}
+        data = model.model_dump_json(by_alias=True, exclude_none=omit_none).encode()
+        return {"data": data, "headers": {"Content-Type": "application/json"}}
 
     def health(self) -> bool:
         try:
@@ -414,10 +422,23 @@ class KvStoreClient:
         job), from one ``logs`` call; a table the store does not hold is absent."""
         return {name: found.lake_job for name, found in self.logs(list(tables)).items()}
 
-    def acquire_lease(self, lease_id: str, epoch: int, duration_ms: int, snapshots: list[SnapshotRef]) -> AcquireResult:
-        req = AcquireRequest(duration_ms=duration_ms, epoch=epoch, snapshots=snapshots)
+    def acquire_lease(
+        self,
+        lease_id: str,
+        epoch: int,
+        duration_ms: int,
+        snapshots: list[SnapshotRef],
+        owners: TableOwners | None = None,
+    ) -> AcquireResult:
+        """Hold ``snapshots``; ``owners``: a group member's table epochs of their tables (else
+        None), refused with TableEpochFencedError when one of them moved to another member."""
+        req = AcquireRequest(duration_ms=duration_ms, epoch=epoch, snapshots=snapshots, owners=owners)
         response = self._call(
-            "POST", f"/v1/leases/{segment(lease_id)}/acquire", lease_id=lease_id, epoch=epoch, **self._body(req)
+            "POST",
+            f"/v1/leases/{segment(lease_id)}/acquire",
+            lease_id=lease_id,
+            epoch=epoch,
+            **self._body(req, omit_none=True),
         )
         return AcquireResult.model_validate(response.json())
 
@@ -445,7 +466,8 @@ class KvStoreClient:
         return Lease.model_validate(self._call("GET", f"/v1/leases/{segment(lease_id)}", lease_id=lease_id).json())
 
     def report_lake(self, table: str, report: LakeReport) -> None:
-        self._call("PUT", f"/v1/tables/{segment(table)}/lake", table=table, epoch=report.epoch, **self._body(report))
+        body = self._body(report, omit_none=True)
+        self._call("PUT", f"/v1/tables/{segment(table)}/lake", table=table, epoch=report.epoch, **body)
 
     def report_lakes(self, reports: dict[str, LakeReport]) -> dict[str, StoreError | None]:
         """``report_lake`` of many tables in one call, stored in one transaction: per table None
@@ -457,7 +479,10 @@ class KvStoreClient:
         epochs = {report.epoch for report in reports.values()}
         body = LakeReportsRequest(reports=[TableLakeReport(table=t, report=report) for t, report in reports.items()])
         response = self._call(
-            "POST", "/v1/lake-reports", epoch=epochs.pop() if len(epochs) == 1 else None, **self._body(body)
+            "POST",
+            "/v1/lake-reports",
+            epoch=epochs.pop() if len(epochs) == 1 else None,
+            **self._body(body, omit_none=True),
         )
         return {
             result.table: None

@@ -234,10 +234,28 @@ class BucketRef(_Model):
     bucket: Count
 
 
+class TableEpoch(_Model):
+    """A table's ownership epoch in a tiering group (ZooKeeper's, bumped at every hand-over)."""
+
+    table_id: Count
+    table_epoch: Count
+
+
+class TableOwners(_Model):
+    """A group member's claim on the tables of an acquire: the store refuses the acquire with 409
+    ``TABLE_EPOCH_FENCED`` when it has seen a higher table epoch for one of them (the table moved to
+    another member), and remembers the highest seen."""
+
+    group: JobName
+    job: JobName
+    tables: list[TableEpoch] = Field(min_length=1)
+
+
 class AcquireRequest(_Model):
     duration_ms: LeaseDuration
     epoch: Count
     snapshots: list[SnapshotRef]
+    owners: TableOwners | None = None
 
 
 class RenewRequest(_Model):
@@ -273,13 +291,26 @@ class LeaseList(_Answer):
 class LakeReport(_Model):
     """What a job's lake holds of a table. ``job``: the job that made the report (its name); the
     store keeps one report per table and refuses another job's with 409 ``OTHER_JOB``. Optional
-    so an older client's report still works: a report without it is taken as the holder's."""
+    so an older client's report still works: a report without it is taken as the holder's.
+    ``group`` and ``table_epoch``: a tiering group member's report; one table is then tiered by one
+    group, any member of it, and a report under a lower table epoch than the store has seen for the
+    table is refused with 409 ``TABLE_EPOCH_FENCED`` (the table moved to another member)."""
 
     table_id: Count
     epoch: Count
     lake_version: Count
     buckets: dict[BucketKey, Count] = Field(json_schema_extra={"additionalProperties": False})
     job: JobName | None = None
+    group: JobName | None = None
+    table_epoch: Count | None = None
+
+    @model_validator(mode="after")
+    def _owned_in_a_group(self) -> LakeReport:
+        """A group member's report names its job, its group and the table's epoch, all three: the
+        table epoch orders the group's members, and means nothing outside the group."""
+        if (self.group is None) != (self.table_epoch is None) or (self.group is not None and self.job is None):
+            raise ValueError("group and table_epoch come together, with job")
+        return self
 
 
 #: A lake report as the store answers it (``GET``, ``PUT`` and ``DELETE /v1/tables/{t}/lake``): the

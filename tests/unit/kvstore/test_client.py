@@ -28,6 +28,7 @@ from tiering.errors import (
     SnapshotUnavailableError,
     StoreError,
     StoreUnavailableError,
+    TableEpochFencedError,
     TableNotFoundError,
     UnauthorizedError,
 )
@@ -51,6 +52,7 @@ pytestmark = pytest.mark.unit
         (409, "FENCED_EPOCH", "/v1/leases/l/renew", FencedEpochError),
         (409, "CONFLICT", "/v1/tables", ConflictError),
         (409, "OTHER_JOB", "/v1/tables/t/lake", ConflictError),  # another job's report: not a fence
+        (409, "TABLE_EPOCH_FENCED", "/v1/tables/t/lake", TableEpochFencedError),  # a group's moved table
         (410, "SNAPSHOT_GONE", "/v1/tables/t/buckets/0/snapshots/1", SnapshotUnavailableError),
         (500, "INTERNAL", "/v1/tables", StoreUnavailableError),
         (503, "UNAVAILABLE", "/v1/tables", StoreUnavailableError),
@@ -74,6 +76,13 @@ def test_another_jobs_report_is_a_conflict_inside_a_batch_too_never_a_fence():
     error = _refusal("/v1/lake-reports", "t", ErrorBody(error="OTHER_JOB", message="job 'a' holds it"), epoch=3)
     assert type(error) is ConflictError and (error.code, error.status, error.table) == ("OTHER_JOB", 409, "t")
     assert not isinstance(error, NotLeaderError)
+
+
+def test_a_moved_table_is_that_tables_answer_inside_a_batch_not_the_terms_end():
+    message = "job 'b' of group 'g' owns the table at table epoch 2"
+    error = _refusal("/v1/lake-reports", "t", ErrorBody(error="TABLE_EPOCH_FENCED", message=message), epoch=3)
+    assert type(error) is TableEpochFencedError and (error.status, error.table) == (409, "t")
+    assert not isinstance(error, NotLeaderError) and not isinstance(error, RetryableError)
 
 
 def test_non_json_error_body_keeps_its_text():
@@ -378,3 +387,10 @@ def test_the_client_always_asks_the_logs_for_each_tables_holder():
 
     assert client.lake_holders(["t"]) == {"t": "j"} and client.logs()["t"].lake_job == "j"
     assert [parse_qs(urlsplit(url).query) for url in canned.urls] == [{"holders": ["true"]}] * 2
+
+
+def test_a_group_members_report_names_group_job_and_table_epoch_together():
+    LakeReport(table_id=1, epoch=1, lake_version=1, buckets={}, job="a", group="g", table_epoch=1)
+    for partial in ({"group": "g"}, {"table_epoch": 1, "job": "a"}, {"group": "g", "table_epoch": 1}):
+        with pytest.raises(ValueError, match="group and table_epoch come together"):
+            LakeReport(table_id=1, epoch=1, lake_version=1, buckets={}, **partial)

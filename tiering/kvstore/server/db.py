@@ -54,6 +54,10 @@ CREATE TABLE IF NOT EXISTS lease_holds (
 CREATE TABLE IF NOT EXISTS lake_reports (
     table_id INTEGER PRIMARY KEY, epoch INTEGER NOT NULL, report TEXT NOT NULL
 );
+-- The highest table epoch a tiering group's member has shown for a table (table_owners.py).
+CREATE TABLE IF NOT EXISTS table_owners (
+    table_id INTEGER PRIMARY KEY, grp TEXT NOT NULL, job TEXT NOT NULL, table_epoch INTEGER NOT NULL
+);
 -- The live tables' list's version (the ETag of GET /v1/tables): the triggers move it on every
 -- change to a live table's row, whichever code makes it; store_id is random per database, so two
 -- stores (or one re-created on the same port) never answer with the same tag.

@@ -6,7 +6,10 @@ over — the table's report remembers the highest epoch seen and a lower one is 
 own epochs, so its reports would pass for a zombie's or overwrite the first job's, and the
 other job would settle the table on a lake it does not have) — the report names its job, and
 another job's than the one whose report the store holds is refused with 409 ``OTHER_JOB``
-(a report naming no job, an older client's, is taken as the holder's); a report for a
+(a report naming no job, an older client's, is taken as the holder's) — unless both name the
+same tiering group: one table is tiered by one group, its members taking turns under the table's
+epoch, and a member's report under a lower table epoch than the store has seen is refused with 409
+``TABLE_EPOCH_FENCED`` (table_owners.py), that table's answer; a report for a
 dropped-and-re-created table (its ``table_id`` names the old one) — refused with 409
 ``CONFLICT``; an offset the bucket never reached — 400. A wrong report would let GC delete log
 segments the lake does not hold yet. A table changes jobs only when an operator drops its
@@ -26,6 +29,7 @@ from typing import NamedTuple
 from urllib.parse import quote
 
 from tiering.kvstore.models import LakeReport, TableInfo
+from tiering.kvstore.server import table_owners
 from tiering.kvstore.server.catalog import TableEnds
 from tiering.kvstore.server.errors import (
     CONFLICT,
@@ -50,9 +54,9 @@ def put_many(
     newer term touched yet."""
     ids = json.dumps([t.table_id for t in tables.values()])
     held: dict[int, _Held] = {
-        table_id: _Held(epoch, job)
-        for table_id, epoch, job in conn.execute(
-            "SELECT table_id, epoch, json_extract(report, '$.job') FROM lake_reports "
+        table_id: _Held(epoch, job, group)
+        for table_id, epoch, job, group in conn.execute(
+            "SELECT table_id, epoch, json_extract(report, '$.job'), json_extract(report, '$.group') FROM lake_reports "
             "WHERE table_id IN (SELECT value FROM json_each(?))",
             (ids,),
         )
@@ -66,6 +70,9 @@ def put_many(
                 raise table_not_found(name)
             last = held.get(table.table_id)
             _check(name, table, report, last)
+            if report.group is not None and report.job is not None and report.table_epoch is not None:
+                owner = table_owners.Owner(report.group, report.job, report.table_epoch)
+                table_owners.claim(conn, table.table_id, f"lake report of table {name!r}", owner)
         except ApiError as refusal:
             if refusal.code == FENCED_EPOCH:
                 raise
@@ -73,7 +80,7 @@ def put_many(
             continue
         if report.job is None and last is not None and last.job is not None:
             report = report.model_copy(update={"job": last.job})  # an older client's: the holder's
-        held[table.table_id] = _Held(report.epoch, report.job)
+        held[table.table_id] = _Held(report.epoch, report.job, report.group)
         rows.append((table.table_id, report.epoch, dump(report)))
         answers.append(report)
     conn.executemany("INSERT OR REPLACE INTO lake_reports VALUES (?, ?, ?)", rows)
@@ -81,10 +88,18 @@ def put_many(
 
 
 class _Held(NamedTuple):
-    """What a table's stored report fences the next with: its epoch and the job that made it."""
+    """What a table's stored report fences the next with: its epoch, the job that made it and that
+    job's group."""
 
     epoch: int
     job: str | None
+    group: str | None
+
+    def other_job(self, report: LakeReport) -> bool:
+        """Whether ``report`` comes from another job than this one's, outside its group."""
+        if None in (self.job, report.job) or self.job == report.job:
+            return False
+        return self.group is None or self.group != report.group
 
 
 def dump(report: LakeReport) -> str:
@@ -94,8 +109,9 @@ def dump(report: LakeReport) -> str:
 
 
 def _check(name: str, table: TableEnds, report: LakeReport, last: _Held | None) -> None:
-    """Refuses a report of the table's previous incarnation, another job's, impossible offsets
-    and a stale epoch (checked last: epochs compare only within one job)."""
+    """Refuses a report of the table's previous incarnation, another job's (outside its group),
+    impossible offsets and a stale epoch (checked last: epochs compare only within one job; between
+    the members of a group the table epoch orders them)."""
     if report.table_id != table.table_id:
         raise ApiError(
             409,
@@ -103,12 +119,14 @@ def _check(name: str, table: TableEnds, report: LakeReport, last: _Held | None) 
             f"lake report for table {name!r} names table_id {report.table_id}, but the table's id is "
             f"{table.table_id} (it was dropped and re-created)",
         )
-    if last is not None and None not in (last.job, report.job) and last.job != report.job:
+    if last is not None and last.other_job(report):
+        holder = f"job {last.job!r}'s" if last.group is None else f"job {last.job!r}'s (group {last.group!r})"
         raise ApiError(
             409,
             OTHER_JOB,
-            f"lake report of table {name!r} from job {report.job!r} refused: the store holds job {last.job!r}'s "
-            f"report, and one table is tiered by one job. To hand the table over, stop job {last.job!r} tiering it "
+            f"lake report of table {name!r} from job {report.job!r} refused: the store holds {holder} "
+            f"report, and one table is tiered by one job or group. To hand the table over, stop job {last.job!r} "
+            "tiering it "
             "(exclude it there), then drop its report (DELETE "
             f"/v1/tables/{quote(name, safe='')}/lake); job {report.job!r}'s "
             "next report holds it",
@@ -119,7 +137,7 @@ def _check(name: str, table: TableEnds, report: LakeReport, last: _Held | None) 
         end = table.buckets[int(key)][1]
         if not 0 <= offset <= end:
             raise bad_request(f"buckets.{key}: offset {offset} is outside the bucket's log [0, {end}]")
-    if last is not None and report.epoch < last.epoch:
+    if last is not None and report.epoch < last.epoch and (None in (last.job, report.job) or last.job == report.job):
         raise fenced(f"lake report of table {name!r}", report.epoch, last.epoch)
 
 

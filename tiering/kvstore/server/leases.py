@@ -18,6 +18,7 @@ import sqlite3
 from collections.abc import Callable
 
 from tiering.kvstore.models import AcquireRequest, AcquireResult, Lease, ReleaseRequest, RenewRequest, SnapshotRef
+from tiering.kvstore.server import table_owners
 from tiering.kvstore.server.errors import fenced, lease_not_found
 
 
@@ -78,11 +79,18 @@ def acquire(
     now_ms: int,
     available: Callable[[SnapshotRef], bool],
 ) -> AcquireResult:
-    """Create or renew the lease and hold every requested snapshot that still exists."""
+    """Create or renew the lease and hold every requested snapshot that still exists; with
+    ``owners`` (a group member's), refused whole when one of its tables moved to another member."""
     forget_if_expired(conn, lease_id, now_ms)  # only a live lease is refused below, so this stays
     row = conn.execute("SELECT epoch FROM leases WHERE lease_id = ?", (lease_id,)).fetchone()
     if row is not None:
         _check_epoch(lease_id, row, req.epoch)
+    if req.owners is not None:
+        for owned in req.owners.tables:
+            owner = table_owners.Owner(req.owners.group, req.owners.job, owned.table_epoch)
+            table_owners.claim(
+                conn, owned.table_id, f"acquire of lease {lease_id!r} for table_id {owned.table_id}", owner
+            )
     epoch = max(req.epoch, row["epoch"] if row else req.epoch)
     conn.execute("INSERT OR REPLACE INTO leases VALUES (?, ?, ?)", (lease_id, epoch, now_ms + req.duration_ms))
     unavailable = []
