@@ -153,7 +153,10 @@ def error_for(
         else:
             kind = NotFoundError
     elif status == 409:
-        kind = {"FENCED_EPOCH": FencedEpochError, "TABLE_EPOCH_FENCED": TableEpochFencedError}.get(code, ConflictError)
+        if code == "FENCED_EPOCH":
+            kind = FencedEpochError
+        else:
+            kind = TableEpochFencedError if code == "TABLE_EPOCH_FENCED" else ConflictError
     elif status == 410:
         kind = SnapshotUnavailableError
     elif status >= 500 or status in (408, 429):  # a gateway's timeout or rate limit passes too
