@@ -95,6 +95,19 @@ class JobConfig(_Section):
         min_length=1,
     )
 
+    group: str | None = setting(
+        "Tiering group: jobs with the same `group` share the tables their `[tables]` selection "
+        "picks (the same selection in every member: a member whose selection differs is refused "
+        "at start, naming the difference). Each table is tiered by one member at a time, under a "
+        "table epoch kept in ZooKeeper (`/tiering/groups/<group>`) that fences the store's lake "
+        "reports and leases and the Delta commits of a member that lost the table; a member's "
+        "leader registers while it leads, and its departure (its session ending) moves its tables "
+        "to the others. Each member keeps its own name, checkpoint and lease. Unset: the job tiers "
+        "every selected table alone.",
+        None,
+        label="name matching [A-Za-z0-9._-]+",
+    )
+
     @field_validator("checkpoint")
     @classmethod
     def _local(cls, v: str) -> str:
@@ -109,9 +122,11 @@ class JobConfig(_Section):
             )
         return v
 
-    @field_validator("name")
+    @field_validator("name", "group")
     @classmethod
-    def _path_safe(cls, v: str) -> str:
+    def _path_safe(cls, v: str | None) -> str | None:
+        if v is None:
+            return v
         if not _NAME.fullmatch(v):
             raise ValueError("")
         if v in (".", ".."):

@@ -40,7 +40,7 @@ def test_defaults_of_every_optional_key() -> None:
 
 def test_every_field_has_a_description() -> None:
     fields = [(s, k, f) for s, m in SECTIONS.items() for k, f in m.model_fields.items()]
-    assert len(fields) == 37
+    assert len(fields) == 38
     assert [f"{s}.{k}" for s, k, f in fields if not (f.description or "").strip()] == []
     assert TieringConfig.model_fields["spark"].description
 
@@ -124,7 +124,7 @@ def test_redacted_masks_set_secrets_and_nothing_prints_them() -> None:
     data = c.redacted()
     assert data["kvstore"] == {"url": "http://127.0.0.1:8420", "token": "***"}
     assert (data["zookeeper"]["auth_user"], data["zookeeper"]["auth_password"]) == ("u", "***")
-    assert data["job"] == REQUIRED["job"]
+    assert data["job"] == {**REQUIRED["job"], "group": None}
     for text in (str(data), repr(c), str(c), c.model_dump_json(), str(c.model_dump())):
         assert "s3cret-token" not in text and "pw-hunter2" not in text
     assert c.kvstore.token.get_secret_value() == "s3cret-token"
@@ -133,3 +133,10 @@ def test_redacted_masks_set_secrets_and_nothing_prints_them() -> None:
 def test_redacted_shows_an_unset_secret_as_unset() -> None:
     data = config().redacted()
     assert (data["kvstore"]["token"], data["zookeeper"]["auth_password"]) == ("", None)
+
+
+def test_a_group_is_named_as_a_job_is() -> None:
+    assert config(job={"group": "tier-1"}).job.group == "tier-1" and config().job.group is None
+    for bad in ("a/b", "..", "", "with space"):
+        with pytest.raises(ValidationError, match="job.group|group"):
+            config(job={"group": bad})
