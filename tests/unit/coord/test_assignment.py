@@ -1,0 +1,90 @@
+"""The group's balancing function: balanced by table count, deterministic, and moving as few
+tables as any balanced assignment could (docs/DESIGN.md §7)."""
+
+from __future__ import annotations
+
+import itertools
+from collections import Counter
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tiering.coord.assignment import assign
+
+pytestmark = pytest.mark.unit
+
+TABLES = st.lists(st.text("abcdefgh", min_size=1, max_size=3), unique=True, max_size=30)
+MEMBERS = st.lists(st.sampled_from(["m1", "m2", "m3", "m4", "m5"]), unique=True, min_size=1, max_size=5)
+
+
+@st.composite
+def situations(draw):
+    """Tables, live members, and current owners drawn among the members and some departed ones."""
+    tables = draw(TABLES)
+    members = draw(MEMBERS)
+    owners = st.sampled_from([*members, "gone1", "gone2"])
+    current = {t: draw(owners) for t in tables if draw(st.booleans())}
+    return tables, members, current
+
+
+def _moved(current: dict[str, str], members: list[str], owners: dict[str, str]) -> int:
+    """Tables taken from a member that is still live."""
+    return sum(1 for t, owner in current.items() if owner in members and owners[t] != owner)
+
+
+def _least_moves(tables: list[str], members: list[str], current: dict[str, str]) -> int:
+    """The fewest moves any balanced assignment needs: the best choice of the members allowed one
+    table more than ``n // m``, brute force."""
+    kept = Counter(owner for t, owner in current.items() if owner in members and t in tables)
+    base, extra = divmod(len(tables), len(members))
+    return min(
+        sum(max(0, kept[m] - base - (m in bigger)) for m in members)
+        for bigger in itertools.combinations(members, extra)
+    )
+
+
+@given(situations())
+def test_every_table_has_one_live_owner_and_counts_differ_by_one_at_most(situation):
+    tables, members, current = situation
+    owners = assign(tables, members, current)
+    assert set(owners) == set(tables) and set(owners.values()) <= set(members)
+    counts = [sum(1 for o in owners.values() if o == m) for m in members]
+    assert max(counts) - min(counts) <= 1
+
+
+@given(situations(), st.randoms())
+def test_the_order_of_the_inputs_does_not_matter(situation, random):
+    tables, members, current = situation
+    shuffled_tables, shuffled_members = list(tables), list(members)
+    random.shuffle(shuffled_tables)
+    random.shuffle(shuffled_members)
+    shuffled_current = dict(random.sample(list(current.items()), len(current)))
+    assert assign(shuffled_tables, shuffled_members, shuffled_current) == assign(tables, members, current)
+
+
+@given(situations())
+def test_it_moves_as_few_tables_as_any_balanced_assignment(situation):
+    tables, members, current = situation
+    owners = assign(tables, members, current)
+    assert _moved(current, members, owners) == _least_moves(tables, members, current)
+    assert assign(tables, members, owners) == owners, "a balanced assignment is kept as it is"
+
+
+@given(TABLES, MEMBERS)
+def test_a_join_moves_tables_only_to_the_newcomer_and_a_leave_only_the_leavers(tables, members):
+    before = assign(tables, members, {})
+    joined = assign(tables, [*members, "new"], before)
+    assert all(joined[t] in (before[t], "new") for t in tables)
+    assert sum(1 for t in tables if joined[t] == "new") == len(tables) // (len(members) + 1)
+    if len(members) > 1:
+        leaver = members[0]
+        left = assign(tables, members[1:], before)
+        assert all(left[t] == before[t] for t in tables if before[t] != leaver)
+
+
+def test_no_member_owns_nothing_and_three_share_seven():
+    assert assign(["a"], [], {}) == {}
+    owners = assign([f"t{i}" for i in range(7)], ["x", "y", "z"], {"t0": "y", "t1": "y", "t2": "y", "t3": "y"})
+    assert Counter(owners.values()) == {"y": 3, "x": 2, "z": 2}
+    assert [t for t in ("t0", "t1", "t2") if owners[t] == "y"] == ["t0", "t1", "t2"]
