@@ -50,7 +50,7 @@ def bench_changelog(args, work: Path, store) -> dict:
     config = service_config(work, store.url, "bench-changelog", driver_max_changes=args.driver_max_changes)
     codec = delta_rs_properties(config.lake.compression)  # the MERGE writes the service's codec: like with like
     run_service(spark, config)  # bootstrap, untimed
-    table_id = client.logtable_info("cl").table_id
+    table_id = client.log_info("cl").table_id
     base = pa.concat_tables([pq.read_table(f) for s in snapshots.buckets for f in s.files]).select(
         ["id", "name", "qty", "price"]
     )
