@@ -220,6 +220,18 @@ class LakeConfig(_Section):
         "Spark's classpath). Same commit protocol.",
         "delta-rs",
     )
+    delta_spark_write: Literal["merge", "replace"] = setting(
+        "delta-spark writer: how a round changes rows already in the lake. `merge`: one Delta "
+        "MERGE of the round's changes, with deletion vectors on (a file holding a changed key "
+        "gets a bitmap of its dropped rows instead of being rewritten, so a small change to a "
+        "big table writes little; the change data feed holds exactly the round's changes); "
+        "needs Delta's SQL extension and catalog in the [spark] section, and readers of the "
+        "lake that support the `deletionVectors` reader feature. `replace`: every bucket the "
+        "round touches is rewritten (`replaceWhere`), readable by any Delta reader; no change "
+        "data feed. A table that has deletion vectors is merged whatever the setting. The "
+        "benchmarks page compares the two.",
+        "merge",
+    )
     driver_max_changes: int = setting(
         "delta-rs writer: a round of a table with no bootstrap bucket and at most this many "
         "changes is written by the driver itself (no Spark job: the round of a few changed "
@@ -240,10 +252,11 @@ class LakeConfig(_Section):
         "Create tables with Delta's change data feed (`delta.enableChangeDataFeed`; a table "
         "created without it gets it at its next round) and write every round so that the feed "
         "holds exactly its changes: per Delta version, each key the round changed with its net "
-        "change (`insert`, `update_preimage`/`update_postimage`, `delete`). delta-rs writer only: "
+        "change (`insert`, `update_preimage`/`update_postimage`, `delete`). delta-rs writer: "
         "a round that changes rows already in the lake is then one MERGE in the driver, whose "
         "source (the changes, and the whole content of a re-bootstrapped bucket) must fit in "
-        "`merge_max_rows` rows, or the table's round fails naming both keys.",
+        "`merge_max_rows` rows, or the table's round fails naming both keys. delta-spark writer: "
+        "needs `delta_spark_write` `merge` (Delta's own MERGE, in Spark).",
         False,
     )
 
@@ -311,11 +324,11 @@ class LakeConfig(_Section):
 
     @model_validator(mode="after")
     def _feed_writable(self) -> LakeConfig:
-        if self.change_data_feed and self.writer == "delta-spark":
+        if self.change_data_feed and self.writer == "delta-spark" and self.delta_spark_write == "replace":
             raise ValueError(
-                'lake.change_data_feed = true needs lake.writer = "delta-rs": the delta-spark writer replaces '
-                "whole buckets (replaceWhere), which Delta records as every row of every touched bucket "
-                "deleted and inserted again, not as the round's changes"
+                'lake.change_data_feed = true with lake.writer = "delta-spark" needs lake.delta_spark_write = '
+                '"merge": "replace" rewrites whole buckets (replaceWhere), which Delta records as every row of '
+                "every touched bucket deleted and inserted again, not as the round's changes"
             )
         if self.change_data_feed and self.merge_max_rows == 0:
             raise ValueError(

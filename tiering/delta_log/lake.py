@@ -17,18 +17,25 @@ from dataclasses import dataclass, field, replace
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.fs as pafs
-from deltalake import DeltaTable
+from deltalake import DeltaTable, QueryBuilder
 from deltalake.exceptions import DeltaError, TableNotFoundError
 
 from tiering.conf.model import DEFAULT_COMPRESSION, LakeConfig
 from tiering.delta_log.commits import LakeCommitInfo, newest_commit
 from tiering.delta_log.foreign import ForeignCommit, first_foreign_change
-from tiering.delta_log.layout import BUCKET_COLUMN, app_id, lake_directory, txn_version
+from tiering.delta_log.layout import BUCKET_COLUMN, DELETION_VECTORS_FEATURE, app_id, lake_directory, txn_version
 from tiering.enumerator.positions import LakePosition
 from tiering.errors import LakeReadError, one_line
 from tiering.objectstore.object_store import ObjectStore
 
-__all__ = ["Lake", "LakeFile", "LakeTable", "LakeTables", "open_table"]
+__all__ = ["Lake", "LakeFile", "LakeTable", "LakeTables", "has_deletion_vectors", "open_table"]
+
+
+def has_deletion_vectors(dt: DeltaTable) -> bool:
+    """Whether the table's files may carry deletion vectors (its protocol has the reader feature):
+    the rows of such a file are its Parquet's minus the vector's, so no rewrite may read the
+    Parquet alone."""
+    return DELETION_VECTORS_FEATURE in (dt.protocol().reader_features or ())
 
 
 def open_table(uri: str, storage_options: Mapping[str, str] | None = None) -> DeltaTable | None:
@@ -128,7 +135,13 @@ class LakeTable:
 
     def to_arrow(self) -> pa.Table:
         """Every row of the loaded version, read through this store's pyarrow filesystem (reading
-        S3 through delta-rs's own reader makes the process abort at exit, delta-rs#2184)."""
+        S3 through delta-rs's own reader makes the process abort at exit, delta-rs#2184). A table
+        with deletion vectors is scanned by delta-rs's DataFusion, which applies them (its
+        pyarrow dataset refuses such a table)."""
+        if has_deletion_vectors(self.dt):
+            schema = pa.schema(self.dt.schema().to_arrow())  # DataFusion reads strings as views
+            rows = pa.table(QueryBuilder().register("t", self.dt).execute("SELECT * FROM t").read_all())
+            return rows.select(schema.names).cast(schema)
         return (
             self.dt.to_pyarrow_dataset(
                 filesystem=pafs.SubTreeFileSystem(self.store.path(self.path), self.store.filesystem)

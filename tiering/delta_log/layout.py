@@ -23,6 +23,8 @@ __all__ = [
     "METADATA_VERSION",
     "MAINTENANCE_KEY",
     "FENCE_PROPERTY",
+    "DELETION_VECTORS_FEATURE",
+    "DELETION_VECTORS_PROPERTY",
     "ROUND_BITS",
     "lake_directory",
     "app_id",
@@ -50,6 +52,10 @@ FENCE_PROPERTY = "kvTiering.fenceEpoch"
 #: commits' hooks), and delta-rs's default for a table without it.
 CHECKPOINT_INTERVAL_PROPERTY = "delta.checkpointInterval"
 DELTA_RS_CHECKPOINT_INTERVAL = 100
+#: Delta's table property that lets writers mark deleted rows in a bitmap beside a file instead of
+#: rewriting it, and the reader feature a table with such vectors declares in its protocol.
+DELETION_VECTORS_PROPERTY = "delta.enableDeletionVectors"
+DELETION_VECTORS_FEATURE = "deletionVectors"
 
 ROUND_BITS = 32
 _MAX_ROUND = 2**ROUND_BITS - 1

@@ -20,10 +20,10 @@ from pyspark.sql import functions as F
 
 from tiering.delta_log.layout import BUCKET_COLUMN
 from tiering.kvstore.models import TableInfo
-from tiering.kvstore.protocol import DELETE, OFFSET_COLUMN, OP_COLUMN, TIMESTAMP_COLUMN
-from tiering.lake.bucket_plan import BucketPlan
+from tiering.kvstore.protocol import DELETE, OFFSET_COLUMN, OP_COLUMN, TIMESTAMP_COLUMN, UPDATE
+from tiering.lake.bucket_plan import BucketBase, BucketPlan
 
-__all__ = ["bucket_rows", "output_columns"]
+__all__ = ["bucket_rows", "merge_rows", "output_columns"]
 
 
 def output_columns(table: TableInfo) -> list[str]:
@@ -35,26 +35,48 @@ def bucket_rows(spark: SparkSession, table: TableInfo, plans: Sequence[BucketPla
     """The buckets' new rows; None when every planned bucket ends up empty without reading anything."""
     row_ddl = _ddl(table, with_op=False)
     bases = [_read(spark, p.base_files, row_ddl, p.bucket) for p in plans if p.base_files]
-    changes_parts = [
-        _read(spark, p.log_files, _ddl(table, with_op=True), p.bucket).where(
-            (F.col(OFFSET_COLUMN) >= p.log_from) & (F.col(OFFSET_COLUMN) < p.log_to)
-        )
-        for p in plans
-        if p.has_changes
-    ]
     base = _union(bases)
-    changes = _union(changes_parts)
     columns = output_columns(table)
-    if changes is None:
+    latest = _latest_changes(spark, table, plans)
+    if latest is None:
         return base.select(*columns) if base is not None else None
     keys = [BUCKET_COLUMN, *table.primary_key]
-    newest_first = Window.partitionBy(*keys).orderBy(F.col(OFFSET_COLUMN).desc())
-    latest = changes.withColumn("__rank", F.row_number().over(newest_first)).where("__rank = 1").drop("__rank")
     upserts = latest.where(F.col(OP_COLUMN) != DELETE).select(*columns)
     if base is None:
         return upserts
     kept = base.join(latest.select(*keys), on=keys, how="left_anti")
     return kept.select(*columns).unionByName(upserts)
+
+
+def merge_rows(spark: SparkSession, table: TableInfo, plans: Sequence[BucketPlan]) -> DataFrame | None:
+    """The source of a MERGE of the buckets into the lake: :func:`output_columns` and ``__op``.
+    A bucket the round bootstraps from a snapshot gives its whole new content, each row an
+    upsert (the MERGE tells which differ from the lake's by ``__offset``); any other bucket its
+    newest change per key, deletes included, and its lake files are never read (a MERGE reads
+    the lake through Delta, deletion vectors applied). None: nothing to merge."""
+    columns = [*output_columns(table), OP_COLUMN]
+    rebuilt = bucket_rows(spark, table, [p for p in plans if p.base is BucketBase.SNAPSHOT])
+    changes = _latest_changes(spark, table, [p for p in plans if p.base is not BucketBase.SNAPSHOT])
+    parts = [] if rebuilt is None else [rebuilt.withColumn(OP_COLUMN, F.lit(UPDATE))]
+    parts += [] if changes is None else [changes]
+    return _union([p.select(*columns) for p in parts])
+
+
+def _latest_changes(spark: SparkSession, table: TableInfo, plans: Sequence[BucketPlan]) -> DataFrame | None:
+    """The buckets' newest change per key in ``[log_from, log_to)``, with ``__op``."""
+    changes = _union(
+        [
+            _read(spark, p.log_files, _ddl(table, with_op=True), p.bucket).where(
+                (F.col(OFFSET_COLUMN) >= p.log_from) & (F.col(OFFSET_COLUMN) < p.log_to)
+            )
+            for p in plans
+            if p.has_changes
+        ]
+    )
+    if changes is None:
+        return None
+    newest_first = Window.partitionBy(BUCKET_COLUMN, *table.primary_key).orderBy(F.col(OFFSET_COLUMN).desc())
+    return changes.withColumn("__rank", F.row_number().over(newest_first)).where("__rank = 1").drop("__rank")
 
 
 def _read(spark: SparkSession, files: Sequence[str], ddl: str, bucket: int) -> DataFrame:

@@ -27,15 +27,19 @@ Failure modes and what happens (the same protocol as :mod:`tiering.lake.delta_rs
   and column mapping (physical names in the files and the stats) is not a layout the lake's
   readers follow -> :class:`SchemaMismatchError` naming the table and the column, before anything
   is read or written (delta-rs writes such a column as it is);
-- ``lake.change_data_feed = true``: refused when the configuration is loaded (``ConfigError``):
-  the ``replaceWhere`` overwrite below is recorded by Delta as every row of every touched bucket
-  deleted and inserted again, not as the round's changes (a feed-correct path would be Delta's
-  own MERGE; see :mod:`tiering.lake.change_feed` for the delta-rs one);
+- ``lake.change_data_feed = true`` with ``lake.delta_spark_write = "replace"``: refused when the
+  configuration is loaded (``ConfigError``): the ``replaceWhere`` overwrite below is recorded by
+  Delta as every row of every touched bucket deleted and inserted again, not as the round's
+  changes. With ``"merge"`` a round that changes rows already in the lake is one Delta MERGE
+  (:mod:`tiering.lake.delta_spark_merge`), which records exactly the round's changes and writes
+  deletion vectors instead of rewriting files; a table that has deletion vectors is merged
+  whatever the setting (the bucket rewrite would read its files without them);
 - a crash or a conflict after delta-spark wrote files -> orphan files in bucket directories,
   unreferenced by the log (a full ``VACUUM`` removes them; delta-spark does not say which they are).
 
-The data path is the delta-rs writer's (:mod:`tiering.lake.bucket_rows`): every bucket the
-round touches is rewritten; here delta-spark's distributed write replaces exactly those
+On the ``"replace"`` path, and for rounds that create a table, replace it or only fill buckets
+the lake lacks, the data path is the delta-rs writer's (:mod:`tiering.lake.bucket_rows`): every
+bucket the round touches is rewritten; here delta-spark's distributed write replaces exactly those
 buckets with ``replaceWhere`` on the ``__bucket`` partition column. The commit's positions
 travel in ``userMetadata`` (delta-spark's only free commit info field) as the JSON of
 :func:`tiering.delta_log.commits.commit_metadata`. Reading the lake stays Spark-free (delta-rs).
@@ -45,18 +49,22 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from deltalake import DeltaTable
 from pyspark.sql import DataFrame, SparkSession
 
-from tiering.delta_log.lake import Lake, LakeTable
-from tiering.delta_log.layout import BUCKET_COLUMN, lake_schema
+from tiering.delta_log.commits import maintenance_metadata
+from tiering.delta_log.lake import Lake, LakeTable, has_deletion_vectors
+from tiering.delta_log.layout import BUCKET_COLUMN, DELETION_VECTORS_PROPERTY, lake_schema
 from tiering.enumerator.splits import Split
 from tiering.errors import ConfigError, SchemaMismatchError
 from tiering.kvstore.models import TableInfo
 from tiering.lake.bucket_plan import BucketPlan
 from tiering.lake.bucket_rows import bucket_rows
+from tiering.lake.change_feed import CHANGE_FEED_PROPERTY, needs_merge
+from tiering.lake.delta_spark_merge import check_delta_session, commit_session, merge_round, set_properties
 from tiering.lake.round_protocol import PreparedRound, RoundWriter, TableCommit, WritePath, WrittenRound, output_rows
 
 __all__ = ["DELTA_CLASS", "DeltaSparkRoundWriter", "check_delta_jars"]
@@ -102,11 +110,38 @@ def check_delta_jars(
 
 
 class DeltaSparkRoundWriter(RoundWriter):
-    """Writes rounds with Spark and commits them with delta-spark's own transaction."""
+    """Writes rounds with Spark and commits them with delta-spark's own transaction.
 
-    def __init__(self, spark: SparkSession, lake: Lake, job: str) -> None:
+    ``write``: ``"merge"`` (a round that changes lake rows is one MERGE, with deletion vectors)
+    or ``"replace"`` (its buckets are rewritten); ``change_data_feed`` needs ``"merge"``."""
+
+    def __init__(
+        self, spark: SparkSession, lake: Lake, job: str, *, write: str = "merge", change_data_feed: bool = False
+    ) -> None:
         check_delta_jars(spark)
+        if write == "merge":
+            check_delta_session(spark)
+        elif change_data_feed:
+            raise ConfigError([f'lake.change_data_feed = true needs lake.delta_spark_write = "merge", not {write!r}'])
         super().__init__(spark, lake, job)
+        self._merge = write == "merge"
+        self._change_data_feed = change_data_feed
+
+    def _properties(self) -> dict[str, str]:
+        """The table properties this writer's rounds need."""
+        wanted = {DELETION_VECTORS_PROPERTY: "true"} if self._merge else {}
+        return wanted | ({CHANGE_FEED_PROPERTY: "true"} if self._change_data_feed else {})
+
+    def _adjust_table(self, dt: DeltaTable, epoch: int) -> None:
+        """A table created without the properties :meth:`_properties` names gets them (deletion
+        vectors and the feed apply from the next commit on)."""
+        current = dt.metadata().configuration
+        missing = {k: v for k, v in self._properties().items() if current.get(k) != v}
+        if missing:
+            log.info("table at %s: setting %s", dt.table_uri, sorted(missing))
+            metadata = maintenance_metadata(job=self._job, epoch=epoch, operation=f"set {sorted(missing)}")
+            set_properties(self._spark, dt.table_uri, missing, metadata)
+            dt.update_incremental()
 
     def prepare(
         self,
@@ -124,8 +159,21 @@ class DeltaSparkRoundWriter(RoundWriter):
         """Always delta-spark: it writes the data inside its own commit (a Spark job per table)."""
         return WritePath.DELTA_SPARK
 
+    def _merges(self, prepared: PreparedRound) -> bool:
+        """Whether the round is one MERGE: it changes lake rows, and merging is on or the
+        table's files may carry deletion vectors."""
+        dt = prepared.dt
+        return dt is not None and needs_merge(prepared) and (self._merge or has_deletion_vectors(dt))
+
     def _commit(self, prepared: PreparedRound, written: WrittenRound) -> TableCommit:
-        rows = self._rows(prepared.table, prepared.plans)
+        if self._merges(prepared):
+            self._ensure_landed(prepared, _error_of(lambda: merge_round(self._spark, prepared)))
+            return self._landed(prepared, rows_out=lambda commit: output_rows(commit, "numOutputRows"))
+        defaults = {
+            f"spark.databricks.delta.properties.defaults.{k.removeprefix('delta.')}": v
+            for k, v in self._properties().items()
+        }
+        rows = self._rows(commit_session(self._spark, defaults), prepared.table, prepared.plans)
         writer = (
             rows.write.format("delta")
             .partitionBy(BUCKET_COLUMN)
@@ -142,24 +190,29 @@ class DeltaSparkRoundWriter(RoundWriter):
             writer = writer.mode("overwrite").option("replaceWhere", f"`{BUCKET_COLUMN}` IN ({buckets})")
             if prepared.added_columns:
                 writer = writer.option("mergeSchema", "true")
-        error: Exception | None = None
-        try:
-            writer.save(prepared.path)
-        except Exception as e:
-            error = e
-        self._ensure_landed(prepared, error)
+        self._ensure_landed(prepared, _error_of(lambda: writer.save(prepared.path)))
         return self._landed(prepared, rows_out=lambda commit: output_rows(commit, "numOutputRows"))
 
-    def _rows(self, table: TableInfo, plans: Sequence[BucketPlan]) -> DataFrame:
-        """The buckets' new rows in the lake's column order.
+    def _rows(self, session: SparkSession, table: TableInfo, plans: Sequence[BucketPlan]) -> DataFrame:
+        """The buckets' new rows in the lake's column order, in ``session`` (whose settings the
+        write takes).
 
         Buckets that end up empty still get a (zero-row) write: it removes their old files.
         """
-        rows = bucket_rows(self._spark, table, plans)
+        rows = bucket_rows(session, table, plans)
         columns = lake_schema(table).names
         if rows is None:
-            rows = self._spark.createDataFrame(lake_schema(table).empty_table())
+            rows = session.createDataFrame(lake_schema(table).empty_table())
         return rows.select(*columns)
+
+
+def _error_of(write: Callable[[], object]) -> Exception | None:
+    """What ``write`` raised, if anything: a commit that raised may still have landed."""
+    try:
+        write()
+    except Exception as e:
+        return e
+    return None
 
 
 def _check_column_names(table: TableInfo) -> None:

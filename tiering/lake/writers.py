@@ -41,5 +41,7 @@ def _writer(spark, lake: LakeConfig, job: str) -> RoundWriter:
             target_file_mb=lake.target_file_mb,
         )
     if lake.writer == "delta-spark":
-        return DeltaSparkRoundWriter(spark, Lake.of(lake), job)
+        return DeltaSparkRoundWriter(
+            spark, Lake.of(lake), job, write=lake.delta_spark_write, change_data_feed=lake.change_data_feed
+        )
     raise ConfigError([f"lake.writer: unknown writer {lake.writer!r}; expected one of {', '.join(WRITERS)}"])

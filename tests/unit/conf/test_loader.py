@@ -351,7 +351,10 @@ def test_file_retention_below_the_safe_minimum_is_refused_naming_the_key(tmp_pat
 @pytest.mark.parametrize(
     "lake, message",
     [
-        ('writer = "delta-spark"', 'needs lake.writer = "delta-rs": the delta-spark writer replaces whole buckets'),
+        (
+            'writer = "delta-spark"\ndelta_spark_write = "replace"',
+            'needs lake.delta_spark_write = "merge": "replace" rewrites whole buckets',
+        ),
         ("merge_max_rows = 0", "needs lake.merge_max_rows > 0: rounds recorded in the feed are MERGEs"),
     ],
 )
@@ -363,6 +366,12 @@ def test_the_change_data_feed_refuses_a_writer_that_cannot_record_it(tmp_path, l
         load_config(write(tmp_path, MINIMAL.replace("[lake]", f"[lake]\n{lake}")), env={}).lake.change_data_feed
         is False
     )
+
+
+def test_the_change_data_feed_with_delta_spark_is_merged_by_default(tmp_path) -> None:
+    path = write(tmp_path, MINIMAL.replace("[lake]", '[lake]\nchange_data_feed = true\nwriter = "delta-spark"'))
+    lake = load_config(path, env={}).lake
+    assert (lake.change_data_feed, lake.delta_spark_write) == (True, "merge")
 
 
 @pytest.mark.parametrize("source", ["file", "env", "override"])
