@@ -48,6 +48,7 @@ def test_worked_example_tiers_the_table_as_the_page_says(store_factory, zk_facto
     env |= {"PATH": f"{Path(sys.executable).parent}:{env['PATH']}", "PYSPARK_PYTHON": sys.executable}
     env["PYSPARK_DRIVER_PYTHON"] = sys.executable
 
+    printed_by_blocks = []
     for lang, code in runnable_blocks():
         code = code.replace(STORE_DEFAULT, store.url.removeprefix("http://")).replace(ZK_DEFAULT, zk.hosts)
         if lang == "toml":
@@ -57,10 +58,12 @@ def test_worked_example_tiers_the_table_as_the_page_says(store_factory, zk_facto
         command = ["bash", "-euo", "pipefail", "-c", code] if lang == "bash" else [sys.executable, "-c", code]
         result = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
         assert result.returncode == 0, f"{code}\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
+        printed_by_blocks.append(result.stdout + result.stderr)
         printed = code.strip().splitlines()[-1]
         if lang == "python" and printed.startswith("# "):
             assert result.stdout.strip() == printed.removeprefix("# "), "the output the page shows"
 
+    assert "job=orders-tiering round=1 table=orders status=committed" in "".join(printed_by_blocks)
     lake = DeltaTable(str(tmp_path / "data" / "lake" / "orders")).to_pyarrow_table()
     rows = lake.select(["id", "customer", "amount"]).sort_by("id").to_pylist()
     assert [(r["id"], r["customer"], str(r["amount"])) for r in rows] == [(1, "ada", "12.50"), (3, "cy", "3.20")]
