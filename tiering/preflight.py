@@ -3,7 +3,8 @@
 Failure mode it prevents: a first ``run`` that stops at the first dependency out of reach, then,
 once that is fixed, at the next one. Here each dependency is tried once, without retries and within
 a timeout, and each gets a verdict even when another failed. The checks are those ``run`` makes on
-its way, reused: ZooKeeper (connect, read the job's znodes: :func:`tiering.coord.leader.read_status`),
+its way, reused: ZooKeeper (connect, read the job's znodes: :func:`tiering.coord.leader.read_status`;
+whether the configured digest credentials may write them, from their ACL),
 the KV store (``GET /v1/health``, then the API version its OpenAPI document gives, when it serves
 one), the lake root (:meth:`ObjectStore.check` with the conditional-put probe of
 :mod:`tiering.objectstore.commit_probe`: two commits of one version, the second must be refused), and the
@@ -21,7 +22,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from tiering.conf.model import TieringConfig
-from tiering.errors import LakeStorageError, StoreUnavailableError, one_line
+from tiering.errors import CoordinationError, LakeStorageError, StoreUnavailableError, one_line
 
 __all__ = ["Verdict", "preflight", "CHECKS"]
 
@@ -79,7 +80,44 @@ def _zookeeper(config: TieringConfig, timeout_s: float) -> str:
     if status.epoch is None:
         return f"{hosts}: connected; job {job!r} has no epoch yet (its first run creates {job_path(job)})"
     leader = status.leader or "none"
-    return f"{hosts}: {job_path(job)} readable: epoch {status.epoch}, leader {leader}"
+    return f"{hosts}: {job_path(job)} readable: epoch {status.epoch}, leader {leader}; {_writable(config, timeout_s)}"
+
+
+def _writable(config: TieringConfig, timeout_s: float) -> str:
+    """Whether the configured credentials may write the job's znode, read from its ACL.
+
+    ZooKeeper accepts any digest credentials at connect time and refuses only the first write
+    they do not cover (NoAuth), which for a job is its first election: the ACL is the one place
+    a wrong password shows before a run."""
+    from kazoo.security import Permissions, make_digest_acl_credential
+
+    from tiering.coord.client import close_quietly, connect
+    from tiering.coord.paths import job_path
+
+    zk_conf, path = config.zookeeper, job_path(config.job.name)
+    user, password = zk_conf.auth_user, zk_conf.auth_password
+    auth = (user, password.get_secret_value()) if user is not None and password is not None else None
+    # connected with the credentials: ZooKeeper shows a digest ACL's hash only to those it admits
+    zk = connect(zk_conf.hosts, session_timeout_s=max(timeout_s, 2.0), auth=auth, timeout_s=timeout_s)
+    try:
+        acls, _ = zk.get_acls(path)
+    finally:
+        close_quietly(zk)
+    writers = {acl.id.id for acl in acls if acl.perms & Permissions.WRITE and acl.id.scheme == "digest"}
+    if any(acl.perms & Permissions.WRITE and acl.id.scheme == "world" for acl in acls):
+        return "writable by anyone (no digest ACL)"
+    if auth is not None and make_digest_acl_credential(*auth) in writers:
+        return f"writable as {user!r}"
+    names = ", ".join(sorted(repr(writer.split(":")[0]) for writer in writers)) or "nobody"
+    if user is None:
+        raise CoordinationError(
+            f"{path} is writable only by digest user {names}: set zookeeper.auth_user and "
+            "zookeeper.auth_password, or the job's first election is refused (NoAuth)"
+        )
+    raise CoordinationError(
+        f"{path} is writable only by digest user {names}: zookeeper.auth_user {user!r} with the configured "
+        "auth_password is not one of them, so the job's first election would be refused (NoAuth)"
+    )
 
 
 def _kvstore(config: TieringConfig, timeout_s: float) -> str:

@@ -52,6 +52,35 @@ def test_a_job_that_has_led_shows_its_epoch_and_leader(kv_store, zk_server, uniq
     assert f"epoch {term.epoch}, leader " in line and "leader none" not in line
 
 
+@pytest.mark.parametrize(
+    ("auth", "verdict", "says"),
+    [
+        ({"auth_user": "tiering", "auth_password": "s3cret"}, "ok", "writable as 'tiering'"),
+        ({"auth_user": "tiering", "auth_password": "wrong"}, "FAILED", "zookeeper.auth_user 'tiering' with the"),
+        ({"auth_user": "someone", "auth_password": "s3cret"}, "FAILED", "writable only by digest user 'tiering'"),
+        ({}, "FAILED", "set zookeeper.auth_user and zookeeper.auth_password"),
+    ],
+    ids=["right", "wrong-password", "other-user", "none"],
+)
+def test_the_zookeeper_check_tells_whether_the_credentials_may_write_the_job(
+    kv_store, zk_server, unique_job, tmp_path, auth, verdict, says
+):
+    (tmp_path / "lake").mkdir()
+    with acquire_leadership(zk_server.hosts, unique_job, 5.0, auth=("tiering", "s3cret"), timeout_s=10):
+        pass  # the job's znodes now carry its digest ACL, as after a run with auth
+    conf = write_conf(
+        tmp_path / "tiering.toml", job=unique_job, store_url=kv_store.url, zk_hosts=zk_server.hosts, zookeeper=auth
+    )
+
+    result = tiering_cli("check", "--conf", str(conf))
+
+    assert verdicts(result)["zookeeper"] == verdict, result.stdout + result.stderr
+    line = next(line for line in result.stdout.splitlines() if line.split()[1] == "zookeeper")
+    assert says in line and "s3cret" not in result.stdout + result.stderr
+    assert verdicts(result)["kvstore"] == "ok", "the other checks still run"
+    assert result.returncode == (EXIT_OK if verdict == "ok" else EXIT_FAILURE)
+
+
 def test_a_stopped_store_fails_its_check_and_only_it(store_factory, zk_server, unique_job, tmp_path):
     store = store_factory()
     conf = write_conf(tmp_path / "tiering.toml", job=unique_job, store_url=store.url, zk_hosts=zk_server.hosts)
