@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -77,3 +78,12 @@ def test_site_builds_strictly(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     for page in ("index.html", "getting-started/index.html", "reference/http-api/index.html", "DESIGN/index.html"):
         assert (site / page).is_file(), page
+
+
+def test_readme_links_point_at_files_that_exist() -> None:
+    readme = (REPO / "README.md").read_text()
+    targets = [t.split("#")[0] for t in re.findall(r"\]\(([^)]+)\)", readme) if "://" not in t]
+    assert "docs/getting-started.md" in targets
+    missing = [t for t in targets if not (REPO / t).exists()]
+    assert not missing, f"README links to missing files: {missing}"
+    assert len(readme.splitlines()) <= 150, "the README is an entry point; the manual holds the rest"
