@@ -15,12 +15,20 @@ service's ``lake.compression``, and the MERGE's writer properties (and its targe
 so the comparison is like for like (delta-rs alone would write snappy). The byte-copied
 snapshot files are the store's zstd until the first round rewrites them.
 
+``--writer`` picks the service's ``lake.writer``; with ``delta-spark``, ``--delta-spark-write``
+its ``lake.delta_spark_write`` (``merge``: a MERGE with deletion vectors; ``replace``: the
+buckets rewritten), and the Delta jars of ``deploy/jars/lib`` (or ``$DELTA_SPARK_JARS``) are put
+on Spark's classpath with Delta's SQL extension and catalog: run it with ``.venv-delta``'s Python,
+whose pyspark the jars are built for.
+
 ``big_vs_small`` is the big table's recent round over the small one's (goal <= 2);
 ``uniform_vs_merge`` is the MERGE's time over the round's for uniform changes, a throughput
-ratio (goal >= 0.9). Per round the lake commit's files removed and added and bytes written.
+ratio (goal >= 0.9). Per round the lake commit's files rewritten (removed, not re-added with a
+deletion vector), deletion vectors written, files added and bytes written (new files and vectors).
 
     .venv/bin/python -m benchmarks.bench_amplification [--keys 20000000] [--small-keys 200000]
         [--target-file-mb N] [--compression zstd|snappy|lz4|gzip|none] [--repeat 3] [--out FILE]
+        [--writer delta-rs|delta-spark] [--delta-spark-write merge|replace]
 """
 
 from __future__ import annotations
@@ -76,6 +84,11 @@ def bench_amplification(args, work: Path, store) -> dict:
     target = getattr(args, "target_file_mb", None)
     compression = getattr(args, "compression", None) or DEFAULT_COMPRESSION
     lake = {"compression": compression, **({"target_file_mb": target} if target else {})}
+    writer = getattr(args, "writer", "delta-rs")
+    lake["writer"] = writer
+    if writer == "delta-spark":
+        lake["delta_spark_write"] = getattr(args, "delta_spark_write", "merge")
+        _delta_jars()
     merge_writer = delta_rs_properties(compression)
     print(f"bench amplification: codec {compression} (the service's lake.compression and the MERGE's)", file=sys.stderr)
     spark = spark_session()
@@ -125,6 +138,8 @@ def bench_amplification(args, work: Path, store) -> dict:
     small_s, big_s = median(SMALL, "recent"), median(BIG, "recent")
     uniform_s, merge_s = median(BIG, "uniform"), median(BIG, "uniform", "merge_s")
     return {
+        "writer": writer,
+        "delta_spark_write": lake.get("delta_spark_write"),
         "keys": keys,
         "small_keys": small_keys,
         "buckets": BUCKETS,
@@ -146,15 +161,32 @@ def bench_amplification(args, work: Path, store) -> dict:
 
 
 def _last_commit(table: Path) -> dict:
-    """Files removed and added and bytes added by the table's newest commit (a local lake)."""
+    """What the table's newest commit wrote (a local lake): files rewritten (removed and not
+    re-added: a file re-added with a deletion vector is not rewritten), deletion vectors, new
+    files, and the bytes of the new files and the vectors."""
     newest = max((table / "_delta_log").glob("*.json"), key=lambda p: int(p.stem))
     actions = [json.loads(line) for line in newest.read_text().splitlines() if line.strip()]
+    removed = {a["remove"]["path"] for a in actions if "remove" in a}
     adds = [a["add"] for a in actions if "add" in a]
+    vectors = [a["deletionVector"] for a in adds if a.get("deletionVector")]
+    new = [a for a in adds if a["path"] not in removed]
     return {
-        "files_removed": sum("remove" in a for a in actions),
-        "files_added": len(adds),
-        "bytes_written": sum(a["size"] for a in adds),
+        "files_rewritten": len(removed - {a["path"] for a in adds}),
+        "deletion_vectors": len(vectors),
+        "files_added": len(new),
+        "bytes_written": sum(a["size"] for a in new) + sum(v.get("sizeInBytes", 0) for v in vectors),
     }
+
+
+def _delta_jars() -> None:
+    """The Delta jars, SQL extension and catalog in the Spark about to start (delta-spark)."""
+    jars = os.environ.get("DELTA_SPARK_JARS") or ",".join(
+        str(p) for p in sorted((Path(__file__).resolve().parents[1] / "deploy/jars/lib").glob("*.jar"))
+    )
+    os.environ["PYSPARK_SUBMIT_ARGS"] = (
+        f"--jars {jars} --conf spark.sql.extensions=io.delta.sql.DeltaSparkSessionExtension "
+        "--conf spark.sql.catalog.spark_catalog=org.apache.spark.sql.delta.catalog.DeltaCatalog pyspark-shell"
+    )
 
 
 def main() -> None:
@@ -167,6 +199,10 @@ def main() -> None:
         choices=typing.get_args(Compression),
         default=DEFAULT_COMPRESSION,
         help="the Parquet codec of both sides: lake.compression and the MERGE's (default: the service's)",
+    )
+    parser.add_argument("--writer", choices=["delta-rs", "delta-spark"], default="delta-rs", help="lake.writer")
+    parser.add_argument(
+        "--delta-spark-write", choices=["merge", "replace"], default="merge", help="lake.delta_spark_write"
     )
     parser.add_argument("--repeat", type=int, default=3, help="measured rounds per table and pattern (medians)")
     parser.add_argument("--out", type=Path, help="also write the JSON here")
