@@ -1,0 +1,130 @@
+"""A job's membership in its tiering group, and the tables it owns there (docs/DESIGN.md §7).
+
+Failure modes: a member whose ``[tables]`` selection differs from the group's (members would
+balance different table sets and never agree on an assignment) — refused at join, naming both
+selections; a member that dies or freezes — its ephemeral node goes with its session, the others
+see the membership change and take its tables, each after bumping the table's epoch, so whatever
+the frozen member sends when it wakes up is refused where it lands; two members briefly disagreeing
+on the membership — both may bump one table's epoch, the higher wins everywhere and the other finds
+out at its next rebalance or write.
+
+The membership is a kazoo ``Party`` under ``/tiering/groups/<group>/members`` (one ephemeral node
+per member's leader, holding its job and selection); the assignment is coord/assignment.py's pure
+function over the members, the selected tables and the current owners read from the table epoch
+znodes (coord/table_epochs.py). The children watch only sets :attr:`GroupMember.changed`; the
+rebalance runs in the thread that waits for it.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+
+from kazoo.client import KazooClient
+from kazoo.exceptions import KazooException
+from kazoo.recipe.party import Party
+from kazoo.recipe.watchers import ChildrenWatch
+
+from tiering.conf.model import TablesConfig
+from tiering.coord.assignment import assign
+from tiering.coord.epoch import Epoch
+from tiering.coord.ownership import Ownership
+from tiering.coord.paths import ensure_group_znodes, members_path
+from tiering.coord.table_epochs import bump_table_epoch, read_table_epochs
+from tiering.errors import ConfigError, CoordinationError
+
+__all__ = ["GroupMember", "selection_of"]
+
+log = logging.getLogger(__name__)
+
+
+def selection_of(tables: TablesConfig) -> dict[str, list[str]]:
+    """What picks a member's tables, in a form two members compare equal on when they pick the
+    same (pattern order and repeats do not change the selection)."""
+    return {"include": sorted(set(tables.include)), "exclude": sorted(set(tables.exclude))}
+
+
+class GroupMember:
+    """A job's leader in its group: :meth:`join`, then :meth:`rebalance` whenever :attr:`changed`
+    is set or the selected tables change, :meth:`leave` at the end of the term."""
+
+    def __init__(self, zk: KazooClient, group: str, job: str, job_epoch: Epoch, tables: TablesConfig) -> None:
+        self.zk = zk
+        self.group = group
+        self.job = job
+        self._job_epoch = job_epoch
+        self._selection = selection_of(tables)
+        self._party = Party(zk, members_path(group), identifier=json.dumps({"job": job, "selection": self._selection}))
+        #: set by the membership watch; cleared by :meth:`rebalance`
+        self.changed = threading.Event()
+        self._ownership = Ownership(group, job)
+
+    @property
+    def ownership(self) -> Ownership:
+        return self._ownership
+
+    def join(self) -> None:
+        """Register in the group; ConfigError (before registering) when another member selects
+        other tables than this job does."""
+        ensure_group_znodes(self.zk, self.group)
+        for other in self._records():
+            if other["job"] != self.job and other.get("selection") != self._selection:
+                raise ConfigError(
+                    [
+                        f"tables: job {self.job!r} selects {self._selection}, but job {other['job']!r} of group "
+                        f"{self.group!r} selects {other.get('selection')}: every member of a group selects the same "
+                        "tables"
+                    ]
+                )
+        try:
+            self._party.join()
+        except KazooException as e:
+            raise CoordinationError(f"job {self.job!r} cannot join group {self.group!r}: {e!r}") from e
+        ChildrenWatch(self.zk, members_path(self.group), self._on_members)
+        log.info("job=%s joined group %s", self.job, self.group)
+
+    def _on_members(self, children: list[str]) -> bool:
+        self.changed.set()
+        return self._party.participating
+
+    def leave(self) -> None:
+        """Leave the group (the session's end does it too); the others take the tables."""
+        try:
+            self._party.leave()
+        except KazooException as e:
+            log.warning("job=%s could not leave group %s (its session's end will): %r", self.job, self.group, e)
+
+    def _records(self) -> list[dict]:
+        try:
+            return [json.loads(member) for member in self._party]
+        except (KazooException, ValueError) as e:
+            raise CoordinationError(f"cannot read the members of group {self.group!r}: {e!r}") from e
+
+    def members(self) -> list[str]:
+        """The jobs of the group's live members, sorted (a job whose previous session has not
+        expired yet counts once)."""
+        return sorted({record["job"] for record in self._records()})
+
+    def rebalance(self, tables: list[str]) -> Ownership:
+        """Compute the group's assignment of ``tables`` and take this job's share: the table epoch
+        of every table newly given to it is bumped before it is returned as owned; a table given
+        to another member, or whose epoch another member bumped meanwhile, is no longer owned."""
+        self.changed.clear()
+        members = self.members()
+        if self.job not in members:
+            raise CoordinationError(f"job {self.job!r} is not a member of group {self.group!r} (session expired?)")
+        found = read_table_epochs(self.zk, self.group, tables)
+        owners = assign(tables, members, {table: owned.job for table, owned in found.items()})
+        kept: dict[str, int] = {}
+        for table, epoch in self._ownership.tables.items():
+            now = found.get(table)
+            if owners.get(table) == self.job and now is not None and (now.job, now.epoch) == (self.job, epoch):
+                kept[table] = epoch
+            else:
+                owner = f"job {now.job!r} at table epoch {now.epoch}" if now is not None else "no one"
+                log.info("group=%s table=%s moves away from job %s (now: %s)", self.group, table, self.job, owner)
+        for table in sorted(t for t, member in owners.items() if member == self.job and t not in kept):
+            kept[table] = bump_table_epoch(self.zk, self.group, table, self.job, self._job_epoch).epoch
+        self._ownership = Ownership(self.group, self.job, kept)
+        return self._ownership
