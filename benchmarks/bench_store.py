@@ -45,8 +45,6 @@ def _percentiles(samples_s: list[float]) -> dict[str, float]:
     ms = sorted(s * 1000 for s in samples_s)
     return {"p50_ms": round(statistics.median(ms), 3), "p99_ms": round(ms[min(len(ms) - 1, int(len(ms) * 0.99))], 3)}
 
-    return None
-
 
 def bench_ingest(store: StoreProcess, rows: int, workdir: Path) -> dict:
     client = store.client(timeout_s=600)
