@@ -216,27 +216,56 @@ def _demo(args: argparse.Namespace) -> int:
 
 def _init(args: argparse.Namespace) -> int:
     """The example config, from the package (``tiering/resources/tiering.toml``), to FILE or stdout."""
+    path = _write_resource(args, _resource("tiering.toml"))
+    if path is not None:
+        print(
+            f"tiering: wrote {path}: set [kvstore] url, [zookeeper] hosts and [lake] root, "
+            f"then: tiering check --conf {path}"
+        )
+    return EXIT_OK
+
+
+def _airflow_dag(args: argparse.Namespace) -> int:
+    """The DAG factory (``tiering/resources/kv_tiering_dag.py``) with its ``INSTALL`` line naming
+    this install, so that an Airflow worker without the checkout finds the command and the entry."""
+    import re
+
+    from tiering.submit import ENTRY
+
+    cli = Path(sys.executable).with_name("tiering")
+    install = {"cli": str(cli) if cli.exists() else "tiering", "application": str(ENTRY)}
+    text = re.sub(
+        r"^INSTALL = .*$", lambda _: f"INSTALL = {install!r}", _resource("kv_tiering_dag.py"), count=1, flags=re.M
+    )
+    path = _write_resource(args, text)
+    if path is not None:
+        print(
+            f"tiering: wrote {path}: put it in Airflow's dags folder and the jobs' configs in "
+            "KV_TIERING_CONF_DIR (default /etc/kv-tiering), one DAG per config"
+        )
+    return EXIT_OK
+
+
+def _resource(name: str) -> str:
     from importlib.resources import files
 
-    text = files("tiering").joinpath("resources", "tiering.toml").read_text(encoding="utf-8")
+    return files("tiering").joinpath("resources", name).read_text(encoding="utf-8")
+
+
+def _write_resource(args: argparse.Namespace, text: str) -> Path | None:
+    """``text`` to ``args.file`` (None: it went to stdout); an existing file only with ``--force``."""
     if args.file == "-":
         sys.stdout.write(text)
-        return EXIT_OK
+        return None
     path = Path(args.file)
     if path.exists() and not args.force:
         raise UsageError(f"{path} exists; --force overwrites it")
     path.write_text(text, encoding="utf-8")
-    print(
-        f"tiering: wrote {path}: set [kvstore] url, [zookeeper] hosts and [lake] root, "
-        f"then: tiering check --conf {path}"
-    )
-    return EXIT_OK
+    return path
 
 
 def _alert_rules(args: argparse.Namespace) -> int:
-    from importlib.resources import files
-
-    sys.stdout.write(files("tiering").joinpath("resources", "kv-tiering.yml").read_text(encoding="utf-8"))
+    sys.stdout.write(_resource("kv-tiering.yml"))
     return EXIT_OK
 
 
@@ -534,6 +563,18 @@ def _parser() -> argparse.ArgumentParser:
     init.add_argument("file", nargs="?", default="tiering.toml", metavar="FILE")
     init.add_argument("--force", action="store_true", help="overwrite FILE if it exists")
     init.set_defaults(func=_init)
+
+    dag = commands.add_parser(
+        "airflow-dag",
+        help="write the Airflow DAG factory (one DAG per job config) for this install",
+        description="Write the Airflow DAG file that makes one DAG per job config found in "
+        "KV_TIERING_CONF_DIR (check >> availableNow spark-submit >> freshness), set to this install's "
+        "`tiering` command and job entry, to FILE (default kv_tiering_dag.py; - for stdout). An existing "
+        "file is kept unless --force.",
+    )
+    dag.add_argument("file", nargs="?", default="kv_tiering_dag.py", metavar="FILE")
+    dag.add_argument("--force", action="store_true", help="overwrite FILE if it exists")
+    dag.set_defaults(func=_airflow_dag)
 
     rules = commands.add_parser(
         "alert-rules",

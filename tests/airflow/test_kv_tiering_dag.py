@@ -96,7 +96,9 @@ def test_one_dag_per_config_file_checked_tiered_then_checked_for_freshness(monke
         assert (check.tiering, check.argv) == ("/opt/kv/bin/tiering", ["check", "--conf", str(conf)])
         assert freshness.argv == ["status", "--conf", str(conf), "--fail-after", "5"]
         assert isinstance(tier, SparkSubmitOperator)
-        assert Path(tier.application) == REPO / "jobs" / "tiering_job.py" and Path(tier.application).is_file()
+        assert (
+            Path(tier.application) == REPO / "tiering" / "jobs" / "tiering_job.py" and Path(tier.application).is_file()
+        )
         assert tier.application_args == ["--conf", str(conf), "--available-now"]
         assert tier.retries == 4
         assert tier.retry_delay == timedelta(seconds=30)

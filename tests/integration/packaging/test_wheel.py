@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import os
+import re
 import subprocess
 import sys
 import time
@@ -104,6 +105,11 @@ def test_init_writes_the_example_config_and_the_alert_rules_print(installed_whee
     assert 'name = "kv-tiering-demo"' in (tmp_path / "tiering.toml").read_text()
     rules = installed_wheel.run("tiering", "alert-rules")
     assert rules.returncode == EXIT_OK and "alert: KvTieringDriverDown" in rules.stdout
+    dag = installed_wheel.run("tiering", "airflow-dag", "-")
+    assert dag.returncode == EXIT_OK, dag.stderr
+    application = re.search(r"^INSTALL = .*'application': '([^']+)'", dag.stdout, re.M)
+    assert application and Path(application[1]).is_relative_to(installed_wheel.venv), dag.stdout[:2000]
+    assert Path(application[1]).is_file(), "the DAG's spark-submit application is in the install"
 
 
 def test_check_passes_against_the_services(installed_wheel, kv_store, zk_server, unique_job, tmp_path):

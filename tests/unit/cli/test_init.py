@@ -1,9 +1,11 @@
 """What the package carries for a user without the checkout: the example config (`tiering init`),
-the alert rules (`tiering alert-rules`), the job entry (`tiering submit`), and the extras a
-command names when it needs one."""
+the alert rules (`tiering alert-rules`), the Airflow DAG factory (`tiering airflow-dag`), the job
+entry (`tiering submit`), and the extras a command names when it needs one."""
 
 from __future__ import annotations
 
+import ast
+import re
 import shlex
 import sys
 import tomllib
@@ -37,6 +39,27 @@ def test_the_checkout_s_example_is_the_package_s(tmp_path):
     assert (REPO / "conf" / "tiering.toml").resolve() == REPO / "tiering" / "resources" / "tiering.toml"
     rules = REPO / "deploy" / "monitoring" / "rules" / "kv-tiering.yml"
     assert rules.resolve() == REPO / "tiering" / "resources" / "kv-tiering.yml"
+    dag = REPO / "jobs" / "airflow" / "kv_tiering_dag.py"
+    assert dag.resolve() == REPO / "tiering" / "resources" / "kv_tiering_dag.py"
+
+
+def test_airflow_dag_writes_the_factory_set_to_this_install(tmp_path, capsys):
+    """The written DAG names this install's command and job entry: an Airflow worker without the
+    checkout finds both; the rest of the file is the package's."""
+    target = tmp_path / "kv_tiering_dag.py"
+    assert main(["airflow-dag", str(target)]) == EXIT_OK
+    assert "KV_TIERING_CONF_DIR" in capsys.readouterr().out
+    written = target.read_text()
+    install_line = next(line for line in written.splitlines() if line.startswith("INSTALL = "))
+    install = ast.literal_eval(install_line.removeprefix("INSTALL = "))
+    assert install["application"] == str(submit.ENTRY) and submit.ENTRY.is_file()
+    assert install["cli"] == str(Path(sys.executable).with_name("tiering"))
+    shipped = (REPO / "tiering" / "resources" / "kv_tiering_dag.py").read_text()
+    assert written.replace(install_line, "") == re.sub(r"^INSTALL = .*$", "", shipped, count=1, flags=re.M)
+    compile(written, str(target), "exec")
+
+    assert main(["airflow-dag", str(target)]) == EXIT_USAGE, "an existing DAG file is kept"
+    assert target.read_text() == written
 
 
 def test_init_keeps_an_existing_file_unless_forced(tmp_path, capsys):
