@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -30,9 +29,6 @@ log = logging.getLogger(__name__)
 
 #: What is checked, in this order: the name a verdict carries.
 CHECKS = ("zookeeper", "kvstore", "lake", "checkpoint")
-#: The innermost reason of a requests/urllib3 error ("[Errno 111] Connection refused"), not its
-#: ~400 characters of connection-pool repr.
-_ERRNO = re.compile(r"\[Errno -?\d+\] [^'\")]+")
 
 
 @dataclass(frozen=True)
@@ -124,16 +120,13 @@ def _kvstore(config: TieringConfig, timeout_s: float) -> str:
     import requests
 
     from tiering.context import store_client
-    from tiering.kvstore.client import error_for
+    from tiering.kvstore.client import error_for, transport_reason
 
     client = store_client(config.kvstore, timeout_s=timeout_s)
     try:
         health = client.session.get(f"{client.url}/v1/health", timeout=timeout_s)
     except requests.RequestException as e:
-        reason = _ERRNO.search(str(e))
-        raise StoreUnavailableError(
-            f"KV store at {client.url} unreachable: {reason[0] if reason else type(e).__name__}"
-        ) from None
+        raise StoreUnavailableError(f"KV store at {client.url} unreachable: {transport_reason(e)}") from None
     if health.status_code != 200:
         raise error_for(health.status_code, _body(health), "GET", "/v1/health", store=client.url)
     return f"{client.url}: healthy, {_api_version(client.session, client.url, timeout_s)}"

@@ -32,7 +32,7 @@ def test_every_dependency_gets_a_verdict_in_order(nothing_running, tmp_path):
     found = by_name(verdicts)
     assert not found["zookeeper"].ok and "cannot connect to ZooKeeper" in found["zookeeper"].detail
     assert not found["kvstore"].ok
-    assert found["kvstore"].detail.endswith("unreachable: [Errno 111] Connection refused"), (
+    assert found["kvstore"].detail.endswith("unreachable: ConnectionError: [Errno 111] Connection refused"), (
         "the reason, not urllib3's repr"
     )
     assert found["lake"].ok and "not created yet" in found["lake"].detail

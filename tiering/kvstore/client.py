@@ -20,6 +20,7 @@ from __future__ import annotations
 import gc
 import json
 import os
+import re
 from collections.abc import Iterable
 from typing import Any, TypeVar
 from urllib.parse import quote
@@ -244,7 +245,7 @@ class KvStoreClient:
             response = self.session.request(method, self.url + path, timeout=self.timeout_s, **kwargs)
         except requests.RequestException as e:
             raise StoreUnavailableError(
-                f"KV store at {self.url} unreachable: {type(e).__name__}: {e} ({method} {path})", **context
+                f"KV store at {self.url} unreachable: {transport_reason(e)} ({method} {path})", **context
             ) from e
         if response.status_code >= 400:
             try:
@@ -512,3 +513,17 @@ class KvStoreClient:
 
     def metrics(self) -> str:
         return self._call("GET", "/metrics").text
+
+
+#: The innermost reason of a requests/urllib3 error, inside ~400 characters of connection-pool repr.
+_TRANSPORT_REASON = re.compile(
+    r"\[Errno -?\d+\] [^'\")]+|(?:Read|Connect(?:ion)?) timed out\.?(?: \((?:read|connect) timeout=[\d.]+\))?"
+)
+
+
+def transport_reason(error: requests.RequestException) -> str:
+    """Why a request got no answer, in a few words ("[Errno 111] Connection refused", "Read timed
+    out. (read timeout=5.0)"): an operator's line must name the cause, and urllib3's text buries it
+    in a pool repr repeated at every retry."""
+    found = _TRANSPORT_REASON.search(str(error))
+    return f"{type(error).__name__}: {found[0].strip() if found else one_line(error)[:200]}"

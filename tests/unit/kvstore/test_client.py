@@ -33,7 +33,7 @@ from tiering.errors import (
     UnauthorizedError,
 )
 from tiering.kvstore import retry
-from tiering.kvstore.client import KvStoreClient, _refusal, error_for
+from tiering.kvstore.client import KvStoreClient, _refusal, error_for, transport_reason
 from tiering.kvstore.models import BucketRef, ErrorBody, LakeReport, LogRange, SnapshotRef, TableSpec
 from tiering.ports import free_port
 
@@ -394,3 +394,25 @@ def test_a_group_members_report_names_group_job_and_table_epoch_together():
     for partial in ({"group": "g"}, {"table_epoch": 1, "job": "a"}, {"group": "g", "table_epoch": 1}):
         with pytest.raises(ValueError, match="group and table_epoch come together"):
             LakeReport(table_id=1, epoch=1, lake_version=1, buckets={}, **partial)
+
+
+@pytest.mark.parametrize(
+    ("error", "reason"),
+    [
+        (
+            requests.ConnectionError(
+                "HTTPConnectionPool(host='127.0.0.1', port=9): Max retries exceeded with url: /v1/leases (Caused by "
+                "NewConnectionError(\"HTTPConnection(host='127.0.0.1', port=9): Failed to establish a new "
+                'connection: [Errno 111] Connection refused"))'
+            ),
+            "ConnectionError: [Errno 111] Connection refused",
+        ),
+        (
+            requests.ReadTimeout("HTTPConnectionPool(host='127.0.0.1', port=8420): Read timed out. (read timeout=5.0)"),
+            "ReadTimeout: Read timed out. (read timeout=5.0)",
+        ),
+        (requests.ConnectionError("something\n  else"), "ConnectionError: something else"),
+    ],
+)
+def test_a_request_without_an_answer_is_told_by_its_cause(error, reason):
+    assert transport_reason(error) == reason
