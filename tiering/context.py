@@ -14,6 +14,7 @@ module, nor pydantic with it.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -23,6 +24,7 @@ from tiering.conf.model import KvStoreConfig, TieringConfig
 from tiering.errors import ConfigError
 
 if TYPE_CHECKING:
+    from tiering.coord.ownership import Ownership
     from tiering.delta_log.lake import Lake
     from tiering.kvstore.client import KvStoreClient
     from tiering.lease.job_lease import JobLease
@@ -51,6 +53,10 @@ class TermContext(BaseModel):
     lease_id: str = Field(min_length=1)
     #: False when the store has no lease API (found as the term started): no lease calls at all.
     leases: bool = True
+    #: In a tiering group (``[job] group``): the local file where the leader keeps the tables this
+    #: member owns and their table epochs (coord/ownership.py), for the planning process and the
+    #: round; None outside a group.
+    group_file: str | None = None
 
     @classmethod
     def begin(cls, config: TieringConfig, epoch: int) -> TermContext:
@@ -76,6 +82,24 @@ class TermContext(BaseModel):
     @property
     def job(self) -> str:
         return self.config.job.name
+
+    @property
+    def lake_writer(self) -> str:
+        """Who the lake's round commits are from: the job, or in a group the group (``group:<name>``,
+        which no job name can be), so that a table's txn versions (table epoch, round) order the
+        commits of every member that ever owned it, and the commits of a member that lost the table
+        are fenced as a stale term's are (docs/DESIGN.md §6)."""
+        group = self.config.job.group
+        return self.job if group is None else f"group:{group}"
+
+    def ownership(self) -> Ownership | None:
+        """The tables this member owns now and their table epochs; None outside a group."""
+        group = self.config.job.group
+        if group is None or self.group_file is None:
+            return None
+        from tiering.coord.ownership import Ownership
+
+        return Ownership.read(Path(self.group_file), group, self.job)
 
     @property
     def lake(self) -> Lake:

@@ -35,6 +35,7 @@ __all__ = [
     "LeaseNotFoundError",
     "SnapshotUnavailableError",
     "ConflictError",
+    "TableMovedError",
     "TableEpochFencedError",
     "NotLeaderError",
     "FencedEpochError",
@@ -127,10 +128,16 @@ class ConflictError(StoreError):
     """409 that is not an epoch fence: the object changed under the request."""
 
 
-class TableEpochFencedError(StoreError):
-    """409 ``TABLE_EPOCH_FENCED``: the table moved to another member of this job's tiering group
-    (its table epoch is higher than the one this job holds); the message names the new owner and
-    its table epoch. It ends this job's work on that table, not its term: never retry it."""
+class TableMovedError(TieringError):
+    """The table moved to another member of this job's tiering group: refused where the write
+    landed (the store, a Delta commit of a newer table epoch) or found before it (the group's
+    ownership no longer gives this job the table). It ends this job's work on that table, not its
+    term: never retry it."""
+
+
+class TableEpochFencedError(StoreError, TableMovedError):
+    """409 ``TABLE_EPOCH_FENCED``: the store has seen a higher table epoch than the one this job
+    holds; the message names the new owner and its table epoch."""
 
 
 class NotLeaderError(TieringError):

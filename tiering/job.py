@@ -65,6 +65,7 @@ from tiering.round.table_states import TableFailure
 from tiering.state.offset_log import replayed_offset
 
 if TYPE_CHECKING:
+    from tiering.coord.rebalancer import GroupRebalancer
     from tiering.round.resync import TableResync
 from tiering.source import ADMISSION_CONTROL, CONTEXT_OPTION, KvTieringDataSource
 from tiering.state.checkpoint_check import check_checkpoint
@@ -189,9 +190,16 @@ class TieringJob:
                 fence=self._check,
                 parallelism=context.config.lake.table_parallelism,
             )
-            if maintenance.enabled
+            if maintenance.enabled and context.config.job.group is None
             else None
         )
+        if maintenance.enabled and context.config.job.group is not None:
+            log.warning(
+                "job=%s: no lake maintenance between rounds in tiering group %s: its passes are not fenced by "
+                "table epochs yet",
+                context.job,
+                context.config.job.group,
+            )
         self._query = None
         self._end_when_idle = False
         self._lock = threading.Lock()
@@ -212,7 +220,7 @@ class TieringJob:
         self.spark.dataSource.register(KvTieringDataSource)
         self._take_over_lease()
         committer = RoundCommitter(
-            make_round_writer(self.spark, config.lake, self.context.job),
+            make_round_writer(self.spark, config.lake, self.context.lake_writer),
             self.context,
             self.lease.client,
             self._releases,
@@ -405,6 +413,7 @@ def maintain_as_leader(config: TieringConfig, *, wait_s: float = 5.0) -> Mainten
     """One maintenance pass over the job's tables as a term of its own: a larger epoch than any
     before, so its commits fence every earlier term. Refused (:class:`TieringError`) while another
     driver leads the job: that leader maintains the tables itself, and two terms never act at once."""
+    _outside_a_group(config, "maintain")
     busy = (
         f"its leader maintains the lake every {config.maintenance.every_rounds} rounds; "
         "stop it to run `tiering maintain` by hand"
@@ -425,6 +434,16 @@ def maintain_as_leader(config: TieringConfig, *, wait_s: float = 5.0) -> Mainten
         term.resign()
 
 
+def _outside_a_group(config: TieringConfig, command: str) -> None:
+    """A term of its own commits under the job's name and epoch, which a tiering group's table
+    epochs do not order: refused in a group (UsageError naming it)."""
+    if config.job.group is not None:
+        raise UsageError(
+            f"`tiering {command}` of job {config.job.name!r}: the job is in tiering group {config.job.group!r}, whose "
+            "lake commits are ordered by table epochs, not by the job's epoch; not available in a group yet"
+        )
+
+
 def resync_as_leader(config: TieringConfig, table: str, *, wait_s: float = 5.0) -> TableResync:
     """Rebuild ``table``'s lake copy from a fresh snapshot of every bucket, in one commit of a
     term of its own (:mod:`tiering.round.resync`); the job's next term continues from it. A table
@@ -435,6 +454,7 @@ def resync_as_leader(config: TieringConfig, table: str, *, wait_s: float = 5.0) 
     from tiering.round.resync import resync_table
     from tiering.state.lease_file import new_lease_id
 
+    _outside_a_group(config, "resync")
     job = config.job.name
     if not config.tables.selects(table):
         raise UsageError(f"job {job!r} does not tier table {table!r} ([tables] include/exclude): nothing to resync")
@@ -520,9 +540,13 @@ def run_as_leader(
             return JobResult()
         raise
     log.info("job=%s leader with epoch=%d", config.job.name, term.epoch)
+    group: GroupRebalancer | None = None
     try:
         check_checkpoint(checkpoint_of(config))  # before the term writes to it: the lease file comes next
         context = TermContext.begin(config, term.epoch)
+        if config.job.group is not None:  # before the query: its planning reads what the group gave it
+            group = _join_group(config, config.job.group, term, context.store_client())
+            context = context.model_copy(update={"group_file": str(group.path)})
         spark = build_spark(config)
         lease = context.job_lease(context.store_client())
         observer = observability.RoundObserver(context, lease, listeners=listeners)
@@ -550,7 +574,20 @@ def run_as_leader(
             )
         return result
     finally:
+        if group is not None:
+            group.stop()
         term.resign()
+
+
+def _join_group(config: TieringConfig, group: str, term, client) -> GroupRebalancer:
+    """Join tiering group ``group`` with the term's session and take this member's first share
+    (ConfigError when its ``[tables]`` selection is not the group's)."""
+    from tiering.coord.group import GroupMember
+    from tiering.coord.rebalancer import GroupRebalancer
+
+    member = GroupMember(term.zk, group, config.job.name, term.fence, config.tables)
+    every_s = max(config.trigger.interval_s, 1.0)
+    return GroupRebalancer(member, lambda: included_tables(config, client), every_s).start()
 
 
 def _lost_reason(term, error: Exception) -> str | None:

@@ -307,14 +307,17 @@ class KvTieringStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
 
     def _tables(self):
         """The selected tables; each name matched against the patterns once per process (at
-        10,000 tables, matching every name every round is a tenth of an idle round)."""
+        10,000 tables, matching every name every round is a tenth of an idle round). In a tiering
+        group, only those the leader took for this member (its ownership file, read each round):
+        a table newly owned is planned from the lake's positions, as in a new term."""
         selection = self.context.config.tables
+        owned = self.context.ownership()
         chosen = []
         for t in self.client.list_tables():
             selected = self._selected.get(t.name)
             if selected is None:
                 selected = self._selected[t.name] = selection.selects(t.name)
-            if selected:
+            if selected and (owned is None or owned.epoch(t.name) is not None):
                 chosen.append(t)
         return chosen
 

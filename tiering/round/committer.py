@@ -32,6 +32,12 @@ Failure modes and what happens:
   like any table and its cause is ``dropped``, found by one listing of the store after the round;
   after its commit (its report finds the table gone) it is committed and dropped; its lake table
   is kept, and it is not planned again (a table re-created under the name has a new ``table_id``);
+- in a tiering group, the table moved to another member (the ownership no longer gives it to this
+  job, or a Delta commit of a newer table epoch, or the store's 409 ``TABLE_EPOCH_FENCED``): the
+  table fails with cause ``moved`` before anything of it lands, its holds are released, and the
+  new owner plans it from the lake's positions; a report refused so is not sent again. A group's
+  rounds commit under the group's name with the table's epoch (``TermContext.lake_writer``), so
+  that the txn versions order every owner's commits;
 - this driver is no longer the leader (:class:`NotLeaderError`: the store's fenced reply, a
   lost ZooKeeper term, a newer Delta commit): the error propagates and stops the query —
   nothing more of this round lands, and nothing is released (the new leader owns the lease);
@@ -53,6 +59,7 @@ from typing import TypeVar
 
 from tiering import failpoints
 from tiering.context import TermContext
+from tiering.coord.ownership import Ownership
 from tiering.delta_log.commits import round_commit_info
 from tiering.delta_log.lake import LakeTables
 from tiering.delta_log.replay import missing_splits
@@ -60,10 +67,12 @@ from tiering.enumerator.positions import LakePosition
 from tiering.enumerator.splits import LogSplit, SnapshotSplit, Split
 from tiering.errors import (
     ConflictError,
+    FencedEpochError,
     NotFoundError,
     NotLeaderError,
     SnapshotUnavailableError,
     StoreError,
+    TableMovedError,
     TableNotFoundError,
     TableRecreatedError,
 )
@@ -133,6 +142,8 @@ class RoundCommitter:
         self._parallelism = context.config.lake.table_parallelism
         self._deferred = DeferredEnds()
         self._checkpoint = checkpoint_of(context.config)
+        #: in a group, the tables this member owns as the round started (read once per round)
+        self._owned: Ownership | None = None
 
     def __call__(self, batch_df, batch_id: int) -> None:
         """Commit the round of batch ``batch_id`` (its splits: :mod:`tiering.round.batch_splits`)."""
@@ -157,6 +168,7 @@ class RoundCommitter:
         self._on_round(outcome)
 
     def _run(self, tables: list[TableRound], outcome: RoundOutcome) -> None:
+        self._owned = self._context.ownership()
         self._deferred.retry(self._table_client.report_lakes)
         with ThreadPoolExecutor(self._parallelism, thread_name_prefix="round") as pool:
 
@@ -186,22 +198,31 @@ class RoundCommitter:
         """Run one table's ``step``; a failure before its commit fails the table alone."""
         try:
             step(table)
+        except FencedEpochError as e:
+            if self._owned is None or e.table != table.name:
+                raise
+            # In a group a table's Delta commits carry its table epoch: a newer one moved the table.
+            self._fail(table, TableMovedError(f"{e} (the table moved to another member)", table=table.name), outcome)
         except NotLeaderError:
             raise
         except Exception as e:  # one table's failure must not stop the others
             if table.state in (TableState.COMMITTED, TableState.REPORTED, TableState.RELEASED):
                 raise  # the steps after a commit handle their own errors: this is a bug, not the table's
-            failure = table.fail(e)
-            log.error(
-                "round=%d table=%s FAILED in state %s (%s) epoch=%d: %s (re-planned next round)",
-                outcome.round_id,
-                table.name,
-                failure.state,
-                failure.cause,
-                self._context.epoch,
-                failure,
-            )
-            self._release_failed(table)
+            self._fail(table, e, outcome)
+
+    def _fail(self, table: TableRound, error: Exception, outcome: RoundOutcome) -> None:
+        """Fail ``table`` alone with ``error``, and release its holds."""
+        failure = table.fail(error)
+        log.error(
+            "round=%d table=%s FAILED in state %s (%s) epoch=%d: %s (re-planned next round)",
+            outcome.round_id,
+            table.name,
+            failure.state,
+            failure.cause,
+            self._context.epoch,
+            failure,
+        )
+        self._release_failed(table)
 
     def _acquire_snapshots(self, tables: Iterable[TableRound]) -> _Gone:
         """One acquire for every snapshot the round reads; the ones whose files are gone."""
@@ -225,7 +246,14 @@ class RoundCommitter:
             )
         if isinstance(holder, StoreError):
             raise holder
-        if holder not in (None, self._context.job):
+        if self._owned is not None:  # a group: any member's report may hold it, the table epoch fences
+            if self._owned.epoch(table.name) is None:
+                raise TableMovedError(
+                    f"table {table.name!r} is no longer owned by job {self._context.job!r} in group "
+                    f"{self._owned.group!r}: another member tiers it",
+                    table=table.name,
+                )
+        elif holder not in (None, self._context.job):
             raise other_job(table.name, self._context.job, holder)
         table.lake = self._lake.load(table.name)
         table.todo = missing_splits(table.splits, table.position)
@@ -278,7 +306,7 @@ class RoundCommitter:
             table.todo,
             files,
             table.lake,
-            epoch=self._context.epoch,
+            epoch=self._lake_epoch(table.name),
             round_id=outcome.round_id,
             lease_id=self._context.lease_id,
             replace_table=position is not None and not position.belongs_to(info.table_id),
@@ -287,6 +315,15 @@ class RoundCommitter:
             table.committed_as(prepared)
         else:
             table.prepared_as(prepared)
+
+    def _lake_epoch(self, table: str) -> int:
+        """The epoch the table's Delta commit is fenced by: the term's, or in a group the table's."""
+        if self._owned is None:
+            return self._context.epoch
+        epoch = self._owned.epoch(table)
+        if epoch is None:
+            raise TableMovedError(f"table {table!r} is no longer owned by job {self._context.job!r}", table=table)
+        return epoch
 
     def _write_and_commit(self, table: TableRound, results: list[BucketResult]) -> None:
         lost = self._releases.lost()
@@ -323,6 +360,16 @@ class RoundCommitter:
                     table.commit.delta_version,
                 )
                 outcome.dropped.add(table.name)
+            elif isinstance(error, TableMovedError):
+                log.warning(
+                    "round=%d table=%s: Delta version %d committed, its lake report refused: the table moved "
+                    "(the new owner reports it): %s",
+                    outcome.round_id,
+                    table.name,
+                    table.commit.delta_version,
+                    error,
+                )
+                outcome.unreported.add(table.name)
             else:
                 log.warning(
                     "round=%d table=%s: Delta version %d committed, its lake report refused (sent again next "
@@ -389,12 +436,15 @@ class RoundCommitter:
         if commit.delta_version < 0:
             return None
         buckets = {str(b): offset for b, offset in sorted(commit.positions.items())}
+        owned = self._owned
         return LakeReport(
             table_id=table_id,
             epoch=self._context.epoch,
             lake_version=commit.delta_version,
             buckets=buckets,
             job=self._context.job,
+            group=owned.group if owned is not None else None,
+            table_epoch=owned.epoch(commit.table) if owned is not None else None,
         )
 
     def _mark_dropped(self, tables: list[TableRound]) -> None:

@@ -23,6 +23,7 @@ from tiering.errors import (
     SchemaMismatchError,
     SnapshotUnavailableError,
     StoreError,
+    TableMovedError,
     TableNotFoundError,
     TableRecreatedError,
 )
@@ -84,6 +85,8 @@ class FailureCause(StrEnum):
     FOREIGN_WRITE = "foreign_write"
     #: the Delta commit failed (conflict, the object store)
     COMMIT = "commit"
+    #: the table moved to another member of the job's tiering group; that member tiers it now
+    MOVED = "moved"
     #: a call to the KV store failed
     STORE = "store"
     #: anything else: a bug or an unexpected library error
@@ -100,6 +103,7 @@ _CAUSES: tuple[tuple[type[Exception], FailureCause], ...] = (
     (BucketWriteError, FailureCause.FILES),
     (ForeignCommitError, FailureCause.FOREIGN_WRITE),
     (LakeCommitError, FailureCause.COMMIT),
+    (TableMovedError, FailureCause.MOVED),
     (StoreError, FailureCause.STORE),
 )
 

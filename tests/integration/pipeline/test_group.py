@@ -1,0 +1,68 @@
+"""A tiering group on real processes: the store, ZooKeeper, local Spark and Delta (docs/DESIGN.md §7).
+
+What is looked for: a member tiers only the tables the group gave it, each under a table epoch
+that its report and its Delta commits carry (the commits under the group's name, so that the
+txn versions order every owner's); a member that lost a table is refused where it writes — its
+Delta commit before it lands, its report at the store — and fails that table alone.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from kazoo.client import KazooClient
+
+from tests.support.config import make_config
+from tests.support.oracle import TableOracle, assert_equal_to_store
+from tiering.coord.epoch import bump_epoch
+from tiering.coord.table_epochs import bump_table_epoch, read_table_epochs
+from tiering.delta_log.lake import Lake
+from tiering.delta_log.layout import app_id, epoch_round
+from tiering.errors import UsageError
+from tiering.job import maintain_as_leader, run_as_leader
+
+pytestmark = pytest.mark.integration
+
+
+def test_a_member_tiers_what_it_owns_under_table_epochs_and_a_moved_table_is_refused(
+    spark, kv_store, zk_hosts, unique_job, tmp_path: Path
+):
+    client = kv_store.client()
+    tables = [TableOracle(client, f"g{i}", num_buckets=2) for i in range(3)]
+    for table in tables:
+        table.upsert(range(40))
+    group = f"{unique_job}-g"
+    config = make_config(tmp_path, kv_store.url, zk_hosts, job=unique_job, **{"job.group": group})
+    lake = Lake.of(config.lake)
+
+    assert run_as_leader(config).ok  # a group of one: it owns every table
+    assert_equal_to_store(client, lake, *tables)
+    zk = KazooClient(hosts=zk_hosts, timeout=4.0)
+    zk.start(timeout=10)
+    try:
+        owners = read_table_epochs(zk, group, [t.name for t in tables])
+        assert {t: (o.job, o.epoch) for t, o in owners.items()} == {t.name: (unique_job, 1) for t in tables}
+        for table in tables:
+            report = client.get_lake(table.name)
+            assert (report.job, report.group, report.table_epoch) == (unique_job, group, 1)
+            txn = lake.load(table.name).transaction_version(app_id(f"group:{group}", table.name))
+            assert txn is not None and epoch_round(txn)[0] == 1, "the commit's txn version is the table epoch's"
+
+        # Another member takes g0 (its table epoch bumped to 2) and tiers it up to here.
+        other = f"{unique_job}-other"
+        taken = bump_table_epoch(zk, group, "g0", other, bump_epoch(zk, other))
+        assert taken.epoch == 2
+    finally:
+        zk.stop()
+        zk.close()
+    for table in tables:
+        table.churn(10, key_space=60)
+    # This member's next term takes every table again (the other is no member): g0 at epoch 3.
+    result = run_as_leader(config)
+    assert result.ok, result.failed_tables
+    assert_equal_to_store(client, lake, *tables)
+    assert client.get_lake("g0").table_epoch == 3
+
+    with pytest.raises(UsageError, match="tiering group"):
+        maintain_as_leader(config)

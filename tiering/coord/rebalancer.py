@@ -1,0 +1,101 @@
+"""Keeps a group member's ownership current while its leader leads (docs/DESIGN.md §7).
+
+Failure modes: a member that stops noticing membership changes (it would keep tiering tables the
+group gave away — fenced where it writes, but its rounds of them would all fail) — the membership
+watch wakes the rebalance at once, and it also runs every ``every_s`` for tables created or
+dropped upstream; ZooKeeper or the store failing a rebalance — the last ownership stays (its
+tables are still this member's until their epochs move, and any write of one that moved is
+refused), a warning is logged and the next wake-up tries again; a term that ended — the bump
+under its stale job epoch is refused (FencedEpochError) and the rebalancer stops, leaving the
+term's end to the leader loop.
+
+The rebalance runs in this module's own thread: the watch only sets the member's event.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import tempfile
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+from tiering.coord.group import GroupMember
+from tiering.errors import NotLeaderError, TieringError
+
+__all__ = ["GroupRebalancer"]
+
+log = logging.getLogger(__name__)
+
+
+class GroupRebalancer:
+    """:meth:`start` joins the group and takes the first share before the query starts; a thread
+    then rebalances on every membership change and every ``every_s``; :meth:`stop` leaves."""
+
+    def __init__(self, member: GroupMember, tables: Callable[[], list[str]], every_s: float) -> None:
+        self._member = member
+        self._tables = tables
+        self._every_s = every_s
+        self._stop = threading.Event()
+        self._dir = Path(tempfile.mkdtemp(prefix=f"kv-tiering-{member.job}-"))
+        #: the ownership file the planning process and the rounds read
+        self.path = self._dir / "group-ownership.json"
+        self._thread = threading.Thread(target=self._run, name=f"group-{member.group}", daemon=True)
+
+    def start(self) -> GroupRebalancer:
+        try:
+            self._member.join()
+            self._rebalance()
+        except BaseException:
+            shutil.rmtree(self._dir, ignore_errors=True)
+            raise
+        self._thread.start()
+        return self
+
+    def _rebalance(self) -> None:
+        before = set(self._member.ownership.tables)
+        ownership = self._member.rebalance(self._tables())
+        ownership.write(self.path)
+        if set(ownership.tables) != before:
+            log.info(
+                "job=%s group=%s owns %d tables (took %d, gave up %d)",
+                self._member.job,
+                self._member.group,
+                len(ownership.tables),
+                len(set(ownership.tables) - before),
+                len(before - set(ownership.tables)),
+            )
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self._member.changed.wait(self._every_s)
+            if self._stop.is_set():
+                return
+            try:
+                self._rebalance()
+            except NotLeaderError as e:
+                log.error(
+                    "job=%s group=%s: rebalancing stopped, the term is over: %s",
+                    self._member.job,
+                    self._member.group,
+                    e,
+                )
+                return
+            except (TieringError, OSError) as e:
+                log.warning(
+                    "job=%s group=%s: rebalance failed (the last ownership stays, tried again): %s",
+                    self._member.job,
+                    self._member.group,
+                    e,
+                )
+                self._stop.wait(1.0)
+
+    def stop(self) -> None:
+        """Stop rebalancing and leave the group (the others take its tables)."""
+        self._stop.set()
+        self._member.changed.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout=30)
+        self._member.leave()
+        shutil.rmtree(self._dir, ignore_errors=True)
