@@ -123,6 +123,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default=None,
         help="amplification: the Parquet codec of the service and the MERGE (default: the service's)",
     )
+    parser.add_argument("--logs", type=Path, help="cluster: keep the submissions' and executors' logs here")
     parser.add_argument("--out", type=Path, help="also write the JSON here")
     args = parser.parse_args(argv)
     if args.buckets is None:

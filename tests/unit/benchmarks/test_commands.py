@@ -63,6 +63,10 @@ def test_each_mode_gets_its_own_defaults():
     assert bench_tiering.parse_args(["planning"]).buckets == 16
 
 
+def test_the_cluster_mode_takes_the_flags_of_bench_cluster():
+    assert bench_tiering.parse_args(["cluster", "--rows", "10", "--logs", "/tmp/logs"]).logs == Path("/tmp/logs")
+
+
 def _imports(path: Path) -> set[str]:
     tree = ast.parse(path.read_text())
     found = {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
