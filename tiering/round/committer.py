@@ -62,6 +62,7 @@ from tiering.context import TermContext
 from tiering.coord.ownership import Ownership
 from tiering.delta_log.commits import round_commit_info
 from tiering.delta_log.lake import LakeTables
+from tiering.delta_log.layout import app_id, epoch_round
 from tiering.delta_log.replay import missing_splits
 from tiering.enumerator.positions import LakePosition
 from tiering.enumerator.splits import LogSplit, SnapshotSplit, Split
@@ -306,7 +307,7 @@ class RoundCommitter:
             table.todo,
             files,
             table.lake,
-            epoch=self._lake_epoch(table.name),
+            epoch=self._lake_epoch(table),
             round_id=outcome.round_id,
             lease_id=self._context.lease_id,
             replace_table=position is not None and not position.belongs_to(info.table_id),
@@ -316,13 +317,22 @@ class RoundCommitter:
         else:
             table.prepared_as(prepared)
 
-    def _lake_epoch(self, table: str) -> int:
-        """The epoch the table's Delta commit is fenced by: the term's, or in a group the table's."""
+    def _lake_epoch(self, table: TableRound) -> int:
+        """The epoch the table's Delta commit is fenced by: the term's, or in a group the table's.
+        A group's table whose lake holds a commit of a newer table epoch moved: refused here, as
+        a stale term is by the store (a round the lake already has would otherwise be skipped)."""
         if self._owned is None:
             return self._context.epoch
-        epoch = self._owned.epoch(table)
-        if epoch is None:
-            raise TableMovedError(f"table {table!r} is no longer owned by job {self._context.job!r}", table=table)
+        epoch = self._owned.epoch(table.name)
+        app = app_id(self._context.lake_writer, table.name)
+        done = table.lake.transaction_version(app) if table.lake is not None else None
+        newer = epoch_round(done)[0] if done is not None else None
+        if epoch is None or (newer is not None and newer > epoch):
+            raise TableMovedError(
+                f"table {table.name!r} moved: job {self._context.job!r} holds table epoch {epoch}, the lake has a "
+                f"commit of table epoch {newer}",
+                table=table.name,
+            )
         return epoch
 
     def _write_and_commit(self, table: TableRound, results: list[BucketResult]) -> None:
