@@ -118,10 +118,12 @@ def assert_versions_read_alike(reader: DeltaReader, lake: Lake, table: str, key:
     (``versionAsOf``) as through delta-rs's: rows and columns."""
     from deltalake import DeltaTable
 
+    from tiering.delta_log.lake import table_rows
+
     newest = lake.load(table).dt.version()
     for version in range(max(0, newest - last + 1), newest + 1):
         dt = DeltaTable(lake.path(table), version=version, storage_options=lake.store.delta_options())
-        theirs = {r[key]: r for r in dt.to_pyarrow_table().to_pylist()}
+        theirs = {r[key]: r for r in table_rows(dt, lake.store, lake.path(table)).to_pylist()}
         ours = reader.rows(lake, table, key, versionAsOf=version)
         assert ours == theirs, f"{table} at version {version}: Spark reads {_diff(ours, theirs)} than delta-rs"
 

@@ -28,7 +28,7 @@ from tiering.enumerator.positions import LakePosition
 from tiering.errors import LakeReadError, one_line
 from tiering.objectstore.object_store import ObjectStore
 
-__all__ = ["Lake", "LakeFile", "LakeTable", "LakeTables", "has_deletion_vectors", "open_table"]
+__all__ = ["Lake", "LakeFile", "LakeTable", "LakeTables", "has_deletion_vectors", "open_table", "table_rows"]
 
 
 def has_deletion_vectors(dt: DeltaTable) -> bool:
@@ -134,21 +134,22 @@ class LakeTable:
         return out
 
     def to_arrow(self) -> pa.Table:
-        """Every row of the loaded version, read through this store's pyarrow filesystem (reading
-        S3 through delta-rs's own reader makes the process abort at exit, delta-rs#2184). A table
-        with deletion vectors is scanned by delta-rs's DataFusion, which applies them (its
-        pyarrow dataset refuses such a table)."""
-        if has_deletion_vectors(self.dt):
-            schema = pa.schema(self.dt.schema().to_arrow())  # DataFusion reads strings as views
-            rows = pa.table(QueryBuilder().register("t", self.dt).execute("SELECT * FROM t").read_all())
-            return rows.select(schema.names).cast(schema)
-        return (
-            self.dt.to_pyarrow_dataset(
-                filesystem=pafs.SubTreeFileSystem(self.store.path(self.path), self.store.filesystem)
-            ).to_table()
-            if self.store.is_s3
-            else self.dt.to_pyarrow_table()
-        )
+        """Every row of the loaded version (:func:`table_rows`)."""
+        return table_rows(self.dt, self.store, self.path)
+
+
+def table_rows(dt: DeltaTable, store: ObjectStore, path: str) -> pa.Table:
+    """Every row of the loaded version of ``dt`` (at ``path`` in ``store``), read through the
+    store's pyarrow filesystem (reading S3 through delta-rs's own reader makes the process abort
+    at exit, delta-rs#2184). A table with deletion vectors is scanned by delta-rs's DataFusion,
+    which applies them (its pyarrow dataset refuses such a table)."""
+    if has_deletion_vectors(dt):
+        schema = pa.schema(dt.schema().to_arrow())  # DataFusion reads strings as views
+        rows = pa.table(QueryBuilder().register("t", dt).execute("SELECT * FROM t").read_all())
+        return rows.select(schema.names).cast(schema)
+    if store.is_s3:
+        return dt.to_pyarrow_dataset(filesystem=pafs.SubTreeFileSystem(store.path(path), store.filesystem)).to_table()
+    return dt.to_pyarrow_table()
 
 
 def _bounds(actions: pa.Table, stat: str, key: str | None) -> list[int | None]:
