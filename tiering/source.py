@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 
 from tiering.enumerator.descriptor import DESCRIPTOR_SCHEMA, to_descriptor
-from tiering.errors import ConfigError, FencedEpochError, LakeReadError
+from tiering.errors import ConfigError, FencedEpochError, LakeReadError, TableEpochFencedError
 from tiering.state.offset import TieringOffset
 
 try:  # Spark >= 4.2: admission control and availableNow for Python sources
@@ -67,7 +67,7 @@ if TYPE_CHECKING:
     from tiering.context import TermContext
     from tiering.enumerator.planner import RoundPlan, TableInput
     from tiering.enumerator.positions import LakePosition
-    from tiering.kvstore.models import BucketLog
+    from tiering.kvstore.models import BucketLog, TableOwners
 
 log = logging.getLogger(__name__)
 
@@ -248,7 +248,11 @@ class KvTieringStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         self._check_term(previous)
         plan = self._plan(previous.round + 1, limit, {s.table for s in previous.splits})
         if plan.splits:
-            unavailable = self.lease.acquire(plan.snapshot_refs())
+            try:
+                unavailable = self.lease.acquire(plan.snapshot_refs(), self._owners(plan))
+            except TableEpochFencedError as e:  # the leader's next rebalance gives the table up
+                log.warning("round=%d not planned: a table moved to another member of the group: %s", plan.round, e)
+                return start
             if unavailable:
                 log.warning("round=%d snapshots gone before they could be leased: %s", plan.round, unavailable)
                 plan = plan.without_buckets(unavailable)
@@ -262,6 +266,19 @@ class KvTieringStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         encoded = offset.to_dict()
         self._last = (encoded, offset)
         return encoded
+
+    def _owners(self, plan: RoundPlan) -> TableOwners | None:
+        """In a tiering group, the table epochs of the tables whose snapshots ``plan`` holds: the
+        store refuses the acquire when one of them moved to another member."""
+        owned = self.context.ownership()
+        if owned is None:
+            return None
+        from tiering.enumerator.splits import SnapshotSplit
+        from tiering.kvstore.models import TableEpoch, TableOwners
+
+        tables = {s.table_id: s.table for s in plan.splits if isinstance(s, SnapshotSplit)}
+        epochs = [TableEpoch(table_id=i, table_epoch=e) for i, t in tables.items() if (e := owned.epoch(t)) is not None]
+        return TableOwners(group=owned.group, job=owned.job, tables=epochs) if epochs else None
 
     def _decoded(self, start: dict) -> TieringOffset:
         """``start`` decoded, or the offset this process last returned or decoded when ``start``

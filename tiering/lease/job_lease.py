@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterable, Mapping
 
 from tiering.errors import LeaseNotFoundError, NotFoundError, RetryableError, StoreError
 from tiering.kvstore.client import KvStoreClient
-from tiering.kvstore.models import BucketRef, Lease, SnapshotRef
+from tiering.kvstore.models import BucketRef, Lease, SnapshotRef, TableOwners
 
 __all__ = ["JobLease", "LeaseRenewer", "serves_leases"]
 
@@ -70,12 +70,13 @@ class JobLease:
         #: :meth:`state`; None before the first and after a drop (the lease-expiry metric reads it)
         self.expires_at_ms: int | None = None
 
-    def acquire(self, refs: list[SnapshotRef]) -> list[SnapshotRef]:
+    def acquire(self, refs: list[SnapshotRef], owners: TableOwners | None = None) -> list[SnapshotRef]:
         """Hold ``refs`` (creating or renewing the lease); returns the ones whose files are
-        already gone: plan those buckets from a newer snapshot."""
+        already gone: plan those buckets from a newer snapshot. ``owners``: in a tiering group, the
+        table epochs of their tables (TableEpochFencedError when one of them moved)."""
         if not self.enabled:
             return []
-        result = self.client.acquire_lease(self.lease_id, self.epoch, self.duration_ms, refs)
+        result = self.client.acquire_lease(self.lease_id, self.epoch, self.duration_ms, refs, owners)
         self.expires_at_ms = result.expires_at_ms
         return list(result.unavailable)
 
