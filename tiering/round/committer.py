@@ -37,7 +37,9 @@ Failure modes and what happens:
   table fails with cause ``moved`` before anything of it lands, its holds are released, and the
   new owner plans it from the lake's positions; a report refused so is not sent again. A group's
   rounds commit under the group's name with the table's epoch (``TermContext.lake_writer``), so
-  that the txn versions order every owner's commits;
+  that the txn versions order every owner's commits, and a member's first round of a table it was
+  given raises the table's fence to its table epoch first (:mod:`tiering.lake.table_fence`), so that
+  a commit the old owner prepared before fails;
 - this driver is no longer the leader (:class:`NotLeaderError`: the store's fenced reply, a
   lost ZooKeeper term, a newer Delta commit): the error propagates and stops the query —
   nothing more of this round lands, and nothing is released (the new leader owns the lease);
@@ -81,6 +83,7 @@ from tiering.kvstore.client import KvStoreClient, segment
 from tiering.kvstore.models import LakeReport, LogRange, LogSegment, TableInfo
 from tiering.lake.buckets import BucketResult
 from tiering.lake.round_protocol import RoundWriter, TableCommit
+from tiering.lake.table_fence import fence_table
 from tiering.lease.release import LeaseReleases
 from tiering.round.batch_splits import batch_splits
 from tiering.round.deferred import DeferredEnds
@@ -301,13 +304,20 @@ class RoundCommitter:
                     table=table.name,
                 )
             files.update({s: [seg.file for seg in found] for s, found in zip(logs, segments, strict=False)})
+        epoch = self._lake_epoch(table)
+        if (
+            self._owned is not None
+            and table.lake is not None
+            and fence_table(table.lake.dt, table.name, writer=self._context.lake_writer, epoch=epoch)
+        ):
+            table.lake = self._lake.load(table.name)  # the fence's commit read: not another writer's
         position = table.position
         prepared = self._writer.prepare(
             info,
             table.todo,
             files,
             table.lake,
-            epoch=self._lake_epoch(table),
+            epoch=epoch,
             round_id=outcome.round_id,
             lease_id=self._context.lease_id,
             replace_table=position is not None and not position.belongs_to(info.table_id),

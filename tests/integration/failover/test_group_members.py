@@ -7,6 +7,11 @@ over one lake, a KV store taking writes the whole time, an embedded ZooKeeper (d
    table epochs and commit them, within the session timeout plus two triggers of the moment its
    session ended (JVM starts aside, which the test waits out before the kill);
 3. writes stop: the lake equals the store row by row, no key lost or duplicated.
+
+And a frozen member (SIGSTOP of its whole process group past its session timeout, writes going
+on): the others take its tables and commit them; thawed, nothing of its old term lands after
+another member's commit of one of them (the table epochs only grow in each table's Delta history),
+it exits non-zero, and the lake equals the store.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from kazoo.client import KazooClient
 
 from tests.support.config import SPARK_LOCAL, write_conf
 from tests.support.drivers import Driver
+from tests.support.lake import tiering_commits
 from tests.support.oracle import TableOracle, assert_equal_to_store, assert_no_duplicates
 from tests.support.running import Writers, caught_up
 from tests.support.waiting import wait_until
@@ -130,3 +136,60 @@ def test_three_members_share_the_tables_and_take_a_killed_ones(kv_store, zk_host
     for name in names[1:]:
         members[name].signal(signal.SIGTERM)
         assert members[name].wait(120) == 0, members[name].tail()
+
+
+def test_a_frozen_member_commits_nothing_of_a_table_it_lost(kv_store, zk_hosts, unique_job, tmp_path, drivers):
+    client = kv_store.client()
+    tables = [TableOracle(client, f"f{i}", num_buckets=2) for i in range(4)]
+    for table in tables:
+        table.upsert(range(50))
+    group = f"{unique_job}-g"
+    names = [f"{unique_job}-{i}" for i in range(2)]
+    members = {name: drivers(_member(tmp_path, name, group, kv_store, zk_hosts)) for name in names}
+    lake = Lake.at(str(tmp_path / "lake"))
+    zk = KazooClient(hosts=zk_hosts, timeout=SESSION_S)
+    zk.start(timeout=10)
+    frozen, other = names
+    try:
+        with Writers(tables, key_space=200, batch=5, every_s=0.2):
+
+            def shared() -> bool:
+                owners = _owners(zk, group, tables)
+                return len(owners) == len(tables) and {o.job for o in owners.values()} == set(names)
+
+            wait_until(shared, "both members to own some of the tables", timeout_s=START_TIMEOUT_S)
+            wait_until(
+                lambda: all(lake.load(t.name) is not None for t in tables),
+                "every table in the lake",
+                timeout_s=START_TIMEOUT_S,
+            )
+            lost = {t: o.epoch for t, o in _owners(zk, group, tables).items() if o.job == frozen}
+            members[frozen].freeze()
+            try:
+
+                def taken() -> bool:
+                    now = _owners(zk, group, tables)
+                    return all(now[t].job == other and now[t].epoch > e for t, e in lost.items()) and all(
+                        any(c.lease_id.startswith(f"{other}-") for c in tiering_commits(lake, t)) for t in lost
+                    )
+
+                wait_until(taken, "the frozen member's tables taken and committed by the other", timeout_s=60)
+            finally:
+                members[frozen].thaw()
+            assert members[frozen].wait(120) != 0, "the thawed member's term is over"
+        for table in lost:
+            history = tiering_commits(lake, table)
+            first_other = next(i for i, c in enumerate(history) if c.lease_id.startswith(f"{other}-"))
+            late = [c for c in history[first_other:] if c.lease_id.startswith(f"{frozen}-")]
+            assert not late, f"{table}: the frozen member committed after the other took it: {late}"
+            epochs = [c.epoch for c in history]
+            assert epochs == sorted(epochs), f"{table}: table epochs of its commits went down: {epochs}"
+        wait_until(lambda: caught_up(client, lake, tables), "the lake to reach every log end", timeout_s=120)
+        assert_equal_to_store(client, lake, *tables)
+        assert_no_duplicates(tmp_path / "lake", tables)
+        assert all(client.get_lake(t).job == other for t in lost)
+    finally:
+        zk.stop()
+        zk.close()
+    members[other].signal(signal.SIGTERM)
+    assert members[other].wait(120) == 0, members[other].tail()

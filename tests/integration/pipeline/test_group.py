@@ -17,6 +17,7 @@ from tests.support.config import make_config
 from tests.support.oracle import TableOracle, assert_equal_to_store
 from tiering.coord.epoch import bump_epoch
 from tiering.coord.table_epochs import bump_table_epoch, read_table_epochs
+from tiering.delta_log.commits import fence_epoch
 from tiering.delta_log.lake import Lake
 from tiering.delta_log.layout import app_id, epoch_round
 from tiering.errors import UsageError
@@ -63,6 +64,7 @@ def test_a_member_tiers_what_it_owns_under_table_epochs_and_a_moved_table_is_ref
     assert result.ok, result.failed_tables
     assert_equal_to_store(client, lake, *tables)
     assert client.get_lake("g0").table_epoch == 3
+    assert fence_epoch(lake.load("g0").dt) == 3, "the new owner fenced the table before its round"
 
     with pytest.raises(UsageError, match="tiering group"):
         maintain_as_leader(config)
