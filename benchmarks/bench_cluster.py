@@ -174,11 +174,15 @@ class Submission:
         }
 
 
-def _phases(ends: dict[str, float]) -> dict[str, float]:
-    """Consecutive phases from the seconds at which each ends (in order): each one's length."""
-    lengths, before = {}, 0.0
+def _phases(ends: dict[str, float | None]) -> dict[str, float | None]:
+    """Consecutive phases from the seconds at which each ends (in order): each one's length. A
+    phase whose end the run's output does not show is None, and the next phase holds its time
+    (py4j logs the marks of two phases at INFO only, which ``tiering`` quiets unless DEBUG)."""
+    lengths: dict[str, float | None] = {}
+    before = 0.0
     for name, end in ends.items():
-        lengths[name], before = round(end - before, 3), end
+        lengths[name] = None if end is None else round(end - before, 3)
+        before = before if end is None else end
     return lengths
 
 
