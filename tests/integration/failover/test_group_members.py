@@ -4,8 +4,8 @@ over one lake, a KV store taking writes the whole time, an embedded ZooKeeper (d
 1. every member takes a share of the tables (each table owned by one member, under a table
    epoch), and the lake follows the store;
 2. one member is SIGKILLed: once its session expires the others take its tables under newer
-   table epochs and commit them, within the session timeout plus two triggers of the moment its
-   session ended (JVM starts aside, which the test waits out before the kill);
+   table epochs and commit them (how long after the kill is printed: the session timeout plus a
+   trigger or two);
 3. writes stop: the lake equals the store row by row, no key lost or duplicated.
 
 And a frozen member (SIGSTOP of its whole process group past its session timeout, writes going
@@ -76,107 +76,107 @@ def _member(tmp_path: Path, name: str, group: str, kv_store, zk_hosts: str) -> P
     return conf
 
 
-def _owners(zk: KazooClient, group: str, tables: list[TableOracle]) -> dict[str, TableOwnership]:
-    return read_table_epochs(zk, group, [t.name for t in tables])
+class _Group:
+    """``size`` member drivers over ``tables``, ZooKeeper's view of their group and their lake."""
+
+    def __init__(self, tmp_path: Path, kv_store, zk_hosts: str, job: str, drivers, size: int, tables) -> None:
+        self.tables = tables
+        self.name = f"{job}-g"
+        self.names = [f"{job}-{i}" for i in range(size)]
+        self.members = {name: drivers(_member(tmp_path, name, self.name, kv_store, zk_hosts)) for name in self.names}
+        self.lake = Lake.at(str(tmp_path / "lake"))
+        self.zk = KazooClient(hosts=zk_hosts, timeout=SESSION_S)
+        self.zk.start(timeout=10)
+
+    def owners(self) -> dict[str, TableOwnership]:
+        return read_table_epochs(self.zk, self.name, [t.name for t in self.tables])
+
+    def wait_shared(self) -> None:
+        """Until every member owns some of the tables and every table is in the lake."""
+
+        def shared() -> bool:
+            owners = self.owners()
+            return len(owners) == len(self.tables) and {o.job for o in owners.values()} == set(self.names)
+
+        wait_until(shared, "every member to own some of the tables", timeout_s=START_TIMEOUT_S)
+        wait_until(
+            lambda: all(self.lake.load(t.name) is not None for t in self.tables),
+            "every table in the lake",
+            timeout_s=START_TIMEOUT_S,
+        )
+
+    def close(self) -> None:
+        self.zk.stop()
+        self.zk.close()
+
+
+def _tables(client, prefix: str, count: int) -> list[TableOracle]:
+    tables = [TableOracle(client, f"{prefix}{i}", num_buckets=2) for i in range(count)]
+    for table in tables:
+        table.upsert(range(50))
+    return tables
 
 
 def test_three_members_share_the_tables_and_take_a_killed_ones(kv_store, zk_hosts, unique_job, tmp_path, drivers):
     client = kv_store.client()
-    tables = [TableOracle(client, f"t{i}", num_buckets=2) for i in range(6)]
-    for table in tables:
-        table.upsert(range(50))
-    group = f"{unique_job}-g"
-    names = [f"{unique_job}-{i}" for i in range(3)]
-    members = {name: drivers(_member(tmp_path, name, group, kv_store, zk_hosts)) for name in names}
-    lake = Lake.at(str(tmp_path / "lake"))
-    zk = KazooClient(hosts=zk_hosts, timeout=SESSION_S)
-    zk.start(timeout=10)
+    tables = _tables(client, "t", 6)
+    group = _Group(tmp_path, kv_store, zk_hosts, unique_job, drivers, 3, tables)
+    lake, names = group.lake, group.names
     try:
         with Writers(tables, key_space=200, batch=5, every_s=0.2) as writers:
-
-            def shared() -> bool:
-                owners = _owners(zk, group, tables)
-                return len(owners) == len(tables) and {o.job for o in owners.values()} == set(names)
-
-            wait_until(shared, "every member to own some of the tables", timeout_s=START_TIMEOUT_S)
-            wait_until(
-                lambda: all(lake.load(t.name) is not None for t in tables),
-                "every table in the lake",
-                timeout_s=START_TIMEOUT_S,
-            )
-            before = _owners(zk, group, tables)
+            group.wait_shared()
             killed = names[0]
-            lost = {t: o.epoch for t, o in before.items() if o.job == killed}
+            lost = {t: o.epoch for t, o in group.owners().items() if o.job == killed}
             versions = {t: lake.load(t).version for t in lost}
-            members[killed].kill()
+            group.members[killed].kill()
             killed_at = time.monotonic()
 
             def taken() -> bool:
-                now = _owners(zk, group, tables)
+                now = group.owners()
                 return all(now[t].job != killed and now[t].epoch > epoch for t, epoch in lost.items()) and all(
                     lake.load(t).version > versions[t] for t in lost
                 )
 
             wait_until(taken, "the killed member's tables taken and committed by the others", timeout_s=60)
-            moved_s = time.monotonic() - killed_at
             # The session expires up to SESSION_S after the kill; then a rebalance, a trigger to plan,
-            # a round to commit. The slack is the round itself on two cores shared by two JVMs.
-            assert moved_s < SESSION_S + 2 * TRIGGER_S + 10, f"took {moved_s:.1f}s"
-            print(f"killed member's {len(lost)} tables moved and committed in {moved_s:.1f}s")
+            # a round to commit: a figure to read (-s), never an assertion (docs/DESIGN.md §9).
+            print(f"killed member's {len(lost)} tables moved and committed in {time.monotonic() - killed_at:.1f}s")
             writers.stop()
         wait_until(lambda: caught_up(client, lake, tables), "the lake to reach every log end", timeout_s=120)
         assert_equal_to_store(client, lake, *tables)
         assert_no_duplicates(tmp_path / "lake", tables)
-        after = _owners(zk, group, tables)
-        assert {o.job for o in after.values()} == set(names[1:])
-        assert all(client.get_lake(t.name).group == group for t in tables)
+        assert {o.job for o in group.owners().values()} == set(names[1:])
+        assert all(client.get_lake(t.name).group == group.name for t in tables)
     finally:
-        zk.stop()
-        zk.close()
+        group.close()
     for name in names[1:]:
-        members[name].signal(signal.SIGTERM)
-        assert members[name].wait(120) == 0, members[name].tail()
+        group.members[name].signal(signal.SIGTERM)
+        assert group.members[name].wait(120) == 0, group.members[name].tail()
 
 
 def test_a_frozen_member_commits_nothing_of_a_table_it_lost(kv_store, zk_hosts, unique_job, tmp_path, drivers):
     client = kv_store.client()
-    tables = [TableOracle(client, f"f{i}", num_buckets=2) for i in range(4)]
-    for table in tables:
-        table.upsert(range(50))
-    group = f"{unique_job}-g"
-    names = [f"{unique_job}-{i}" for i in range(2)]
-    members = {name: drivers(_member(tmp_path, name, group, kv_store, zk_hosts)) for name in names}
-    lake = Lake.at(str(tmp_path / "lake"))
-    zk = KazooClient(hosts=zk_hosts, timeout=SESSION_S)
-    zk.start(timeout=10)
-    frozen, other = names
+    tables = _tables(client, "f", 4)
+    group = _Group(tmp_path, kv_store, zk_hosts, unique_job, drivers, 2, tables)
+    lake = group.lake
+    frozen, other = group.names
     try:
         with Writers(tables, key_space=200, batch=5, every_s=0.2):
-
-            def shared() -> bool:
-                owners = _owners(zk, group, tables)
-                return len(owners) == len(tables) and {o.job for o in owners.values()} == set(names)
-
-            wait_until(shared, "both members to own some of the tables", timeout_s=START_TIMEOUT_S)
-            wait_until(
-                lambda: all(lake.load(t.name) is not None for t in tables),
-                "every table in the lake",
-                timeout_s=START_TIMEOUT_S,
-            )
-            lost = {t: o.epoch for t, o in _owners(zk, group, tables).items() if o.job == frozen}
-            members[frozen].freeze()
+            group.wait_shared()
+            lost = {t: o.epoch for t, o in group.owners().items() if o.job == frozen}
+            group.members[frozen].freeze()
             try:
 
                 def taken() -> bool:
-                    now = _owners(zk, group, tables)
+                    now = group.owners()
                     return all(now[t].job == other and now[t].epoch > e for t, e in lost.items()) and all(
                         any(c.lease_id.startswith(f"{other}-") for c in tiering_commits(lake, t)) for t in lost
                     )
 
                 wait_until(taken, "the frozen member's tables taken and committed by the other", timeout_s=60)
             finally:
-                members[frozen].thaw()
-            assert members[frozen].wait(120) != 0, "the thawed member's term is over"
+                group.members[frozen].thaw()
+            assert group.members[frozen].wait(120) != 0, "the thawed member's term is over"
         for table in lost:
             history = tiering_commits(lake, table)
             first_other = next(i for i, c in enumerate(history) if c.lease_id.startswith(f"{other}-"))
@@ -189,7 +189,6 @@ def test_a_frozen_member_commits_nothing_of_a_table_it_lost(kv_store, zk_hosts, 
         assert_no_duplicates(tmp_path / "lake", tables)
         assert all(client.get_lake(t).job == other for t in lost)
     finally:
-        zk.stop()
-        zk.close()
-    members[other].signal(signal.SIGTERM)
-    assert members[other].wait(120) == 0, members[other].tail()
+        group.close()
+    group.members[other].signal(signal.SIGTERM)
+    assert group.members[other].wait(120) == 0, group.members[other].tail()
