@@ -64,12 +64,14 @@ def data_files(lake: Lake, table: str = "orders") -> set[str]:
 
 
 def build(kind: str, spark, lake: Lake, **attrs) -> RoundWriter:
-    """The writer ``kind`` (a subclass of it with ``attrs`` overridden, for seams)."""
-    driver_max_changes = dict(WRITERS)[kind]
-    cls = DeltaSparkRoundWriter if driver_max_changes is None else DeltaRsRoundWriter
+    """The writer ``kind`` (a subclass of it with ``attrs`` overridden, for seams); the kind
+    ``delta-spark-replace`` is delta-spark rewriting buckets (``lake.delta_spark_write``)."""
+    spark_write = {"delta-spark": "merge", "delta-spark-replace": "replace"}.get(kind)
+    cls = DeltaSparkRoundWriter if spark_write else DeltaRsRoundWriter
     cls = type(f"Test{cls.__name__}", (cls,), attrs) if attrs else cls
-    if driver_max_changes is None:
-        return cls(spark, lake, JOB)
+    if spark_write:
+        return cls(spark, lake, JOB, write=spark_write)
+    driver_max_changes = dict(WRITERS)[kind]
     return cls(spark, lake, JOB, driver_max_changes=driver_max_changes, change_data_feed=kind == "delta-rs-feed")
 
 
@@ -514,14 +516,16 @@ def test_a_round_replaces_only_the_files_whose_key_range_holds_a_change(spark, l
 @pytest.mark.parametrize(
     "kinds",
     [
-        ("delta-rs-executors", "delta-spark", "delta-rs-driver"),
-        ("delta-spark", "delta-rs-driver", "delta-spark"),
+        ("delta-rs-executors", "delta-spark-replace", "delta-rs-driver"),
+        ("delta-spark-replace", "delta-rs-driver", "delta-spark-replace"),
     ],
     ids=["from-delta-rs", "from-delta-spark"],
 )
 def test_a_table_whose_writer_is_switched_reads_the_same_through_delta_rs_and_spark(spark, round1, tmp_path, kinds):
     """One writer's table taken over by the other and back: each round lands on the other's files
-    (delta-rs rewrites by file from delta-spark's stats), and both readers read every version alike."""
+    (delta-rs rewrites by file from delta-spark's stats), and both readers read every version alike.
+    delta-spark rewrites buckets here: a table with deletion vectors stays with delta-spark
+    (test_delta_spark_merge.py)."""
     skip_without_delta_jars(spark)
     lake = Lake.at(str(tmp_path / "lake"))
     first, second, third = (build(kind, spark, lake) for kind in kinds)
