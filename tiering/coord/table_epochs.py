@@ -76,9 +76,24 @@ def read_table_epoch(zk: KazooClient, group: str, table: str) -> TableOwnership 
 
 
 def read_table_epochs(zk: KazooClient, group: str, tables: list[str]) -> dict[str, TableOwnership]:
-    """Owner and epoch of each of ``tables`` that a member ever owned (for status and planning)."""
-    found = {table: read_table_epoch(zk, group, table) for table in tables}
-    return {table: owned for table, owned in found.items() if owned is not None}
+    """Owner and epoch of each of ``tables`` that a member ever owned (for status and planning).
+    The reads are sent at once and then waited for: a rebalance of hundreds of tables pays one
+    round trip, not one per table."""
+    paths = {table: table_epoch_path(group, table) for table in tables}
+    pending = {table: zk.get_async(path) for table, path in paths.items()}
+    found: dict[str, TableOwnership] = {}
+    for table, answer in pending.items():
+        path = paths[table]
+        try:
+            data, _ = answer.get()
+        except NoNodeError:
+            continue
+        except KazooException as e:
+            raise CoordinationError(
+                f"cannot read the epoch of table {table!r} in group {group!r} at {path}: {e!r}"
+            ) from e
+        found[table] = _decode(table, path, data)
+    return found
 
 
 def _create_or_set(tx: TransactionRequest, *, path: str, data: bytes, version: int | None) -> None:
