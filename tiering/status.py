@@ -21,6 +21,7 @@ from deltalake.exceptions import DeltaError
 from tiering.conf.model import TieringConfig
 from tiering.console import output_console
 from tiering.context import store_client
+from tiering.coord.group import read_group
 from tiering.coord.leader import read_status
 from tiering.delta_log.freshness import freshness_s, oldest_untiered_write_ms
 from tiering.delta_log.lake import Lake, LakeTable
@@ -101,9 +102,15 @@ class JobStatus:
     tables: list[TableStatus] = field(default_factory=list)
     #: False when the store has no lease API: the job tiers without snapshot leases
     leases: bool = True
+    #: in a tiering group: its live members and each selected table's owner and table epoch
+    #: (:meth:`GroupView.as_dict`); None outside a group
+    group: dict | None = None
 
     def as_dict(self) -> dict:
-        return asdict(self)
+        shown = asdict(self)
+        if self.group is None:
+            del shown["group"]  # a job outside a group shows what it always showed
+        return shown
 
     def failing(self, rounds: int) -> list[TableStatus]:
         """Tables whose last ``rounds`` rounds or more all failed (a dropped table is not failing)."""
@@ -124,6 +131,8 @@ def job_status(config: TieringConfig) -> JobStatus:
     health = {t: h for t, h in read_health(checkpoint).items() if config.tables.selects(t)}
     held = held_snapshots(client, lease_id)
     tables = table_statuses(client, Lake.of(config.lake), infos, held or Counter(), health)
+    group = config.job.group
+    view = None if group is None else read_group(config.zookeeper.hosts, group, [i.name for i in infos])
     return JobStatus(
         job=config.job.name,
         epoch=zk.epoch,
@@ -133,6 +142,7 @@ def job_status(config: TieringConfig) -> JobStatus:
         lease_id=lease_id,
         tables=tables,
         leases=held is not None,
+        group=None if view is None else view.as_dict(),
     )
 
 
@@ -411,7 +421,17 @@ def status_view(status: JobStatus, note: str = ""):
         for t in status.tables
         if t.last_failure is not None and (t.consecutive_failures or t.state == "dropped")
     ] + [Text(f"{t.table}: its Delta log cannot be read: {t.lake_error}") for t in status.tables if t.lake_error]
-    return Group(head, table, *failures)
+    return Group(head, *_group_lines(status.group), table, *failures)
+
+
+def _group_lines(group: dict | None) -> list:
+    """The group's members and each table's owner at its table epoch (none outside a group)."""
+    from rich.text import Text
+
+    if group is None:
+        return []
+    owners = ", ".join(f"{t} {o['job']}@{o['table_epoch']}" for t, o in group["owners"].items())
+    return [Text(f"group {group['group']}  members {', '.join(group['members']) or 'none'}  owners {owners or 'none'}")]
 
 
 def watch_status(config: TieringConfig, every_s: float, console=None) -> None:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
+from dataclasses import dataclass, field
 
 from kazoo.client import KazooClient
 from kazoo.exceptions import KazooException
@@ -28,13 +29,14 @@ from kazoo.recipe.watchers import ChildrenWatch
 
 from tiering.conf.model import TablesConfig
 from tiering.coord.assignment import assign
+from tiering.coord.client import close_quietly, connect
 from tiering.coord.epoch import Epoch
 from tiering.coord.ownership import Ownership
 from tiering.coord.paths import ensure_group_znodes, members_path
-from tiering.coord.table_epochs import bump_table_epoch, read_table_epochs
+from tiering.coord.table_epochs import TableOwnership, bump_table_epoch, read_table_epochs
 from tiering.errors import ConfigError, CoordinationError
 
-__all__ = ["GroupMember", "selection_of"]
+__all__ = ["GroupMember", "GroupView", "read_group", "selection_of"]
 
 log = logging.getLogger(__name__)
 
@@ -96,10 +98,7 @@ class GroupMember:
             log.warning("job=%s could not leave group %s (its session's end will): %r", self.job, self.group, e)
 
     def _records(self) -> list[dict]:
-        try:
-            return [json.loads(member) for member in self._party]
-        except (KazooException, ValueError) as e:
-            raise CoordinationError(f"cannot read the members of group {self.group!r}: {e!r}") from e
+        return _member_records(self._party, self.group)
 
     def members(self) -> list[str]:
         """The jobs of the group's live members, sorted (a job whose previous session has not
@@ -128,3 +127,42 @@ class GroupMember:
             kept[table] = bump_table_epoch(self.zk, self.group, table, self.job, self._job_epoch).epoch
         self._ownership = Ownership(self.group, self.job, kept)
         return self._ownership
+
+
+@dataclass(frozen=True)
+class GroupView:
+    """A group as ``tiering status`` shows it: its live members and each table's owner."""
+
+    group: str
+    members: list[str] = field(default_factory=list)
+    owners: dict[str, TableOwnership] = field(default_factory=dict)
+
+    def as_dict(self) -> dict:
+        return {
+            "group": self.group,
+            "members": self.members,
+            "owners": {t: {"job": o.job, "table_epoch": o.epoch} for t, o in sorted(self.owners.items())},
+        }
+
+
+def read_group(hosts: str, group: str, tables: list[str], *, timeout_s: float = 10.0) -> GroupView:
+    """The live members of ``group`` and the owners of ``tables``, read-only with a session of its
+    own (it joins nothing)."""
+    zk = connect(hosts, session_timeout_s=max(timeout_s, 2.0), timeout_s=timeout_s)
+    try:
+        try:
+            joined = zk.exists(members_path(group)) is not None  # Party would create the path
+        except KazooException as e:
+            raise CoordinationError(f"cannot read group {group!r} at {hosts}: {e!r}") from e
+        records = _member_records(Party(zk, members_path(group)), group) if joined else []
+        return GroupView(group, sorted({r["job"] for r in records}), read_table_epochs(zk, group, tables))
+    finally:
+        close_quietly(zk)
+
+
+def _member_records(party: Party, group: str) -> list[dict]:
+    """What each live member of ``group`` registered: its job and selection."""
+    try:
+        return [json.loads(member) for member in party]
+    except (KazooException, ValueError) as e:
+        raise CoordinationError(f"cannot read the members of group {group!r}: {e!r}") from e

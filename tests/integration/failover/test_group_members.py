@@ -32,6 +32,7 @@ from tests.support.lake import tiering_commits
 from tests.support.oracle import TableOracle, assert_equal_to_store, assert_no_duplicates
 from tests.support.running import Writers, caught_up
 from tests.support.waiting import wait_until
+from tiering.coord.group import read_group
 from tiering.coord.table_epochs import TableOwnership, read_table_epochs
 from tiering.delta_log.lake import Lake
 
@@ -125,6 +126,7 @@ def test_three_members_share_the_tables_and_take_a_killed_ones(kv_store, zk_host
     try:
         with Writers(tables, key_space=200, batch=5, every_s=0.2) as writers:
             group.wait_shared()
+            assert read_group(zk_hosts, group.name, []).members == sorted(names), "what `tiering status` shows"
             killed = names[0]
             lost = {t: o.epoch for t, o in group.owners().items() if o.job == killed}
             versions = {t: lake.load(t).version for t in lost}

@@ -22,6 +22,7 @@ from tiering.delta_log.lake import Lake
 from tiering.delta_log.layout import app_id, epoch_round
 from tiering.errors import UsageError
 from tiering.job import maintain_as_leader, run_as_leader
+from tiering.status import job_status
 
 pytestmark = pytest.mark.integration
 
@@ -49,6 +50,13 @@ def test_a_member_tiers_what_it_owns_under_table_epochs_and_a_moved_table_is_ref
             assert (report.job, report.group, report.table_epoch) == (unique_job, group, 1)
             txn = lake.load(table.name).transaction_version(app_id(f"group:{group}", table.name))
             assert txn is not None and epoch_round(txn)[0] == 1, "the commit's txn version is the table epoch's"
+
+        shown = job_status(config).as_dict()["group"]
+        assert shown == {
+            "group": group,
+            "members": [],  # no member runs now
+            "owners": {t.name: {"job": unique_job, "table_epoch": 1} for t in tables},
+        }
 
         # Another member takes g0 (its table epoch bumped to 2) and tiers it up to here.
         other = f"{unique_job}-other"
