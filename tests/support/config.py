@@ -39,14 +39,19 @@ def write_conf(
     zk_hosts: str,
     checkpoint: Path | str | None = None,
     lake_root: Path | str | None = None,
+    group: str | None = None,
     **sections: dict,
 ) -> Path:
     """A ``tiering`` TOML config at ``path``: the job, its store and ZooKeeper, its checkpoint and
-    lake root (by default ``ckpt`` and ``lake`` beside the file); each of ``sections`` adds keys
-    to a section or a whole section (``zookeeper={"session_timeout_s": 2.0}``, ``lake={"storage": ...}``,
-    ``spark=SPARK_LOCAL``)."""
+    lake root (by default ``ckpt`` and ``lake`` beside the file), its tiering ``group`` if any; each
+    of ``sections`` adds keys to a section or a whole section (``zookeeper={"session_timeout_s": 2.0}``,
+    ``lake={"storage": ...}``, ``spark=SPARK_LOCAL``)."""
     conf: dict = {
-        "job": {"name": job, "checkpoint": str(checkpoint or path.parent / "ckpt")},
+        "job": {
+            "name": job,
+            "checkpoint": str(checkpoint or path.parent / "ckpt"),
+            **({"group": group} if group else {}),
+        },
         "kvstore": {"url": store_url},
         "zookeeper": {"hosts": zk_hosts},
         "lake": {"root": str(lake_root or path.parent / "lake")},

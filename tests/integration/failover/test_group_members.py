@@ -18,12 +18,10 @@ from __future__ import annotations
 
 import signal
 import time
-import tomllib
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-import tomli_w
 from kazoo.client import KazooClient
 
 from tests.support.config import SPARK_LOCAL, write_conf
@@ -60,21 +58,18 @@ def drivers(tmp_path: Path) -> Iterator[Callable[[Path], Driver]]:
 
 def _member(tmp_path: Path, name: str, group: str, kv_store, zk_hosts: str) -> Path:
     (tmp_path / name).mkdir()
-    conf = write_conf(
+    return write_conf(
         tmp_path / name / "tiering.toml",
         job=name,
         store_url=kv_store.url,
         zk_hosts=zk_hosts,
         lake_root=tmp_path / "lake",  # one lake for the whole group
+        group=group,
         zookeeper={"session_timeout_s": SESSION_S},
         trigger={"interval_s": TRIGGER_S},
         lease={"duration_s": 6.0, "renew": True},
         spark={**SPARK_LOCAL, "spark.master": "local[1]", "spark.driver.memory": "768m"},
     )
-    settings = tomllib.loads(conf.read_text())
-    settings["job"]["group"] = group
-    conf.write_bytes(tomli_w.dumps(settings).encode())
-    return conf
 
 
 class _Group:

@@ -13,9 +13,12 @@ from pathlib import Path
 import pytest
 from kazoo.client import KazooClient
 
-from tests.support.config import make_config
+from tests.support.config import make_config, write_conf
+from tests.support.drivers import tiering_cli
 from tests.support.oracle import TableOracle, assert_equal_to_store
+from tiering.conf.model import TablesConfig
 from tiering.coord.epoch import bump_epoch
+from tiering.coord.group import GroupMember
 from tiering.coord.table_epochs import bump_table_epoch, read_table_epochs
 from tiering.delta_log.commits import fence_epoch
 from tiering.delta_log.lake import Lake
@@ -76,3 +79,26 @@ def test_a_member_tiers_what_it_owns_under_table_epochs_and_a_moved_table_is_ref
 
     with pytest.raises(UsageError, match="tiering group"):
         maintain_as_leader(config)
+
+
+def test_a_member_selecting_other_tables_is_refused_at_start_exit_2(kv_store, zk_hosts, unique_job, tmp_path: Path):
+    group = f"{unique_job}-g"
+    zk = KazooClient(hosts=zk_hosts, timeout=4.0)
+    zk.start(timeout=10)
+    try:
+        first = f"{unique_job}-first"
+        GroupMember(zk, group, first, bump_epoch(zk, first), TablesConfig(include=["orders*"])).join()
+        conf = write_conf(
+            tmp_path / "tiering.toml",
+            job=unique_job,
+            store_url=kv_store.url,
+            zk_hosts=zk_hosts,
+            group=group,
+            tables={"include": ["*"]},
+        )
+        refused = tiering_cli("run", "--conf", str(conf))
+    finally:
+        zk.stop()
+        zk.close()
+    assert refused.returncode == 2, refused.stderr
+    assert all(part in refused.stderr for part in (f"job '{unique_job}'", f"job '{first}'", "'orders*'", "'*'"))
