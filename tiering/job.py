@@ -61,7 +61,7 @@ from tiering.lease.release import LeaseReleases
 from tiering.round.committer import RoundCommitter, other_job
 from tiering.round.health import RoundFacts, after_round, read_health, write_health
 from tiering.round.outcome import RoundOutcome
-from tiering.round.table_states import TableFailure
+from tiering.round.table_states import FailureCause, TableFailure
 from tiering.state.offset_log import replayed_offset
 
 if TYPE_CHECKING:
@@ -351,7 +351,11 @@ class TieringJob:
             self.result.rounds += 1
             for table in outcome.committed:
                 self.result.failed_tables.pop(table, None)
-            self.result.failed_tables.update(outcome.failed)
+            for table, failure in outcome.failed.items():
+                if failure.cause is FailureCause.MOVED:  # another member of the group tiers it now
+                    self.result.failed_tables.pop(table, None)
+                else:
+                    self.result.failed_tables[table] = failure
         self._record_health(outcome)
         self._on_round(outcome)
         if self._maintainer is not None:
