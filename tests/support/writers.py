@@ -43,7 +43,7 @@ WRITTEN_BY = {
     "delta-rs-executors": "executors",
     "delta-rs-driver": "driver",
     "delta-rs-feed": "driver (MERGE)",
-    "delta-spark": "delta-spark",
+    "delta-spark": "delta-spark (MERGE)",
 }
 
 JOB = "test-job"

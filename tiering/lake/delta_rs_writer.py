@@ -7,6 +7,10 @@ directory or S3, where delta-rs commits with a conditional put). Failure modes o
   for the same version) rejects the later commit (``ConcurrentTransaction`` for the same app id,
   or ``ConcurrentDeleteRead`` since every rewrite removes files); the loser's files are deleted
   and nothing of it lands;
+- a table whose files may carry deletion vectors (delta-spark's MERGE wrote them; see
+  :mod:`tiering.lake.delta_spark_merge`): a rewrite reads a lake file's Parquet as it is and
+  would bring back the rows a vector deleted -> :class:`LakeCommitError` naming ``lake.writer``,
+  before anything is written, for any round that changes rows already in the lake;
 - a crash between writing files and committing -> unreferenced files in bucket directories,
   removed by a full ``VACUUM`` (``vacuum(full=True)``) once past its retention;
 - the KV table gained a column: the commit carries the new schema. ``create_write_transaction``
@@ -57,8 +61,9 @@ from pyspark.sql import SparkSession
 
 from tiering.conf.model import DEFAULT_DRIVER_MAX_CHANGES, DEFAULT_MERGE_MAX_ROWS, DEFAULT_TARGET_FILE_MB
 from tiering.delta_log.commits import maintenance_metadata
-from tiering.delta_log.lake import Lake
-from tiering.delta_log.layout import BUCKET_COLUMN, lake_schema
+from tiering.delta_log.lake import Lake, has_deletion_vectors
+from tiering.delta_log.layout import BUCKET_COLUMN, DELETION_VECTORS_FEATURE, lake_schema
+from tiering.errors import LakeCommitError
 from tiering.lake.bucket_plan import BucketBase, heavy
 from tiering.lake.buckets import BucketResult, run_task
 from tiering.lake.change_feed import CHANGE_FEED_PROPERTY, check_source_rows, feed_enabled, merge_round, needs_merge
@@ -138,7 +143,18 @@ class DeltaRsRoundWriter(RoundWriter):
     def _write_path(self, prepared: PreparedRound) -> WritePath:
         """A MERGE when the feed must record the round's changes; the driver for only buckets
         already in the lake (so no bootstrap, no replaced table), each planned because it has
-        changes, and few enough changes for the driver; else the executors."""
+        changes, and few enough changes for the driver; else the executors. Refused for a
+        round that changes lake rows of a table with deletion vectors (see the module doc)."""
+        if prepared.dt is not None and needs_merge(prepared) and has_deletion_vectors(prepared.dt):
+            name = prepared.table.name
+            raise LakeCommitError(
+                f"table {name!r}: its files may carry deletion vectors (the reader feature "
+                f'{DELETION_VECTORS_FEATURE!r}: delta-spark\'s MERGE, lake.delta_spark_write = "merge", wrote '
+                "them), which the delta-rs writer's rewrite does not apply: it would bring deleted rows back; "
+                'tier this lake with lake.writer = "delta-spark"',
+                table=name,
+                epoch=prepared.epoch,
+            )
         if self._change_data_feed and needs_merge(prepared):
             return WritePath.DRIVER_MERGE
         if (

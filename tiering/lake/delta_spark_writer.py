@@ -156,17 +156,16 @@ class DeltaSparkRoundWriter(RoundWriter):
         return super().prepare(table, splits, files, current, **round_args)
 
     def _write_path(self, prepared: PreparedRound) -> WritePath:
-        """Always delta-spark: it writes the data inside its own commit (a Spark job per table)."""
+        """delta-spark writes the data inside its own commit (a Spark job per table): one MERGE
+        when the round changes lake rows and merging is on or the table's files may carry
+        deletion vectors, else its bucket write."""
+        dt = prepared.dt
+        if dt is not None and needs_merge(prepared) and (self._merge or has_deletion_vectors(dt)):
+            return WritePath.DELTA_SPARK_MERGE
         return WritePath.DELTA_SPARK
 
-    def _merges(self, prepared: PreparedRound) -> bool:
-        """Whether the round is one MERGE: it changes lake rows, and merging is on or the
-        table's files may carry deletion vectors."""
-        dt = prepared.dt
-        return dt is not None and needs_merge(prepared) and (self._merge or has_deletion_vectors(dt))
-
     def _commit(self, prepared: PreparedRound, written: WrittenRound) -> TableCommit:
-        if self._merges(prepared):
+        if prepared.write_path is WritePath.DELTA_SPARK_MERGE:
             self._ensure_landed(prepared, _error_of(lambda: merge_round(self._spark, prepared)))
             return self._landed(prepared, rows_out=lambda commit: output_rows(commit, "numOutputRows"))
         defaults = {

@@ -90,6 +90,8 @@ class WritePath(StrEnum):
     DRIVER_MERGE = "driver (MERGE)"
     #: delta-spark writes the data inside its own commit
     DELTA_SPARK = "delta-spark"
+    #: one Delta MERGE by delta-spark, with deletion vectors (``lake.delta_spark_write``)
+    DELTA_SPARK_MERGE = "delta-spark (MERGE)"
 
 
 @dataclass(frozen=True)

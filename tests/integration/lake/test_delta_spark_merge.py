@@ -1,7 +1,8 @@
 """delta-spark's MERGE path (``lake.delta_spark_write = "merge"``) against real Delta tables and
 local Spark with the Delta jars (scripts/test_delta.sh): a small change to a bigger table writes a
 deletion vector and only the changed rows, its change feed is the round's changes as Spark's
-``readChangeFeed`` reads them, and a commit that landed but raised is not written twice.
+``readChangeFeed`` reads them, a commit that landed but raised is not written twice, and the
+delta-rs writer, whose rewrite would not apply the vectors, refuses the table.
 The round protocol every writer follows runs on this path in test_round_writers.py."""
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ from tests.support.writers import JOB, ORDERS, commit, log_entry, orders_rows, r
 from tiering.delta_log.lake import Lake, has_deletion_vectors
 from tiering.delta_log.layout import app_id, txn_version
 from tiering.enumerator.splits import LogSplit, SnapshotSplit
-from tiering.errors import ConfigError
+from tiering.errors import ConfigError, LakeCommitError
+from tiering.lake.delta_rs_writer import DeltaRsRoundWriter
 from tiering.lake.delta_spark_writer import DeltaSparkRoundWriter
 
 pytestmark = [pytest.mark.integration, pytest.mark.delta_jars]
@@ -135,6 +137,12 @@ def test_a_merge_that_landed_but_raised_is_not_written_again_when_replayed(spark
     assert again.delta_version == 1 and lake.load("orders").dt.version() == 1
     assert orders_rows(lake) == expected_after(bootstrapped)
     assert commit(replayed, files, round_id=2).skipped
+
+
+def test_the_delta_rs_writer_refuses_a_round_on_a_table_with_deletion_vectors(spark, lake, bootstrapped, tmp_path):
+    with pytest.raises(LakeCommitError, match='deletion vectors .* lake.writer = "delta-spark"'):
+        commit(DeltaRsRoundWriter(spark, lake, JOB), changes_round(tmp_path), round_id=2)
+    assert lake.load("orders").dt.version() == 0 and orders_rows(lake) == bootstrapped
 
 
 def test_the_change_feed_needs_the_merge_path(spark, lake):
