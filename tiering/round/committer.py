@@ -260,6 +260,12 @@ class RoundCommitter:
         elif holder not in (None, self._context.job):
             raise other_job(table.name, self._context.job, holder)
         table.lake = self._lake.load(table.name)
+        if self._owned is not None and table.lake is not None:
+            # Fenced before the splits are trimmed: a commit of the old owner landing after this read
+            # conflicts with the fence; one that landed before is in what the trim reads.
+            epoch = self._lake_epoch(table)
+            if fence_table(table.lake.dt, table.name, writer=self._context.lake_writer, epoch=epoch):
+                table.lake = self._lake.load(table.name)
         table.todo = missing_splits(table.splits, table.position)
         lost = [s for s in table.todo if isinstance(s, SnapshotSplit) and (s.table_id, s.bucket, s.snapshot_id) in gone]
         if lost:
@@ -305,12 +311,6 @@ class RoundCommitter:
                 )
             files.update({s: [seg.file for seg in found] for s, found in zip(logs, segments, strict=False)})
         epoch = self._lake_epoch(table)
-        if (
-            self._owned is not None
-            and table.lake is not None
-            and fence_table(table.lake.dt, table.name, writer=self._context.lake_writer, epoch=epoch)
-        ):
-            table.lake = self._lake.load(table.name)  # the fence's commit read: not another writer's
         position = table.position
         prepared = self._writer.prepare(
             info,
