@@ -2,9 +2,12 @@
 # Prepares what the tests need beyond scripts/setup.sh's .venv: tmux (the `tiering status --watch`
 # test runs it in a terminal), promtool in .venv/bin (the alert rules' tests), Maven, hadoop-aws
 # and its AWS SDK bundle for a checkpoint on S3 (scripts/setup_s3a.sh), .venv-oldest on the oldest
-# supported pyspark (scripts/setup_oldest.sh), and .venv-delta with delta-spark and its jars
-# (scripts/setup_delta.sh). scripts/test.sh runs it; `--if-missing` (test.sh with arguments) makes
-# only what is absent, without refetching pinned jars or reinstalling venvs. Safe to run again.
+# supported pyspark (scripts/setup_oldest.sh), .venv-delta with delta-spark and its jars
+# (scripts/setup_delta.sh) and the Airflow venvs (scripts/setup_airflow.sh). scripts/test.sh runs
+# it; `--if-missing` (test.sh with arguments: only the main suite) makes only what is absent and
+# the main suite needs, without refetching pinned jars or reinstalling venvs. The venvs and jars
+# are made at once, in lanes (scripts/lanes.sh): mostly downloads and unpacking; the two Maven
+# fetches share one lane (one local repository). Safe to run again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 missing_only=false
@@ -31,7 +34,18 @@ if ! command -v promtool >/dev/null 2>&1 && [ ! -x .venv/bin/promtool ] && comma
 fi
 
 has_jars() { ls "$1"/*.jar >/dev/null 2>&1; }
-$missing_only && has_jars deploy/jars/s3a/lib || ./scripts/setup_s3a.sh  # hadoop-aws + AWS SDK bundle
-$missing_only && [ -x .venv-oldest/bin/python ] || ./scripts/setup_oldest.sh  # the oldest supported pyspark
-$missing_only && [ -x .venv-delta/bin/python ] && has_jars deploy/jars/lib || ./scripts/setup_delta.sh  # delta-spark
+jars_and_delta() {
+  { $missing_only && has_jars deploy/jars/s3a/lib || ./scripts/setup_s3a.sh; } &&  # hadoop-aws + AWS SDK bundle
+    { $missing_only && [ -x .venv-delta/bin/python ] && has_jars deploy/jars/lib || ./scripts/setup_delta.sh; }  # delta-spark
+}
+oldest() { $missing_only && [ -x .venv-oldest/bin/python ] || ./scripts/setup_oldest.sh; }  # the oldest supported pyspark
+source scripts/lanes.sh
+lane_start jars+delta jars_and_delta
+lane_start oldest oldest
+$missing_only || lane_start airflow ./scripts/setup_airflow.sh
+rc=0
+lane_wait jars+delta || rc=$?
+lane_wait oldest || rc=$?
+$missing_only || lane_wait airflow || rc=$?
+[ "$rc" -eq 0 ] || { echo "setup_tests: failed (exit $rc)" >&2; exit "$rc"; }
 echo "setup_tests: ready"
