@@ -8,7 +8,10 @@
 # Delta parts, e.g. `scripts/test.sh -m unit`.
 # pytest's "no tests collected" (exit 5) is not a failure. The suite runs in TEST_WORKERS
 # (default 2) pytest-xdist workers, a test module per worker at a time (--dist loadfile): most
-# of its time is spent waiting on JVM starts, processes and timeouts, which overlap well.
+# of its time is spent waiting on JVM starts, processes and timeouts, which overlap well. Modules
+# are handed out in collection order (--no-loadscope-reorder): tests/chaos and the integration
+# tests' long single-test modules first, the many short unit modules last to even out the
+# workers' ends (xdist's default, modules with most tests first, leaves the longest for last).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 if [ "$#" -eq 0 ]; then
@@ -23,7 +26,7 @@ if [ "$#" -eq 0 ]; then
 fi
 export PYSPARK_PYTHON="$PWD/.venv/bin/python"
 export PYSPARK_DRIVER_PYTHON="$PWD/.venv/bin/python"
-.venv/bin/python -m pytest -n "${TEST_WORKERS:-2}" --dist loadfile "$@"
+.venv/bin/python -m pytest -n "${TEST_WORKERS:-2}" --dist loadfile --no-loadscope-reorder "$@"
 rc=$?
 if [ "$rc" -eq 5 ]; then
   echo "test: no tests were collected"
