@@ -26,6 +26,10 @@ Failure modes and what happens:
   newest round commit's version); maintenance commits make none;
 - a file a reader of a recent version or a round not yet committed needs: only files unreferenced
   for ``file_retention_hours`` (at least a day) are deleted;
+- a table with deletion vectors (delta-spark's MERGE): delta-rs 1.6.6's full vacuum takes the
+  vectors' ``deletion_vector_*.bin`` files for unreferenced and deletes them, and the table can no
+  longer be read; such a table is vacuumed without ``full`` (only the files its log removed), so
+  files no commit ever referenced (a lost race, a crash) stay until a full vacuum by Delta's own;
 - a table no round touches keeps unreferenced files that age into deletability (a lost commit
   race, a crash, a compaction's replaced files): it is maintained again at most :data:`REVISIT_S`
   after this maintainer last did, so vacuum reaches it;
@@ -56,7 +60,7 @@ from deltalake.transaction import CommitProperties, PostCommitHookProperties
 
 from tiering.conf.model import MaintenanceConfig
 from tiering.delta_log.commits import LakeCommitInfo, fence_epoch, maintenance_metadata, newest_commit
-from tiering.delta_log.lake import Lake, open_table
+from tiering.delta_log.lake import Lake, has_deletion_vectors, open_table
 from tiering.delta_log.layout import BUCKET_COLUMN, CHECKPOINT_INTERVAL_PROPERTY, FENCE_PROPERTY, app_id, epoch_round
 from tiering.errors import FencedEpochError, LakeCommitError, NotLeaderError
 from tiering.lake.compression import delta_rs_properties
@@ -257,7 +261,7 @@ class LakeMaintainer:
             retention_hours=self._config.file_retention_hours,
             dry_run=False,
             enforce_retention_duration=False,
-            full=True,
+            full=not has_deletion_vectors(dt),
             commit_properties=self._properties("vacuum"),
             post_commithook_properties=_NO_HOOKS,
         )

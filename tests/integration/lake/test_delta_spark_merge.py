@@ -2,25 +2,31 @@
 local Spark with the Delta jars (scripts/test_delta.sh): a small change to a bigger table writes a
 deletion vector and only the changed rows, its change feed is the round's changes as Spark's
 ``readChangeFeed`` reads them, a commit that landed but raised is not written twice, and the
-delta-rs writer, whose rewrite would not apply the vectors, refuses the table.
+delta-rs writer, whose rewrite would not apply the vectors, refuses the table, and maintenance
+(delta-rs's vacuum) keeps the vectors' files.
 The round protocol every writer follows runs on this path in test_round_writers.py."""
 
 from __future__ import annotations
 
 import json
+import os
+import time
 from decimal import Decimal
+from pathlib import Path
 
 import pytest
 
 from tests.support.delta_spark import DeltaReader
 from tests.support.store_files import ts, write_log, write_snapshot
 from tests.support.writers import JOB, ORDERS, commit, log_entry, orders_rows, row, skip_without_delta_jars
+from tiering.conf.model import MaintenanceConfig
 from tiering.delta_log.lake import Lake, has_deletion_vectors
 from tiering.delta_log.layout import app_id, txn_version
 from tiering.enumerator.splits import LogSplit, SnapshotSplit
 from tiering.errors import ConfigError, LakeCommitError
 from tiering.lake.delta_rs_writer import DeltaRsRoundWriter
 from tiering.lake.delta_spark_writer import DeltaSparkRoundWriter
+from tiering.lake.maintenance import LakeMaintainer
 
 pytestmark = [pytest.mark.integration, pytest.mark.delta_jars]
 
@@ -137,6 +143,19 @@ def test_a_merge_that_landed_but_raised_is_not_written_again_when_replayed(spark
     assert again.delta_version == 1 and lake.load("orders").dt.version() == 1
     assert orders_rows(lake) == expected_after(bootstrapped)
     assert commit(replayed, files, round_id=2).skipped
+
+
+def test_maintenance_keeps_the_deletion_vectors_a_table_reads(writer, lake, bootstrapped, tmp_path):
+    commit(writer, changes_round(tmp_path), round_id=2)
+    then = time.time() - 48 * 3600  # every file past the retention, the vectors' too
+    for f in Path(lake.path("orders")).rglob("*"):
+        os.utime(f, (then, then))
+
+    config = MaintenanceConfig(min_files=100, checkpoint_interval=5, file_retention_hours=24)
+    LakeMaintainer(lake, JOB, config, epoch=1).maintain("orders")
+
+    assert list(Path(lake.path("orders")).glob("deletion_vector_*.bin")), "the vectors the table reads are kept"
+    assert orders_rows(lake) == expected_after(bootstrapped)
 
 
 def test_the_delta_rs_writer_refuses_a_round_on_a_table_with_deletion_vectors(spark, lake, bootstrapped, tmp_path):
