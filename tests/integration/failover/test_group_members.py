@@ -6,7 +6,8 @@ over one lake, a KV store taking writes the whole time, an embedded ZooKeeper (d
 2. one member is SIGKILLed: once its session expires the others take its tables under newer
    table epochs and commit them (how long after the kill is printed: the session timeout plus a
    trigger or two);
-3. writes stop: the lake equals the store row by row, no key lost or duplicated.
+3. a fourth member joins: it takes tables from the others and commits them;
+4. writes stop: the lake equals the store row by row, no key lost or duplicated.
 
 And a frozen member (SIGSTOP of its whole process group past its session timeout, writes going
 on): the others take its tables and commit them; thawed, nothing of its old term lands after
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import signal
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -79,10 +81,16 @@ class _Group:
         self.tables = tables
         self.name = f"{job}-g"
         self.names = [f"{job}-{i}" for i in range(size)]
-        self.members = {name: drivers(_member(tmp_path, name, self.name, kv_store, zk_hosts)) for name in self.names}
+        self._start = lambda name: drivers(_member(tmp_path, name, self.name, kv_store, zk_hosts))
+        self.members = {name: self._start(name) for name in self.names}
         self.lake = Lake.at(str(tmp_path / "lake"))
         self.zk = KazooClient(hosts=zk_hosts, timeout=SESSION_S)
         self.zk.start(timeout=10)
+
+    def join(self, name: str) -> Driver:
+        """Start one more member, ``name``."""
+        self.members[name] = self._start(name)
+        return self.members[name]
 
     def owners(self) -> dict[str, TableOwnership]:
         return read_table_epochs(self.zk, self.name, [t.name for t in self.tables])
@@ -138,15 +146,27 @@ def test_three_members_share_the_tables_and_take_a_killed_ones(kv_store, zk_host
             # The session expires up to SESSION_S after the kill; then a rebalance, a trigger to plan,
             # a round to commit: a figure to read (-s), never an assertion (docs/DESIGN.md §9).
             print(f"killed member's {len(lost)} tables moved and committed in {time.monotonic() - killed_at:.1f}s")
+
+            fourth = f"{unique_job}-3"
+            group.join(fourth)
+
+            def joined() -> bool:
+                mine = [t for t, o in group.owners().items() if o.job == fourth]
+                return len(mine) == 2 and all(
+                    any(c.lease_id.startswith(f"{fourth}-") for c in tiering_commits(lake, t)) for t in mine
+                )
+
+            wait_until(joined, "the fourth member to take two tables and commit them", timeout_s=START_TIMEOUT_S)
             writers.stop()
         wait_until(lambda: caught_up(client, lake, tables), "the lake to reach every log end", timeout_s=120)
         assert_equal_to_store(client, lake, *tables)
         assert_no_duplicates(tmp_path / "lake", tables)
-        assert {o.job for o in group.owners().values()} == set(names[1:])
+        counts = Counter(o.job for o in group.owners().values())
+        assert counts == {names[1]: 2, names[2]: 2, fourth: 2}, counts
         assert all(client.get_lake(t.name).group == group.name for t in tables)
     finally:
         group.close()
-    for name in names[1:]:
+    for name in [*names[1:], fourth]:
         group.members[name].signal(signal.SIGTERM)
         assert group.members[name].wait(120) == 0, group.members[name].tail()
 
