@@ -5,7 +5,7 @@
 #   lane_start NAME COMMAND...   starts COMMAND in the background
 #   lane_wait NAME               waits for it, prints its log, returns its exit status
 lanes_dir=$(mktemp -d)
-declare -A lane_pid lane_began
+declare -A lane_pid=() lane_began=()
 # A lane still running when the script exits (a failed step, Ctrl-C) is stopped with it; the
 # script's exit status is kept.
 lanes_end() {

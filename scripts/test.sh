@@ -1,17 +1,19 @@
 #!/usr/bin/env bash
 # Runs the whole test suite, after scripts/setup_tests.sh (what only the tests need; with
-# arguments, only what is missing): with no arguments, first the Airflow DAG test in its own venv
-# (scripts/test_airflow.sh), then the main suite in .venv (made by scripts/setup.sh) on the
-# newest supported pyspark, then the tests that touch Spark again on the oldest, in .venv-oldest
-# (scripts/test_oldest.sh), then the tests that need Delta's JVM jars, in .venv-delta
-# (scripts/test_delta.sh). Arguments go to the main pytest run and skip the Airflow, oldest and
-# Delta parts, e.g. `scripts/test.sh -m unit`.
-# pytest's "no tests collected" (exit 5) is not a failure. The suite runs in TEST_WORKERS
-# (default 2) pytest-xdist workers, a test module per worker at a time (--dist loadfile): most
-# of its time is spent waiting on JVM starts, processes and timeouts, which overlap well. Modules
-# are handed out in collection order (--no-loadscope-reorder): tests/chaos and the integration
-# tests' long single-test modules first, the many short unit modules last to even out the
-# workers' ends (xdist's default, modules with most tests first, leaves the longest for last).
+# arguments, only what is missing): with no arguments, the Airflow DAG tests in their own venvs
+# (scripts/test_airflow.sh) beside the main suite in .venv (made by scripts/setup.sh) on the
+# newest supported pyspark; then, at the same time, the tests that touch Spark again on the
+# oldest, in .venv-oldest (scripts/test_oldest.sh), and the tests that need Delta's JVM jars, in
+# .venv-delta (scripts/test_delta.sh). The main suite prints as it goes; each other part's
+# output is printed whole when it ends (scripts/lanes.sh). Arguments go to the main pytest run
+# and skip the Airflow, oldest and Delta parts, e.g. `scripts/test.sh -m unit`.
+# pytest's "no tests collected" (exit 5) is not a failure; a failure in any part fails the
+# whole. The main suite runs in TEST_WORKERS (default 2) pytest-xdist workers, a test module per
+# worker at a time (--dist loadfile): most of its time is spent waiting on JVM starts, processes
+# and timeouts, which overlap well. Modules are handed out in collection order
+# (--no-loadscope-reorder): tests/chaos and the integration tests' long single-test modules
+# first, the many short unit modules last to even out the workers' ends (xdist's default, modules
+# with most tests first, leaves the longest for last).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 if [ "$#" -eq 0 ]; then
@@ -19,11 +21,10 @@ if [ "$#" -eq 0 ]; then
 else
   ./scripts/setup_tests.sh --if-missing || exit
 fi
-airflow_rc=0
-if [ "$#" -eq 0 ]; then
-  ./scripts/test_airflow.sh -q
-  airflow_rc=$?
-fi
+source scripts/lanes.sh
+whole=false
+[ "$#" -eq 0 ] && whole=true
+$whole && lane_start airflow ./scripts/test_airflow.sh -q
 export PYSPARK_PYTHON="$PWD/.venv/bin/python"
 export PYSPARK_DRIVER_PYTHON="$PWD/.venv/bin/python"
 .venv/bin/python -m pytest -n "${TEST_WORKERS:-2}" --dist loadfile --no-loadscope-reorder "$@"
@@ -32,16 +33,13 @@ if [ "$rc" -eq 5 ]; then
   echo "test: no tests were collected"
   rc=0
 fi
-oldest_rc=0
-if [ "$#" -eq 0 ]; then
-  ./scripts/test_oldest.sh
-  oldest_rc=$?
-fi
-delta_rc=0
-if [ "$#" -eq 0 ]; then
-  ./scripts/test_delta.sh
-  delta_rc=$?
-fi
+$whole || exit "$rc"
+lane_start oldest ./scripts/test_oldest.sh
+lane_start delta ./scripts/test_delta.sh
+airflow_rc=0 oldest_rc=0 delta_rc=0
+lane_wait airflow || airflow_rc=$?
+lane_wait oldest || oldest_rc=$?
+lane_wait delta || delta_rc=$?
 if [ "$oldest_rc" -ne 0 ]; then
   echo "test: the tests on the oldest supported pyspark failed (exit $oldest_rc)"
   [ "$rc" -ne 0 ] || rc=$oldest_rc

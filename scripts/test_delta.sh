@@ -4,7 +4,8 @@
 # cases of the tests parametrized over the writers, and the pipeline tests whose tables Spark's own
 # Delta reader reads too, beside delta-rs (rows, schema, time travel, the change data feed).
 # Everything else runs once, in the main suite without jars. scripts/test.sh runs it after the
-# main suite. Arguments replace the selection. pytest's exit 5 (no tests) is not a failure.
+# main suite, beside scripts/test_oldest.sh. Arguments replace the selection. pytest's exit 5
+# (no tests) is not a failure.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 VENV=.venv-delta

@@ -5,8 +5,8 @@
 # recovering), the S3 lake, spark-submit on a standalone cluster and a bounded chaos subset
 # (driver kills, CHAOS_TRIALS default 2). The rest (writers, the store, the lake's own logic) does
 # not depend on Spark's version and runs once, in the main suite on the newest pyspark.
-# scripts/test.sh runs it after the main suite: about 6 minutes on 2 shared cores. Arguments replace
-# the selection. pytest's exit 5 (no tests) is not a failure.
+# scripts/test.sh runs it after the main suite, beside scripts/test_delta.sh: about 3 minutes on 2
+# cores. Arguments replace the selection. pytest's exit 5 (no tests) is not a failure.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 VENV=.venv-oldest
