@@ -426,6 +426,11 @@ class KvStoreClient:
         job), from one ``logs`` call; a table the store does not hold is absent."""
         return {name: found.lake_job for name, found in self.logs(list(tables)).items()}
 
+    def lake_holder_groups(self, tables: Iterable[str]) -> dict[str, tuple[str | None, str | None]]:
+        """``lake_holders`` with each holder's tiering group: ``(job, group)``, None where the
+        report names none."""
+        return {name: (found.lake_job, found.lake_group) for name, found in self.logs(list(tables)).items()}
+
     def acquire_lease(
         self,
         lease_id: str,

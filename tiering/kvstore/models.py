@@ -363,11 +363,15 @@ class NamedTableLog(TableLog):
     the offsets of the table's last lake report (this ``table_id``'s; None before the first), so
     a planner starting cold can tell an idle table from one to read without opening its lake;
     ``lake_job``: the job that made that report, only when the client asked (``?holders=true``:
-    a client of an earlier release would refuse the field) and absent when the report named none."""
+    a client of an earlier release would refuse the field) and absent when the report named none;
+    ``lake_group``: that job's tiering group, likewise."""
 
     name: str
     lake: dict[BucketKey, Count] | None = None
     lake_job: str | None = Field(None, description="only with ?holders=true, and absent when the report names no job")
+    lake_group: str | None = Field(
+        None, description="only with ?holders=true, and absent when the report names no tiering group"
+    )
 
 
 class TablesLog(_Answer):

@@ -187,7 +187,7 @@ class RoundCommitter:
             # One call for the round, made after the round's offsets were planned: every change the
             # round reads was written before it, so a column a change carries is in these schemas.
             infos = {info.name: info for info in self._client.list_tables()}
-            holders = _answers(self._table_client.lake_holders, dict.fromkeys(t.name for t in tables))
+            holders = _answers(self._holders, dict.fromkeys(t.name for t in tables))
             each(lambda t: self._trim(t, infos, gone, holders.get(t.name)), TableState.ACQUIRED)
             segments = self._segments([t for t in tables if t.state is TableState.ACQUIRED])
             each(lambda t: self._prepare(t, infos[t.name], segments.get(t.name), outcome), TableState.ACQUIRED)
@@ -197,6 +197,12 @@ class RoundCommitter:
             failpoints.hit("before_delta_commit")
             each(lambda t: self._write_and_commit(t, results.get(t.name, [])), TableState.PREPARED)
         self._finish([t for t in tables if t.state is TableState.COMMITTED], outcome)
+
+    def _holders(self, tables: dict[str, None]) -> dict[str, tuple[str | None, str | None]]:
+        """The job holding each table's lake report and its group (asked for only in a group)."""
+        if self._owned is not None:
+            return self._table_client.lake_holder_groups(tables)
+        return {name: (job, None) for name, job in self._table_client.lake_holders(tables).items()}
 
     def _settle(self, table: TableRound, step: Callable[[TableRound], None], outcome: RoundOutcome) -> None:
         """Run one table's ``step``; a failure before its commit fails the table alone."""
@@ -235,12 +241,17 @@ class RoundCommitter:
         return {(r.table_id, r.bucket, r.snapshot_id) for r in gone}
 
     def _trim(
-        self, table: TableRound, infos: dict[str, TableInfo], gone: _Gone, holder: str | StoreError | None
+        self,
+        table: TableRound,
+        infos: dict[str, TableInfo],
+        gone: _Gone,
+        holder: tuple[str | None, str | None] | StoreError | None,
     ) -> None:
         """The table's one lake read of the round, and its splits trimmed to what the lake lacks
         (a replay's are already there): what it still needs from the store is asked for all
-        tables at once. ``holder``: the job whose lake report of the table the store holds; another
-        job's fails the table before anything of it is written (the store would refuse its report)."""
+        tables at once. ``holder``: the job whose lake report of the table the store holds, and its
+        group; another job's outside this job's group fails the table before anything of it is
+        written (the store would refuse its report)."""
         info = infos.get(table.name)
         if info is None:
             raise TableNotFoundError(f"table {table.name!r} was dropped from the store", table=table.name)
@@ -250,15 +261,15 @@ class RoundCommitter:
             )
         if isinstance(holder, StoreError):
             raise holder
-        if self._owned is not None:  # a group: any member's report may hold it, the table epoch fences
-            if self._owned.epoch(table.name) is None:
-                raise TableMovedError(
-                    f"table {table.name!r} is no longer owned by job {self._context.job!r} in group "
-                    f"{self._owned.group!r}: another member tiers it",
-                    table=table.name,
-                )
-        elif holder not in (None, self._context.job):
-            raise other_job(table.name, self._context.job, holder)
+        job, group = holder or (None, None)
+        if job not in (None, self._context.job) and (group is None or group != self._context.config.job.group):
+            raise other_job(table.name, self._context.job, job)
+        if self._owned is not None and self._owned.epoch(table.name) is None:
+            raise TableMovedError(
+                f"table {table.name!r} is no longer owned by job {self._context.job!r} in group "
+                f"{self._owned.group!r}: another member tiers it",
+                table=table.name,
+            )
         table.lake = self._lake.load(table.name)
         if self._owned is not None and table.lake is not None:
             # Fenced before the splits are trimmed: a commit of the old owner landing after this read

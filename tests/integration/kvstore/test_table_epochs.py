@@ -4,6 +4,7 @@ that lost a table is refused its lake reports and acquires for it, naming the ne
 from __future__ import annotations
 
 import pytest
+import requests
 
 from tests.support.store import orders_spec
 from tiering.errors import ConflictError, FencedEpochError, TableEpochFencedError
@@ -49,6 +50,9 @@ def test_members_of_a_group_take_turns_and_a_lower_table_epoch_is_refused(kv_sto
         client.report_lake("orders", report("c", 1, 2, version=3))
     client.report_lake("orders", report("a", 8, 3, version=3))  # a owns it again, at a newer table epoch
     assert client.get_lake("orders").job == "a"
+    assert client.lake_holder_groups(["orders"]) == {"orders": ("a", "g")}
+    plain = requests.get(f"{kv_store.url}/v1/logs", timeout=10).json()["tables"][0]
+    assert "lake_group" not in plain and "lake_job" not in plain, "only a client that asks for holders"
 
 
 def test_a_batch_answers_a_moved_table_alone(kv_store):

@@ -305,6 +305,7 @@ _READS: dict[str, Callable[[KvStoreClient], Any]] = {
     "logs": lambda c: (c.logs(), c.logs(["t", "gone"])),
     "segments": lambda c: c.segments({"t": _RANGE, "u": _RANGE}),
     "lake_holders": lambda c: c.lake_holders(["t"]),
+    "lake_holder_groups": lambda c: c.lake_holder_groups(["t"]),
     "acquire_lease": lambda c: c.acquire_lease("l", 1, 1000, [SnapshotRef(**_REF)]),
     "renew_lease": lambda c: c.renew_lease("l", 1, 1000),
     "release_lease": lambda c: c.release_lease("l", 1, [BucketRef(table_id=7, bucket=0)]),

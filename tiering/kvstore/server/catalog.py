@@ -76,8 +76,9 @@ def _named(names: list[str] | None) -> tuple[str, tuple[str, ...]]:
 
 
 class KeptLog(NamedTuple):
-    """One table's log answer as JSON, kept between calls: ``plain`` without ``lake_job``, ``held``
-    with it (the same string when its report names no job), both for the table's ``version``."""
+    """One table's log answer as JSON, kept between calls: ``plain`` without ``lake_job`` and
+    ``lake_group``, ``held`` with them (each only when its report names one), both for the table's
+    ``version``."""
 
     version: int | None
     plain: str
@@ -87,14 +88,14 @@ class KeptLog(NamedTuple):
 def logs_json(
     conn: sqlite3.Connection, names: list[str] | None, kept: dict[int, KeptLog], holders: bool
 ) -> dict[str, str]:
-    """Name -> the live table's log (a NamedTableLog, with its last lake report's offsets, and with
-    ``holders`` the job that made it) as JSON, in name order; ``names`` None: every live table.
-    ``kept``: table id -> its answer from earlier calls, brought up to date here: only the tables
-    whose version moved (db.py's triggers, in the transaction of the change) are read again, in
-    one query where SQLite writes the JSON; both answers are kept, so asking for holders or not
-    costs the same. At 10,000 tables, reading them all takes ~100 ms; listing the versions,
-    ~10 ms. The bucket arrays follow the buckets' primary key (the subquery's ORDER BY reads that
-    index; nothing sorts)."""
+    """Name -> the live table's log (a NamedTableLog, with its last lake report's offsets, and
+    with ``holders`` the job that made it and that job's tiering group) as JSON, in name order;
+    ``names`` None: every live table. ``kept``: table id -> its answer from earlier calls,
+    brought up to date here: only the tables whose version moved (db.py's triggers, in the
+    transaction of the change) are read again, in one query where SQLite writes the JSON; both
+    answers are kept, so asking for holders or not costs the same. At 10,000 tables, reading
+    them all takes ~100 ms; listing the versions, ~10 ms. The bucket arrays follow the buckets'
+    primary key (the subquery's ORDER BY reads that index; nothing sorts)."""
     where, params = _named(names)
     listed = conn.execute(
         "SELECT t.name, t.table_id, v.version FROM tables t LEFT JOIN table_logs_version v ON v.table_id = t.table_id "
@@ -107,18 +108,21 @@ def logs_json(
         for table_id, version in versions.items()
         if version is None or kept.get(table_id, (None,))[0] != version
     ]
-    for table_id, log, job in conn.execute(
+    for table_id, log, job, group in conn.execute(
         "SELECT t.table_id, json_object('name', t.name, 'table_id', t.table_id, 'buckets', json(("
         "  SELECT json_group_array(json_object("
         "    'bucket', bucket, 'log_start_offset', log_start_offset, 'log_end_offset', log_end_offset))"
         "  FROM (SELECT * FROM buckets b WHERE b.table_id = t.table_id ORDER BY bucket))), "
-        "  'lake', json_extract(r.report, '$.buckets')), json_extract(r.report, '$.job') "
+        "  'lake', json_extract(r.report, '$.buckets')), json_extract(r.report, '$.job'), "
+        "  json_extract(r.report, '$.group') "
         "FROM tables t LEFT JOIN lake_reports r ON r.table_id = t.table_id "
         "WHERE t.table_id IN (SELECT value FROM json_each(?))",
         (json.dumps(stale),),
     ):
         # an object's last member added by hand: json_object ends the text with its closing brace
-        held = log if job is None else f'{log[:-1]},"lake_job":{json.dumps(job)}}}'
+        named = {"lake_job": job, "lake_group": group}
+        extra = "".join(f",{json.dumps(key)}:{json.dumps(value)}" for key, value in named.items() if value is not None)
+        held = f"{log[:-1]}{extra}}}" if extra else log
         kept[table_id] = KeptLog(versions[table_id], log, held)
     if names is None:  # what no longer lists is dropped
         for table_id in kept.keys() - versions.keys():
