@@ -239,7 +239,7 @@ class ClusterBench:
         return Submission(started, wall_s, lines, [json.loads(e) for e in log.read_text().splitlines()])
 
     def service(self, cluster: SparkCluster, name: str, table: str) -> Submission:
-        """The job as users submit it (README, spark-submit): ``--conf FILE --available-now``."""
+        """The job as users submit it (docs/deploying.md, spark-submit): ``--conf FILE --available-now``."""
         conf = write_conf(
             self.work / f"{name}.toml",
             job=name,
