@@ -274,11 +274,8 @@ class KvTieringStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         if owned is None:
             return None
         from tiering.enumerator.splits import SnapshotSplit
-        from tiering.kvstore.models import TableEpoch, TableOwners
 
-        tables = {s.table_id: s.table for s in plan.splits if isinstance(s, SnapshotSplit)}
-        epochs = [TableEpoch(table_id=i, table_epoch=e) for i, t in tables.items() if (e := owned.epoch(t)) is not None]
-        return TableOwners(group=owned.group, job=owned.job, tables=epochs) if epochs else None
+        return owned.claims({s.table_id: s.table for s in plan.splits if isinstance(s, SnapshotSplit)})
 
     def _decoded(self, start: dict) -> TieringOffset:
         """``start`` decoded, or the offset this process last returned or decoded when ``start``

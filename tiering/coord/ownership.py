@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tiering.errors import CoordinationError
+from tiering.kvstore.models import TableEpoch, TableOwners
 
 __all__ = ["Ownership"]
 
@@ -34,6 +35,13 @@ class Ownership:
     def epoch(self, table: str) -> int | None:
         """The table's epoch while this member owns it, else None."""
         return self.tables.get(table)
+
+    def claims(self, tables: Mapping[int, str]) -> TableOwners | None:
+        """This member's claim on ``tables`` (table_id -> name) for a lease acquire: the owned ones'
+        table epochs, so that the store refuses the acquire when one of them moved; None when it
+        owns none of them."""
+        epochs = [TableEpoch(table_id=i, table_epoch=e) for i, t in sorted(tables.items()) if (e := self.epoch(t))]
+        return TableOwners(group=self.group, job=self.job, tables=epochs) if epochs else None
 
     def write(self, path: Path) -> None:
         """Replace the file at ``path`` with this ownership, atomically."""

@@ -46,7 +46,7 @@ import threading
 from collections.abc import Iterable, Mapping
 
 from tiering.errors import NotLeaderError, StoreError, TieringError
-from tiering.kvstore.models import SnapshotRef
+from tiering.kvstore.models import SnapshotRef, TableOwners
 from tiering.lease.job_lease import JobLease
 
 __all__ = ["LeaseReleases"]
@@ -69,11 +69,13 @@ class LeaseReleases:
         self._lost: set[SnapshotRef] = set()
         self._refused: dict[int, set[int]] = {}
 
-    def hold(self, refs: list[SnapshotRef]) -> list[SnapshotRef]:
+    def hold(self, refs: list[SnapshotRef], owners: TableOwners | None = None) -> list[SnapshotRef]:
         """Acquire the round's snapshots right before they are read; returns the ones already
         gone. The rest are the round in flight until released. A refused release of a bucket the
-        round holds again is dropped: it would let go of the round's new hold."""
-        gone = self.lease.acquire(refs) if refs else []
+        round holds again is dropped: it would let go of the round's new hold. ``owners``: in a
+        tiering group, the table epochs of their tables (TableEpochFencedError, nothing held,
+        when one of them moved)."""
+        gone = self.lease.acquire(refs, owners) if refs else []
         with self._lock:
             self._in_flight = set(refs) - set(gone)
             self._lost = set()

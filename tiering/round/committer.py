@@ -75,12 +75,13 @@ from tiering.errors import (
     NotLeaderError,
     SnapshotUnavailableError,
     StoreError,
+    TableEpochFencedError,
     TableMovedError,
     TableNotFoundError,
     TableRecreatedError,
 )
 from tiering.kvstore.client import KvStoreClient, segment
-from tiering.kvstore.models import LakeReport, LogRange, LogSegment, TableInfo
+from tiering.kvstore.models import LakeReport, LogRange, LogSegment, SnapshotRef, TableInfo, TableOwners
 from tiering.lake.buckets import BucketResult
 from tiering.lake.round_protocol import RoundWriter, TableCommit
 from tiering.lake.table_fence import fence_table
@@ -180,10 +181,11 @@ class RoundCommitter:
                 """``step`` for every table in ``state``; a table's failure fails it alone."""
                 list(pool.map(lambda t: self._settle(t, step, outcome), [t for t in tables if t.state is state]))
 
-            gone = self._acquire_snapshots(tables)
+            gone = self._acquire_snapshots(tables, outcome)
             self._releases.retry_refused()  # after the hold: a bucket held again is not let go
             for table in tables:
-                table.advance(TableState.ACQUIRED)
+                if table.state is TableState.PLANNED:
+                    table.advance(TableState.ACQUIRED)
             # One call for the round, made after the round's offsets were planned: every change the
             # round reads was written before it, so a column a change carries is in these schemas.
             infos = {info.name: info for info in self._client.list_tables()}
@@ -234,11 +236,46 @@ class RoundCommitter:
         )
         self._release_failed(table)
 
-    def _acquire_snapshots(self, tables: Iterable[TableRound]) -> _Gone:
-        """One acquire for every snapshot the round reads; the ones whose files are gone."""
-        refs = [s.ref for t in tables for s in t.splits if isinstance(s, SnapshotSplit)]
-        gone = self._releases.hold(refs)
-        return {(r.table_id, r.bucket, r.snapshot_id) for r in gone}
+    def _acquire_snapshots(self, tables: list[TableRound], outcome: RoundOutcome) -> _Gone:
+        """One acquire for every snapshot the round reads; the ones whose files are gone.
+
+        In a group it carries the table epochs of their tables, as the planner's does: a table
+        that moved between planning and now is refused at the store (``TABLE_EPOCH_FENCED``) and
+        fails alone with cause ``moved``. The store refuses such an acquire whole and names no
+        table a program can read, so on a refusal each claimed table is asked about alone (a claim
+        with no snapshot holds nothing) and the others are acquired again: one call per table,
+        only in the round a table moved in."""
+        while True:
+            live = [t for t in tables if t.state is TableState.PLANNED]
+            try:
+                gone = self._releases.hold(_snapshot_refs(live), self._claims(live))
+            except TableEpochFencedError:
+                moved = self._refused_claims(live)
+                if not moved:
+                    raise
+                for table, error in moved:
+                    self._fail(table, error, outcome)
+                continue
+            return {(r.table_id, r.bucket, r.snapshot_id) for r in gone}
+
+    def _claims(self, tables: list[TableRound]) -> TableOwners | None:
+        """In a group, this member's table epochs of the tables whose snapshots ``tables`` read."""
+        if self._owned is None:
+            return None
+        return self._owned.claims({t.table_id: t.name for t in tables if _snapshot_refs([t])})
+
+    def _refused_claims(self, tables: list[TableRound]) -> list[tuple[TableRound, TableEpochFencedError]]:
+        """The tables whose claim alone the store refuses: they moved to another member."""
+        refused = []
+        for table in tables:
+            claim = self._claims([table])
+            if claim is None:
+                continue
+            try:
+                self._releases.lease.acquire([], claim)
+            except TableEpochFencedError as e:
+                refused.append((table, e))
+        return refused
 
     def _trim(
         self,
@@ -495,6 +532,11 @@ class RoundCommitter:
         for table, failure in unsure:
             if table.name not in present:
                 table.failure = failure.as_dropped()
+
+
+def _snapshot_refs(tables: Iterable[TableRound]) -> list[SnapshotRef]:
+    """The snapshots ``tables`` read, which the round holds under the lease."""
+    return [s.ref for t in tables for s in t.splits if isinstance(s, SnapshotSplit)]
 
 
 def _answers(call: Callable[[dict[str, R]], Mapping[str, A]], request: dict[str, R]) -> dict[str, A | StoreError]:

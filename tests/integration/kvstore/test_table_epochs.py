@@ -97,3 +97,32 @@ def test_an_acquire_under_a_lower_table_epoch_is_refused_and_releases_pass(kv_st
     released = client.release_lease("a-" + "0" * 32, 1, [BucketRef(table_id=info.table_id, bucket=0)])
     assert released.snapshots == []
     assert client.acquire_lease("c-" + "2" * 32, 1, 60_000, [ref]).snapshots == [ref]
+
+
+def test_a_claim_without_snapshots_is_asked_alone_and_a_refused_acquire_holds_nothing(kv_store):
+    """What the round committer relies on to find which table of a refused acquire moved."""
+    client = kv_store.client()
+    orders = client.create_table(orders_spec(num_buckets=1))
+    items = client.create_table(orders_spec(num_buckets=1, name="items"))
+    refs = []
+    for name, info in (("orders", orders), ("items", items)):
+        client.upsert(name, [{"id": 1, "amount": 1.0}])
+        snap = client.take_snapshots(name).buckets[0]
+        refs.append(SnapshotRef(table_id=info.table_id, bucket=0, snapshot_id=snap.snapshot_id))
+
+    def owners(job: str, **epochs: int) -> TableOwners:
+        ids = {"orders": orders.table_id, "items": items.table_id}
+        return TableOwners(
+            group="g", job=job, tables=[TableEpoch(table_id=ids[t], table_epoch=e) for t, e in epochs.items()]
+        )
+
+    lease_a, lease_b = "a-" + "0" * 32, "b-" + "1" * 32
+    client.acquire_lease(lease_a, 1, 60_000, [])
+    client.acquire_lease(lease_b, 1, 60_000, [], owners=owners("b", orders=2))  # b took orders
+    with pytest.raises(TableEpochFencedError):
+        client.acquire_lease(lease_a, 1, 60_000, refs, owners=owners("a", orders=1, items=1))
+    assert client.get_lease(lease_a).snapshots == [], "refused whole: nothing held"
+    with pytest.raises(TableEpochFencedError):
+        client.acquire_lease(lease_a, 1, 60_000, [], owners=owners("a", orders=1))
+    assert client.acquire_lease(lease_a, 1, 60_000, [], owners=owners("a", items=1)).snapshots == []
+    assert client.acquire_lease(lease_a, 1, 60_000, refs[1:], owners=owners("a", items=1)).snapshots == refs[1:]

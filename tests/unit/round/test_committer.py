@@ -11,6 +11,7 @@ import pytest
 
 from tiering.conf.loader import load_config
 from tiering.context import TermContext
+from tiering.coord.ownership import Ownership
 from tiering.enumerator.splits import LogSplit, SnapshotSplit, Split
 from tiering.errors import (
     BucketWriteError,
@@ -21,9 +22,10 @@ from tiering.errors import (
     SchemaMismatchError,
     SnapshotUnavailableError,
     StoreUnavailableError,
+    TableEpochFencedError,
     TableNotFoundError,
 )
-from tiering.kvstore.models import LakeReport, SnapshotRef, TableInfo
+from tiering.kvstore.models import LakeReport, SnapshotRef, TableEpoch, TableInfo, TableOwners
 from tiering.lake.round_protocol import TableCommit, WritePath
 from tiering.lease.release import LeaseReleases
 from tiering.round.committer import RoundCommitter, other_job
@@ -170,6 +172,9 @@ class FakeStore:
         self._maybe_fail("lake_holders")
         return {t: self.holders.get(t) for t in tables if t in self.tables}
 
+    def lake_holder_groups(self, tables) -> dict:
+        return {t: (job, None) for t, job in self.lake_holders(tables).items()}
+
     def logs(self, tables: list[str]) -> dict:
         self._maybe_fail("logs")
         return {
@@ -187,11 +192,19 @@ class FakeLease:
     released: list[tuple[int, tuple[int, ...]]] = field(default_factory=list)
     lease_id: str = "lease-1"
     calls: int = 0
+    #: (table_id, table_epoch) the store has seen a higher table epoch for: a claim of one is refused
+    moved: set[tuple[int, int]] = field(default_factory=set)
+    claims: list[TableOwners | None] = field(default_factory=list)
 
-    def acquire(self, refs: list[SnapshotRef]) -> list[SnapshotRef]:
+    def acquire(self, refs: list[SnapshotRef], owners: TableOwners | None = None) -> list[SnapshotRef]:
+        """Refused whole, as the store does, when ``owners`` claims a table of ``moved``."""
         if "acquire" in self.fail:
             raise self.fail["acquire"]
+        claimed = {(owned.table_id, owned.table_epoch) for owned in owners.tables} if owners is not None else set()
+        if claimed & self.moved:
+            raise TableEpochFencedError(f"acquire at {sorted(claimed)} refused: moved", code="TABLE_EPOCH_FENCED")
         self.acquired.extend(refs)
+        self.claims.append(owners)
         return [ref for ref in self.gone if ref in refs]
 
     def release(self, held: dict[int, list[int]]) -> None:
@@ -206,9 +219,15 @@ class Round:
     """A committer over the fakes, and the outcomes of the rounds it ran."""
 
     def __init__(
-        self, tmp_path, writer: FakeWriter | None = None, store: FakeStore | None = None, lease: FakeLease | None = None
+        self,
+        tmp_path,
+        writer: FakeWriter | None = None,
+        store: FakeStore | None = None,
+        lease: FakeLease | None = None,
+        owned: Ownership | None = None,
     ) -> None:
         self.checkpoint = tmp_path / "ckpt"
+        group = {"job.group": owned.group} if owned is not None else {}
         config = load_config(
             None,
             env={},
@@ -218,14 +237,19 @@ class Round:
                 "kvstore.url": "http://127.0.0.1:9",
                 "zookeeper.hosts": "127.0.0.1:9",
                 "lake.root": str(tmp_path / "lake"),
+                **group,
             },
         )
+        group_file = None
+        if owned is not None:
+            group_file = str(tmp_path / "group-ownership.json")
+            owned.write(tmp_path / "group-ownership.json")
         self.writer, self.store, self.lease = writer or FakeWriter(), store or FakeStore(), lease or FakeLease()
         self.outcomes: list[RoundOutcome] = []
         self.releases = LeaseReleases(self.lease)
         self.committer = RoundCommitter(
             self.writer,
-            TermContext(config=config, epoch=EPOCH, lease_id="lease-1"),
+            TermContext(config=config, epoch=EPOCH, lease_id="lease-1", group_file=group_file),
             self.store,
             self.releases,
             on_round=self.outcomes.append,
@@ -436,6 +460,29 @@ def test_a_replayed_table_is_committed_without_a_commit_and_reported_again(tmp_p
 
     assert outcome.committed["a"].skipped and "a" not in r.writer.committed
     assert [t for t, _ in r.store.reports] == ["a", "b", "c"] and releases_of(r.lease)[1] == [(0,)]
+
+
+def test_a_table_that_moved_since_planning_is_refused_at_the_re_acquire_and_fails_alone(tmp_path):
+    splits = (*SPLITS, SnapshotSplit("b", 1, 2, 6, 4), SnapshotSplit("c", 0, 3, 7, 2))
+    owned = Ownership("g", "unit", {"a": 3, "b": 5, "c": 2})
+    lease = FakeLease(moved={(1, 3), (3, 2)})  # another member owns a and c at higher table epochs now
+    r = Round(tmp_path, lease=lease, owned=owned)
+    outcome = r.run(0, splits)
+
+    assert {t: (f.cause, f.state, f.error_type) for t, f in outcome.failed.items()} == {
+        t: (FailureCause.MOVED, TableState.PLANNED, "TableEpochFencedError") for t in ("a", "c")
+    }
+    assert sorted(outcome.committed) == ["b"] and r.writer.committed == ["b"]
+    assert lease.acquired == [SnapshotRef(table_id=2, bucket=1, snapshot_id=6)], "only b's snapshot is held"
+    assert lease.claims[-1] == TableOwners(group="g", job="unit", tables=[TableEpoch(table_id=2, table_epoch=5)])
+    assert releases_of(lease) == {1: [(0,)], 3: [(0,)], 2: [(1,)]}, "each table's leased buckets released once"
+    assert [(t, rep.table_epoch) for t, rep in r.store.reports] == [("b", 5)]
+
+
+def test_outside_a_group_the_re_acquire_claims_no_table(tmp_path):
+    r = Round(tmp_path)
+    r.run(0)
+    assert r.lease.claims == [None]
 
 
 def test_a_lost_term_stops_the_round_and_releases_nothing(tmp_path):
