@@ -13,7 +13,8 @@ live in modules of their own, whose docstrings say what each measures and agains
 - ``tables`` (:mod:`benchmarks.bench_tables`): rounds of one job over 10 to 10,000 tables;
 - ``leases``, ``planning`` (:mod:`benchmarks.bench_protocol`): the lease calls and the planner;
 - ``amplification`` (:mod:`benchmarks.bench_amplification`): a round in a small and a big table;
-- ``cluster`` (:mod:`benchmarks.bench_cluster`): spark-submit to a standalone cluster.
+- ``cluster`` (:mod:`benchmarks.bench_cluster`): spark-submit to a standalone cluster;
+- ``group`` (:mod:`benchmarks.bench_group`): a tiering group of 1, 2, 3 members, and a killed one.
 
 Run from the repository's root: .venv/bin/python -m benchmarks.bench_tiering MODE [options]
 (``--help`` lists them; each says which modes read it). ``python -m benchmarks.run_all`` runs
@@ -42,6 +43,7 @@ MODES = {
     "lag": ("benchmarks.bench_rounds", "bench_lag"),
     "amplification": ("benchmarks.bench_amplification", "bench_amplification"),
     "cluster": ("benchmarks.bench_cluster", "bench_cluster"),
+    "group": ("benchmarks.bench_group", "bench_group"),
 }
 
 
@@ -64,12 +66,19 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--rows", type=int, default=2_000_000)
     parser.add_argument("--keys", type=int, default=100_000)
     parser.add_argument("--updates", type=int, default=1_000_000)
-    parser.add_argument("--tables", type=int, default=1000)
+    parser.add_argument("--tables", type=int, default=None, help="default: 600 (group), 1000 otherwise")
+    parser.add_argument("--members", default="1,2,3", help="group: the member counts to measure, comma-separated")
+    parser.add_argument(
+        "--session-timeout", type=float, default=6.0, help="group: the members' zookeeper.session_timeout_s"
+    )
     parser.add_argument(
         "--buckets", type=int, default=None, help="default: 8 (snapshot, changelog), 1000 (leases), 16 (planning)"
     )
     parser.add_argument(
-        "--repeat", type=int, default=None, help="default: 3 (changelog: rounds, medians reported), 10 otherwise"
+        "--repeat",
+        type=int,
+        default=None,
+        help="default: 3 (changelog: rounds, medians reported), 4 (group: rounds per member), 10 otherwise",
     )
     parser.add_argument(
         "--driver-max-changes",
@@ -129,7 +138,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     if args.buckets is None:
         args.buckets = {"leases": 1000, "planning": 16}.get(args.mode, 8)
     if args.repeat is None:
-        args.repeat = 3 if args.mode == "changelog" else 10
+        args.repeat = {"changelog": 3, "group": 4}.get(args.mode, 10)
+    if args.tables is None:
+        args.tables = 600 if args.mode == "group" else 1000
     return args
 
 

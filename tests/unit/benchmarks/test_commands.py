@@ -61,6 +61,9 @@ def test_each_mode_gets_its_own_defaults():
     assert (bench_tiering.parse_args(["leases"]).buckets, bench_tiering.parse_args(["leases"]).repeat) == (1000, 10)
     assert (bench_tiering.parse_args(["changelog"]).buckets, bench_tiering.parse_args(["changelog"]).repeat) == (8, 3)
     assert bench_tiering.parse_args(["planning"]).buckets == 16
+    group = bench_tiering.parse_args(["group"])
+    assert (group.tables, group.repeat, group.members) == (600, 4, "1,2,3")
+    assert bench_tiering.parse_args(["leases"]).tables == 1000
 
 
 def test_the_cluster_mode_takes_the_flags_of_bench_cluster():
