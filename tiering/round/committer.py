@@ -35,7 +35,10 @@ Failure modes and what happens:
 - in a tiering group, the table moved to another member (the ownership no longer gives it to this
   job, or a Delta commit of a newer table epoch, or the store's 409 ``TABLE_EPOCH_FENCED``): the
   table fails with cause ``moved`` before anything of it lands, its holds are released, and the
-  new owner plans it from the lake's positions; a report refused so is not sent again. A group's
+  new owner plans it from the lake's positions. A lake report refused so after the commit landed is
+  superseded, not deferred: the new owner plans from the lake, which holds that commit, and reports
+  its own positions, so the report is dropped with an INFO line, neither sent again nor counted as
+  deferred or failed (the table counts as committed). A group's
   rounds commit under the group's name with the table's epoch (``TermContext.lake_writer``), so
   that the txn versions order every owner's commits, and a member's first round of a table it was
   given raises the table's fence to its table epoch first (:mod:`tiering.lake.table_fence`), so that
@@ -429,15 +432,14 @@ class RoundCommitter:
                 )
                 outcome.dropped.add(table.name)
             elif isinstance(error, TableMovedError):
-                log.warning(
-                    "round=%d table=%s: Delta version %d committed, its lake report refused: the table moved "
-                    "(the new owner reports it): %s",
+                log.info(
+                    "round=%d table=%s: Delta version %d committed; its lake report is superseded, not sent again: "
+                    "the table moved, and its new owner plans from the lake's positions and reports them: %s",
                     outcome.round_id,
                     table.name,
                     table.commit.delta_version,
                     error,
                 )
-                outcome.unreported.add(table.name)
             else:
                 log.warning(
                     "round=%d table=%s: Delta version %d committed, its lake report refused (sent again next "

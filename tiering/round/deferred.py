@@ -10,6 +10,9 @@ send again: :mod:`tiering.lease.release`.)
 A refusal that no retry can turn (409 ``OTHER_JOB``: another job's lake report holds the table,
 docs/DESIGN.md §5) drops the report with an ERROR instead of sending it every round: the store
 keeps the other job's lake as the table's, and the next round fails the table naming that job.
+A report refused because its table moved to another member of the tiering group (409
+``TABLE_EPOCH_FENCED``) is superseded and dropped with an INFO line: the new owner plans from the
+lake, which holds the reported commit, and reports its own positions.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping
 
-from tiering.errors import NotFoundError, NotLeaderError, StoreError
+from tiering.errors import NotFoundError, NotLeaderError, StoreError, TableMovedError
 from tiering.kvstore.models import LakeReport
 
 __all__ = ["DeferredEnds", "FINAL_REFUSALS"]
@@ -53,6 +56,14 @@ class DeferredEnds:
             for table, error in sorted(answers.items()):
                 if isinstance(error, NotFoundError):
                     log.info("table=%s: lake report dropped, the store no longer has the table", table)
+                elif isinstance(error, TableMovedError):
+                    log.info(
+                        "table=%s: lake report of Delta version %d superseded, not sent again: the table moved, its "
+                        "new owner reports it: %s",
+                        table,
+                        self.reports[table].lake_version,
+                        error,
+                    )
                 elif error is not None and error.code in FINAL_REFUSALS:
                     log.error(
                         "table=%s: lake report of Delta version %d dropped, the store refuses it for good: %s",

@@ -4,6 +4,7 @@ covered by tests/integration/pipeline; here every step can be made to fail on de
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -396,6 +397,25 @@ def test_a_report_another_job_holds_the_table_for_is_sent_once_more_then_dropped
     r.run(2, (LogSplit("b", 0, 2, 6, 8),))
     assert store.calls["report_lake"] == 4, "rounds 0 and 1 send a's report, round 2 no longer"
     assert [t for t, _ in store.reports] == ["b", "c", "b", "b"]
+
+
+def test_a_report_refused_because_the_table_moved_is_superseded_neither_deferred_nor_failed(tmp_path, caplog):
+    fenced = TableEpochFencedError("job 'x' owns the table at table epoch 9", code="TABLE_EPOCH_FENCED", status=409)
+    store = FakeStore(fail={"report_lake:a": fenced, "report_lake:b": StoreUnavailableError("store blip")})
+    r = Round(tmp_path, store=store, owned=Ownership("g", "unit", {"a": 3, "b": 3, "c": 3}))
+    caplog.set_level(logging.INFO, logger="tiering.round")
+    outcome = r.run(0)
+
+    assert sorted(outcome.committed) == ["a", "b", "c"] and outcome.failed == {}
+    assert outcome.unreported == {"b"}, "a moved table's report is not deferred"
+    assert any("Delta version 3 committed; its lake report is superseded" in m for m in caplog.messages)
+
+    store.fail["report_lake:b"] = fenced  # b moved before its deferred report went out
+    r.run(1, (LogSplit("c", 1, 3, 9, 11),))
+    r.run(2, (LogSplit("c", 1, 3, 11, 12),))
+    assert store.calls["report_lake"] == 4, "rounds 0 and 1 send b's report, round 2 no longer"
+    assert [t for t, _ in store.reports] == ["c", "c", "c"]
+    assert any("superseded, not sent again" in m and m.startswith("table=b") for m in caplog.messages)
 
 
 def test_a_table_dropped_after_its_commit_is_committed_and_dropped_not_failed(tmp_path):
