@@ -588,10 +588,12 @@ def _join_group(config: TieringConfig, group: str, term, client) -> GroupRebalan
     (ConfigError when its ``[tables]`` selection is not the group's)."""
     from tiering.coord.group import GroupMember
     from tiering.coord.rebalancer import GroupRebalancer
+    from tiering.coord.start_grace import StartGrace
 
     member = GroupMember(term.zk, group, config.job.name, term.fence, config.tables)
     every_s = max(config.trigger.interval_s, 1.0)
-    return GroupRebalancer(member, lambda: included_tables(config, client), every_s).start()
+    grace = StartGrace.of_session(config.zookeeper.session_timeout_s)
+    return GroupRebalancer(member, lambda: included_tables(config, client), every_s, grace).start()
 
 
 def _lost_reason(term, error: Exception) -> str | None:

@@ -105,6 +105,10 @@ class GroupMember:
         expired yet counts once)."""
         return sorted({record["job"] for record in self._records()})
 
+    def owners(self, tables: list[str]) -> set[str]:
+        """The jobs the table epoch znodes of ``tables`` name as owners (live members or not)."""
+        return {owned.job for owned in read_table_epochs(self.zk, self.group, tables).values()}
+
     def rebalance(self, tables: list[str]) -> Ownership:
         """Compute the group's assignment of ``tables`` and take this job's share: the table epoch
         of every table newly given to it is bumped before it is returned as owned; a table given

@@ -9,7 +9,9 @@ refused), a warning is logged and the next wake-up tries again; a term that ende
 under its stale job epoch is refused (FencedEpochError) and the rebalancer stops, leaving the
 term's end to the leader loop.
 
-The rebalance runs in this module's own thread: the watch only sets the member's event.
+The rebalance runs in this module's own thread: the watch only sets the member's event. The first
+one waits out a start grace (coord/start_grace.py), so that members started together do not hand
+tables to each other as they join one by one.
 """
 
 from __future__ import annotations
@@ -18,10 +20,12 @@ import logging
 import shutil
 import tempfile
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 
 from tiering.coord.group import GroupMember
+from tiering.coord.start_grace import StartGrace
 from tiering.errors import NotLeaderError, TieringError
 
 __all__ = ["GroupRebalancer"]
@@ -30,13 +34,17 @@ log = logging.getLogger(__name__)
 
 
 class GroupRebalancer:
-    """:meth:`start` joins the group and takes the first share before the query starts; a thread
-    then rebalances on every membership change and every ``every_s``; :meth:`stop` leaves."""
+    """:meth:`start` joins the group and takes the first share before the query starts (after the
+    start ``grace``, if any); a thread then rebalances on every membership change and every
+    ``every_s``; :meth:`stop` leaves."""
 
-    def __init__(self, member: GroupMember, tables: Callable[[], list[str]], every_s: float) -> None:
+    def __init__(
+        self, member: GroupMember, tables: Callable[[], list[str]], every_s: float, grace: StartGrace | None = None
+    ) -> None:
         self._member = member
         self._tables = tables
         self._every_s = every_s
+        self._grace = grace
         self._stop = threading.Event()
         self._dir = Path(tempfile.mkdtemp(prefix=f"kv-tiering-{member.job}-"))
         #: the ownership file the planning process and the rounds read
@@ -46,12 +54,39 @@ class GroupRebalancer:
     def start(self) -> GroupRebalancer:
         try:
             self._member.join()
+            if self._grace is not None:
+                self._settle(self._grace)
             self._rebalance()
         except BaseException:
             shutil.rmtree(self._dir, ignore_errors=True)
             raise
         self._thread.start()
         return self
+
+    def _settle(self, grace: StartGrace) -> None:
+        """Wait until the members expected (the tables' owners so far, and this one) have joined
+        and the membership is quiet, or the grace's end."""
+        expected = self._member.owners(self._tables()) | {self._member.job}
+        joined = changed = time.monotonic()
+        members = set(self._member.members())
+        while True:
+            now = time.monotonic()
+            wait = grace.remaining(waited_s=now - joined, quiet_s=now - changed, members=members, expected=expected)
+            if wait <= 0:
+                break
+            self._member.changed.wait(wait)
+            self._member.changed.clear()
+            seen = set(self._member.members())
+            if seen != members:
+                members, changed = seen, time.monotonic()
+        log.info(
+            "job=%s group=%s: first assignment after a start grace of %.1fs, members %s%s",
+            self._member.job,
+            self._member.group,
+            time.monotonic() - joined,
+            sorted(members),
+            f" (not joined: {sorted(expected - members)})" if not expected <= members else "",
+        )
 
     def _rebalance(self) -> None:
         before = set(self._member.ownership.tables)

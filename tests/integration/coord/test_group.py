@@ -4,12 +4,17 @@ epochs (docs/DESIGN.md §7)."""
 
 from __future__ import annotations
 
+import threading
+import time
+
 import pytest
 from kazoo.client import KazooClient
 
 from tiering.conf.model import TablesConfig
 from tiering.coord.epoch import bump_epoch
 from tiering.coord.group import GroupMember
+from tiering.coord.rebalancer import GroupRebalancer
+from tiering.coord.start_grace import StartGrace
 from tiering.coord.table_epochs import read_table_epochs
 from tiering.errors import ConfigError
 
@@ -74,3 +79,37 @@ def test_a_member_selecting_other_tables_is_refused_naming_both(sessions, unique
     with pytest.raises(ConfigError) as refused:
         _member(sessions, group, f"{unique_job}-c", TablesConfig(include=["orders*"]))
     assert all(part in str(refused.value) for part in (f"{unique_job}-c", "'orders*'", "'items'", group))
+
+
+def start_together(sessions, group: str, jobs: list[str], grace: StartGrace | None, apart_s: float) -> int:
+    """Start one rebalancer per job, ``apart_s`` after each other, as members started together
+    join; the number of table moves (table epoch bumps beyond each table's first) once all run."""
+    started: list[GroupRebalancer] = []
+
+    def start(job: str) -> None:
+        zk = sessions()
+        member = GroupMember(zk, group, job, bump_epoch(zk, job), TablesConfig())
+        started.append(GroupRebalancer(member, lambda: TABLES, every_s=60.0, grace=grace).start())
+
+    threads = [threading.Thread(target=start, args=(job,)) for job in jobs]
+    for thread in threads:
+        thread.start()
+        time.sleep(apart_s)
+    for thread in threads:
+        thread.join(30)
+    try:
+        epochs = read_table_epochs(sessions(), group, TABLES)
+        assert sorted(epochs) == TABLES
+        return sum(e.epoch - 1 for e in epochs.values())
+    finally:
+        for rebalancer in started:
+            rebalancer.stop()
+
+
+def test_members_started_together_take_their_shares_without_moving_tables(sessions, unique_job):
+    jobs = [f"{unique_job}-{i}" for i in range(3)]
+    grace = StartGrace(quiet_s=1.0, max_s=5.0)
+    begun = time.monotonic()
+    assert start_together(sessions, f"{unique_job}-g", jobs, grace, apart_s=0.3) == 0, "no table moved"
+    assert time.monotonic() - begun < 4.0, "started once the membership was quiet, not at the grace's end"
+    assert start_together(sessions, f"{unique_job}-h", jobs, None, apart_s=0.3) > 0, "without a grace, tables move"
