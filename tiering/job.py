@@ -373,7 +373,14 @@ class TieringJob:
         that fails is logged, never fails the round, which has landed)."""
         committed = {t: (c.table_id, c.delta_version) for t, c in outcome.committed.items() if c.delta_version >= 0}
         failed = {t: (outcome.table_ids[t], failure) for t, failure in outcome.failed.items()}
-        facts = RoundFacts(int(time.time() * 1000), committed, failed, frozenset(outcome.dropped))
+        owned = self.context.ownership()
+        facts = RoundFacts(
+            int(time.time() * 1000),
+            committed,
+            failed,
+            frozenset(outcome.dropped),
+            None if owned is None else frozenset(owned.tables),
+        )
         self._health = after_round(self._health, facts)
         outcome.health = self._health
         try:

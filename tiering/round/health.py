@@ -63,6 +63,8 @@ class RoundFacts:
     committed: Mapping[str, tuple[int, int]] = field(default_factory=dict)  # table -> (table_id, delta_version)
     failed: Mapping[str, tuple[int, TableFailure]] = field(default_factory=dict)  # table -> (table_id, failure)
     dropped: frozenset[str] = frozenset()  # tables the store no longer has, failed or committed
+    #: in a tiering group, the tables this member owns after the round (None outside a group)
+    owned: frozenset[str] | None = None
 
 
 def health_file_path(checkpoint: str | CheckpointStore) -> str:
@@ -92,7 +94,9 @@ def write_health(checkpoint: str | CheckpointStore, health: Mapping[str, TableHe
 def after_round(health: Mapping[str, TableHealth], facts: RoundFacts) -> dict[str, TableHealth]:
     """``health`` updated with one round: a commit clears the failure streak, a failure extends
     it; a table is marked dropped while the store lacks it (the mark goes when the name is back);
-    tables the round did not touch keep theirs."""
+    tables the round did not touch keep theirs. In a tiering group a table that moved to another
+    member is no failure, and only the owned tables keep a record: the new owner's file tells the
+    table's health, and a record kept here would show it stale (or failing) in ``tiering status``."""
     out = dict(health)
 
     def incarnation(table: str, table_id: int) -> TableHealth:
@@ -114,6 +118,8 @@ def after_round(health: Mapping[str, TableHealth], facts: RoundFacts) -> dict[st
             }
         )
     for table, (table_id, failure) in facts.failed.items():
+        if failure.cause is FailureCause.MOVED:
+            continue
         old = incarnation(table, table_id)
         out[table] = old.model_copy(
             update={
@@ -125,4 +131,6 @@ def after_round(health: Mapping[str, TableHealth], facts: RoundFacts) -> dict[st
                 "dropped_ms": dropped_ms(old, table),
             }
         )
+    if facts.owned is not None:
+        return {table: record for table, record in out.items() if table in facts.owned}
     return out

@@ -91,3 +91,18 @@ def test_the_record_keeps_the_failure_typed_and_its_text_as_logged():
 def test_a_table_dropped_after_its_commit_keeps_the_commit_and_is_marked_dropped():
     health = after_round({}, RoundFacts(1_000, committed={"t": (1, 0)}, dropped=frozenset({"t"})))
     assert (health["t"].last_commit_version, health["t"].consecutive_failures, health["t"].dropped_ms) == (0, 0, 1_000)
+
+
+def test_in_a_group_a_table_that_moved_away_leaves_the_file_and_is_no_failure():
+    moved = TableFailure(FailureCause.MOVED, TableState.PLANNED, "TableEpochFencedError", "job 'b' owns it")
+    health = after_round({}, RoundFacts(1_000, committed={"a": (7, 3), "b": (8, 1)}, owned=frozenset({"a", "b"})))
+    health = after_round(
+        health, RoundFacts(2_000, committed={"a": (7, 4)}, failed={"b": (8, moved)}, owned=frozenset({"a"}))
+    )
+    assert sorted(health) == ["a"] and health["a"].last_commit_version == 4
+    health = after_round(health, RoundFacts(3_000, failed={"b": (8, moved)}, owned=frozenset({"a", "b"})))
+    assert "b" not in health, "a moved table is no failure, even one owned again"
+    outside = after_round(
+        {"c": health["a"].model_copy(update={"table": "c"})}, RoundFacts(4_000, committed={"a": (7, 5)})
+    )
+    assert sorted(outside) == ["a", "c"], "outside a group every record stays"
