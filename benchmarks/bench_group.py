@@ -289,6 +289,7 @@ def bench_group(args, work: Path, store) -> dict:
                     raise writer.error
                 print(json.dumps(phases[-1]), file=sys.stderr, flush=True)
             moved = _kill_one(members, lake, zk.hosts, names) if counts[-1] > 1 else None
+            print(json.dumps({"killed_member": moved}), file=sys.stderr, flush=True)
             members.stop()
         finally:
             for driver in members.drivers.values():
