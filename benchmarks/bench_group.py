@@ -5,10 +5,10 @@ Real parts: the store process, an embedded ZooKeeper, and each member a ``tierin
 (``local[1]``, its own JVM) with ``[job] group`` set, all over one local lake (docs/DESIGN.md §7).
 ``--tables N`` tables of 2 buckets; a writer changes 3 rows in every table, pass after pass, the
 whole time. Members join one after another up to each count of ``--members 1,2,3``; once the group
-is balanced (ZooKeeper's table epochs give every member its share), the steady round of each
-member is read from the lake: a member's round ends with its last commit (the commits carry the
-member's lease and round), and its round time is the time between two consecutive round ends,
-``--repeat`` rounds per member after the first after balancing (a hand-over round). The ratio is
+is balanced (ZooKeeper's table epochs give every member its share) and every member commits, the
+steady round of each member is read from the lake: a member's round ends with its last commit (the
+commits carry the member's lease and round), and its round time is the time between two
+consecutive round ends, ``--repeat`` rounds per member after the first after balancing (a hand-over round). The ratio is
 that against the 1-member round of the same run. At the largest count one member is SIGKILLed:
 the time from the kill until every table it owned has a commit by another member (commit
 timestamps), which includes its ZooKeeper session's expiry (``--session-timeout``).
@@ -207,6 +207,15 @@ def _steady(members: _Members, lake: Lake, zk_hosts: str, names: list[str], repe
         return _balanced(_owners(zk_hosts, names), names, live)
 
     wait_until(balanced, f"{len(live)} members to share the tables", timeout_s=DEADLINE_S, interval_s=2.0)
+    joined = {name: members.drivers[name].log.stat().st_size for name in live}
+
+    def tiering() -> bool:
+        members.check()
+        return all(members.rounds_since(name, joined[name]) for name in live)
+
+    # The window opens once every member commits: a joining member takes its share at once, and the
+    # others' rounds meanwhile (its JVM still starting) are not those of a group of this size.
+    wait_until(tiering, "every member to commit a round", timeout_s=DEADLINE_S, interval_s=2.0)
     since = time.time()
     offsets = {name: members.drivers[name].log.stat().st_size for name in live}
 
