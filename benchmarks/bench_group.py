@@ -8,10 +8,10 @@ whole time. Members join one after another up to each count of ``--members 1,2,3
 is balanced (ZooKeeper's table epochs give every member its share) and every member commits, the
 steady round of each member is read from the lake: a member's round ends with its last commit (the
 commits carry the member's lease and round), and its round time is the time between two
-consecutive round ends, ``--repeat`` rounds per member after the first after balancing (a hand-over round). The ratio is
-that against the 1-member round of the same run. At the largest count one member is SIGKILLed:
-the time from the kill until every table it owned has a commit by another member (commit
-timestamps), which includes its ZooKeeper session's expiry (``--session-timeout``).
+consecutive round ends, ``--repeat`` rounds per member after the window's first (begun before it).
+The ratio is that against the 1-member round of the same run. At the largest count one member is
+SIGKILLed: the time from the kill until every table it owned has a commit by another member
+(commit timestamps), which includes its ZooKeeper session's expiry (``--session-timeout``).
 
 Run: .venv/bin/python -m benchmarks.bench_tiering group [--tables 600] [--members 1,2,3]
 [--repeat 4] [--session-timeout 6] [--out FILE]
@@ -181,7 +181,7 @@ def _commits(lake: Lake, names: list[str], since_ms: int) -> list[_Commit]:
 
 def _round_times(commits: list[_Commit], member: str, repeat: int) -> dict:
     """A member's steady round: the time between the ends (last commit) of its consecutive rounds,
-    the first round after balancing left out (it may be a hand-over); with its rounds' table counts."""
+    the window's first round left out (begun before the window); with its rounds' table counts."""
     rounds: dict[tuple[str, int], list[int]] = defaultdict(list)
     for c in commits:
         if c.job == member:
