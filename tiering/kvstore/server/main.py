@@ -90,6 +90,8 @@ def serve(
     def announce() -> None:
         while not server.started and not stop.wait(0.05):
             pass
+        if not server.started:  # it never bound (a port taken): uvicorn said why
+            return
         for s in server.servers:
             for sock in s.sockets:
                 bound_host, bound_port = sock.getsockname()[:2]

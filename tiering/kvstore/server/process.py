@@ -21,6 +21,10 @@ from tiering.errors import StoreUnavailableError
 from tiering.kvstore.client import KvStoreClient
 from tiering.ports import free_port
 
+#: Starts on a free port tried before giving up: the port is free when picked, and another process
+#: may bind it before the store does (tiering/ports.py).
+PORT_ATTEMPTS = 3
+
 
 class StoreProcess:
     """One ``python -m tiering.kvstore.server`` process (the flags of ``tiering kv-store serve``);
@@ -79,18 +83,26 @@ class StoreProcess:
         log_retention_s: float | None = None,
         max_body_bytes: int | None = None,
     ) -> StoreProcess:
-        store = cls(
-            data_dir,
-            port or free_port(),
-            num_retained=num_retained,
-            gc_interval_s=gc_interval_s,
-            snapshot_interval_s=snapshot_interval_s,
-            token=token,
-            log_retention_s=log_retention_s,
-            max_body_bytes=max_body_bytes,
-        )
-        store.launch()
-        return store
+        """A started store on ``port``; without one, on a free port, picked again (up to
+        :data:`PORT_ATTEMPTS` times) when another process took it between the pick and the bind."""
+        for attempt in range(1, PORT_ATTEMPTS + 1):
+            store = cls(
+                data_dir,
+                port or free_port(),
+                num_retained=num_retained,
+                gc_interval_s=gc_interval_s,
+                snapshot_interval_s=snapshot_interval_s,
+                token=token,
+                log_retention_s=log_retention_s,
+                max_body_bytes=max_body_bytes,
+            )
+            try:
+                store.launch()
+                return store
+            except StoreUnavailableError as e:
+                if port is not None or attempt == PORT_ATTEMPTS or "address already in use" not in str(e):
+                    raise
+        raise AssertionError("unreachable")
 
     @property
     def pid(self) -> int | None:
