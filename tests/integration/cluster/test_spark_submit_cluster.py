@@ -170,13 +170,16 @@ def executor_at_the_point(cluster_dir: Path) -> int | None:
                 argv = (proc / "cmdline").read_bytes().split(b"\0")
             except OSError:
                 continue
-            if (
-                b"CoarseGrainedExecutorBackend" in b" ".join(argv)
-                and app.encode() in argv
-                and executor.encode() in argv
-            ):
-                return int(proc.name)
+            if b"CoarseGrainedExecutorBackend" in b" ".join(argv) and _flag(argv, b"--app-id") == app.encode():
+                # the id by its flag: a bare "0" is also the value of --resourceProfileId in every executor
+                if _flag(argv, b"--executor-id") == executor.encode():
+                    return int(proc.name)
     return None
+
+
+def _flag(argv: list[bytes], name: bytes) -> bytes | None:
+    """The value after ``name`` in ``argv``, or None."""
+    return argv[argv.index(name) + 1] if name in argv[:-1] else None
 
 
 def test_an_executor_killed_mid_bootstrap_aborts_the_round_and_leaks_no_hold(
