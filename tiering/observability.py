@@ -40,6 +40,7 @@ __all__ = [
     "TieringMetrics",
     "FreshnessCollector",
     "LeaseCollector",
+    "OwnershipCollector",
     "RoundObserver",
     "ProgressListener",
     "serve_metrics",
@@ -160,6 +161,42 @@ class LeaseCollector(Collector):
         yield enabled
 
 
+class OwnershipCollector(Collector):
+    """``kv_tiering_table_epoch``: in a tiering group, the tables this member owns, each at its
+    table epoch, labelled with the group; read when scraped from the ownership the leader last
+    wrote (coord/ownership.py), so a table that moved away has no sample from this member at once
+    and its new owner's sample names it. One series per owned table: the group's tables once over
+    its members."""
+
+    _NAME = "kv_tiering_table_epoch"
+    _HELP = "Table epoch under which this member of a tiering group owns the table (owned tables only)."
+    _LABELS = ["job", "group", "table"]
+
+    def __init__(self) -> None:
+        self._terms: dict[str, TermContext] = {}
+        self._lock = threading.Lock()
+
+    def track(self, context: TermContext) -> None:
+        with self._lock:
+            self._terms[context.job] = context
+
+    def describe(self):
+        yield GaugeMetricFamily(self._NAME, self._HELP, labels=self._LABELS)
+
+    def collect(self):
+        family = GaugeMetricFamily(self._NAME, self._HELP, labels=self._LABELS)
+        with self._lock:
+            terms = sorted(self._terms.items())
+        for job, context in terms:
+            try:
+                ownership = context.ownership()
+            except TieringError:
+                continue
+            for table, epoch in sorted(ownership.tables.items()) if ownership is not None else ():
+                family.add_metric([job, ownership.group, table], epoch)
+        yield family
+
+
 class TieringMetrics:
     """The job's Prometheus metrics; one set per registry (the default one in production)."""
 
@@ -213,6 +250,8 @@ class TieringMetrics:
         )
         self.lease = LeaseCollector()
         registry.register(self.lease)
+        self.owned = OwnershipCollector()
+        registry.register(self.owned)
         self.last_commit = Gauge(
             "kv_tiering_last_commit_timestamp_seconds",
             "When the table last committed (Unix time).",
@@ -299,6 +338,7 @@ class RoundObserver:
         self._metrics.epoch.labels(self.job).set(self.epoch)
         self._metrics.leader.labels(self.job).set(1)
         self._metrics.lease.track(self.job, lease)
+        self._metrics.owned.track(context)
 
     def __call__(self, outcome: RoundOutcome) -> None:
         try:

@@ -11,6 +11,7 @@ from prometheus_client import CollectorRegistry
 
 from tiering.conf.loader import load_config
 from tiering.context import TermContext
+from tiering.coord.ownership import Ownership
 from tiering.kvstore import retry
 from tiering.kvstore.client import KvStoreClient
 from tiering.kvstore.models import SnapshotRef, TableSpec
@@ -23,7 +24,7 @@ from tiering.round.table_states import FailureCause, TableFailure, TableState
 pytestmark = pytest.mark.integration
 
 
-def context(tmp_path, store_url: str = "http://127.0.0.1:9") -> TermContext:
+def context(tmp_path, store_url: str = "http://127.0.0.1:9", **settings: str) -> TermContext:
     config = load_config(
         None,
         {},
@@ -33,6 +34,7 @@ def context(tmp_path, store_url: str = "http://127.0.0.1:9") -> TermContext:
             "kvstore.url": store_url,
             "zookeeper.hosts": "127.0.0.1:9",
             "lake.root": str(tmp_path / "lake"),
+            **settings,
         },
     )
     return TermContext(config=config, epoch=5, lease_id="obs-job-lease")
@@ -135,3 +137,19 @@ def test_a_broken_store_does_not_fail_the_round(tmp_path, caplog, monkeypatch):
 
     assert [o.round_id for o in seen] == [42], "listeners still run"
     assert any("recording progress failed" in r.getMessage() for r in caplog.records)
+
+
+def test_a_group_member_samples_the_tables_it_owns_at_their_table_epochs(tmp_path):
+    group_file = tmp_path / "group-ownership.json"
+    ctx = context(tmp_path, **{"job.group": "g"}).model_copy(update={"group_file": str(group_file)})
+    registry = CollectorRegistry()
+    TieringMetrics(registry).owned.track(ctx)
+    assert sample(registry, "kv_tiering_table_epoch", job="obs-job", group="g", table="orders") is None, "none yet"
+
+    Ownership("g", "obs-job", {"orders": 3, "users": 1}).write(group_file)
+    assert sample(registry, "kv_tiering_table_epoch", job="obs-job", group="g", table="orders") == 3
+    assert sample(registry, "kv_tiering_table_epoch", job="obs-job", group="g", table="users") == 1
+
+    Ownership("g", "obs-job", {"users": 1}).write(group_file)  # orders moved to another member
+    assert sample(registry, "kv_tiering_table_epoch", job="obs-job", group="g", table="orders") is None
+    assert sample(registry, "kv_tiering_table_epoch", job="obs-job", group="g", table="users") == 1
