@@ -361,7 +361,9 @@ class TablesConfig(_Section):
     freshness_target_s: float = setting(
         "Freshness target in seconds: how stale a table's lake may get (the age of the oldest "
         "store write it lacks) before the `KvTieringFreshnessOverTarget` alert fires. Exported "
-        "per table as `kv_tiering_freshness_target_seconds`; `freshness_targets` overrides it.",
+        "per table as `kv_tiering_freshness_target_seconds`; `freshness_targets` overrides it. "
+        "It only alerts: a table with no entry in `freshness_targets` is planned at every trigger "
+        "that finds it changed.",
         300.0,
         gt=0,
     )
@@ -369,7 +371,11 @@ class TablesConfig(_Section):
         "Per-table freshness targets in seconds, by table name or glob pattern "
         '(`freshness_targets = { orders = 60, "audit_*" = 3600 }`): a table\'s exact name wins, '
         "else the first pattern in file order that matches it, else `freshness_target_s`. "
-        "Each target must be > 0.",
+        "Each target must be > 0. A target given here also schedules its tables: a changed table "
+        "is planned once its lake would otherwise get older than half its target before the next "
+        "trigger (at once when new, re-created or behind its last round), so tables with long "
+        "targets leave most rounds to the ones with short targets (an availableNow run plans "
+        "every changed table). Keep a target below the store's log retention.",
         {},
         label="table of name or glob = seconds",
     )
@@ -400,10 +406,16 @@ class TablesConfig(_Section):
 
     def freshness_target(self, name: str) -> float:
         """Table ``name``'s freshness target in seconds: its own, a pattern's, or the default."""
+        own = self.own_freshness_target(name)
+        return self.freshness_target_s if own is None else own
+
+    def own_freshness_target(self, name: str) -> float | None:
+        """Table ``name``'s target from ``freshness_targets`` (its name's, else the first matching
+        pattern's), or None: only such a target schedules a table (tiering.enumerator.schedule),
+        so a config that sets none plans every changed table at every trigger."""
         if name in self.freshness_targets:
             return self.freshness_targets[name]
-        matched = (s for p, s in self.freshness_targets.items() if fnmatch.fnmatchcase(name, p))
-        return next(matched, self.freshness_target_s)
+        return next((s for p, s in self.freshness_targets.items() if fnmatch.fnmatchcase(name, p)), None)
 
 
 class TriggerConfig(_Section):
