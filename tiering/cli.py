@@ -32,7 +32,7 @@ LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 LIBRARY_LOGGERS = ("kazoo", "urllib3", "tenacity", "py4j")
 #: Commands a person waits on: a dependency that is down is their one error line, so the
 #: reconnects and retries on the way there (kazoo's, the store client's) are not logged.
-OPERATOR_COMMANDS = ("status", "leases", "take-over", "check")
+OPERATOR_COMMANDS = ("status", "group", "leases", "take-over", "check")
 RETRY_LOGGERS = ("kazoo", "tiering.kvstore.retry")
 
 
@@ -134,6 +134,17 @@ def _status(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return EXIT_TABLES_FAILING
+    return EXIT_OK
+
+
+def _group(args: argparse.Namespace) -> int:
+    from tiering.group_status import group_view, render_group
+
+    view = group_view(_load(args))
+    if args.json:
+        print(json.dumps(view.listing(), indent=2, sort_keys=True))
+    else:
+        render_group(view)
     return EXIT_OK
 
 
@@ -496,6 +507,17 @@ def _parser() -> argparse.ArgumentParser:
         help=f"exit {EXIT_TABLES_FAILING} when a table failed N or more rounds in a row (default 3)",
     )
     status.set_defaults(func=_status)
+
+    group = commands.add_parser(
+        "group",
+        help="the job's tiering group: each member's job, host, pid, since when, tables owned at their table epochs",
+        description="List the live members of the job's tiering group ([job] group), oldest first, each with the "
+        "tables it owns and their table epochs, then the selected tables no live member owns (a departed member's "
+        "wait for its session to expire). Read from ZooKeeper; joins nothing.",
+    )
+    _conf_arg(group)
+    group.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    group.set_defaults(func=_group)
 
     leases = commands.add_parser("leases", help="the job's snapshot leases in the store")
     lease_commands = leases.add_subparsers(dest="lease_command", required=True, metavar="COMMAND")

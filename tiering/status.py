@@ -39,6 +39,7 @@ __all__ = [
     "TableStatus",
     "JobStatus",
     "job_status",
+    "selected_tables",
     "table_statuses",
     "held_snapshots",
     "job_leases",
@@ -119,6 +120,11 @@ class JobStatus:
 
 def _operator_client(config: TieringConfig) -> KvStoreClient:
     return store_client(config.kvstore, timeout_s=STATUS_TIMEOUT_S, retry_deadline_s=STATUS_RETRY_S)
+
+
+def selected_tables(config: TieringConfig) -> list[str]:
+    """The store's tables the job's ``[tables]`` selection picks, by name."""
+    return sorted(info.name for info in _operator_client(config).list_tables() if config.tables.selects(info.name))
 
 
 def job_status(config: TieringConfig) -> JobStatus:

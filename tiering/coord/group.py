@@ -9,7 +9,8 @@ on the membership — both may bump one table's epoch, the higher wins everywher
 out at its next rebalance or write.
 
 The membership is a kazoo ``Party`` under ``/tiering/groups/<group>/members`` (one ephemeral node
-per member's leader, holding its job and selection); the assignment is coord/assignment.py's pure
+per member's leader, holding its job, selection, host and pid; the node's creation time says since
+when it is a member); the assignment is coord/assignment.py's pure
 function over the members, the selected tables and the current owners read from the table epoch
 znodes (coord/table_epochs.py). The children watch only sets :attr:`GroupMember.changed`; the
 rebalance runs in the thread that waits for it.
@@ -19,11 +20,13 @@ from __future__ import annotations
 
 import json
 import logging
+import os
+import socket
 import threading
 from dataclasses import dataclass, field
 
 from kazoo.client import KazooClient
-from kazoo.exceptions import KazooException
+from kazoo.exceptions import KazooException, NoNodeError
 from kazoo.recipe.party import Party
 from kazoo.recipe.watchers import ChildrenWatch
 
@@ -36,7 +39,7 @@ from tiering.coord.paths import ensure_group_znodes, members_path
 from tiering.coord.table_epochs import TableOwnership, bump_table_epoch, read_table_epochs
 from tiering.errors import ConfigError, CoordinationError
 
-__all__ = ["GroupMember", "GroupView", "read_group", "selection_of"]
+__all__ = ["GroupMember", "GroupView", "MemberRecord", "read_group", "selection_of"]
 
 log = logging.getLogger(__name__)
 
@@ -57,7 +60,8 @@ class GroupMember:
         self.job = job
         self._job_epoch = job_epoch
         self._selection = selection_of(tables)
-        self._party = Party(zk, members_path(group), identifier=json.dumps({"job": job, "selection": self._selection}))
+        record = {"job": job, "selection": self._selection, "host": socket.gethostname(), "pid": os.getpid()}
+        self._party = Party(zk, members_path(group), identifier=json.dumps(record))
         #: set by the membership watch; cleared by :meth:`rebalance`
         self.changed = threading.Event()
         self._ownership = Ownership(group, job)
@@ -70,12 +74,12 @@ class GroupMember:
         """Register in the group; ConfigError (before registering) when another member selects
         other tables than this job does."""
         ensure_group_znodes(self.zk, self.group)
-        for other in self._records():
-            if other["job"] != self.job and other.get("selection") != self._selection:
+        for other in _member_records(self.zk, self.group):
+            if other.job != self.job and other.selection != self._selection:
                 raise ConfigError(
                     [
-                        f"tables: job {self.job!r} selects {self._selection}, but job {other['job']!r} of group "
-                        f"{self.group!r} selects {other.get('selection')}: every member of a group selects the same "
+                        f"tables: job {self.job!r} selects {self._selection}, but job {other.job!r} of group "
+                        f"{self.group!r} selects {other.selection}: every member of a group selects the same "
                         "tables"
                     ]
                 )
@@ -97,13 +101,10 @@ class GroupMember:
         except KazooException as e:
             log.warning("job=%s could not leave group %s (its session's end will): %r", self.job, self.group, e)
 
-    def _records(self) -> list[dict]:
-        return _member_records(self._party, self.group)
-
     def members(self) -> list[str]:
         """The jobs of the group's live members, sorted (a job whose previous session has not
         expired yet counts once)."""
-        return sorted({record["job"] for record in self._records()})
+        return sorted({record.job for record in _member_records(self.zk, self.group)})
 
     def owners(self, tables: list[str]) -> set[str]:
         """The jobs the table epoch znodes of ``tables`` name as owners (live members or not)."""
@@ -134,19 +135,58 @@ class GroupMember:
 
 
 @dataclass(frozen=True)
+class MemberRecord:
+    """One live member node: the job, the selection it joined with, where its leader runs (None
+    from a member that did not say) and since when (the node's creation, ZooKeeper's clock)."""
+
+    job: str
+    selection: dict | None
+    host: str | None
+    pid: int | None
+    since_ms: int
+
+
+@dataclass(frozen=True)
 class GroupView:
-    """A group as ``tiering status`` shows it: its live members and each table's owner."""
+    """A group as ``tiering status`` and ``tiering group`` show it: its live member nodes, the
+    selected tables and each one's owner (a table no member ever owned has none)."""
 
     group: str
-    members: list[str] = field(default_factory=list)
+    records: list[MemberRecord] = field(default_factory=list)
+    tables: list[str] = field(default_factory=list)
     owners: dict[str, TableOwnership] = field(default_factory=dict)
 
+    @property
+    def members(self) -> list[str]:
+        """The live members' jobs, sorted, each once."""
+        return sorted({r.job for r in self.records})
+
     def as_dict(self) -> dict:
+        """The status's group section: the members' jobs and each table's owner and table epoch."""
         return {
             "group": self.group,
             "members": self.members,
             "owners": {t: {"job": o.job, "table_epoch": o.epoch} for t, o in sorted(self.owners.items())},
         }
+
+    def listing(self) -> dict:
+        """``tiering group``'s answer: each member node (oldest first) with the tables it owns at
+        their table epochs, and the selected tables no live member owns, each with the job that
+        owned it last (None: never owned) — a departed member's, until the others take them."""
+        live = set(self.members)
+        members = [
+            {
+                "job": r.job,
+                "host": r.host,
+                "pid": r.pid,
+                "since_ms": r.since_ms,
+                "tables": {t: o.epoch for t, o in sorted(self.owners.items()) if o.job == r.job},
+            }
+            for r in sorted(self.records, key=lambda r: (r.since_ms, r.job))
+        ]
+        last = {t: self.owners[t].job if t in self.owners else None for t in sorted({*self.tables, *self.owners})}
+        unassigned = {t: job for t, job in last.items() if job not in live}
+        return {"group": self.group, "members": members, "unassigned": unassigned}
 
 
 def read_group(hosts: str, group: str, tables: list[str], *, timeout_s: float = 10.0) -> GroupView:
@@ -154,19 +194,28 @@ def read_group(hosts: str, group: str, tables: list[str], *, timeout_s: float = 
     own (it joins nothing)."""
     zk = connect(hosts, session_timeout_s=max(timeout_s, 2.0), timeout_s=timeout_s)
     try:
-        try:
-            joined = zk.exists(members_path(group)) is not None  # Party would create the path
-        except KazooException as e:
-            raise CoordinationError(f"cannot read group {group!r} at {hosts}: {e!r}") from e
-        records = _member_records(Party(zk, members_path(group)), group) if joined else []
-        return GroupView(group, sorted({r["job"] for r in records}), read_table_epochs(zk, group, tables))
+        return GroupView(group, _member_records(zk, group), sorted(tables), read_table_epochs(zk, group, tables))
     finally:
         close_quietly(zk)
 
 
-def _member_records(party: Party, group: str) -> list[dict]:
-    """What each live member of ``group`` registered: its job and selection."""
+def _member_records(zk: KazooClient, group: str) -> list[MemberRecord]:
+    """What each live member node of ``group`` holds, and when it was made (none before the
+    group's first member: the path is not created by reading)."""
+    path = members_path(group)
     try:
-        return [json.loads(member) for member in party]
-    except (KazooException, ValueError) as e:
-        raise CoordinationError(f"cannot read the members of group {group!r}: {e!r}") from e
+        children = zk.get_children(path) if zk.exists(path) is not None else []
+        answers = [zk.get_async(f"{path}/{child}") for child in children]
+        records = []
+        for answer in answers:
+            try:
+                data, stat = answer.get()
+            except NoNodeError:  # left between the listing and the read
+                continue
+            record = json.loads(data)
+            records.append(
+                MemberRecord(record["job"], record.get("selection"), record.get("host"), record.get("pid"), stat.ctime)
+            )
+    except (KazooException, ValueError, KeyError, TypeError) as e:
+        raise CoordinationError(f"cannot read the members of group {group!r} at {path}: {e!r}") from e
+    return records

@@ -6,6 +6,7 @@ checkpoint and the lake at directories that must stay absent.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,7 @@ COMMANDS = [
     ["run"],
     ["demo"],
     ["status"],
+    ["group"],
     ["maintain"],
     ["resync"],
     ["leases"],
@@ -105,6 +107,17 @@ def test_bad_config_exits_2_naming_the_key_and_writes_nothing(tmp_path, capsys, 
     assert err.startswith("tiering: invalid configuration:")
     assert named in err
     assert not (tmp_path / "ckpt").exists() and not (tmp_path / "lake").exists()
+
+
+def test_group_of_a_job_in_no_group_exits_2_as_json_too(tmp_path, capsys):
+    conf = tmp_path / "tiering.toml"
+    conf.write_text(conf_text(tmp_path))
+
+    assert main(["group", "--conf", str(conf), "--json"]) == EXIT_USAGE
+
+    captured = capsys.readouterr()
+    assert "job 'cli-test' is in no tiering group" in captured.err
+    assert json.loads(captured.out)["kind"] == "UsageError"
 
 
 def test_a_missing_config_file_is_a_config_error(tmp_path, capsys):
