@@ -29,6 +29,7 @@ from __future__ import annotations
 import logging
 import sys
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import TracebackType
@@ -65,8 +66,10 @@ except ImportError:  # Spark 4.0, 4.1: latestOffset() gets no start and no limit
 
 if TYPE_CHECKING:
     from tiering.context import TermContext
+    from tiering.coord.ownership import Ownership
     from tiering.enumerator.planner import RoundPlan, TableInput
     from tiering.enumerator.positions import LakePosition
+    from tiering.enumerator.schedule import FreshnessSchedule, Identity
     from tiering.kvstore.models import BucketLog, TableOwners
 
 log = logging.getLogger(__name__)
@@ -150,7 +153,9 @@ class KvTieringStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         self._lake = None
         self._making_lake = threading.Lock()
         self._settled = None
+        self._schedule: FreshnessSchedule | None = None
         self._selected: dict[str, bool] = {}
+        self._own_targets: dict[str, float | None] = {}
         self._lake_read: set[str] = set()  # tables whose lake this process read at least once
         self._targets: dict[str, dict[int, int]] | None = None
         self._stalled: dict[str, tuple[tuple, int]] = {}
@@ -201,6 +206,18 @@ class KvTieringStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         return self._settled
 
     @property
+    def schedule(self) -> FreshnessSchedule | None:
+        """Which changed tables a round plans (:mod:`tiering.enumerator.schedule`); None in an
+        availableNow run, which plans every changed table: it tiers everything there is, then ends."""
+        if self._targets is not None or self.context.config.trigger.available_now:
+            return None
+        if self._schedule is None:
+            from tiering.enumerator.schedule import FreshnessSchedule
+
+            self._schedule = FreshnessSchedule(self.context.config.trigger.interval_s)
+        return self._schedule
+
+    @property
     def lake(self):
         """The lake's tables as this process last saw them (read incrementally round by round).
         Made under a lock: the planning threads ask for it first, and each thread that made its
@@ -227,7 +244,7 @@ class KvTieringStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
 
     def prepareForTriggerAvailableNow(self) -> None:
         """Fix the log ends to reach now, so an availableNow run ends even while writes go on."""
-        selected = {t.name for t in self._tables()}
+        selected = {t.name for t in self._tables(self.context.ownership())}
         self._targets = {
             name: {b.bucket: b.log_end_offset for b in logs.buckets}
             for name, logs in self.client.logs().items()
@@ -246,7 +263,7 @@ class KvTieringStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
                 self.prepareForTriggerAvailableNow()  # the job triggers the rounds itself there
         previous = self._decoded(start)
         self._check_term(previous)
-        plan = self._plan(previous.round + 1, limit, {s.table for s in previous.splits})
+        plan, identities = self._plan(previous.round + 1, limit, {s.table for s in previous.splits})
         if plan.splits:
             try:
                 unavailable = self.lease.acquire(plan.snapshot_refs(), self._owners(plan))
@@ -262,10 +279,31 @@ class KvTieringStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
             log.info(
                 "round=%d table=%s bucket=%d skipped: %s", plan.round, skipped.table, skipped.bucket, skipped.reason
             )
+        self._scheduled(plan, identities)
         offset = checkpoint(plan, lease_id=self.context.lease_id, epoch=self.context.epoch)
         encoded = offset.to_dict()
         self._last = (encoded, offset)
         return encoded
+
+    def _scheduled(self, plan: RoundPlan, reads: dict[str, tuple[Identity, dict[int, int]]]) -> None:
+        """Tell the schedule which tables ``plan`` hands out, each up to the log ends this trigger
+        read (or in part: a read limit held a bucket back, or a bucket was skipped), and log in
+        one line how many changed tables wait for their freshness targets."""
+        schedule = self.schedule
+        if schedule is None:
+            return
+        partial = {t for t, _ in plan.deferred} | {s.table for s in plan.skipped}
+        for table in plan.tables:
+            identity, ends = reads[table.table]
+            schedule.planned(table.table, identity, None if table.table in partial else ends)
+        if schedule.held:
+            log.info(
+                "round=%d plans %d tables; %d changed tables wait for their freshness targets (first due in %.1f s)",
+                plan.round,
+                len({s.table for s in plan.splits}),
+                len(schedule.held),
+                max(0.0, min(schedule.held.values())),
+            )
 
     def _owners(self, plan: RoundPlan) -> TableOwners | None:
         """In a tiering group, the table epochs of the tables whose snapshots ``plan`` holds: the
@@ -319,13 +357,12 @@ class KvTieringStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
                 self.context.lease_id,
             )
 
-    def _tables(self):
+    def _tables(self, owned: Ownership | None = None):
         """The selected tables; each name matched against the patterns once per process (at
         10,000 tables, matching every name every round is a tenth of an idle round). In a tiering
-        group, only those the leader took for this member (its ownership file, read each round):
-        a table newly owned is planned from the lake's positions, as in a new term."""
+        group, only those the leader took for this member (``owned``, its ownership file, read each
+        round): a table newly owned is planned from the lake's positions, as in a new term."""
         selection = self.context.config.tables
-        owned = self.context.ownership()
         chosen = []
         for t in self.client.list_tables():
             selected = self._selected.get(t.name)
@@ -335,30 +372,42 @@ class KvTieringStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
                 chosen.append(t)
         return chosen
 
-    def _plan(self, round_id: int, limit: ReadLimit | None, planned_before: set[str]) -> RoundPlan:
-        """The round over every selected table. Every table's log ends come in one call; a table
-        settled with these very ends is skipped (:mod:`tiering.enumerator.settled`), the others'
-        lake and store reads run ``lake.table_parallelism`` at a time (they wait on I/O), in a
-        stable order."""
+    def _plan(
+        self, round_id: int, limit: ReadLimit | None, planned_before: set[str]
+    ) -> tuple[RoundPlan, dict[str, tuple[Identity, dict[int, int]]]]:
+        """The round over every selected table, and each read table's identity and log ends (what
+        the schedule is told of the planned ones). Every table's log ends come in one call; a table
+        settled with these very ends is skipped (:mod:`tiering.enumerator.settled`), and so is one
+        its freshness target lets wait (:mod:`tiering.enumerator.schedule`); the others' lake and
+        store reads run ``lake.table_parallelism`` at a time (they wait on I/O), in a stable order."""
         from concurrent.futures import ThreadPoolExecutor
 
         from tiering.enumerator.planner import RoundPlanner
 
-        tables = [t for t in self._tables() if self._targets is None or t.name in self._targets]
+        schedule = self.schedule
+        if schedule is not None:
+            schedule.trigger(time.monotonic())  # before the log ends are read: a clean time never runs ahead
+        owned = self.context.ownership()
+        tables = [t for t in self._tables(owned) if self._targets is None or t.name in self._targets]
         logs = self.client.logs()
         moved = []
         for info in tables:
             found = logs.get(info.name)
             if found is None or found.table_id != info.table_id:
                 continue  # created, dropped or re-created between the two calls: next round
+            identity = (info.table_id, None if owned is None else owned.epoch(info.name))
             buckets = self._capped(info.name, found.buckets)
             if self.settled.unchanged(info.name, info.table_id, buckets):
                 continue
-            if info.name not in self._lake_read and self._reported_settled(info, buckets, found):
+            if info.name not in self._lake_read and self._reported_settled(info, identity, buckets, found):
                 continue
-            moved.append((info, buckets))
+            if schedule is not None and not schedule.due(info.name, identity, self._own_target(info.name)):
+                continue
+            moved.append((info, identity, buckets))
         with ThreadPoolExecutor(self.context.config.lake.table_parallelism, thread_name_prefix="plan") as pool:
-            found_inputs = list(pool.map(lambda m: self._table_input(m[0], m[1], m[0].name in planned_before), moved))
+            found_inputs = list(
+                pool.map(lambda m: self._table_input(m[0], m[1], m[2], m[0].name in planned_before), moved)
+            )
         inputs = [table for table in found_inputs if table is not None]
         unlimited = isinstance(limit, ReadAllAvailable)
         limits = self.context.config.limits
@@ -370,21 +419,37 @@ class KvTieringStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         log.debug(
             "round=%d planning %d of %d tables (%d settled)", round_id, len(moved), len(tables), len(self.settled)
         )
-        return planner.plan(round_id, inputs)
+        reads = {info.name: (identity, {b.bucket: b.log_end_offset for b in logs}) for info, identity, logs in moved}
+        return planner.plan(round_id, inputs), reads
 
-    def _reported_settled(self, info, logs: list[BucketLog], found) -> bool:
+    def _own_target(self, table: str) -> float | None:
+        """``table``'s own freshness target, the one that schedules it; matched once per process."""
+        if table not in self._own_targets:
+            self._own_targets[table] = self.context.config.tables.own_freshness_target(table)
+        return self._own_targets[table]
+
+    def _caught_up(self, table: str, identity: Identity) -> None:
+        """``table``'s lake holds every log end this trigger read: the schedule is told so."""
+        if self.schedule is not None:
+            self.schedule.caught_up(table, identity)
+
+    def _reported_settled(self, info, identity: Identity, logs: list[BucketLog], found) -> bool:
         """A table this process has not read yet, settled on the store's word: its last lake
         report (this job's) reached every log end. Reports follow landed commits, so the lake holds
         at least that; a query starting over 10,000 idle tables then opens none of their Delta logs
         (each is read when its log moves, or at its re-check)."""
         from tiering.enumerator.settled import reported_position
 
-        return self.settled.record(info.name, info.table_id, logs, reported_position(found, self.context.job))
+        settled = self.settled.record(info.name, info.table_id, logs, reported_position(found, self.context.job))
+        if settled:
+            self._caught_up(info.name, identity)
+        return settled
 
-    def _table_input(self, info, logs: list[BucketLog], planned_before: bool) -> TableInput | None:
+    def _table_input(self, info, identity: Identity, logs: list[BucketLog], planned_before: bool) -> TableInput | None:
         """What the planner needs of one table; None when it is left out of this round: nothing
-        to tier (then it is settled), no progress in an availableNow run, or its Delta log cannot
-        be read (the other tables are planned, this one next round)."""
+        to tier (then it is settled), no progress in an availableNow run, its Delta log cannot
+        be read (the other tables are planned, this one next round), or, once its lake is read, its
+        freshness target lets it wait."""
         self._lake_read.add(info.name)
         try:
             loaded = self.lake.load(info.name)
@@ -393,8 +458,12 @@ class KvTieringStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
             return None
         position = loaded.position() if loaded is not None else None
         if self.settled.record(info.name, info.table_id, logs, position):
+            self._caught_up(info.name, identity)
             return None
         if self._gave_up(info.name, position, planned_before):
+            return None
+        schedule = self.schedule
+        if schedule is not None and not schedule.after_read(info.name, identity, position, self._own_target(info.name)):
             return None
         from tiering.enumerator.planner import TableInput, needs_bootstrap
 
