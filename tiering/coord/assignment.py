@@ -17,6 +17,16 @@ locks, fence a slow member.
 Balanced means by table count: every member owns ``n // m`` or ``n // m + 1`` tables. The members
 that keep the most of their current tables are the ones allowed the extra table, so the number of
 tables moved away from a live member is the least any balanced assignment moves.
+
+Where the tables' weights are known (a table's lag or size, in whole units) and differ, balanced
+means by weight, within one table's weight: no table can move from its owner to the least loaded
+member and leave both nearer the middle (for every member, its load minus the least load is at
+most its lightest table's weight; with every weight 1 this is the count rule). Current owners keep
+their tables; the free ones (new, or a departed member's) go heaviest first to the least loaded
+member; then, while some table's move to the least loaded member would narrow the spread, the one
+that narrows it most moves. Each such move lowers the sum of the squared loads, so it ends; an
+assignment already balanced moves nothing. Fewest moves is not guaranteed there (that is a
+bin-packing question); only moves that narrow the spread are made.
 """
 
 from __future__ import annotations
@@ -26,17 +36,26 @@ from collections.abc import Iterable, Mapping
 __all__ = ["assign"]
 
 
-def assign(tables: Iterable[str], members: Iterable[str], current: Mapping[str, str]) -> dict[str, str]:
+def assign(
+    tables: Iterable[str],
+    members: Iterable[str],
+    current: Mapping[str, str],
+    weights: Mapping[str, int] | None = None,
+) -> dict[str, str]:
     """Table -> owning member for every table of ``tables`` (empty when there is no member).
 
     ``current``: table -> its owner now (an owner that is no longer a member, or a table absent
-    from ``tables``, is ignored). Deterministic: the answer depends on the sets and the mapping,
-    not on the order they come in.
+    from ``tables``, is ignored). ``weights``: table -> its weight, at least 1 (a table absent
+    weighs 1); None, or every weight the same, balances by table count. Deterministic: the answer
+    depends on the sets and the mappings, not on the order they come in.
     """
     names = sorted(set(tables))
     group = sorted(set(members))
     if not group:
         return {}
+    weight = {table: max(1, int((weights or {}).get(table, 1))) for table in names}
+    if len(set(weight.values())) > 1:
+        return _by_weight(names, group, current, weight)
     kept: dict[str, list[str]] = {member: [] for member in group}
     free: list[str] = []
     for table in names:
@@ -58,3 +77,41 @@ def assign(tables: Iterable[str], members: Iterable[str], current: Mapping[str, 
         for _ in range(target[member] - len(kept[member])):
             owners[next(handed)] = member
     return owners
+
+
+def _by_weight(
+    names: list[str], group: list[str], current: Mapping[str, str], weight: dict[str, int]
+) -> dict[str, str]:
+    """The weighted balance: current owners kept, free tables heaviest first to the least loaded,
+    then the moves that narrow the spread (see the module's docstring)."""
+    owners = {table: current[table] for table in names if current.get(table) in group}
+    load = dict.fromkeys(group, 0)
+    for table, member in owners.items():
+        load[member] += weight[table]
+    for table in sorted((t for t in names if t not in owners), key=lambda t: (-weight[t], t)):
+        least = min(group, key=lambda m: (load[m], m))
+        owners[table] = least
+        load[least] += weight[table]
+    kept = {table for table in owners if current.get(table) == owners[table]}
+    while (move := _narrowing_move(owners, load, weight, kept)) is not None:
+        table, least = move
+        load[owners[table]] -= weight[table]
+        load[least] += weight[table]
+        owners[table] = least
+    return owners
+
+
+def _narrowing_move(
+    owners: dict[str, str], load: dict[str, int], weight: dict[str, int], kept: set[str]
+) -> tuple[str, str] | None:
+    """The table whose move to the least loaded member narrows the spread, with that member (None
+    when none does): a table handed out in this rebalance before one kept from its owner (moving it
+    again costs no hand-over), then the one that narrows it most (its weight nearest half the gap)."""
+    least = min(load, key=lambda m: (load[m], m))
+    candidates = [t for t, m in owners.items() if weight[t] < load[m] - load[least]]
+    if not candidates:
+        return None
+    best = min(
+        candidates, key=lambda t: (t in kept, abs(load[owners[t]] - load[least] - 2 * weight[t]), -load[owners[t]], t)
+    )
+    return best, least

@@ -1,4 +1,5 @@
-"""The group's balancing function: balanced by table count, deterministic, and moving as few
+"""The group's balancing function: balanced by table count (or within one table's weight where
+weights are known), deterministic, and moving as few
 tables as any balanced assignment could (docs/DESIGN.md §7)."""
 
 from __future__ import annotations
@@ -88,3 +89,82 @@ def test_no_member_owns_nothing_and_three_share_seven():
     owners = assign([f"t{i}" for i in range(7)], ["x", "y", "z"], {"t0": "y", "t1": "y", "t2": "y", "t3": "y"})
     assert Counter(owners.values()) == {"y": 3, "x": 2, "z": 2}
     assert [t for t in ("t0", "t1", "t2") if owners[t] == "y"] == ["t0", "t1", "t2"]
+
+
+WEIGHTS = st.sampled_from([1, 1, 2, 3, 5, 8, 40])
+
+
+@st.composite
+def weighted(draw):
+    """A situation whose tables weigh differently (lag or size known)."""
+    tables, members, current = draw(situations())
+    return tables, members, current, {t: draw(WEIGHTS) for t in tables}
+
+
+def _loads(owners: dict[str, str], members: list[str], weights: dict[str, int]) -> dict[str, int]:
+    return {m: sum(weights[t] for t, o in owners.items() if o == m) for m in members}
+
+
+def _within_one_table(owners: dict[str, str], members: list[str], weights: dict[str, int]) -> bool:
+    """No table's move to the least loaded member would narrow the spread."""
+    loads = _loads(owners, members, weights)
+    least = min(loads.values())
+    return all(weights[t] >= loads[o] - least for t, o in owners.items())
+
+
+@given(weighted())
+def test_by_weight_every_table_has_one_live_owner_balanced_within_one_tables_weight(situation):
+    tables, members, current, weights = situation
+    owners = assign(tables, members, current, weights)
+    assert set(owners) == set(tables) and set(owners.values()) <= set(members)
+    assert _within_one_table(owners, members, weights), _loads(owners, members, weights)
+
+
+@given(weighted(), st.randoms())
+def test_by_weight_the_order_of_the_inputs_does_not_matter(situation, random):
+    tables, members, current, weights = situation
+    shuffled = list(tables)
+    random.shuffle(shuffled)
+    again = assign(shuffled, random.sample(members, len(members)), dict(reversed(current.items())), weights)
+    assert again == assign(tables, members, current, weights)
+
+
+@given(weighted())
+def test_by_weight_a_balanced_assignment_moves_nothing(situation):
+    tables, members, current, weights = situation
+    owners = assign(tables, members, current, weights)
+    assert assign(tables, members, owners, weights) == owners
+    if (
+        set(current) == set(tables)
+        and set(current.values()) <= set(members)
+        and _within_one_table(current, members, weights)
+    ):
+        assert owners == current, "already balanced: nothing to move"
+
+
+@given(weighted())
+def test_by_weight_moves_no_more_than_two_over_the_fewest_on_small_groups(situation):
+    """Fewest moves under weights is a bin-packing question: the greedy rule is checked against a
+    brute force over every balanced assignment of small groups, and kept within two of it."""
+    tables, members, current, weights = situation
+    if len(tables) > 6 or len(members) > 3:
+        return
+    owners = assign(tables, members, current, weights)
+    fewest = min(
+        _moved(current, members, candidate)
+        for combo in itertools.product(members, repeat=len(tables))
+        if _within_one_table(candidate := dict(zip(tables, combo, strict=True)), members, weights)
+    )
+    assert _moved(current, members, owners) <= fewest + 2
+
+
+@given(situations())
+def test_equal_weights_balance_by_count(situation):
+    tables, members, current = situation
+    assert assign(tables, members, current, dict.fromkeys(tables, 7)) == assign(tables, members, current)
+
+
+def test_a_heavy_table_alone_balances_many_light_ones():
+    weights = {"hot": 10, **{f"q{i}": 1 for i in range(10)}}
+    owners = assign(weights, ["a", "b"], {}, weights)
+    assert Counter(owners.values()) == {owners["hot"]: 1, ({"a", "b"} - {owners["hot"]}).pop(): 10}
