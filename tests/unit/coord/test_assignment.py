@@ -1,6 +1,7 @@
-"""The group's balancing function: balanced by table count (or within one table's weight where
-weights are known), deterministic, and moving as few
-tables as any balanced assignment could (docs/DESIGN.md §7)."""
+"""The group's balancing function (docs/DESIGN.md §7): deterministic; by table count, balanced
+and moving as few tables as any balanced assignment could; by weight where weights are known,
+balanced within one table's weight, moving nothing when already balanced and, on small groups,
+within two moves of the fewest."""
 
 from __future__ import annotations
 
