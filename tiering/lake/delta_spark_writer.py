@@ -3,6 +3,8 @@
 Failure modes and what happens (the same protocol as :mod:`tiering.lake.delta_rs_writer`):
 - the Delta jars are not on Spark's classpath -> :class:`ConfigError` when the writer is
   built, before any lease is taken, saying how to add them or to use ``delta-rs``;
+- a lake on S3 -> :class:`ConfigError` when the writer is built (:func:`refuse_s3_lake`): two
+  drivers could commit the same Delta version there and one silently overwrite the other;
 - the round is replayed: the txn version of ``tiering/<job>/<table>`` already reaches
   ``(epoch, round)`` -> nothing is written, ``skipped=True``. Checked first here, and again
   by Delta itself inside the write transaction (``txnAppId``/``txnVersion`` options: Delta
@@ -67,7 +69,7 @@ from tiering.lake.change_feed import CHANGE_FEED_PROPERTY, needs_merge
 from tiering.lake.delta_spark_merge import check_delta_session, commit_session, merge_round, set_properties
 from tiering.lake.round_protocol import PreparedRound, RoundWriter, TableCommit, WritePath, WrittenRound, output_rows
 
-__all__ = ["DELTA_CLASS", "DeltaSparkRoundWriter", "check_delta_jars"]
+__all__ = ["DELTA_CLASS", "DeltaSparkRoundWriter", "check_delta_jars", "refuse_s3_lake"]
 
 log = logging.getLogger(__name__)
 
@@ -109,6 +111,27 @@ def check_delta_jars(
     )
 
 
+#: Why delta-spark cannot commit to an S3 lake of this job, and what to do instead.
+_S3_LAKE = (
+    "lake.writer = 'delta-spark' cannot commit to lake.root = {root!r} on S3: Delta commits a version there "
+    "through its S3 LogStore (S3SingleDriverLogStore, spark.delta.logStore.s3.impl), which checks that the "
+    "version's file is absent and then writes it in two requests, not in one conditional put, so a second "
+    "driver committing the same version (a zombie after a failover, or this job's own delta-rs commits: table "
+    "fences, maintenance) can overwrite a commit and lose it; the txn fencing of a round cannot catch a commit "
+    "that is no longer in the log. Delta ships no S3 LogStore with conditional writes, and "
+    "io.delta.storage.S3DynamoDBLogStore excludes only writers that go through the same DynamoDB table, which "
+    'delta-rs does not. Use lake.writer = "delta-rs" on S3 (every commit an If-None-Match: * put), or '
+    "delta-spark with a local lake.root"
+)
+
+
+def refuse_s3_lake(lake: Lake) -> None:
+    """:class:`ConfigError` when ``lake`` is on S3, where delta-spark's commits are not mutually
+    exclusive with another driver's (docs/DESIGN.md §6, the writers)."""
+    if lake.store.is_s3:
+        raise ConfigError([_S3_LAKE.format(root=lake.store.root)])
+
+
 class DeltaSparkRoundWriter(RoundWriter):
     """Writes rounds with Spark and commits them with delta-spark's own transaction.
 
@@ -118,6 +141,7 @@ class DeltaSparkRoundWriter(RoundWriter):
     def __init__(
         self, spark: SparkSession, lake: Lake, job: str, *, write: str = "merge", change_data_feed: bool = False
     ) -> None:
+        refuse_s3_lake(lake)
         check_delta_jars(spark)
         if write == "merge":
             check_delta_session(spark)

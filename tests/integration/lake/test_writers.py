@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pyarrow.fs as pafs
 import pytest
 
 from tests.support.writers import JOB, missing_delta_jars
@@ -50,3 +51,23 @@ def test_without_the_jars_delta_spark_refuses_to_start(spark, tmp_path):
     assert f"io.delta:delta-spark_{minor}_2.13:" in problem and f"Spark {spark.version}" in problem
     assert 'lake.writer = "delta-rs"' in problem
     assert not lake.exists()
+
+
+def test_delta_spark_refuses_an_s3_lake_before_anything_is_written(s3_server, s3_root):
+    """Its S3 commits are a check then a write, not one conditional put: a zombie driver or the
+    job's own delta-rs commits could overwrite one (docs/DESIGN.md §6)."""
+    config = LakeConfig(root=s3_root, writer="delta-spark", storage=s3_server.storage_options())
+
+    with pytest.raises(ConfigError) as err:
+        make_round_writer(None, config, JOB)
+
+    (problem,) = err.value.problems
+    assert problem.startswith(f"lake.writer = 'delta-spark' cannot commit to lake.root = '{s3_root}' on S3")
+    assert "S3SingleDriverLogStore, spark.delta.logStore.s3.impl" in problem
+    assert "io.delta.storage.S3DynamoDBLogStore" in problem
+    assert problem.endswith(
+        'Use lake.writer = "delta-rs" on S3 (every commit an If-None-Match: * put), or '
+        "delta-spark with a local lake.root"
+    )
+    store = Lake.of(config).store
+    assert store.filesystem.get_file_info(pafs.FileSelector(store.path(store.root), allow_not_found=True)) == []
