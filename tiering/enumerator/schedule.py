@@ -48,8 +48,10 @@ __all__ = ["PLAN_AT_FRACTION", "TableClock", "FreshnessSchedule", "plan_now"]
 #: half covers the round that writes it, a trigger that comes late, and one failed round retried.
 PLAN_AT_FRACTION = 0.5
 
-#: How many recent gaps between triggers bound the next one.
-RECENT_GAPS = 8
+#: How many recent gaps between triggers bound the next one: enough to follow rounds that stay
+#: slow, few enough that a one-off slow round (a bootstrap, a maintenance pass) does not keep
+#: every scheduled table due for long.
+RECENT_GAPS = 3
 
 #: What tells one incarnation of a table from another: its table id and, in a group, its table epoch.
 Identity = tuple[int, int | None]
