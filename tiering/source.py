@@ -288,7 +288,8 @@ class KvTieringStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
     def _scheduled(self, plan: RoundPlan, reads: dict[str, tuple[Identity, dict[int, int]]]) -> None:
         """Tell the schedule which tables ``plan`` hands out, each up to the log ends this trigger
         read (or in part: a read limit held a bucket back, or a bucket was skipped), and log in
-        one line how many changed tables wait for their freshness targets."""
+        one line how many tables wait for their freshness targets (changed, or due the settled
+        re-check)."""
         schedule = self.schedule
         if schedule is None:
             return
@@ -298,7 +299,7 @@ class KvTieringStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
             schedule.planned(table.table, identity, None if table.table in partial else ends)
         if schedule.held:
             log.info(
-                "round=%d plans %d tables; %d changed tables wait for their freshness targets (first due in %.1f s)",
+                "round=%d plans %d tables; %d tables wait for their freshness targets (first due in %.1f s)",
                 plan.round,
                 len({s.table for s in plan.splits}),
                 len(schedule.held),

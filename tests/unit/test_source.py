@@ -238,3 +238,13 @@ def test_the_planning_threads_share_one_view_of_the_lake(monkeypatch):
         views = list(pool.map(ask, range(8)))
 
     assert len({id(v) for v in views}) == 1 and views[0] is r.lake
+
+
+def test_an_available_now_run_plans_every_changed_table_a_continuous_one_by_schedule():
+    r = reader()
+    assert r.schedule is not None and r.schedule is r.schedule, "one schedule per planning process"
+    r._targets = {"a": {0: 50}}  # prepareForTriggerAvailableNow
+    assert r.schedule is None
+    config = CONFIG.model_copy(update={"trigger": CONFIG.trigger.model_copy(update={"available_now": True})})
+    option = TermContext(config=config, epoch=3, lease_id="j-lease").to_option()
+    assert KvTieringDataSource({CONTEXT_OPTION: option}).streamReader(None).schedule is None
