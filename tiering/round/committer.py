@@ -42,7 +42,9 @@ Failure modes and what happens:
   rounds commit under the group's name with the table's epoch (``TermContext.lake_writer``), so
   that the txn versions order every owner's commits, and a member's first round of a table it was
   given raises the table's fence to its table epoch first (:mod:`tiering.lake.table_fence`), so that
-  a commit the old owner prepared before fails;
+  a commit the old owner prepared before fails; a table that fails in any other way after the
+  leader gave it away (its first commit creating the Delta table beside the new owner's, which
+  landed first) failed because it moved, and fails with cause ``moved`` too;
 - this driver is no longer the leader (:class:`NotLeaderError`: the store's fenced reply, a
   lost ZooKeeper term, a newer Delta commit): the error propagates and stops the query —
   nothing more of this round lands, and nothing is released (the new leader owns the lease);
@@ -82,6 +84,7 @@ from tiering.errors import (
     TableMovedError,
     TableNotFoundError,
     TableRecreatedError,
+    one_line,
 )
 from tiering.kvstore.client import KvStoreClient, segment
 from tiering.kvstore.models import LakeReport, LogRange, LogSegment, SnapshotRef, TableInfo, TableOwners
@@ -223,7 +226,17 @@ class RoundCommitter:
         except Exception as e:  # one table's failure must not stop the others
             if table.state in (TableState.COMMITTED, TableState.REPORTED, TableState.RELEASED):
                 raise  # the steps after a commit handle their own errors: this is a bug, not the table's
-            self._fail(table, e, outcome)
+            self._fail(table, self._moved_meanwhile(table, e), outcome)
+
+    def _moved_meanwhile(self, table: TableRound, error: Exception) -> Exception:
+        """``error``, or a TableMovedError when the leader gave ``table`` away since the round
+        began: whatever the table failed on, its new owner tiers it now."""
+        if self._owned is None or (epoch := self._owned.epoch(table.name)) is None:
+            return error
+        now = self._context.ownership()
+        if now is None or now.epoch(table.name) == epoch:
+            return error
+        return TableMovedError(f"{one_line(error)} (the table moved to another member meanwhile)", table=table.name)
 
     def _fail(self, table: TableRound, error: Exception, outcome: RoundOutcome) -> None:
         """Fail ``table`` alone with ``error``, and release its holds."""

@@ -499,6 +499,25 @@ def test_a_table_that_moved_since_planning_is_refused_at_the_re_acquire_and_fail
     assert [(t, rep.table_epoch) for t, rep in r.store.reports] == [("b", 5)]
 
 
+def test_a_table_given_away_mid_round_whose_commit_fails_failed_because_it_moved(tmp_path):
+    """The leader gave "a" away while the round wrote it, and its commit failed (the new owner
+    created the Delta table first): a move, not a failure; "b" fails as it would outside a group."""
+    exists = LakeCommitError("table 'a': A Delta Lake table already exists at that location")
+    r = Round(
+        tmp_path,
+        writer=FakeWriter(fail={("commit", "a"): exists, ("commit", "b"): LakeCommitError("disk full")}),
+        owned=Ownership("g", "unit", {"a": 3, "b": 5, "c": 2}),
+    )
+    r.writer.while_writing = lambda: Ownership("g", "unit", {"b": 5, "c": 2}).write(tmp_path / "group-ownership.json")
+    outcome = r.run(0)
+
+    assert {t: (f.cause, f.error_type) for t, f in outcome.failed.items()} == {
+        "a": (FailureCause.MOVED, "TableMovedError"),
+        "b": (FailureCause.COMMIT, "LakeCommitError"),
+    }
+    assert "already exists" in str(outcome.failed["a"]) and sorted(outcome.committed) == ["c"]
+
+
 def test_outside_a_group_the_re_acquire_claims_no_table(tmp_path):
     r = Round(tmp_path)
     r.run(0)
