@@ -290,11 +290,18 @@ class TieringJob:
         return self._query
 
     def run(
-        self, stop: threading.Event | None = None, *, lost: threading.Event | None = None, poll_s: float = 0.5
+        self,
+        stop: threading.Event | None = None,
+        *,
+        lost: threading.Event | None = None,
+        poll_s: float = 0.5,
+        on_first_trigger: Callable[[], object] | None = None,
     ) -> JobResult:
         """Run until the query ends (availableNow), ``stop`` is set (a clean stop) or ``lost`` is
         (the term ended); always stops the query. Spark's ``awaitTermination`` blocks in the JVM,
-        so the events are looked at between waits of ``poll_s``."""
+        so the events are looked at between waits of ``poll_s``. ``on_first_trigger`` is called
+        once, in this thread, when the query's first trigger has ended (an error it raises stops
+        the query and is raised)."""
         from pyspark.errors import StreamingQueryException
 
         until = [event for event in (stop, lost) if event is not None]
@@ -303,6 +310,9 @@ class TieringJob:
             try:
                 while query.isActive and not any(event.is_set() for event in until):
                     query.awaitTermination(poll_s)
+                    if on_first_trigger is not None and _first_trigger_ended(query.status):
+                        on_first_trigger()
+                        on_first_trigger = None
                     if self._end_when_idle and query.status["message"] == "Waiting for data to arrive":
                         break  # a trigger found nothing to tier: availableNow is done (stopped below)
                 if stop is not None and stop.is_set() and not (lost is not None and lost.is_set()):
@@ -389,6 +399,12 @@ class TieringJob:
             log.warning("job=%s round=%d: table health not saved: %s", self.context.job, outcome.round_id, e)
 
 
+def _first_trigger_ended(status: dict) -> bool:
+    """Whether a query's status (StreamingQuery.status) says its first trigger ran: past the
+    sources' initialization, and no trigger running."""
+    return not status["isTriggerActive"] and not status["message"].startswith("Initializing")
+
+
 def _let_trigger_end(query, wait_s: float, poll_s: float = 0.05) -> None:
     """Spark's ``stop`` interrupts the stream thread wherever it is: mid-round, or writing the
     round's commit to the checkpoint, where Hadoop prints the interrupt's stack trace. A clean
@@ -404,6 +420,16 @@ def _let_trigger_end(query, wait_s: float, poll_s: float = 0.05) -> None:
 def included_tables(config: TieringConfig, client) -> list[str]:
     """The store's tables the job tiers (``[tables]``), by name."""
     return sorted(t.name for t in client.list_tables() if config.tables.selects(t.name))
+
+
+def log_size_classes(client, tables: list[str]) -> dict[str, int]:
+    """Each table's weight in its group's balance (coord/assignment.py): the size class of its log
+    in the store, the bit length of the changes it ever took (2**20 changes weigh 21, none 1), from
+    one store call. A log's end only grows, so the class changes at powers of two and members
+    reading it a moment apart agree; a lag, back near 0 after each commit, would have them hand
+    tables back and forth."""
+    ends = {name: sum(b.log_end_offset for b in found.buckets) for name, found in client.logs(tables).items()}
+    return {name: max(1, end.bit_length()) for name, end in ends.items()}
 
 
 def _lead(
@@ -555,9 +581,11 @@ def run_as_leader(
     try:
         check_checkpoint(checkpoint_of(config))  # before the term writes to it: the lease file comes next
         context = TermContext.begin(config, term.epoch)
-        if config.job.group is not None:  # before the query: its planning reads what the group gave it
-            group = _join_group(config, config.job.group, term, context.store_client())
+        if config.job.group is not None:
+            group = _group_member(config, config.job.group, term, context.store_client())
             context = context.model_copy(update={"group_file": str(group.path)})
+            if config.trigger.available_now:  # its rounds end at the first with nothing owned: join first
+                group.start()
         spark = build_spark(config)
         lease = context.job_lease(context.store_client())
         observer = observability.RoundObserver(context, lease, listeners=listeners)
@@ -565,7 +593,11 @@ def run_as_leader(
         spark.streams.addListener(progress)
         job = TieringJob(spark, context, lease=lease, fence=term.check, on_round=observer)
         try:
-            result = job.run(stop, lost=term.lost)
+            # A continuous member joins once its query's first trigger ran (it planned nothing: it
+            # owned nothing), not before the driver's JVM and query start: tables it took then would
+            # wait that long for a round.
+            join = group.start if group is not None and not group.started else None
+            result = job.run(stop, lost=term.lost, on_first_trigger=join)
         except Exception as e:
             # A query failing because the term ended (a fence raised, the store said
             # FENCED_EPOCH) is a leadership loss, whatever wrapper Spark put around it.
@@ -590,17 +622,24 @@ def run_as_leader(
         term.resign()
 
 
-def _join_group(config: TieringConfig, group: str, term, client) -> GroupRebalancer:
-    """Join tiering group ``group`` with the term's session and take this member's first share
-    (ConfigError when its ``[tables]`` selection is not the group's)."""
+def _group_member(config: TieringConfig, group: str, term, client) -> GroupRebalancer:
+    """This term's member of tiering group ``group``, not joined yet (:meth:`GroupRebalancer.start`
+    joins); ConfigError now when its ``[tables]`` selection is not the group's."""
     from tiering.coord.group import GroupMember
     from tiering.coord.rebalancer import GroupRebalancer
     from tiering.coord.start_grace import StartGrace
 
     member = GroupMember(term.zk, group, config.job.name, term.fence, config.tables)
+    member.check_selection()
     every_s = max(config.trigger.interval_s, 1.0)
     grace = StartGrace.of_session(config.zookeeper.session_timeout_s)
-    return GroupRebalancer(member, lambda: included_tables(config, client), every_s, grace).start()
+    return GroupRebalancer(
+        member,
+        lambda: included_tables(config, client),
+        every_s,
+        grace,
+        weights=lambda tables: log_size_classes(client, tables),
+    )
 
 
 def _lost_reason(term, error: Exception) -> str | None:

@@ -23,6 +23,7 @@ import logging
 import os
 import socket
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from kazoo.client import KazooClient
@@ -73,6 +74,16 @@ class GroupMember:
     def join(self) -> None:
         """Register in the group; ConfigError (before registering) when another member selects
         other tables than this job does."""
+        self.check_selection()
+        try:
+            self._party.join()
+        except KazooException as e:
+            raise CoordinationError(f"job {self.job!r} cannot join group {self.group!r}: {e!r}") from e
+        ChildrenWatch(self.zk, members_path(self.group), self._on_members)
+        log.info("job=%s joined group %s", self.job, self.group)
+
+    def check_selection(self) -> None:
+        """ConfigError when a live member selects other tables than this job does."""
         ensure_group_znodes(self.zk, self.group)
         for other in _member_records(self.zk, self.group):
             if other.job != self.job and other.selection != self._selection:
@@ -83,12 +94,6 @@ class GroupMember:
                         "tables"
                     ]
                 )
-        try:
-            self._party.join()
-        except KazooException as e:
-            raise CoordinationError(f"job {self.job!r} cannot join group {self.group!r}: {e!r}") from e
-        ChildrenWatch(self.zk, members_path(self.group), self._on_members)
-        log.info("job=%s joined group %s", self.job, self.group)
 
     def _on_members(self, children: list[str]) -> bool:
         self.changed.set()
@@ -110,16 +115,17 @@ class GroupMember:
         """The jobs the table epoch znodes of ``tables`` name as owners (live members or not)."""
         return {owned.job for owned in read_table_epochs(self.zk, self.group, tables).values()}
 
-    def rebalance(self, tables: list[str]) -> Ownership:
-        """Compute the group's assignment of ``tables`` and take this job's share: the table epoch
-        of every table newly given to it is bumped before it is returned as owned; a table given
-        to another member, or whose epoch another member bumped meanwhile, is no longer owned."""
+    def rebalance(self, tables: list[str], weights: Mapping[str, int] | None = None) -> Ownership:
+        """Compute the group's assignment of ``tables`` (by ``weights`` where known, else by count:
+        coord/assignment.py) and take this job's share: the table epoch of every table newly given
+        to it is bumped before it is returned as owned; a table given to another member, or whose
+        epoch another member bumped meanwhile, is no longer owned."""
         self.changed.clear()
         members = self.members()
         if self.job not in members:
             raise CoordinationError(f"job {self.job!r} is not a member of group {self.group!r} (session expired?)")
         found = read_table_epochs(self.zk, self.group, tables)
-        owners = assign(tables, members, {table: owned.job for table, owned in found.items()})
+        owners = assign(tables, members, {table: owned.job for table, owned in found.items()}, weights)
         kept: dict[str, int] = {}
         for table, epoch in self._ownership.tables.items():
             now = found.get(table)

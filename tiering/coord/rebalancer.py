@@ -21,7 +21,7 @@ import shutil
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from tiering.coord.group import GroupMember
@@ -34,15 +34,22 @@ log = logging.getLogger(__name__)
 
 
 class GroupRebalancer:
-    """:meth:`start` joins the group and takes the first share before the query starts (after the
-    start ``grace``, if any); a thread then rebalances on every membership change and every
-    ``every_s``; :meth:`stop` leaves."""
+    """:meth:`start` joins the group and takes the first share (after the start ``grace``, if any);
+    a thread then rebalances on every membership change and every ``every_s``; :meth:`stop` leaves.
+    ``tables`` reads the selected tables at each rebalance, ``weights`` (if given) their weights
+    (coord/assignment.py), which every member must read alike."""
 
     def __init__(
-        self, member: GroupMember, tables: Callable[[], list[str]], every_s: float, grace: StartGrace | None = None
+        self,
+        member: GroupMember,
+        tables: Callable[[], list[str]],
+        every_s: float,
+        grace: StartGrace | None = None,
+        weights: Callable[[list[str]], Mapping[str, int]] | None = None,
     ) -> None:
         self._member = member
         self._tables = tables
+        self._weights = weights
         self._every_s = every_s
         self._grace = grace
         self._stop = threading.Event()
@@ -50,6 +57,10 @@ class GroupRebalancer:
         #: the ownership file the planning process and the rounds read
         self.path = self._dir / "group-ownership.json"
         self._thread = threading.Thread(target=self._run, name=f"group-{member.group}", daemon=True)
+
+    @property
+    def started(self) -> bool:
+        return self._thread.is_alive()
 
     def start(self) -> GroupRebalancer:
         try:
@@ -90,7 +101,8 @@ class GroupRebalancer:
 
     def _rebalance(self) -> None:
         before = set(self._member.ownership.tables)
-        ownership = self._member.rebalance(self._tables())
+        tables = self._tables()
+        ownership = self._member.rebalance(tables, None if self._weights is None else self._weights(tables))
         ownership.write(self.path)
         if set(ownership.tables) != before:
             log.info(
