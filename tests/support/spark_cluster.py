@@ -24,7 +24,8 @@ from pathlib import Path
 
 import pyspark
 
-from tiering.ports import free_port
+from tests.support.jvm import DAEMON_ENV, DEFAULTS_CONF
+from tiering.ports import free_ports
 
 SPARK_HOME = Path(pyspark.__file__).parent
 #: pyspark's spark-submit next to this interpreter (the venv's bin), as users run it
@@ -55,7 +56,7 @@ class SparkCluster:
     def __init__(self, directory: Path, workers: int = 2) -> None:
         self.directory = directory
         self.workers = workers
-        self.port, self.ui_port = free_port(), free_port()
+        self.port, self.ui_port, *self._worker_ports = free_ports(2 + 2 * workers)
         self._procs: list[subprocess.Popen] = []
 
     @property
@@ -72,6 +73,7 @@ class SparkCluster:
             SPARK_CONF_DIR=str(self.directory / "conf"),
             SPARK_LOCAL_DIRS=str(self.directory / "local"),
             SPARK_DAEMON_MEMORY="256m",
+            **DAEMON_ENV,
             PYSPARK_PYTHON=sys.executable,
             PYSPARK_DRIVER_PYTHON=sys.executable,
         )
@@ -98,7 +100,8 @@ class SparkCluster:
         (self.directory / "local").mkdir(exist_ok=True)
         (self.directory / "conf" / "log4j2.properties").write_text(_LOG4J)
         # the REST submission server would take the fixed port 6066
-        (self.directory / "conf" / "spark-defaults.conf").write_text("spark.master.rest.enabled false\n")
+        defaults = {"spark.master.rest.enabled": "false", **DEFAULTS_CONF}
+        (self.directory / "conf" / "spark-defaults.conf").write_text("".join(f"{k} {v}\n" for k, v in defaults.items()))
         self._daemon(
             "master",
             "org.apache.spark.deploy.master.Master",
@@ -119,9 +122,9 @@ class SparkCluster:
                 "--host",
                 "127.0.0.1",
                 "--port",
-                str(free_port()),
+                str(self._worker_ports[2 * i]),
                 "--webui-port",
-                str(free_port()),
+                str(self._worker_ports[2 * i + 1]),
                 "--cores",
                 "1",
                 "--memory",
