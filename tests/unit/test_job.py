@@ -13,7 +13,15 @@ import pytest
 from tiering.conf.loader import load_config
 from tiering.context import TermContext
 from tiering.errors import LeadershipLostError, NotLeaderError, TieringError
-from tiering.job import JobResult, TieringJob, _let_trigger_end, _lost_reason, included_tables
+from tiering.job import (
+    JobResult,
+    TieringJob,
+    _first_trigger_ended,
+    _let_trigger_end,
+    _lost_reason,
+    included_tables,
+    log_size_classes,
+)
 from tiering.lake.maintenance import LakeMaintainer
 from tiering.lake.round_protocol import TableCommit
 from tiering.round.outcome import RoundOutcome
@@ -52,6 +60,32 @@ def test_included_tables_are_the_stores_tables_the_config_selects_sorted():
     assert included_tables(config(), store) == ["audit", "orders", "orders_eu", "orders_tmp", "users"]
     assert included_tables(config(include=["orders*"], exclude=["*_tmp"]), store) == ["orders", "orders_eu"]
     assert included_tables(config(include=["nothing*"]), store) == []
+
+
+def test_a_tables_weight_is_its_logs_size_class():
+    def logs(tables):
+        ends = {"quiet": [0, 0], "small": [2, 1], "big": [1 << 19, 1 << 19]}
+        return {t: SimpleNamespace(buckets=[SimpleNamespace(log_end_offset=e) for e in ends[t]]) for t in tables}
+
+    assert log_size_classes(SimpleNamespace(logs=logs), ["quiet", "small", "big"]) == {
+        "quiet": 1,
+        "small": 2,
+        "big": 21,
+    }
+
+
+@pytest.mark.parametrize(
+    "message, active, ended",
+    [
+        ("Initializing StreamExecution", False, False),
+        ("Initializing sources", False, False),
+        ("Getting offsets from kv-tiering", True, False),
+        ("Waiting for data to arrive", False, True),
+        ("Waiting for next trigger", False, True),
+    ],
+)
+def test_the_first_trigger_has_ended_once_past_initializing_and_no_trigger_runs(message, active, ended):
+    assert _first_trigger_ended({"message": message, "isTriggerActive": active, "isDataAvailable": False}) is ended
 
 
 def test_a_run_is_ok_only_without_failed_tables():
