@@ -81,7 +81,7 @@ def spark_session(memory: str = "2g"):
     """The driver's local[2] Spark, as every benchmark measures it."""
     from pyspark.sql import SparkSession
 
-    from tiering.job import PROGRESS_RETENTION
+    from tiering.job import PROGRESS_RETENTION, REQUIRED_SPARK_CONF
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     spark = (
@@ -90,8 +90,7 @@ def spark_session(memory: str = "2g"):
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.shuffle.partitions", "4")
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
+        .config(map=REQUIRED_SPARK_CONF)
         .config("spark.driver.memory", memory)
         # Spark's default: the modes find their rounds in recentProgress by position, which the
         # job's own retention (tiering.job.PROGRESS_RETENTION) would cut short.
