@@ -1,4 +1,4 @@
-"""A real `tiering run` driver SIGKILLed at exact points of a round, then restarted (issue 3).
+"""A real `tiering run` driver SIGKILLed at exact points of a round, then restarted.
 
 Each kill happens inside the driver process at a named failpoint (tiering.failpoints), so the
 test knows where the round stood: after the lease was acquired but before the Delta commit,

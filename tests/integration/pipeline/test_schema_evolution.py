@@ -1,4 +1,4 @@
-"""Schema evolution end to end (issue 14): real store process, local Spark, real Delta tables.
+"""Schema evolution end to end: real store process, local Spark, real Delta tables.
 
 A column added upstream (``POST /v1/tables/{t}/columns``) reaches the lake in the table's next
 round, in that round's one commit, and the lake stays equal to the store row by row (rows

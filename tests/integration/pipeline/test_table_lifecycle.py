@@ -1,5 +1,5 @@
 """Tables dropped upstream mid-round, re-created under the same name, and failing for rounds on
-end, as `tiering status` and the checkpoint's health file report them (issue 14).
+end, as `tiering status` and the checkpoint's health file report them.
 
 Real store process, local Spark, real Delta tables. The drop happens inside the round: after
 the round's tables were prepared (snapshots acquired under the lease, files resolved), right

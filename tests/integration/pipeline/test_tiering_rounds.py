@@ -1,4 +1,4 @@
-"""End to end, in process: real store process, local Spark, real Delta tables (issue 3)."""
+"""End to end, in process: real store process, local Spark, real Delta tables."""
 
 from __future__ import annotations
 
