@@ -78,6 +78,9 @@ log = logging.getLogger(__name__)
 #: (its writes keep failing) before it gives up on that table, so the run can end.
 AVAILABLE_NOW_MAX_ATTEMPTS = 3
 
+#: The driver's log line format (``tiering`` commands), for the planning process's lines.
+LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+
 #: The source's one option: the term context as JSON (:meth:`TermContext.to_option`). It
 #: carries the store token, so its key matches Spark's default ``spark.redaction.regex``:
 #: plans and query errors print its value as ``*********(redacted)``.
@@ -98,6 +101,22 @@ def quiet_on_disconnect(print_error: Callable[..., None]) -> Callable[..., None]
         print_error(kind, error, trace)
 
     return hook
+
+
+def log_to_stderr() -> None:
+    """Give this package's log lines the driver's format on stderr, unless logging is set up.
+
+    The planning process is a Python process Spark starts: its stderr reaches the driver's output,
+    but nothing sets its logging up, so its INFO lines (the buckets a round skips, the tables that
+    wait for their freshness targets) were dropped and its warnings printed bare. Only the package's
+    logger gets the handler: the libraries' INFO lines (one per store request) stay out."""
+    ours = logging.getLogger("tiering")
+    if logging.getLogger().handlers or any(not isinstance(h, logging.NullHandler) for h in ours.handlers):
+        return
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter(LOG_FORMAT))
+    ours.addHandler(handler)
+    ours.setLevel(logging.INFO)
 
 
 def checkpoint(plan: RoundPlan, *, lease_id: str, epoch: int) -> TieringOffset:
@@ -178,6 +197,7 @@ class KvTieringStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         if self._context is None:
             from tiering.context import TermContext
 
+            log_to_stderr()
             self._context = TermContext.from_option(self._option)
         return self._context
 

@@ -248,3 +248,15 @@ def test_an_available_now_run_plans_every_changed_table_a_continuous_one_by_sche
     config = CONFIG.model_copy(update={"trigger": CONFIG.trigger.model_copy(update={"available_now": True})})
     option = TermContext(config=config, epoch=3, lease_id="j-lease").to_option()
     assert KvTieringDataSource({CONTEXT_OPTION: option}).streamReader(None).schedule is None
+
+
+def test_the_planning_process_logs_its_info_lines_like_the_driver_and_no_library_chatter():
+    """Spark starts the planning process with no logging set up: without this, a round's line
+    counting the tables that wait for their freshness targets never reached the driver's output."""
+    code = (
+        "import logging; from tiering.source import log_to_stderr; log_to_stderr(); log_to_stderr(); "
+        "logging.getLogger('tiering.source').info('round=1 plans'); logging.getLogger('httpx').info('GET /v1/logs')"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].endswith(" INFO tiering.source: round=1 plans"), done.stderr
