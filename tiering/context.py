@@ -14,6 +14,8 @@ module, nor pydantic with it.
 
 from __future__ import annotations
 
+import logging
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -29,7 +31,15 @@ if TYPE_CHECKING:
     from tiering.kvstore.client import KvStoreClient
     from tiering.lease.job_lease import JobLease
 
-__all__ = ["TermContext", "store_client"]
+__all__ = ["TermContext", "store_client", "stderr_log_level"]
+
+
+def stderr_log_level() -> int | None:
+    """The level at which this process logs the package's lines to stderr, or None when it logs
+    them elsewhere (the demo's live display owns the terminal: its log goes to a file)."""
+    if not any(type(h) is logging.StreamHandler and h.stream is sys.stderr for h in logging.getLogger().handlers):
+        return None
+    return logging.getLogger("tiering").getEffectiveLevel()
 
 
 def store_client(
@@ -57,6 +67,10 @@ class TermContext(BaseModel):
     #: member owns and their table epochs (coord/ownership.py), for the planning process and the
     #: round; None outside a group.
     group_file: str | None = None
+    #: The level at which the planning process, which Spark starts with no logging set up, logs
+    #: to stderr (the driver's output) as the driver does; None: it stays quiet as the driver's
+    #: stderr is not its log.
+    log_level: int | None = None
 
     @classmethod
     def begin(cls, config: TieringConfig, epoch: int) -> TermContext:
@@ -65,7 +79,8 @@ class TermContext(BaseModel):
         from tiering.state.checkpoint_store import checkpoint_of
         from tiering.state.lease_file import load_or_create_lease_id
 
-        return cls(config=config, epoch=epoch, lease_id=load_or_create_lease_id(checkpoint_of(config), config.job.name))
+        lease_id = load_or_create_lease_id(checkpoint_of(config), config.job.name)
+        return cls(config=config, epoch=epoch, lease_id=lease_id, log_level=stderr_log_level())
 
     def to_option(self) -> str:
         """The context as the source's one option (secrets in clear: the option stays in this

@@ -103,20 +103,26 @@ def quiet_on_disconnect(print_error: Callable[..., None]) -> Callable[..., None]
     return hook
 
 
-def log_to_stderr() -> None:
-    """Give this package's log lines the driver's format on stderr, unless logging is set up.
+def log_to_stderr(level: int | None) -> None:
+    """Give this package's log lines the driver's format on stderr from ``level`` on (None: leave
+    logging as it is), unless logging is set up already.
 
     The planning process is a Python process Spark starts: its stderr reaches the driver's output,
     but nothing sets its logging up, so its INFO lines (the buckets a round skips, the tables that
-    wait for their freshness targets) were dropped and its warnings printed bare. Only the package's
+    wait for their freshness targets) were dropped and its warnings printed bare. The driver says
+    at which level it logs to stderr, if it does (``TermContext.log_level``). Only the package's
     logger gets the handler: the libraries' INFO lines (one per store request) stay out."""
     ours = logging.getLogger("tiering")
-    if logging.getLogger().handlers or any(not isinstance(h, logging.NullHandler) for h in ours.handlers):
+    if (
+        level is None
+        or logging.getLogger().handlers
+        or any(not isinstance(h, logging.NullHandler) for h in ours.handlers)
+    ):
         return
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter(LOG_FORMAT))
     ours.addHandler(handler)
-    ours.setLevel(logging.INFO)
+    ours.setLevel(level)
 
 
 def checkpoint(plan: RoundPlan, *, lease_id: str, epoch: int) -> TieringOffset:
@@ -197,8 +203,8 @@ class KvTieringStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         if self._context is None:
             from tiering.context import TermContext
 
-            log_to_stderr()
             self._context = TermContext.from_option(self._option)
+            log_to_stderr(self._context.log_level)
         return self._context
 
     @property

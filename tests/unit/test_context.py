@@ -9,6 +9,8 @@ a context with defaults filled in; and every handle it builds acts for this term
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import pytest
 from pydantic import ValidationError
@@ -127,3 +129,21 @@ def test_the_store_client_of_a_config_without_a_token_sends_none(tmp_path):
         3.0,
         1.0,
     )
+
+
+def test_the_planning_process_logs_to_stderr_only_where_the_driver_does(tmp_path):
+    """``tiering run`` logs to stderr at its --log-level; the demo logs to a file (its live display
+    owns the terminal): the planning process must then print nothing there."""
+    code = (
+        "import logging, sys; from tiering.context import stderr_log_level; "
+        "logging.basicConfig(level=sys.argv[1]) if sys.argv[1] != 'file' else "
+        "logging.getLogger().addHandler(logging.FileHandler(sys.argv[2])); "
+        "print(stderr_log_level())"
+    )
+    levels = [
+        subprocess.run(
+            [sys.executable, "-c", code, how, str(tmp_path / "log")], capture_output=True, text=True, timeout=60
+        ).stdout.strip()
+        for how in ("INFO", "WARNING", "file")
+    ]
+    assert levels == ["20", "30", "None"]
