@@ -233,9 +233,11 @@ class KvTieringStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
 
     @property
     def schedule(self) -> FreshnessSchedule | None:
-        """Which changed tables a round plans (:mod:`tiering.enumerator.schedule`); None in an
-        availableNow run, which plans every changed table: it tiers everything there is, then ends."""
-        if self._targets is not None or self.context.config.trigger.available_now:
+        """Which changed tables a round plans (:mod:`tiering.enumerator.schedule`); None, every
+        changed table planned, when no table has a target of its own, and in an availableNow run:
+        it tiers everything there is, then ends."""
+        config = self.context.config
+        if self._targets is not None or config.trigger.available_now or not config.tables.freshness_targets:
             return None
         if self._schedule is None:
             from tiering.enumerator.schedule import FreshnessSchedule

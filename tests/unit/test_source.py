@@ -240,14 +240,21 @@ def test_the_planning_threads_share_one_view_of_the_lake(monkeypatch):
     assert len({id(v) for v in views}) == 1 and views[0] is r.lake
 
 
-def test_an_available_now_run_plans_every_changed_table_a_continuous_one_by_schedule():
-    r = reader()
+def reader_of(**sections) -> KvTieringStreamReader:
+    """A reader whose config differs from :data:`CONFIG` by whole sections' fields."""
+    update = {name: getattr(CONFIG, name).model_copy(update=fields) for name, fields in sections.items()}
+    option = TermContext(config=CONFIG.model_copy(update=update), epoch=3, lease_id="j-lease").to_option()
+    return KvTieringDataSource({CONTEXT_OPTION: option}).streamReader(None)
+
+
+def test_only_a_continuous_run_with_targets_of_its_own_plans_by_schedule():
+    targeted = {"freshness_targets": {"audit_*": 3600.0}}
+    r = reader_of(tables=targeted)
     assert r.schedule is not None and r.schedule is r.schedule, "one schedule per planning process"
     r._targets = {"a": {0: 50}}  # prepareForTriggerAvailableNow
     assert r.schedule is None
-    config = CONFIG.model_copy(update={"trigger": CONFIG.trigger.model_copy(update={"available_now": True})})
-    option = TermContext(config=config, epoch=3, lease_id="j-lease").to_option()
-    assert KvTieringDataSource({CONTEXT_OPTION: option}).streamReader(None).schedule is None
+    assert reader_of(tables=targeted, trigger={"available_now": True}).schedule is None
+    assert reader().schedule is None, "no target of its own: every changed table at every trigger"
 
 
 def test_the_planning_process_logs_its_info_lines_like_the_driver_and_no_library_chatter():
