@@ -86,6 +86,17 @@ def test_no_table_waits_longer_than_its_target_allows(writes, target_s, gap_s):
     assert all(stale <= bound for stale in table.planned_stale), (table.planned_stale, bound)
 
 
+@given(WRITES, TARGETS, st.lists(GAPS, min_size=1, max_size=400))
+def test_with_uneven_triggers_a_table_waits_at_most_one_gap_past_the_fraction(writes, target_s, gaps):
+    """Triggers late past every recent gap (a round slower than all before it) cost at most that
+    one gap more."""
+    triggers = [sum(gaps[:i]) for i in range(len(gaps) + 1)]
+    table = Table(writes, target_s)
+    run(table, triggers, interval_s=min(gaps))
+    bound = PLAN_AT_FRACTION * target_s + max(gaps) + 1e-9
+    assert all(stale <= bound for stale in table.planned_stale), (table.planned_stale, bound)
+
+
 @given(WRITES, TARGETS, GAPS, st.sets(st.integers(0, 2000), max_size=50))
 def test_a_table_with_changes_is_eventually_planned_and_caught_up(writes, target_s, gap_s, failing):
     """Whatever rounds fail meanwhile, once the failures stop every write lands."""
