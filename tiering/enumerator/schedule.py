@@ -7,8 +7,9 @@ and, the other way, a table held back until it misses its target, or starves.
 
 The rule (docs/DESIGN.md §5). A table is *scheduled* when ``[tables] freshness_targets`` gives it a
 target (by name or pattern); any other table, one under ``freshness_target_s`` alone included, is
-planned at every trigger that finds it changed, so nothing changes until targets are set. A
-scheduled table with changes is planned at a trigger when::
+planned at every trigger that finds it changed, so nothing changes until targets are set (with
+none, the source keeps no schedule at all; nor does an availableNow run, which tiers everything
+there is, then ends). A scheduled table with changes is planned at a trigger when::
 
     (now - clean_at) + gap >= PLAN_AT_FRACTION * target
 
@@ -42,7 +43,7 @@ from dataclasses import dataclass, field, replace
 
 from tiering.enumerator.positions import LakePosition
 
-__all__ = ["PLAN_AT_FRACTION", "TableClock", "FreshnessSchedule", "plan_now"]
+__all__ = ["PLAN_AT_FRACTION", "Identity", "TableClock", "FreshnessSchedule", "plan_now"]
 
 #: The share of its target a scheduled table's lake may age before a trigger plans it. The other
 #: half covers the round that writes it, a trigger that comes late, and one failed round retried.
