@@ -295,24 +295,22 @@ class TieringJob:
         *,
         lost: threading.Event | None = None,
         poll_s: float = 0.5,
-        on_first_trigger: Callable[[], object] | None = None,
+        on_started: Callable[[], object] | None = None,
     ) -> JobResult:
         """Run until the query ends (availableNow), ``stop`` is set (a clean stop) or ``lost`` is
         (the term ended); always stops the query. Spark's ``awaitTermination`` blocks in the JVM,
-        so the events are looked at between waits of ``poll_s``. ``on_first_trigger`` is called
-        once, in this thread, when the query's first trigger has ended (an error it raises stops
-        the query and is raised)."""
+        so the events are looked at between waits of ``poll_s``. ``on_started`` is called in this
+        thread once the query has started (an error it raises stops the query and is raised)."""
         from pyspark.errors import StreamingQueryException
 
         until = [event for event in (stop, lost) if event is not None]
         query = self.start()
         try:
             try:
+                if on_started is not None:
+                    on_started()
                 while query.isActive and not any(event.is_set() for event in until):
                     query.awaitTermination(poll_s)
-                    if on_first_trigger is not None and _first_trigger_ended(query.status):
-                        on_first_trigger()
-                        on_first_trigger = None
                     if self._end_when_idle and query.status["message"] == "Waiting for data to arrive":
                         break  # a trigger found nothing to tier: availableNow is done (stopped below)
                 if stop is not None and stop.is_set() and not (lost is not None and lost.is_set()):
@@ -397,12 +395,6 @@ class TieringJob:
             write_health(self._checkpoint, self._health)
         except OSError as e:
             log.warning("job=%s round=%d: table health not saved: %s", self.context.job, outcome.round_id, e)
-
-
-def _first_trigger_ended(status: dict) -> bool:
-    """Whether a query's status (StreamingQuery.status) says its first trigger ran: past the
-    sources' initialization, and no trigger running."""
-    return not status["isTriggerActive"] and not status["message"].startswith("Initializing")
 
 
 def _let_trigger_end(query, wait_s: float, poll_s: float = 0.05) -> None:
@@ -593,11 +585,10 @@ def run_as_leader(
         spark.streams.addListener(progress)
         job = TieringJob(spark, context, lease=lease, fence=term.check, on_round=observer)
         try:
-            # A continuous member joins once its query's first trigger ran (it planned nothing: it
-            # owned nothing), not before the driver's JVM and query start: tables it took then would
-            # wait that long for a round.
+            # A continuous member joins once its query has started, not before the driver's JVM
+            # and query start: tables it took then would wait that long for a round.
             join = group.start if group is not None and not group.started else None
-            result = job.run(stop, lost=term.lost, on_first_trigger=join)
+            result = job.run(stop, lost=term.lost, on_started=join)
         except Exception as e:
             # A query failing because the term ended (a fence raised, the store said
             # FENCED_EPOCH) is a leadership loss, whatever wrapper Spark put around it.

@@ -16,7 +16,6 @@ from tiering.errors import LeadershipLostError, NotLeaderError, TieringError
 from tiering.job import (
     JobResult,
     TieringJob,
-    _first_trigger_ended,
     _let_trigger_end,
     _lost_reason,
     included_tables,
@@ -72,20 +71,6 @@ def test_a_tables_weight_is_its_logs_size_class():
         "small": 2,
         "big": 21,
     }
-
-
-@pytest.mark.parametrize(
-    "message, active, ended",
-    [
-        ("Initializing StreamExecution", False, False),
-        ("Initializing sources", False, False),
-        ("Getting offsets from kv-tiering", True, False),
-        ("Waiting for data to arrive", False, True),
-        ("Waiting for next trigger", False, True),
-    ],
-)
-def test_the_first_trigger_has_ended_once_past_initializing_and_no_trigger_runs(message, active, ended):
-    assert _first_trigger_ended({"message": message, "isTriggerActive": active, "isDataAvailable": False}) is ended
 
 
 def test_a_run_is_ok_only_without_failed_tables():
