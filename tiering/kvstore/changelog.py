@@ -53,10 +53,12 @@ _FORMATS: dict[tuple[int, bool], Literal["b", "h", "i", "q", "B", "H", "I", "Q"]
 
 
 def newest_per_key(changes: pa.Table, keys: Sequence[str]) -> pa.Table:
-    """One bucket's changes reduced to the newest per key (deletes included), in log order."""
+    """One bucket's changes reduced to the newest per key (deletes included), in log order.
+    Grouped on the calling thread: its callers already run a bucket per thread, and handing one
+    bucket's group-by to Arrow's pool costs more CPU than it saves."""
     if not changes.num_rows:
         return changes
-    newest = changes.group_by(list(keys)).aggregate([(OFFSET_COLUMN, "max")])
+    newest = changes.group_by(list(keys), use_threads=False).aggregate([(OFFSET_COLUMN, "max")])
     if newest.num_rows == changes.num_rows:
         return changes
     return changes.filter(pc.is_in(changes[OFFSET_COLUMN], value_set=newest[f"{OFFSET_COLUMN}_max"]))

@@ -66,7 +66,10 @@ def read_batches(
             yield from (_aligned(b, schema) for b in fragment.to_batches(batch_size=BATCH_ROWS, use_threads=False))
             continue
         with fs.open_input_file(path) as handle:
-            for batch in pq.ParquetFile(handle).iter_batches(batch_size=BATCH_ROWS, use_threads=False):
+            parquet = pq.ParquetFile(handle)
+            present = set(parquet.schema_arrow.names)
+            columns = [name for name in schema.names if name in present]
+            for batch in parquet.iter_batches(batch_size=BATCH_ROWS, columns=columns, use_threads=False):
                 yield _aligned(batch, schema)
 
 
