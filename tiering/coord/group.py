@@ -10,9 +10,9 @@ out at its next rebalance or write.
 
 The membership is a kazoo ``Party`` under ``/tiering/groups/<group>/members`` (one ephemeral node
 per member's leader, holding its job, selection, host and pid; the node's creation time says since
-when it is a member); the assignment is coord/assignment.py's pure
-function over the members, the selected tables and the current owners read from the table epoch
-znodes (coord/table_epochs.py). The children watch only sets :attr:`GroupMember.changed`; the
+when it is a member); the assignment is coord/assignment.py's pure function over the members, the
+selected tables, their weights and the current owners read from the table epoch znodes
+(coord/table_epochs.py). The children watch only sets :attr:`GroupMember.changed`; the
 rebalance runs in the thread that waits for it.
 """
 
