@@ -85,7 +85,7 @@ class DeltaReader:
 
 def delta_reader(lake: Lake) -> DeltaReader | None:
     """A Spark Delta reader for ``lake``, or None: no Delta jars in this run, no Spark session
-    in this process, or a lake on S3 (Spark would need hadoop-aws's S3A: not fetched). A
+    in this process, or a lake on S3 (the test session has no hadoop-aws s3a jars). A
     session of a run with the jars that cannot load Delta fails: it would read nothing."""
     from pyspark.sql import SparkSession
 
