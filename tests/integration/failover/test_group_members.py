@@ -8,7 +8,8 @@ over twelve tables and one lake, a KV store taking writes the whole time, an emb
 2. one member is SIGKILLed: its tables are taken by the others under newer table epochs and
    committed within the session timeout plus two triggers (and the time a round of the busy
    machine takes);
-3. a fourth member joins: it takes tables from the others and commits them;
+3. a fourth member (its driver started at the kill) joins: it takes tables from the others and
+   commits them;
 4. writes stop: the lake equals the store row by row, no key lost or duplicated.
 
 And a frozen member (SIGSTOP of its whole process group past its session timeout, writes going
@@ -25,6 +26,7 @@ import socket
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -139,7 +141,10 @@ def _assert_group_listed(group: _Group, conf: Path) -> None:
     """`tiering group --json` and its table: the live members with their pids and their tables at
     the table epochs ZooKeeper holds, every table owned."""
     owners = group.owners()
-    listed = tiering_cli("group", "--conf", str(conf), "--json")
+    with ThreadPoolExecutor(2) as pool:  # two CLI processes starting at once
+        listed, text = pool.map(
+            lambda json_flag: tiering_cli("group", "--conf", str(conf), *json_flag), [["--json"], []]
+        )
     assert listed.returncode == 0, listed.stderr
     shown = json.loads(listed.stdout)
     assert shown["group"] == group.name and shown["unassigned"] == {}
@@ -147,7 +152,6 @@ def _assert_group_listed(group: _Group, conf: Path) -> None:
     assert all(m["host"] == socket.gethostname() and m["since_ms"] > 0 for m in shown["members"])
     owned = {t: (m["job"], e) for m in shown["members"] for t, e in m["tables"].items()}
     assert owned == {t: (o.job, o.epoch) for t, o in owners.items() if o.job in group.names}
-    text = tiering_cli("group", "--conf", str(conf))
     assert text.returncode == 0, text.stderr
     assert all(name in text.stdout and str(group.members[name].pid) in text.stdout for name in group.names)
 
@@ -167,6 +171,10 @@ def test_three_members_share_the_tables_and_take_a_killed_ones(kv_store, zk_host
             versions = {t: lake.load(t).version for t in lost}
             group.members[killed].kill()
             killed_at = time.monotonic()
+            # A fourth member's driver starts now: it joins once its query has started, tens of
+            # seconds after the others took the killed member's tables.
+            fourth = f"{unique_job}-3"
+            group.join(fourth)
 
             def taken() -> bool:
                 now = group.owners()
@@ -179,9 +187,6 @@ def test_three_members_share_the_tables_and_take_a_killed_ones(kv_store, zk_host
             bound_s = SESSION_S + 2 * TRIGGER_S + ROUND_S
             wait_until(taken, "the killed member's tables taken and committed by the others", timeout_s=bound_s)
             print(f"killed member's {len(lost)} tables moved and committed in {time.monotonic() - killed_at:.1f}s")
-
-            fourth = f"{unique_job}-3"
-            group.join(fourth)
 
             def joined() -> bool:
                 mine = [t for t, o in group.owners().items() if o.job == fourth]
