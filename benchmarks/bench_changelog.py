@@ -4,7 +4,9 @@
 of a continuous job (Spark's ``triggerExecution`` of the one batch that carries them: the writes
 are made between two triggers, :data:`CHANGELOG_TRIGGER_S` apart) and a hand-written
 ``DeltaTable.merge`` of the same changes (:class:`benchmarks.merge_baseline.ChangelogRounds`),
-written with the service's Parquet codec (``lake.compression``; ``compression`` in the JSON);
+written with the service's Parquet codec (``lake.compression``; ``compression`` in the JSON),
+at each library's default level (zstd 1 in both), and with delta-rs's statistics of every column
+(the round's files carry them for integer columns only): the baseline does no less than the round;
 then R times the same with an availableNow run per round (``available_now_*``: each run starts a
 query, whose planning process opens the lake afresh; the run with its query start is reported
 apart). Medians of the R, after one untimed round and MERGE (the process's first of each pays
