@@ -217,7 +217,7 @@ class LakeConfig(_Section):
     )
     writer: Literal["delta-rs", "delta-spark"] = setting(
         "Delta writer: `delta-rs` (no JVM jars needed) or `delta-spark` (needs the Delta jars on "
-        "Spark's classpath). Same commit protocol.",
+        "Spark's classpath; a local root only: Delta's S3 commits are not conditional puts). Same commit protocol.",
         "delta-rs",
     )
     delta_spark_write: Literal["merge", "replace"] = setting(
@@ -324,6 +324,13 @@ class LakeConfig(_Section):
 
     @model_validator(mode="after")
     def _feed_writable(self) -> LakeConfig:
+        if self.writer == "delta-spark" and self.root.startswith("s3://"):
+            raise ValueError(
+                f'lake.writer = "delta-spark" cannot commit to an S3 lake.root ({self.root!r}): Delta\'s S3 '
+                "LogStore writes a version in two requests, not one conditional put, so a second driver (a zombie "
+                'after a failover) can overwrite a commit (docs/DESIGN.md §6); use lake.writer = "delta-rs" on '
+                "S3, or delta-spark with a local root"
+            )
         if self.change_data_feed and self.writer == "delta-spark" and self.delta_spark_write == "replace":
             raise ValueError(
                 'lake.change_data_feed = true with lake.writer = "delta-spark" needs lake.delta_spark_write = '

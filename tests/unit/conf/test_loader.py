@@ -368,6 +368,18 @@ def test_the_change_data_feed_refuses_a_writer_that_cannot_record_it(tmp_path, l
     )
 
 
+def test_delta_spark_on_an_s3_lake_is_refused_naming_both_keys(tmp_path) -> None:
+    lake = '[lake]\nroot = "s3://bucket/lake"\nwriter = "delta-spark"'
+    path = write(tmp_path, MINIMAL.replace('[lake]\nroot = "/data/lake"', lake))
+    (problem,) = problems(path)
+    assert problem.startswith(
+        f"lake ({path}): lake.writer = \"delta-spark\" cannot commit to an S3 lake.root ('s3://bucket/lake'): "
+    )
+    assert problem.endswith('use lake.writer = "delta-rs" on S3, or delta-spark with a local root')
+    local = write(tmp_path, MINIMAL.replace("[lake]", '[lake]\nwriter = "delta-spark"'))
+    assert load_config(local, env={}).lake.writer == "delta-spark"
+
+
 def test_the_change_data_feed_with_delta_spark_is_merged_by_default(tmp_path) -> None:
     path = write(tmp_path, MINIMAL.replace("[lake]", '[lake]\nchange_data_feed = true\nwriter = "delta-spark"'))
     lake = load_config(path, env={}).lake
