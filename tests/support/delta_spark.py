@@ -5,8 +5,9 @@ read, or reads differently from Spark's Delta (an action Delta does not take, a 
 a timestamp it decodes otherwise), would pass them all. With the Delta jars on the test session's
 classpath (``scripts/test_delta.sh`` names them in :data:`JARS_ENV`), the tests read each table
 again with ``spark.read.format("delta")``: its rows, its schema, earlier versions (time travel)
-and the change data feed. Without the jars nothing here reads anything (:func:`delta_reader`
-is None) and the suite runs as it always did.
+and the change data feed; lakes on S3 too, through hadoop-aws's ``s3a`` (``deploy/jars/s3a``).
+Without the jars nothing here reads anything (:func:`delta_reader` is None) and the suite runs as
+it always did.
 
 Failure mode guarded against: a second reader that silently reads nothing (a wrong path, no
 session) would make every comparison pass; a table the reader cannot find fails instead.
@@ -37,9 +38,14 @@ _DELTA_SESSION = {
 
 
 def delta_spark_conf() -> dict[str, str]:
-    """The Spark conf that puts the Delta jars on a session's classpath ({} without them)."""
+    """The Spark conf that puts the Delta jars on a session's classpath ({} without them), with
+    hadoop-aws's ``s3a`` beside them where its jars fit this pyspark, for reading lakes on S3."""
+    from tests.support.s3a import s3a_jars
+
     jars = os.environ.get(JARS_ENV, "").strip()
-    return {"spark.jars": jars, **_DELTA_SESSION} if jars else {}
+    if not jars:
+        return {}
+    return {"spark.jars": ",".join([jars, *map(str, s3a_jars() or [])]), **_DELTA_SESSION}
 
 
 def jars_configured() -> bool:
@@ -48,7 +54,8 @@ def jars_configured() -> bool:
 
 
 class DeltaReader:
-    """Reads lake tables with the session's Delta data source (local lakes)."""
+    """Reads lake tables with the session's Delta data source: local lakes by path, lakes on S3
+    through ``s3a`` with the settings the job gives Spark for a checkpoint there."""
 
     def __init__(self, spark) -> None:
         self.spark = spark
@@ -57,7 +64,8 @@ class DeltaReader:
         reader = self.spark.read.format("delta")
         for key, value in options.items():
             reader = reader.option(key, str(value))
-        return reader.load(lake.path(table))
+        path = lake.path(table)
+        return reader.load("s3a://" + path.removeprefix("s3://") if lake.store.is_s3 else path)
 
     def rows(
         self, lake: Lake, table: str, key: str = "id", *, drop: tuple[str, ...] = (), **options: Any
@@ -85,18 +93,33 @@ class DeltaReader:
 
 def delta_reader(lake: Lake) -> DeltaReader | None:
     """A Spark Delta reader for ``lake``, or None: no Delta jars in this run, no Spark session
-    in this process, or a lake on S3 (the test session has no hadoop-aws s3a jars). A
-    session of a run with the jars that cannot load Delta fails: it would read nothing."""
+    in this process, or a lake on S3 without hadoop-aws's jars for this pyspark. A session of a
+    run with the jars that cannot load Delta fails: it would read nothing."""
     from pyspark.sql import SparkSession
 
-    if not jars_configured() or lake.store.is_s3:
+    from tests.support.s3a import s3a_jars
+
+    if not jars_configured() or (lake.store.is_s3 and s3a_jars() is None):
         return None
     spark = SparkSession.getActiveSession()
     if spark is None:
         return None
     missing = _missing_jars(spark)
     assert missing is None, f"{JARS_ENV} is set but the test's Spark session cannot read Delta: {missing}"
+    if lake.store.is_s3:
+        _reach(spark, lake)
     return DeltaReader(spark)
+
+
+def _reach(spark, lake: Lake) -> None:
+    """Point the session's ``s3a`` at ``lake``'s bucket: the job's own settings for a checkpoint
+    on S3, and no cached filesystem (each test's S3 server has a port of its own, the bucket the
+    same name)."""
+    from tiering.state.checkpoint_store import S3Checkpoint
+
+    settings = {**S3Checkpoint(lake.store).hadoop_conf(), "fs.s3a.impl.disable.cache": "true"}
+    for key, value in settings.items():
+        spark.conf.set(key, value)
 
 
 @cache

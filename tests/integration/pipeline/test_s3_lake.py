@@ -30,6 +30,7 @@ def s3_config(tmp_path, store_url: str, root: str, storage: dict, **overrides):
     return make_config(tmp_path, store_url, "127.0.0.1:1", **{"lake.root": root, "lake.storage": storage, **overrides})
 
 
+@pytest.mark.delta_jars  # Spark's Delta reads the S3 lake too, through s3a
 def test_three_tables_with_updates_and_deletes_land_in_s3_row_by_row(spark, kv_store, s3_server, s3_root, tmp_path):
     client = kv_store.client()
     tables = [TableOracle(client, name, num_buckets=3) for name in ("orders", "customers", "items")]
