@@ -5,7 +5,10 @@
 - A clean stop, at the end of an availableNow run or on SIGTERM, prints no stack trace.
 - A read-only checkpoint, and one on a full disk at start or filling up mid-run, stop the job
   with one line naming the checkpoint; once the fault is fixed the next start resumes with no
-  manual repair, and the lake equals the store (no row lost, none twice).
+  manual repair, and the lake equals the store (no row lost, none twice). The tiering that leaves
+  the checkpoint to break is the test session's own Spark running the leader loop
+  (:func:`tiering.job.run_as_leader`), as a driver would, without a driver JVM to start: every run
+  whose exit and output are checked is a `tiering run` process.
 """
 
 from __future__ import annotations
@@ -25,6 +28,8 @@ from tests.support.mounts import fill, read_only, small_tmpfs
 from tests.support.oracle import TableOracle, assert_lakes_equal, lake_matches
 from tests.support.waiting import wait_until
 from tiering.cli import EXIT_FAILURE, EXIT_OK
+from tiering.conf.loader import load_config
+from tiering.job import run_as_leader
 
 pytestmark = pytest.mark.integration
 
@@ -52,6 +57,11 @@ def conf_for(tmp_path: Path, kv_store, zk_server, checkpoint: Path | None = None
         spark=SPARK_LOCAL,
         **sections,
     )
+
+
+def tier_in_session(conf: Path) -> None:
+    """What `tiering run --conf <conf> --available-now` does, in the test's process on its session."""
+    assert run_as_leader(load_config(conf, env={}, overrides={"trigger.available_now": True})).ok
 
 
 def assert_clean(rc: int, output: str) -> None:
@@ -128,10 +138,10 @@ def test_sigterm_while_a_trigger_runs_lets_it_end_then_stops_cleanly(kv_store, z
     assert_lakes_equal(tmp_path / "lake", [table])
 
 
-def test_a_read_only_checkpoint_is_named_and_the_next_start_resumes(kv_store, zk_server, table, tmp_path):
+def test_a_read_only_checkpoint_is_named_and_the_next_start_resumes(spark, kv_store, zk_server, table, tmp_path):
     conf = conf_for(tmp_path, kv_store, zk_server)
     ckpt, lake = tmp_path / "ckpt", tmp_path / "lake"
-    assert_clean(*run_driver(conf))
+    tier_in_session(conf)
     table.churn(30, key_space=150)
     tiered = versions(lake)
 
@@ -144,13 +154,13 @@ def test_a_read_only_checkpoint_is_named_and_the_next_start_resumes(kv_store, zk
 
 
 def test_a_full_checkpoint_disk_is_named_at_start_and_mid_run_and_the_next_start_resumes(
-    kv_store, zk_server, table, tmp_path
+    spark, kv_store, zk_server, table, tmp_path
 ):
     lake = tmp_path / "lake"
     with small_tmpfs(tmp_path / "disk", size_kib=1024) as disk:
         ckpt = disk / "ckpt"
         conf = conf_for(tmp_path, kv_store, zk_server, checkpoint=ckpt)
-        assert_clean(*run_driver(conf))
+        tier_in_session(conf)
         table.churn(30, key_space=150)
         tiered = versions(lake)
         filler = fill(disk)
