@@ -228,6 +228,14 @@ class ContinuousJob(Worker):
         query = self.job.query
         return list(query.recentProgress) if query is not None else []
 
+    def last_report(self) -> str | None:
+        """When the query's newest progress report was made (None before its first): one report
+        read, where :meth:`batches` has the JVM serialize each of the recent ones and this
+        process parse them, a cost the round being measured would share its cores with."""
+        query = self.job.query
+        last = query.lastProgress if query is not None else None
+        return last.timestamp if last is not None else None
+
 
 def machine() -> dict:
     """What the figures were measured on."""
