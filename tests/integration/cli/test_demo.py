@@ -1,7 +1,9 @@
 """`tiering demo` end to end: it verifies the lake against the store and leaves no process behind.
 
 The demo prints the pids of the ZooKeeper and store processes it starts; after it exits (done
-or interrupted) those pids must be gone.
+or interrupted) those pids must be gone. Its output written to a file, as a CI job or
+`> demo.log` keeps it, holds every table whole (no `orde…`, no `leas…`: rich gave a non-terminal
+80 columns) and each on its own lines.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import IO
 
 import pytest
 from deltalake import DeltaTable
@@ -22,14 +25,17 @@ from tiering.cli import EXIT_INTERRUPTED, EXIT_OK
 pytestmark = pytest.mark.integration
 
 
-def demo(*args: str) -> subprocess.Popen:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("TIERING_")}
-    env["COLUMNS"] = "160"
+def demo(*args: str, out: IO[str] | None = None) -> subprocess.Popen:
+    """`tiering demo`, its output piped to the test (160 columns) or written into ``out`` as a CI job
+    keeps it (no ``COLUMNS``)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TIERING_") and k != "COLUMNS"}
+    if out is None:
+        env["COLUMNS"] = "160"
     return subprocess.Popen(
         [sys.executable, "-m", "tiering.cli", "demo", *args],
         env=env,
         text=True,
-        stdout=subprocess.PIPE,
+        stdout=out or subprocess.PIPE,
         stderr=subprocess.STDOUT,
     )
 
@@ -79,16 +85,25 @@ def alive(pid: int) -> bool:
     return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
 
 
-def test_demo_tiers_while_writing_and_verifies_every_row(tmp_path):
-    proc = demo("--duration", "6", "--tables", "2", "--data-dir", str(tmp_path / "demo"))
-    out, _ = proc.communicate(timeout=400)
+def test_demo_tiers_while_writing_and_verifies_every_row_in_a_log_that_shortens_no_name(tmp_path):
+    log = tmp_path / "demo.log"
+    with open(log, "w") as written:
+        proc = demo("--duration", "6", "--tables", "3", "--data-dir", str(tmp_path / "demo"), out=written)
+        proc.wait(timeout=400)
+    out = log.read_text()
 
     assert proc.returncode == EXIT_OK, out[-4000:]
     assert "demo: lake == store for every table" in out
-    assert len(re.findall(r"│ (orders|customers) .*EQUAL", out)) == 2, out[-3000:]
-    for table in ("orders", "customers"):
+    assert len(re.findall(r"│ (orders|customers|inventory) .*EQUAL", out)) == 3, out[-3000:]
+    for table in ("orders", "customers", "inventory"):
         assert DeltaTable(str(tmp_path / "demo" / "lake" / table)).version() >= 0
     assert all_gone(child_pids(out), tmp_path / "demo")
+    assert "…" not in out and "\x1b[" not in out, out
+    rows = [line.split("│")[1].strip() for line in out.splitlines() if line.startswith("│")]
+    assert rows == ["orders", "customers", "inventory"] * 2, out  # the live view's last state, then the check
+    assert "leased" in out and "lake vs store, row by row" in out
+    caption = next(line for line in out.splitlines() if "log end / lake:" in line)
+    assert "lake vs store" not in caption, "the live view's last line ends before the next table"
 
 
 def test_demo_with_an_s3_lake_verifies_every_row(tmp_path):
