@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -114,11 +115,14 @@ def test_status_with_zookeeper_down_prints_one_line_and_no_kazoo_logs(kv_store, 
     hosts = f"127.0.0.1:{free_port()}"
     conf = write_conf(tmp_path / "tiering.toml", job=unique_job, store_url=kv_store.url, zk_hosts=hosts)
 
-    quiet = tiering_cli("status", "--conf", str(conf))
+    with ThreadPoolExecutor(2) as pool:  # side by side: each waits out the connect timeout
+        runs = [
+            pool.submit(tiering_cli, "status", "--conf", str(conf), *flags) for flags in ([], ["--log-level", "DEBUG"])
+        ]
+        quiet, debug = (run.result() for run in runs)
+
     assert quiet.returncode == EXIT_FAILURE
     assert quiet.stderr.splitlines() == [f"tiering: cannot connect to ZooKeeper at {hosts} within 10s"]
-
-    debug = tiering_cli("status", "--conf", str(conf), "--log-level", "DEBUG")
     assert debug.returncode == EXIT_FAILURE
     assert "kazoo.client" in debug.stderr, "at DEBUG the library's reconnects are shown"
 
