@@ -3,8 +3,10 @@
 # test runs it in a terminal), promtool in .venv/bin (the alert rules' tests), Maven, hadoop-aws
 # and its AWS SDK bundle for a checkpoint on S3 (scripts/setup_s3a.sh), .venv-oldest on the oldest
 # supported pyspark (scripts/setup_oldest.sh), .venv-delta with delta-spark and its jars
-# (scripts/setup_delta.sh) and the Airflow venvs (scripts/setup_airflow.sh). scripts/test.sh runs
-# it; `--if-missing` (test.sh with arguments: only the main suite) makes only what is absent and
+# (scripts/setup_delta.sh), the Airflow venvs (scripts/setup_airflow.sh) and, in each venv that
+# runs Spark tests, an archive of Spark's classes its test drivers map at start instead of loading
+# them again (tests/support/class_archive.py; remade when older than its pyspark's jars or the
+# JDK; without it the tests run as well, on more CPU). scripts/test.sh runs it; `--if-missing` (test.sh with arguments: only the main suite) makes only what is absent and
 # the main suite needs, without refetching pinned jars or reinstalling venvs. The venvs and jars
 # are made at once, in lanes (scripts/lanes.sh): mostly downloads and unpacking; the two Maven
 # fetches share one lane (one local repository). Safe to run again.
@@ -34,16 +36,30 @@ if ! command -v promtool >/dev/null 2>&1 && [ ! -x .venv/bin/promtool ] && comma
 fi
 
 has_jars() { ls "$1"/*.jar >/dev/null 2>&1; }
+class_archive() {
+  local venv=$1 archive=$1/spark-classes.jsa jars
+  jars=$("$venv/bin/python" -c 'import os, pyspark; print(os.path.join(os.path.dirname(pyspark.__file__), "jars"))')
+  if [ -f "$archive" ] && [ -z "$(find "$jars" "$(readlink -f "$(command -v java)")" -maxdepth 0 -newer "$archive")" ]; then
+    return 0
+  fi
+  "$venv/bin/python" -m tests.support.class_archive ||
+    echo "setup_tests: no archive of Spark's classes in $venv: its tests start their drivers without one"
+}
 jars_and_delta() {
   { $missing_only && has_jars deploy/jars/s3a/lib || ./scripts/setup_s3a.sh; } &&  # hadoop-aws + AWS SDK bundle
-    { $missing_only && [ -x .venv-delta/bin/python ] && has_jars deploy/jars/lib || ./scripts/setup_delta.sh; }  # delta-spark
+    { $missing_only && [ -x .venv-delta/bin/python ] && has_jars deploy/jars/lib || ./scripts/setup_delta.sh; } &&  # delta-spark
+    DELTA_SPARK_JARS=$(ls "$PWD"/deploy/jars/lib/*.jar | paste -sd, -) class_archive .venv-delta
 }
-oldest() { $missing_only && [ -x .venv-oldest/bin/python ] || ./scripts/setup_oldest.sh; }  # the oldest supported pyspark
+oldest() {
+  { $missing_only && [ -x .venv-oldest/bin/python ] || ./scripts/setup_oldest.sh; } && class_archive .venv-oldest  # the oldest supported pyspark
+}
 source scripts/lanes.sh
+lane_start archive class_archive .venv
 lane_start jars+delta jars_and_delta
 lane_start oldest oldest
 $missing_only || lane_start airflow ./scripts/setup_airflow.sh
 rc=0
+lane_wait archive || rc=$?
 lane_wait jars+delta || rc=$?
 lane_wait oldest || rc=$?
 $missing_only || lane_wait airflow || rc=$?

@@ -5,11 +5,11 @@ import sys
 
 from hypothesis import settings
 
-from tests.support.jvm import JVM_OPTIONS, SUBMIT_OPTS_VARIABLE
+from tests.support.jvm import DRIVER_OPTIONS, SUBMIT_OPTS_VARIABLE
 
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-os.environ.setdefault(SUBMIT_OPTS_VARIABLE, JVM_OPTIONS)  # every Spark driver a test starts
+os.environ.setdefault(SUBMIT_OPTS_VARIABLE, DRIVER_OPTIONS)  # every Spark driver a test starts
 
 # Speed is measured in benchmarks, not asserted in tests: hypothesis's per-example deadline
 # (200 ms) fails a property test on a loaded CI machine whatever the property says.
