@@ -1,19 +1,25 @@
 #!/usr/bin/env bash
-# Prepares what the tests need beyond scripts/setup.sh's .venv: tmux (the `tiering status --watch`
-# test runs it in a terminal), promtool in .venv/bin (the alert rules' tests), Maven, hadoop-aws
-# and its AWS SDK bundle for a checkpoint on S3 (scripts/setup_s3a.sh), .venv-oldest on the oldest
-# supported pyspark (scripts/setup_oldest.sh), .venv-delta with delta-spark and its jars
-# (scripts/setup_delta.sh), the Airflow venvs (scripts/setup_airflow.sh) and, in each venv that
-# runs Spark tests, an archive of Spark's classes its test drivers map at start instead of loading
-# them again (tests/support/class_archive.py; remade when older than its pyspark's jars or the
-# JDK; without it the tests run as well, on more CPU). scripts/test.sh runs it; `--if-missing` (test.sh with arguments: only the main suite) makes only what is absent and
-# the main suite needs, without refetching pinned jars or reinstalling venvs. The venvs and jars
-# are made at once, in lanes (scripts/lanes.sh): mostly downloads and unpacking; the two Maven
-# fetches share one lane (one local repository). Safe to run again.
+# Prepares what the tests need beyond scripts/setup.sh's .venv, in parts:
+#   main     tmux (the `tiering status --watch` test runs it in a terminal), promtool in .venv/bin
+#            (the alert rules' tests), Maven, hadoop-aws and its AWS SDK bundle for a checkpoint on
+#            S3 (scripts/setup_s3a.sh), and .venv's archive of Spark's classes: what the main suite
+#            needs
+#   oldest   .venv-oldest on the oldest supported pyspark (scripts/setup_oldest.sh)
+#   delta    .venv-delta with delta-spark and its jars (scripts/setup_delta.sh; after main: Maven)
+#   airflow  the Airflow venvs (scripts/setup_airflow.sh)
+# With no part named, all of them: main first, the others at once, in lanes (scripts/lanes.sh:
+# mostly downloads and unpacking). Each venv that runs Spark tests gets an archive of Spark's
+# classes its test drivers map at start instead of loading them again
+# (tests/support/class_archive.py; remade when older than its pyspark's jars or the JDK; without
+# it the tests run as well, on more CPU). scripts/test.sh makes main first and the other parts
+# beside the main suite; `--if-missing` (test.sh with arguments: only the main suite) makes only
+# what is absent, without refetching pinned jars or reinstalling venvs. Safe to run again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 missing_only=false
-[ "${1:-}" = "--if-missing" ] && missing_only=true
+[ "${1:-}" = "--if-missing" ] && { missing_only=true; shift; }
+parts=("$@")
+[ "${#parts[@]}" -gt 0 ] || parts=(main oldest delta airflow)
 [ -x .venv/bin/python ] || { echo "setup_tests: no .venv: run scripts/setup.sh first" >&2; exit 1; }
 
 apt_install() {
@@ -22,18 +28,21 @@ apt_install() {
   apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$1" >/dev/null
 }
-command -v tmux >/dev/null 2>&1 || apt_install tmux
-command -v mvn >/dev/null 2>&1 || apt_install maven
+# main's machine tools, Debian's
+main_tools() {
+  command -v tmux >/dev/null 2>&1 || apt_install tmux
+  command -v mvn >/dev/null 2>&1 || apt_install maven
 
-# promtool only, from Debian's prometheus package: installing the package would start a server.
-if ! command -v promtool >/dev/null 2>&1 && [ ! -x .venv/bin/promtool ] && command -v apt-get >/dev/null 2>&1; then
-  echo "setup_tests: installing promtool (from Debian's prometheus package) into .venv/bin"
-  deb=$(mktemp -d)
-  (cd "$deb" && { apt-get download -qq prometheus 2>/dev/null || { apt-get update -qq && apt-get download -qq prometheus; }; })
-  dpkg-deb --fsys-tarfile "$deb"/prometheus_*.deb | tar -xO ./usr/bin/promtool > .venv/bin/promtool.part
-  chmod +x .venv/bin/promtool.part && mv .venv/bin/promtool.part .venv/bin/promtool
-  rm -rf "$deb"
-fi
+  # promtool only, from Debian's prometheus package: installing the package would start a server.
+  if ! command -v promtool >/dev/null 2>&1 && [ ! -x .venv/bin/promtool ] && command -v apt-get >/dev/null 2>&1; then
+    echo "setup_tests: installing promtool (from Debian's prometheus package) into .venv/bin"
+    deb=$(mktemp -d)
+    (cd "$deb" && { apt-get download -qq prometheus 2>/dev/null || { apt-get update -qq && apt-get download -qq prometheus; }; })
+    dpkg-deb --fsys-tarfile "$deb"/prometheus_*.deb | tar -xO ./usr/bin/promtool > .venv/bin/promtool.part
+    chmod +x .venv/bin/promtool.part && mv .venv/bin/promtool.part .venv/bin/promtool
+    rm -rf "$deb"
+  fi
+}
 
 has_jars() { ls "$1"/*.jar >/dev/null 2>&1; }
 class_archive() {
@@ -45,23 +54,34 @@ class_archive() {
   "$venv/bin/python" -m tests.support.class_archive ||
     echo "setup_tests: no archive of Spark's classes in $venv: its tests start their drivers without one"
 }
-jars_and_delta() {
-  { $missing_only && has_jars deploy/jars/s3a/lib || ./scripts/setup_s3a.sh; } &&  # hadoop-aws + AWS SDK bundle
-    { $missing_only && [ -x .venv-delta/bin/python ] && has_jars deploy/jars/lib || ./scripts/setup_delta.sh; } &&  # delta-spark
-    DELTA_SPARK_JARS=$(ls "$PWD"/deploy/jars/lib/*.jar | paste -sd, -) class_archive .venv-delta
+main() {
+  local rc=0
+  lane_start archive class_archive .venv
+  main_tools
+  { $missing_only && has_jars deploy/jars/s3a/lib || ./scripts/setup_s3a.sh; } || rc=$?
+  lane_wait archive || rc=$?
+  return "$rc"
 }
 oldest() {
-  { $missing_only && [ -x .venv-oldest/bin/python ] || ./scripts/setup_oldest.sh; } && class_archive .venv-oldest  # the oldest supported pyspark
+  { $missing_only && [ -x .venv-oldest/bin/python ] || ./scripts/setup_oldest.sh; } && class_archive .venv-oldest
 }
+delta() {
+  { $missing_only && [ -x .venv-delta/bin/python ] && has_jars deploy/jars/lib || ./scripts/setup_delta.sh; } &&
+    DELTA_SPARK_JARS=$(ls "$PWD"/deploy/jars/lib/*.jar | paste -sd, -) class_archive .venv-delta
+}
+airflow() { $missing_only || ./scripts/setup_airflow.sh; }
+
 source scripts/lanes.sh
-lane_start archive class_archive .venv
-lane_start jars+delta jars_and_delta
-lane_start oldest oldest
-$missing_only || lane_start airflow ./scripts/setup_airflow.sh
 rc=0
-lane_wait archive || rc=$?
-lane_wait jars+delta || rc=$?
-lane_wait oldest || rc=$?
-$missing_only || lane_wait airflow || rc=$?
+for part in "${parts[@]}"; do
+  case $part in
+    main) main || rc=$? ;;
+    oldest | delta | airflow) lane_start "$part" "$part" ;;
+    *) echo "setup_tests: no part $part (main, oldest, delta, airflow)" >&2; exit 2 ;;
+  esac
+done
+for part in "${parts[@]}"; do
+  [ "$part" = main ] || lane_wait "$part" || rc=$?
+done
 [ "$rc" -eq 0 ] || { echo "setup_tests: failed (exit $rc)" >&2; exit "$rc"; }
-echo "setup_tests: ready"
+echo "setup_tests: ready (${parts[*]})"

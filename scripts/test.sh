@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
-# Runs the whole test suite, after scripts/setup_tests.sh (what only the tests need; with
-# arguments, only what is missing): with no arguments, the Airflow DAG tests in their own venvs
+# Runs the whole test suite, after scripts/setup_tests.sh (what only the tests need) has made
+# what the main suite needs: with no arguments, the Airflow DAG tests in their own venvs
 # (scripts/test_airflow.sh) beside the main suite in .venv (made by scripts/setup.sh) on the
-# newest supported pyspark; then, at the same time, the tests that touch Spark again on the
-# oldest, in .venv-oldest (scripts/test_oldest.sh), and the tests that need Delta's JVM jars, in
-# .venv-delta (scripts/test_delta.sh). The main suite prints as it goes; each other part's
+# newest supported pyspark, while .venv-oldest and .venv-delta are made (setup_tests.sh's oldest
+# and delta parts: downloads, mostly); then, at the same time, the tests that touch Spark again on
+# the oldest, in .venv-oldest (scripts/test_oldest.sh), and the tests that need Delta's JVM jars,
+# in .venv-delta (scripts/test_delta.sh). The main suite prints as it goes; each other part's
 # output is printed whole when it ends (scripts/lanes.sh). Arguments go to the main pytest run
-# and skip the Airflow, oldest and Delta parts, e.g. `scripts/test.sh -m unit`.
+# and skip the Airflow, oldest and Delta parts, e.g. `scripts/test.sh -m unit`; only what is
+# missing of the main suite's needs is made then.
 # pytest's "no tests collected" (exit 5) is not a failure; a failure in any part fails the
 # whole. The main suite runs in TEST_WORKERS (default 2) pytest-xdist workers, a test module per
 # worker at a time (--dist loadfile): most of its time is spent waiting on JVM starts, processes
@@ -16,15 +18,19 @@
 # with most tests first, leaves the longest for last).
 set -uo pipefail
 cd "$(dirname "$0")/.."
-if [ "$#" -eq 0 ]; then
-  ./scripts/setup_tests.sh || exit
-else
-  ./scripts/setup_tests.sh --if-missing || exit
-fi
-source scripts/lanes.sh
 whole=false
 [ "$#" -eq 0 ] && whole=true
-$whole && lane_start airflow ./scripts/test_airflow.sh -q
+if $whole; then
+  ./scripts/setup_tests.sh main || exit
+else
+  ./scripts/setup_tests.sh --if-missing main || exit
+fi
+source scripts/lanes.sh
+if $whole; then
+  lane_start airflow ./scripts/test_airflow.sh -q
+  lane_start setup-oldest ./scripts/setup_tests.sh oldest
+  lane_start setup-delta ./scripts/setup_tests.sh delta
+fi
 export PYSPARK_PYTHON="$PWD/.venv/bin/python"
 export PYSPARK_DRIVER_PYTHON="$PWD/.venv/bin/python"
 .venv/bin/python -m pytest -n "${TEST_WORKERS:-2}" --dist loadfile --no-loadscope-reorder "$@"
@@ -34,12 +40,12 @@ if [ "$rc" -eq 5 ]; then
   rc=0
 fi
 $whole || exit "$rc"
-lane_start oldest ./scripts/test_oldest.sh
-lane_start delta ./scripts/test_delta.sh
 airflow_rc=0 oldest_rc=0 delta_rc=0
+lane_wait setup-oldest && lane_start oldest ./scripts/test_oldest.sh || oldest_rc=$?
+lane_wait setup-delta && lane_start delta ./scripts/test_delta.sh || delta_rc=$?
 lane_wait airflow || airflow_rc=$?
-lane_wait oldest || oldest_rc=$?
-lane_wait delta || delta_rc=$?
+[ "$oldest_rc" -ne 0 ] || lane_wait oldest || oldest_rc=$?
+[ "$delta_rc" -ne 0 ] || lane_wait delta || delta_rc=$?
 if [ "$oldest_rc" -ne 0 ]; then
   echo "test: the tests on the oldest supported pyspark failed (exit $oldest_rc)"
   [ "$rc" -ne 0 ] || rc=$oldest_rc
