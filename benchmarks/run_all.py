@@ -1,4 +1,4 @@
-"""Runs every benchmark, each in its own process, and writes results/*.json + results/SUMMARY.md.
+"""Runs every benchmark, each in its own process, and writes results/*.json + results/SUMMARY.md's table.
 
 Why one command: the figures are only comparable when measured in one sitting on one
 machine; every benchmark carries its own baseline from the same run, and the summary
@@ -90,8 +90,16 @@ def main() -> None:
         "load_avg_1m_after": round(os.getloadavg()[0], 2),
         "wall_s": round(time.monotonic() - started, 1),
     }
-    (RESULTS / "SUMMARY.md").write_text(summary(r, meta))
-    print((RESULTS / "SUMMARY.md").read_text())
+    path = RESULTS / "SUMMARY.md"
+    path.write_text(with_history(summary(r, meta), path.read_text() if path.exists() else ""))
+    print(summary(r, meta))
+
+
+def with_history(current: str, previous: str) -> str:
+    """``current`` (this run's table) above the sections of ``previous`` after its own table: a
+    run replaces the table, not the measurements recorded under it, which a later run cannot redo."""
+    _, marker, history = previous.partition("\n## ")
+    return current + ("\n" + marker.lstrip("\n") + history if marker else "")
 
 
 def summary(r: dict, meta: dict) -> str:

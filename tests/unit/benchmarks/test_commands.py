@@ -83,3 +83,13 @@ def test_no_benchmark_imports_another_benchmark_or_edits_sys_path(path):
     assert not {name for name in imported if name.startswith("benchmarks.bench_")}
     if path.stem in SUBMITTED:
         assert not {name for name in imported if name.split(".")[0] in ("benchmarks", "tiering", "tests")}
+
+
+def test_a_full_run_replaces_the_summary_table_and_keeps_the_sections_under_it():
+    from benchmarks.run_all import with_history
+
+    previous = "# Benchmark summary\n\n| old |\n\n## Issue 7\n\nfigures\n\n## Issue 9\n\nmore\n"
+    assert with_history("# Benchmark summary\n\n| new |\n", previous) == (
+        "# Benchmark summary\n\n| new |\n\n## Issue 7\n\nfigures\n\n## Issue 9\n\nmore\n"
+    )
+    assert with_history("# Benchmark summary\n\n| new |\n", "") == "# Benchmark summary\n\n| new |\n"
