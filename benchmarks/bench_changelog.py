@@ -9,15 +9,15 @@ at each library's default level (zstd 1 in both), and with delta-rs's statistics
 (the round's files carry them for integer columns only): the baseline does no less than the round;
 then R times the same with an availableNow run per round (``available_now_*``: each run starts a
 query, whose planning process opens the lake afresh; the run with its query start is reported
-apart). Medians of the R, after one untimed round and MERGE (the process's first of each pays
-for warming pyarrow and DataFusion up). A round is Spark's trigger: its batch
-(``service_batches_s``: the round's reads, writes, commit and store calls) and what Spark does
-around it (``service_outside_batch_s``: planning, the offsets and commit logs), a fixed cost the
-MERGE does not pay. While a round runs the benchmark asks the lake whether it landed only after
-each trigger's report, not every poll: the wait runs in the driver's process beside the round,
-and the MERGE is timed with nothing beside it. ``--driver-max-changes 0`` makes the executors
-write the buckets instead of the driver (``--merge-max-changes``, its older name, still works and
-says so).
+apart). Medians of the R, after one untimed round and MERGE (the process's first of each pays for
+warming pyarrow and DataFusion up). A round is Spark's trigger: its batch (``service_batches_s``:
+the round's reads, writes, commit and store calls) and what Spark does around it
+(``service_outside_batch_s``: planning, the offsets and commit logs; each phase's ms in
+``service_outside_batch_ms``), a fixed cost the MERGE does not pay. While a round runs the
+benchmark asks the lake whether it landed only after each trigger's report, not every poll: the
+wait runs in the driver's process beside the round, and the MERGE is timed with nothing beside it.
+``--driver-max-changes 0`` makes the executors write the buckets instead of the driver
+(``--merge-max-changes``, its older name, still works and says so).
 
 Run: .venv/bin/python -m benchmarks.bench_tiering changelog [--keys K] [--updates U] [--repeat R]
 [--driver-max-changes N]
@@ -39,6 +39,8 @@ from tests.support.waiting import wait_until
 #: The continuous job's trigger in the changelog benchmark: long enough for U upserts to be
 #: written between two triggers, so each round carries all of them.
 CHANGELOG_TRIGGER_S = 10.0
+#: A trigger's phases that are not Spark's part around the batch: the batch, and the whole.
+_NOT_OUTSIDE = frozenset({"addBatch", "triggerExecution"})
 
 
 def bench_changelog(args, work: Path, store) -> dict:
@@ -65,6 +67,7 @@ def bench_changelog(args, work: Path, store) -> dict:
     bench = ChangelogRounds(args, work, client, codec)
     lake = Lake.of(config.lake)
     rounds, batches, merges, keys_merged = [], [], [], 0
+    outside: list[dict[str, int]] = []  # Spark's phases around each measured batch, ms
 
     continuous = service_config(
         work,
@@ -108,6 +111,7 @@ def bench_changelog(args, work: Path, store) -> dict:
                 if len(carried) == 1:  # else the writes straddled a trigger: two rounds, not measured
                     rounds.append(carried[0].durationMs["triggerExecution"] / 1000)
                     batches.append(carried[0].durationMs["addBatch"] / 1000)
+                    outside.append({k: v for k, v in carried[0].durationMs.items() if k not in _NOT_OUTSIDE})
             warming_up = False
 
     available_now, runs = [], []
@@ -133,6 +137,7 @@ def bench_changelog(args, work: Path, store) -> dict:
         "service_rounds_s": [round(r, 3) for r in rounds],
         "service_batches_s": [round(b, 3) for b in batches],
         "service_outside_batch_s": [round(r - b, 3) for r, b in zip(rounds, batches, strict=False)],
+        "service_outside_batch_ms": outside,
         "available_now_round_s": round(available_now_s, 3),
         "available_now_rounds_s": [round(r, 3) for r in available_now],
         "run_with_query_start_s": round(statistics.median(runs), 3),
