@@ -1,5 +1,5 @@
 """A tiering group on real drivers: three `tiering run` processes (``local[1]`` each) in one group
-over six tables and one lake, a KV store taking writes the whole time, an embedded ZooKeeper
+over twelve tables and one lake, a KV store taking writes the whole time, an embedded ZooKeeper
 (docs/DESIGN.md §7).
 
 1. every member takes a share of the tables (each table owned by one member, under a table
@@ -160,7 +160,7 @@ def _assert_group_listed(listing: list[Future], group: _Group, live: list[str], 
 
 def test_three_members_share_the_tables_and_take_a_killed_ones(kv_store, zk_hosts, unique_job, tmp_path, drivers):
     client = kv_store.client()
-    tables = _tables(client, "t", 6, rows=20)
+    tables = _tables(client, "t", 12, rows=20)
     group = _Group(tmp_path, kv_store, zk_hosts, unique_job, drivers, 3, tables)
     lake, names = group.lake, group.names
     try:
