@@ -11,8 +11,8 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 VENV=.venv-delta
 JARS=deploy/jars/lib
-{ [ -x "$VENV/bin/python" ] && ls "$JARS"/*.jar >/dev/null 2>&1; } || ./scripts/setup_delta.sh || exit
-DELTA_SPARK_JARS=$(ls "$PWD/$JARS"/*.jar | paste -sd, -)
+{ [ -x "$VENV/bin/python" ] && ./scripts/delta_jars.sh >/dev/null; } || ./scripts/setup_delta.sh || exit
+DELTA_SPARK_JARS=$(./scripts/delta_jars.sh) || exit
 export DELTA_SPARK_JARS
 SELECTION=(-m delta_jars tests/integration/failover tests/integration/lake tests/integration/pipeline)
 [ "$#" -eq 0 ] && set -- "${SELECTION[@]}"
