@@ -47,8 +47,10 @@ main_tools() {
 has_jars() { ls "$1"/*.jar >/dev/null 2>&1; }
 class_archive() {
   local venv=$1 archive=$1/spark-classes.jsa jars
-  jars=$("$venv/bin/python" -c 'import os, pyspark; print(os.path.join(os.path.dirname(pyspark.__file__), "jars"))')
-  if [ -f "$archive" ] && [ -z "$(find "$jars" "$(readlink -f "$(command -v java)")" -maxdepth 0 -newer "$archive")" ]; then
+  # pyspark's jars directory found by its place in the venv: a Python start costs seconds
+  jars=("$venv"/lib/python3*/site-packages/pyspark/jars)
+  if [ -f "$archive" ] && [ -d "${jars[0]}" ] &&
+    [ -z "$(find "${jars[0]}" "$(readlink -f "$(command -v java)")" -maxdepth 0 -newer "$archive")" ]; then
     return 0
   fi
   "$venv/bin/python" -m tests.support.class_archive ||
@@ -67,7 +69,7 @@ oldest() {
 }
 delta() {
   { $missing_only && [ -x .venv-delta/bin/python ] && has_jars deploy/jars/lib || ./scripts/setup_delta.sh; } &&
-    DELTA_SPARK_JARS=$(ls "$PWD"/deploy/jars/lib/*.jar | paste -sd, -) class_archive .venv-delta
+    DELTA_SPARK_JARS=$(./scripts/delta_jars.sh) class_archive .venv-delta
 }
 airflow() { $missing_only || ./scripts/setup_airflow.sh; }
 
