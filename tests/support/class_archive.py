@@ -107,7 +107,8 @@ def _workload(work: Path) -> None:
 
 def write_archive(prefix: str = sys.prefix) -> Path:
     """Runs the workload in a driver of this interpreter's pyspark and keeps the archive its JVM
-    writes at exit; raises RuntimeError with the driver's errors when it fails (no archive is kept)."""
+    writes at exit; raises RuntimeError with the driver's errors when it fails or its JVM writes no
+    archive (no archive is kept)."""
     archive = archive_path(prefix)
     partial = archive.with_suffix(".part")
     partial.unlink(missing_ok=True)
@@ -121,6 +122,11 @@ def write_archive(prefix: str = sys.prefix) -> Path:
         driver = subprocess.run([sys.executable, "-c", _DRIVER, work], env=env, capture_output=True, text=True)
     if driver.returncode != 0:
         raise RuntimeError(f"the archive's driver failed (exit {driver.returncode}):\n{driver.stderr[-3000:]}")
+    if not partial.is_file():
+        raise RuntimeError(
+            f"the archive's driver exited cleanly but its JVM wrote no archive at {partial} "
+            f"(a JDK without dynamic archives, or a JVM that exited before the driver's end):\n{driver.stderr[-3000:]}"
+        )
     partial.replace(archive)
     return archive
 
