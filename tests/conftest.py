@@ -3,8 +3,10 @@
 import os
 import sys
 
+import pytest
 from hypothesis import settings
 
+from tests.support.disk import disk_shortfall
 from tests.support.jvm import DRIVER_OPTIONS, SUBMIT_OPTS_VARIABLE
 
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -23,3 +25,10 @@ pytest_plugins = [
     "tests.fixtures.store",
     "tests.fixtures.zk",
 ]
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Stops a session on a nearly full disk before its first test, in one line (tests/support/disk.py)."""
+    shortfall = disk_shortfall()
+    if shortfall:
+        pytest.exit(shortfall, returncode=1)
