@@ -15,7 +15,9 @@ import pytest
 from tests.support.class_archive import archive_path
 from tests.support.jvm import DRIVER_OPTIONS, SUBMIT_OPTS_VARIABLE
 
-pytestmark = pytest.mark.integration
+#: delta_jars: the Delta lane (scripts/test_delta.sh) checks its venv's archive too, as the oldest
+#: lane (scripts/test_oldest.sh) does; without the jars the test needs none and runs as it is.
+pytestmark = [pytest.mark.integration, pytest.mark.delta_jars]
 
 SPARK_SUBMIT = Path(pyspark.__file__).parent / "bin" / "spark-submit"
 
