@@ -7,6 +7,7 @@
 # this is quick when nothing changed. Called by scripts/setup_tests.sh and test_airflow.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/venv_install.sh
 PY=${PYTHON:-python3}
 
 # make_venv VENV AIRFLOW_VERSION SPARK_PROVIDER_VERSION
@@ -15,8 +16,7 @@ make_venv() {
   [ -x "$venv/bin/python" ] || "$PY" -m venv "$venv"
   if ! "$venv/bin/python" -c "import airflow, airflow.providers.apache.spark, pytest, sys; sys.exit(airflow.__version__ != '$airflow')" 2>/dev/null; then
     echo "setup_airflow: installing apache-airflow $airflow and its Spark provider $provider into $venv"
-    "$venv/bin/python" -m pip install -q --upgrade pip
-    "$venv/bin/python" -m pip install -q "apache-airflow==$airflow" "apache-airflow-providers-apache-spark==$provider" pytest
+    venv_install "$venv" "apache-airflow==$airflow" "apache-airflow-providers-apache-spark==$provider" pytest
   fi
   echo "setup_airflow: $venv ready (Airflow $airflow)"
 }

@@ -7,6 +7,7 @@
 # scripts/setup_tests.sh (Java and the rest of the machine are setup.sh's). Safe to run again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/venv_install.sh
 DELTA_VERSION=4.4.0
 DELTA_PYSPARK=4.2.0
 VENV=.venv-delta
@@ -20,7 +21,6 @@ fi
 rm -rf "$JARS"  # only the pinned release's jars, never one left from an earlier pin
 (cd deploy/jars && mvn -q -B dependency:copy-dependencies)
 [ -x "$VENV/bin/python" ] || "$PY" -m venv "$VENV"
-"$VENV/bin/python" -m pip install -q --upgrade pip
-"$VENV/bin/python" -m pip install -q "pyspark==$DELTA_PYSPARK" "delta-spark==$DELTA_VERSION" -e ".[test,delta-spark]"
+venv_install "$VENV" "pyspark==$DELTA_PYSPARK" "delta-spark==$DELTA_VERSION" -e ".[test,delta-spark]"
 "$VENV/bin/python" scripts/pyspark_bytecode.py
 echo "setup_delta: $VENV ready (pyspark $("$VENV/bin/python" -c 'import pyspark; print(pyspark.__version__)'), delta-spark $DELTA_VERSION, $(ls "$JARS" | wc -l) jars in $JARS)"

@@ -4,11 +4,11 @@
 # scripts/setup_tests.sh (Java and the rest of the machine are setup.sh's). Safe to run again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/venv_install.sh
 OLDEST_PYSPARK=4.0.0
 VENV=.venv-oldest
 PY=${PYTHON:-python3}
 [ -x "$VENV/bin/python" ] || "$PY" -m venv "$VENV"
-"$VENV/bin/python" -m pip install -q --upgrade pip
-"$VENV/bin/python" -m pip install -q "pyspark==$OLDEST_PYSPARK" -e ".[test]"
+venv_install "$VENV" "pyspark==$OLDEST_PYSPARK" -e ".[test]"
 "$VENV/bin/python" scripts/pyspark_bytecode.py
 echo "setup_oldest: $VENV ready (pyspark $("$VENV/bin/python" -c 'import pyspark; print(pyspark.__version__)'))"
