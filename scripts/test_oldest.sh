@@ -3,10 +3,11 @@
 # (scripts/setup_oldest.sh; made here when absent): where Spark versions differ (the source's
 # offsets and availableNow, the checkpoint, replays after a crash, a table failing and
 # recovering), the S3 lake, spark-submit on a standalone cluster, a bounded chaos subset
-# (driver kills, CHAOS_TRIALS default 2) and that its drivers map the venv's class archive. The rest (writers, the store, the lake's own logic) does
-# not depend on Spark's version and runs once, in the main suite on the newest pyspark.
-# scripts/test.sh runs it after the main suite, beside scripts/test_delta.sh: about 3 minutes on 2
-# cores. Arguments replace the selection. pytest's exit 5 (no tests) is not a failure.
+# (driver kills, CHAOS_TRIALS default 2) and that its drivers map the venv's class archive. The
+# rest (writers, the store, the lake's own logic) does not depend on Spark's version and runs once,
+# in the main suite on the newest pyspark. scripts/test.sh runs it after the main suite, beside
+# scripts/test_delta.sh. Arguments replace the selection. pytest's exit 5 (no tests) is not a
+# failure.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 VENV=.venv-oldest
