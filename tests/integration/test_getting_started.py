@@ -19,7 +19,8 @@ from pathlib import Path
 
 import pytest
 import tomli_w
-from deltalake import DeltaTable
+
+from tests.support.lake import delta_rows
 
 pytestmark = pytest.mark.integration
 
@@ -64,7 +65,7 @@ def test_worked_example_tiers_the_table_as_the_page_says(store_factory, zk_facto
             assert result.stdout.strip() == printed.removeprefix("# "), "the output the page shows"
 
     assert "job=orders-tiering round=1 table=orders status=committed" in "".join(printed_by_blocks)
-    lake = DeltaTable(str(tmp_path / "data" / "lake" / "orders")).to_pyarrow_table()
+    lake = delta_rows(tmp_path / "data" / "lake" / "orders")
     rows = lake.select(["id", "customer", "amount"]).sort_by("id").to_pylist()
     assert [(r["id"], r["customer"], str(r["amount"])) for r in rows] == [(1, "ada", "12.50"), (3, "cy", "3.20")]
     assert store.client().get_lake("orders") is not None, "the job reported the table's lake offsets"

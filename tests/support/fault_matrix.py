@@ -20,10 +20,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-import pyarrow.fs as pafs
 import pytest
-from deltalake import DeltaTable
-from deltalake.exceptions import TableNotFoundError
 
 from tests.support.drivers import tiering_cli
 from tests.support.oracle import SYSTEM, TableOracle
@@ -54,32 +51,18 @@ class Tally:
 def tally(lake_root: Path | Lake, tables: Iterable[TableOracle]) -> Tally:
     """Every table read with delta-rs straight from its Delta log (a table not yet in the lake
     has lost every row); ``lake_root`` is a local root or a :class:`Lake` on S3."""
+    lake = lake_root if isinstance(lake_root, Lake) else Lake.at(str(lake_root))
     lost = extra = duplicated = 0
     for table in tables:
-        rows = _s3_rows(lake_root, table.name) if isinstance(lake_root, Lake) else _local_rows(lake_root / table.name)
-        lake: dict[object, dict] = {}
-        for row in rows:
+        loaded = lake.load(table.name)
+        by_key: dict[object, dict] = {}
+        for row in [] if loaded is None else loaded.to_arrow().to_pylist():
             key = row["id"]
-            duplicated += key in lake
-            lake[key] = {k: v for k, v in row.items() if k not in SYSTEM}
-        lost += sum(1 for k, row in table.rows.items() if lake.get(k) != row)
-        extra += sum(1 for k in lake if k not in table.rows)
+            duplicated += key in by_key
+            by_key[key] = {k: v for k, v in row.items() if k not in SYSTEM}
+        lost += sum(1 for k, row in table.rows.items() if by_key.get(k) != row)
+        extra += sum(1 for k in by_key if k not in table.rows)
     return Tally(lost, extra, duplicated)
-
-
-def _local_rows(path: Path) -> list[dict]:
-    return DeltaTable(str(path)).to_pyarrow_table().to_pylist() if (path / "_delta_log").is_dir() else []
-
-
-def _s3_rows(lake: Lake, table: str) -> list[dict]:
-    """delta-rs lists the files, pyarrow reads them (delta-rs's own S3 reader aborts the process
-    at exit, delta-rs#2184)."""
-    try:
-        dt = DeltaTable(lake.path(table), storage_options=lake.store.delta_options())
-    except TableNotFoundError:
-        return []
-    files = pafs.SubTreeFileSystem(lake.store.path(lake.path(table)), lake.store.filesystem)
-    return dt.to_pyarrow_dataset(filesystem=files).to_table().to_pylist()
 
 
 def wait_recovered(

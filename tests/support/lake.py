@@ -7,7 +7,9 @@
   retention, so a crash leaves nothing that stays forever;
 - :func:`read_feed` / :func:`replayed`: the change data feed read back as a consumer would (with
   Delta's jars in the run, Spark's ``readChangeFeed`` must read the same changes);
-- :func:`codecs` / :func:`file_codecs`: the Parquet codecs a file's column chunks were written with.
+- :func:`codecs` / :func:`file_codecs`: the Parquet codecs a file's column chunks were written with;
+- :func:`delta_rows`: a Delta table's rows, read as the job reads them (not through delta-rs's
+  Python file objects, after which a process aborts at exit now and then).
 """
 
 from __future__ import annotations
@@ -26,7 +28,8 @@ from deltalake import DeltaTable
 from tests.support.delta_spark import delta_reader
 from tests.support.oracle import TableOracle
 from tiering.delta_log.commits import tiering_entry
-from tiering.delta_log.lake import Lake
+from tiering.delta_log.lake import Lake, table_rows
+from tiering.objectstore.object_store import ObjectStore
 
 FEED_COLUMNS = ("_change_type", "_commit_version", "_commit_timestamp")
 
@@ -55,6 +58,13 @@ def tiering_commits(lake: Lake | Path, table: str) -> list[Commit]:
         meta = json.loads(meta) if isinstance(meta, str) else meta
         commits.append(Commit(entry["version"], meta["epoch"], meta["round"], meta["lease_id"]))
     return sorted(commits, key=lambda c: c.version)
+
+
+def delta_rows(table: DeltaTable | str | Path) -> pa.Table:
+    """Every row of the Delta table (``table`` or at local path ``table``), read through pyarrow's
+    own filesystem as :func:`tiering.delta_log.lake.table_rows` reads it."""
+    dt = table if isinstance(table, DeltaTable) else DeltaTable(str(table))
+    return table_rows(dt, ObjectStore.of(dt.table_uri), dt.table_uri)
 
 
 def files_outside_the_log(table_dir: Path) -> set[str]:

@@ -140,16 +140,16 @@ class LakeTable:
 
 def table_rows(dt: DeltaTable, store: ObjectStore, path: str) -> pa.Table:
     """Every row of the loaded version of ``dt`` (at ``path`` in ``store``), read through the
-    store's pyarrow filesystem (reading S3 through delta-rs's own reader makes the process abort
-    at exit, delta-rs#2184). A table with deletion vectors is scanned by delta-rs's DataFusion,
-    which applies them (its pyarrow dataset refuses such a table)."""
+    store's pyarrow filesystem, local or S3: delta-rs's default hands Arrow's threads Python file
+    objects, and a process that ends soon after such a read aborts at exit now and then
+    (delta-rs#2184), which would turn a verified run into a failed one. A table with deletion
+    vectors is scanned by delta-rs's DataFusion, which applies them (its pyarrow dataset refuses
+    such a table)."""
     if has_deletion_vectors(dt):
         schema = pa.schema(dt.schema().to_arrow())  # DataFusion reads strings as views
         rows = pa.table(QueryBuilder().register("t", dt).execute("SELECT * FROM t").read_all())
         return rows.select(schema.names).cast(schema)
-    if store.is_s3:
-        return dt.to_pyarrow_dataset(filesystem=pafs.SubTreeFileSystem(store.path(path), store.filesystem)).to_table()
-    return dt.to_pyarrow_table()
+    return dt.to_pyarrow_dataset(filesystem=pafs.SubTreeFileSystem(store.path(path), store.filesystem)).to_table()
 
 
 def _bounds(actions: pa.Table, stat: str, key: str | None) -> list[int | None]:

@@ -16,7 +16,7 @@ import pytest
 from deltalake import DeltaTable, Schema, write_deltalake
 from deltalake.transaction import AddAction, CommitProperties, Transaction
 
-from tests.support.lake import codecs
+from tests.support.lake import codecs, delta_rows
 from tiering.conf.model import MaintenanceConfig
 from tiering.delta_log.commits import commit_metadata
 from tiering.delta_log.lake import Lake
@@ -71,7 +71,7 @@ def _tiered(tmp_path: Path, rounds: int = 8, epoch: int = 3, table: str = TABLE,
 
 
 def _ids(path: str) -> list[int]:
-    return sorted(DeltaTable(path).to_pyarrow_table().column("id").to_pylist())
+    return sorted(delta_rows(path).column("id").to_pylist())
 
 
 def _files_per_bucket(path: str) -> dict[int, int]:
@@ -113,7 +113,7 @@ def _tables(tmp_path: Path, *names: str) -> tuple[Lake, dict[str, str]]:
 
 
 def _rows_of(path: str) -> list[dict]:
-    return sorted(DeltaTable(path).to_pyarrow_table().to_pylist(), key=lambda row: row["id"])
+    return sorted(delta_rows(path).to_pylist(), key=lambda row: row["id"])
 
 
 def test_compaction_merges_each_bucket_and_keeps_rows_position_and_txn(tmp_path):

@@ -20,6 +20,7 @@ import pytest
 from deltalake import DeltaTable, write_deltalake
 
 from tests.support.config import write_conf
+from tests.support.lake import delta_rows
 from tests.support.oracle import TableOracle, assert_equal_to_store, lake_rows
 from tiering import cli
 from tiering.conf.loader import load_config
@@ -59,7 +60,7 @@ def tier(conf: Path):
 
 def _append(dt: DeltaTable) -> None:
     """Rows the store never had, appended by another delta-rs writer."""
-    rows = dt.to_pyarrow_table().slice(0, 3)
+    rows = delta_rows(dt).slice(0, 3)
     ids = pa.array([10_000 + i for i in range(rows.num_rows)], pa.int64())
     write_deltalake(dt, rows.set_column(rows.schema.get_field_index("id"), "id", ids), mode="append")
 

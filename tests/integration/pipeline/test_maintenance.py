@@ -14,6 +14,7 @@ import pytest
 from deltalake import DeltaTable
 
 from tests.support.config import make_config, write_conf
+from tests.support.lake import delta_rows
 from tests.support.oracle import TableOracle, assert_lake_equals
 from tiering import cli
 from tiering.context import TermContext
@@ -30,7 +31,7 @@ def _split_buckets(path: str, parts: int) -> None:
     false`` (a rearrangement, as an OPTIMIZE writes it), so the job does not take it for another
     writer's change of data; delta-rs's overwrite would mark its removes as data changes."""
     dt = DeltaTable(path)
-    data = dt.to_pyarrow_table()
+    data = delta_rows(dt)
     now = int(time.time() * 1000)
     actions = [{"commitInfo": {"timestamp": now, "operation": "OPTIMIZE", "operationParameters": {}}}]
     actions += [
