@@ -26,6 +26,11 @@ else
   ./scripts/setup_tests.sh --if-missing main || exit
 fi
 source scripts/lanes.sh
+# Spark's scratch space for every driver of the run (its spark-* directory holds a copy of each
+# jar in spark.jars: the AWS SDK bundle's hundreds of MB in the Delta lane) inside the lanes'
+# directory, which goes when this script ends: a driver the tests SIGKILL leaves its own behind.
+export SPARK_LOCAL_DIRS="$lanes_dir/spark"
+mkdir -p "$SPARK_LOCAL_DIRS"
 if $whole; then
   lane_start airflow ./scripts/test_airflow.sh -q
   lane_start setup-oldest ./scripts/setup_tests.sh oldest

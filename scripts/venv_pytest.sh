@@ -2,11 +2,16 @@
 # `scripts/venv_pytest.sh NAME VENV PYTEST-ARGS...`: runs pytest in the virtualenv VENV as the
 # side suites do (scripts/test_oldest.sh, scripts/test_delta.sh): its Python for Spark's driver and
 # workers, TEST_WORKERS (default 2) pytest-xdist workers, a module per worker at a time in
-# collection order (as scripts/test.sh says why), no cache.
+# collection order (as scripts/test.sh says why), no cache, Spark's scratch space removed at the end.
 # pytest's exit 5 (no tests collected) is not a failure; NAME prefixes what this script says.
 set -uo pipefail
 name=$1 venv=$2
 shift 2
+if [ -z "${SPARK_LOCAL_DIRS:-}" ]; then  # run alone: Spark's scratch space as scripts/test.sh says why
+  SPARK_LOCAL_DIRS=$(mktemp -d)
+  export SPARK_LOCAL_DIRS
+  trap 'rm -rf "$SPARK_LOCAL_DIRS"' EXIT
+fi
 export PYSPARK_PYTHON="$PWD/$venv/bin/python"
 export PYSPARK_DRIVER_PYTHON="$PWD/$venv/bin/python"
 "$venv/bin/python" -m pytest -p no:cacheprovider -n "${TEST_WORKERS:-2}" --dist loadfile --no-loadscope-reorder "$@"
