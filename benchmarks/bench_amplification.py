@@ -44,7 +44,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from benchmarks.common import load_table, rows, run_mode, run_service, service_config, spark_session
 from benchmarks.merge_baseline import ChangelogRounds
@@ -77,7 +76,6 @@ class TieredTable:
 
 
 def bench_amplification(args, work: Path, store) -> dict:
-    from deltalake import write_deltalake
 
     client = store.client(timeout_s=600)
     keys, small_keys = args.keys, getattr(args, "small_keys", 200_000)
@@ -100,15 +98,8 @@ def bench_amplification(args, work: Path, store) -> dict:
         config = service_config(work, store.url, f"amp-{name}", {"tables.include": [name]}, **lake)
         tables[name] = TieredTable(name, n, config)
         tables[name].round(spark)  # the bootstrap, untimed
-    snapshots = client.take_snapshots(BIG)
-    base = pa.concat_tables([pq.read_table(f) for s in snapshots.buckets for f in s.files]).select(
-        ["id", "name", "qty", "price"]
-    )
-    write_deltalake(
-        str(work / "merge-target"), base, writer_properties=merge_writer
-    )  # the baseline's target: the same rows
-    del base
     baseline = ChangelogRounds(args, work, client, merge_writer)
+    baseline.create_target(client.take_snapshots(BIG))
 
     def changes(pattern: str, n: int) -> pa.Array:
         ids = range(n - CHANGED_KEYS, n) if pattern == "recent" else rng.sample(range(n), CHANGED_KEYS)

@@ -1,17 +1,18 @@
 """``changelog`` mode: a round of the continuous job against a hand-written MERGE of the same changes.
 
-``--keys K --updates U [--repeat R]``: K keys tiered, then R times: U upserts over them, a round
-of a continuous job (Spark's ``triggerExecution`` of the one batch that carries them: the writes
-are made between two triggers, :data:`CHANGELOG_TRIGGER_S` apart) and a hand-written
+``--keys K --updates U [--repeat R]``: K keys tiered, then R times: U upserts over them, a round of
+a continuous job (Spark's ``triggerExecution`` of the one batch that carries them: the writes are
+made between two triggers, :data:`CHANGELOG_TRIGGER_S` apart) and a hand-written
 ``DeltaTable.merge`` of the same changes (:class:`benchmarks.merge_baseline.ChangelogRounds`),
-written with the service's Parquet codec (``lake.compression``; ``compression`` in the JSON),
-at each library's default level (zstd 1 in both), and with delta-rs's statistics of every column
-(the round's files carry them for integer columns only): the baseline does no less than the round;
-then R times the same with an availableNow run per round (``available_now_*``: each run starts a
-query, whose planning process opens the lake afresh; the run with its query start is reported
-apart). Medians of the R, after one untimed round and MERGE (the process's first of each pays for
-warming pyarrow and DataFusion up). A round is Spark's trigger: its batch (``service_batches_s``:
-the round's reads, writes, commit and store calls) and what Spark does around it
+written with the service's Parquet codec (``lake.compression``; ``compression`` in the JSON), at
+each library's default level (zstd 1 in both), and with delta-rs's statistics of every column (the
+round's files carry them for integer columns only), into a table of the lake's columns and
+partitions that must end with the lake's rows: the baseline does no less than the round; then R
+times the same with an availableNow run per round (``available_now_*``: each run starts a query,
+whose planning process opens the lake afresh; the run with its query start is reported apart).
+Medians of the R, after one untimed round and MERGE (the process's first of each pays for warming
+pyarrow and DataFusion up). A round is Spark's trigger: its batch (``service_batches_s``: the
+round's reads, writes, commit and store calls) and what Spark does around it
 (``service_outside_batch_s``: planning, the offsets and commit logs; each phase's ms in
 ``service_outside_batch_ms``), a fixed cost the MERGE does not pay. While a round runs the
 benchmark asks the lake whether it landed only after each trigger's report, not every poll: the
@@ -29,9 +30,6 @@ import statistics
 from collections.abc import Callable
 from pathlib import Path
 
-import pyarrow as pa
-import pyarrow.parquet as pq
-
 from benchmarks.common import POLL, ContinuousJob, load_table, run_service, service_config, spark_session
 from benchmarks.merge_baseline import ChangelogRounds
 from tests.support.waiting import wait_until
@@ -44,7 +42,6 @@ _NOT_OUTSIDE = frozenset({"addBatch", "triggerExecution"})
 
 
 def bench_changelog(args, work: Path, store) -> dict:
-    from deltalake import write_deltalake
 
     from tiering.delta_log.lake import Lake
     from tiering.enumerator.positions import LakePosition
@@ -59,12 +56,8 @@ def bench_changelog(args, work: Path, store) -> dict:
     codec = delta_rs_properties(config.lake.compression)  # the MERGE writes the service's codec: like with like
     run_service(spark, config)  # bootstrap, untimed
     table_id = client.log_info("cl").table_id
-    base = pa.concat_tables([pq.read_table(f) for s in snapshots.buckets for f in s.files]).select(
-        ["id", "name", "qty", "price"]
-    )
-    # the baseline's target: the same base rows
-    write_deltalake(str(work / "merge-target"), base, writer_properties=codec)
     bench = ChangelogRounds(args, work, client, codec)
+    bench.create_target(snapshots)
     lake = Lake.of(config.lake)
     rounds, batches, merges, keys_merged = [], [], [], 0
     outside: list[dict[str, int]] = []  # Spark's phases around each measured batch, ms
@@ -122,6 +115,7 @@ def bench_changelog(args, work: Path, store) -> dict:
         runs.append(run.wall_s)
         merges.append(bench.merge(before)[0])
     spark.stop()
+    bench.check_same_rows(lake.load("cl").to_arrow())
     service_s, baseline_s = statistics.median(rounds), statistics.median(merges)
     available_now_s = statistics.median(available_now)
     return {
