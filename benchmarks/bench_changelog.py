@@ -14,11 +14,14 @@ Medians of the R, after one untimed round and MERGE (the process's first of each
 pyarrow and DataFusion up). A round is Spark's trigger: its batch (``service_batches_s``: the
 round's reads, writes, commit and store calls) and what Spark does around it
 (``service_outside_batch_s``: planning, the offsets and commit logs; each phase's ms in
-``service_outside_batch_ms``), a fixed cost the MERGE does not pay. While a round runs the
-benchmark asks the lake whether it landed only after each trigger's report, not every poll: the
-wait runs in the driver's process beside the round, and the MERGE is timed with nothing beside it.
-``--driver-max-changes 0`` makes the executors write the buckets instead of the driver
-(``--merge-max-changes``, its older name, still works and says so).
+``service_outside_batch_ms``), a fixed cost the MERGE does not pay
+(``batch_vs_baseline_throughput``: the batch alone against the MERGE). ``store_wakeup_ms``, before
+and after: the store's first answer after seconds idle and the next
+(:func:`benchmarks.common.wakeup_ms`), which says how much this machine taxes a process it wakes.
+While a round runs the benchmark asks the lake whether it landed only after each trigger's report,
+not every poll: the wait runs in the driver's process beside the round, and the MERGE is timed with
+nothing beside it. ``--driver-max-changes 0`` makes the executors write the buckets instead of the
+driver (``--merge-max-changes``, its older name, still works and says so).
 
 Run: .venv/bin/python -m benchmarks.bench_tiering changelog [--keys K] [--updates U] [--repeat R]
 [--driver-max-changes N]
@@ -30,7 +33,7 @@ import statistics
 from collections.abc import Callable
 from pathlib import Path
 
-from benchmarks.common import POLL, ContinuousJob, load_table, run_service, service_config, spark_session
+from benchmarks.common import POLL, ContinuousJob, load_table, run_service, service_config, spark_session, wakeup_ms
 from benchmarks.merge_baseline import ChangelogRounds
 from tests.support.waiting import wait_until
 
@@ -48,6 +51,7 @@ def bench_changelog(args, work: Path, store) -> dict:
     from tiering.lake.compression import delta_rs_properties
 
     client = store.client(timeout_s=600)
+    wakeups = [wakeup_ms(client)]
     load_table(client, "cl", range(args.keys), args.buckets)
     snapshots = client.take_snapshots("cl")
     spark = spark_session()
@@ -116,6 +120,7 @@ def bench_changelog(args, work: Path, store) -> dict:
         merges.append(bench.merge(before)[0])
     spark.stop()
     bench.check_same_rows(lake.load("cl").to_arrow())
+    wakeups.append(wakeup_ms(client))
     service_s, baseline_s = statistics.median(rounds), statistics.median(merges)
     available_now_s = statistics.median(available_now)
     return {
@@ -140,6 +145,8 @@ def bench_changelog(args, work: Path, store) -> dict:
         "baseline_merges_s": [round(m, 3) for m in merges],
         "service_vs_baseline_throughput": round(baseline_s / service_s, 3),
         "available_now_vs_baseline_throughput": round(baseline_s / available_now_s, 3),
+        "batch_vs_baseline_throughput": round(baseline_s / statistics.median(batches), 3),
+        "store_wakeup_ms": wakeups,
     }
 
 

@@ -242,6 +242,24 @@ def machine() -> dict:
     return {"cpus": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform()}
 
 
+def wakeup_ms(client, idle_s: float = 4.0) -> dict[str, float]:
+    """The store's answer to its first request after ``idle_s`` idle, and to one right after it
+    (ms; idle shorter than the server's keep-alive, so no new connection). On some machines a
+    process woken after seconds idle answers tens of ms late, whatever it runs: a continuous job's
+    round pays that in each of its processes at every trigger, a MERGE in a busy process does not.
+    It names the spell a figure was taken in."""
+
+    def timed() -> float:
+        started = time.perf_counter()
+        client.health()
+        return (time.perf_counter() - started) * 1000
+
+    timed()
+    time.sleep(idle_s)
+    first = timed()
+    return {"idle_s": idle_s, "first_ms": round(first, 1), "then_ms": round(timed(), 1)}
+
+
 def write_json(path: Path, report: dict) -> str:
     """``report`` as indented JSON at ``path`` (its folder made); the text written."""
     text = json.dumps(report, indent=2)
