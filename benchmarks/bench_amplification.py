@@ -76,7 +76,6 @@ class TieredTable:
 
 
 def bench_amplification(args, work: Path, store) -> dict:
-
     client = store.client(timeout_s=600)
     keys, small_keys = args.keys, getattr(args, "small_keys", 200_000)
     target = getattr(args, "target_file_mb", None)

@@ -45,7 +45,6 @@ _NOT_OUTSIDE = frozenset({"addBatch", "triggerExecution"})
 
 
 def bench_changelog(args, work: Path, store) -> dict:
-
     from tiering.delta_log.lake import Lake
     from tiering.enumerator.positions import LakePosition
     from tiering.lake.compression import delta_rs_properties

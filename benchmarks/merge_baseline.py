@@ -20,12 +20,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from benchmarks.common import CHUNK, rows
+from benchmarks.common import CHUNK, SCHEMA, rows
 from tiering.delta_log.layout import BUCKET_COLUMN, SYSTEM_COLUMNS
 from tiering.kvstore.protocol import DELETE, OFFSET_COLUMN, OP_COLUMN, TIMESTAMP_COLUMN
 
-#: The benchmark table's user columns (benchmarks.common.SCHEMA), and every column of the lake's.
-USER_COLUMNS = ["id", "name", "qty", "price"]
+#: The benchmark table's user columns, and every column of the lake's.
+USER_COLUMNS = [c["name"] for c in SCHEMA]
 LAKE_COLUMNS = [*USER_COLUMNS, *SYSTEM_COLUMNS]
 #: What a round writes of a kept change: every lake column from the newest change.
 _FROM_SOURCE = {c: f"s.{c}" for c in LAKE_COLUMNS}
