@@ -46,11 +46,13 @@ main_tools() {
 
 has_jars() { ls "$1"/*.jar >/dev/null 2>&1; }
 class_archive() {
-  local venv=$1 archive=$1/spark-classes.jsa jars
+  local venv=$1 archive=$1/spark-classes.jsa jars java
   # pyspark's jars directory found by its place in the venv: a Python start costs seconds
   jars=("$venv"/lib/python3*/site-packages/pyspark/jars)
+  java=$(readlink -f "$(command -v java)")
+  # the JDK's own (base) archive too: a dynamic archive maps only over the base it was made on
   if [ -f "$archive" ] && [ -d "${jars[0]}" ] &&
-    [ -z "$(find "${jars[0]}" "$(readlink -f "$(command -v java)")" -maxdepth 0 -newer "$archive")" ]; then
+    [ -z "$(find "${jars[0]}" "$java" "${java%/bin/java}"/lib/server/classes*.jsa -maxdepth 0 -newer "$archive" 2>/dev/null)" ]; then
     return 0
   fi
   "$venv/bin/python" -m tests.support.class_archive ||
