@@ -281,8 +281,14 @@ class ClusterBench:
         return DeltaTable(f"{self.lake_root(name)}/{table}", storage_options=self.s3.storage_options())
 
     def rows_in_lake(self, name: str, table: str) -> int:
-        """Rows of the table's current version, counted from its files' footers through delta-rs."""
-        return self.lake_table(name, table).to_pyarrow_dataset().count_rows()
+        """Rows of the table's current version, counted from its files' footers, read through
+        pyarrow's S3 filesystem as the job reads (:func:`tiering.delta_log.lake.table_dataset`)."""
+        from tiering.delta_log.lake import table_dataset
+        from tiering.objectstore.object_store import ObjectStore
+
+        path = f"{self.lake_root(name)}/{table}"
+        store = ObjectStore.of(path, self.s3.storage_options())
+        return table_dataset(self.lake_table(name, table), store, path).count_rows()
 
     def commit_at_s(self, run: Submission, name: str, table: str) -> float:
         """Seconds from ``run``'s start to its table's version 0 (the commit's own timestamp)."""

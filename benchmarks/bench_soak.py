@@ -158,17 +158,20 @@ class SteadyWriter(Worker):
 
 
 def table_figures(path: Path) -> dict:
-    """One table as a reader finds it: the open (log replay) and full read with delta-rs, data
-    files per bucket, files on disk no version references, and the ``_delta_log``."""
+    """One table as a reader finds it: the open (log replay) with delta-rs and the full read as
+    the job reads it (:func:`tiering.delta_log.lake.table_rows`), data files per bucket, files on
+    disk no version references, and the ``_delta_log``."""
     from deltalake import DeltaTable
 
+    from tiering.delta_log.lake import table_rows
     from tiering.delta_log.layout import BUCKET_COLUMN
+    from tiering.objectstore.object_store import ObjectStore
 
     started = time.perf_counter()
     dt = DeltaTable(str(path))
     open_s = time.perf_counter() - started
     started = time.perf_counter()
-    rows = dt.to_pyarrow_table().num_rows
+    rows = table_rows(dt, ObjectStore.of(str(path)), str(path)).num_rows
     read_s = time.perf_counter() - started
     actions = pa.table(dt.get_add_actions(flatten=True))
     per_bucket = Counter(actions.column(f"partition.{BUCKET_COLUMN}").to_pylist())

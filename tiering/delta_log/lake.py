@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, replace
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.dataset as ds
 import pyarrow.fs as pafs
 from deltalake import DeltaTable, QueryBuilder
 from deltalake.exceptions import DeltaError, TableNotFoundError
@@ -149,7 +150,13 @@ def table_rows(dt: DeltaTable, store: ObjectStore, path: str) -> pa.Table:
         schema = pa.schema(dt.schema().to_arrow())  # DataFusion reads strings as views
         rows = pa.table(QueryBuilder().register("t", dt).execute("SELECT * FROM t").read_all())
         return rows.select(schema.names).cast(schema)
-    return dt.to_pyarrow_dataset(filesystem=pafs.SubTreeFileSystem(store.path(path), store.filesystem)).to_table()
+    return table_dataset(dt, store, path).to_table()
+
+
+def table_dataset(dt: DeltaTable, store: ObjectStore, path: str) -> ds.Dataset:
+    """The loaded version of ``dt`` (at ``path`` in ``store``, without deletion vectors) as a
+    pyarrow dataset over the store's own filesystem (:func:`table_rows` says why not delta-rs's)."""
+    return dt.to_pyarrow_dataset(filesystem=pafs.SubTreeFileSystem(store.path(path), store.filesystem))
 
 
 def _bounds(actions: pa.Table, stat: str, key: str | None) -> list[int | None]:
