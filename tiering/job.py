@@ -80,17 +80,17 @@ REQUIRED_SPARK_CONF = {
     "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
 }
 
-#: The session setting naming Spark's checkpoint file manager: :func:`use_checkpoint_store` sets it.
-CHECKPOINT_MANAGER_KEY = "spark.sql.streaming.checkpointFileManagerClass"
-
-#: Hadoop's local filesystem without checksum files, as FileContext's (the API Spark's default
-#: checkpoint file manager writes through). The checksummed one sets the permissions of every file
-#: it creates and of its checksum file, which without Hadoop's native library (pyspark ships none)
-#: forks a ``chmod`` each time, from a JVM of some GB, at every round (offsets, commits); the raw one
-#: creates them with the process's umask and forks nothing. Spark reads its checkpoint files whole
-#: and checks their version line; only FileContext users of ``file:`` paths in the job's session see
-#: it (the checkpoint, delta-spark's log on a local lake), not Spark's reads of data files.
-RAW_LOCAL_FILE_CONTEXT = {"fs.AbstractFileSystem.file.impl": "org.apache.hadoop.fs.local.RawLocalFs"}
+#: The streaming checkpoint is on the driver's filesystem or S3 (``job.checkpoint``). Spark's default
+#: manager for it goes through Hadoop's FileContext, which without Hadoop's native library forks a
+#: ``chmod`` and several ``readlink`` processes per file: ~35 ms for each of the two files a round
+#: writes (offsets, commits). The FileSystem-based manager writes the same temp-file-then-rename
+#: with one fork per file. On a local disk both check that the target is absent, then rename; on
+#: S3 (an ``s3a://`` checkpoint) the FileSystem one writes through s3a, which copies on rename.
+#: Its package depends on the Spark version (:mod:`tiering.spark_version`).
+CHECKPOINT_FILE_MANAGER = (
+    "spark.sql.streaming.checkpointFileManagerClass",
+    spark_version.checkpoint_file_manager(spark_version.running()),
+)
 
 #: Spark keeps a query's last ``numRecentProgressUpdates`` progress events (default 100) for
 #: ``recentProgress``, each with the source's start and end offset, and an idle trigger's offsets
@@ -109,16 +109,12 @@ S3A_FILESYSTEM = "org.apache.hadoop.fs.s3a.S3AFileSystem"
 
 
 def use_checkpoint_store(spark, checkpoint: CheckpointStore) -> None:
-    """Give the session what Spark needs to write ``checkpoint``. A local one: Spark's default
-    FileContext manager over the raw local filesystem (:data:`RAW_LOCAL_FILE_CONTEXT`). One on S3:
-    the FileSystem-based manager over ``s3a``, with the ``fs.s3a.*`` settings derived from the
-    lake's storage options, after checking that ``s3a`` is on the classpath (a
-    :class:`ConfigError` naming the jars otherwise). A Hadoop setting the session already has, as
-    ``x`` or ``spark.hadoop.x``, wins."""
-    version = spark_version.running()
+    """Give the session what Spark needs to write ``checkpoint``: for one on S3, the ``fs.s3a.*``
+    settings derived from the lake's storage options (a setting the session already has, as
+    ``fs.s3a.x`` or ``spark.hadoop.fs.s3a.x``, wins), after checking that ``s3a`` is on the
+    classpath; a :class:`ConfigError` naming the jars otherwise. Nothing for a local one."""
+    settings = checkpoint.hadoop_conf()
     if not checkpoint.is_s3:
-        spark.conf.set(CHECKPOINT_MANAGER_KEY, spark_version.checkpoint_file_manager(version, "FileContext"))
-        _set_unless_given(spark, RAW_LOCAL_FILE_CONTEXT)
         return
     jvm = spark.sparkContext._jvm
     try:
@@ -134,12 +130,6 @@ def use_checkpoint_store(spark, checkpoint: CheckpointStore) -> None:
                 "(scripts/setup_s3a.sh fetches them into deploy/jars/s3a/lib)"
             ]
         ) from None
-    spark.conf.set(CHECKPOINT_MANAGER_KEY, spark_version.checkpoint_file_manager(version, "FileSystem"))
-    _set_unless_given(spark, checkpoint.hadoop_conf())
-
-
-def _set_unless_given(spark, settings: dict[str, str]) -> None:
-    """Set each Hadoop setting of ``settings`` the session has under neither of its two names."""
     for key, value in settings.items():
         if spark.conf.get(key, None) is None and spark.conf.get(f"spark.hadoop.{key}", None) is None:
             spark.conf.set(key, value)
@@ -223,6 +213,7 @@ class TieringJob:
         config = self.context.config
         if config.lake.writer == "delta-rs":  # its executors write with Python; delta-spark's in the JVM
             warm_executors(self.spark)  # beside the query's start, which leaves the executors idle
+        self.spark.conf.set(*CHECKPOINT_FILE_MANAGER)
         use_checkpoint_store(self.spark, self._checkpoint)
         if self.spark.conf.get(PROGRESS_RETENTION[0], None) is None:
             self.spark.conf.set(*PROGRESS_RETENTION)

@@ -15,8 +15,8 @@ What differs inside the range, each handled where it matters:
   round's rest behind. There the source reads its start from the checkpoint's offsets log and
   applies ``limits.*`` itself, and the job runs availableNow as rounds triggered back to back,
   ending the query at the first trigger with nothing to tier, which is when a newer Spark ends it;
-- the checkpoint file managers moved to the ``checkpointing`` package in Spark 4.1
-  (:func:`checkpoint_file_manager`).
+- the FileSystem-based checkpoint file manager moved to the ``checkpointing`` package in Spark
+  4.1 (:func:`checkpoint_file_manager`).
 
 Spark-free: it compares version strings; only :func:`running` imports ``pyspark.version``.
 """
@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import logging
 import re
-from typing import Literal
 
 from tiering.errors import ConfigError
 
@@ -89,11 +88,10 @@ def admission_control(version: str) -> bool:
     return minor is not None and minor >= ADMISSION_CONTROL_SINCE
 
 
-def checkpoint_file_manager(version: str, api: Literal["FileSystem", "FileContext"]) -> str:
-    """The class name of Spark ``version``'s checkpoint file manager that writes through Hadoop's
-    ``api`` (``FileContext`` is Spark's default)."""
+def checkpoint_file_manager(version: str) -> str:
+    """The class name of Spark ``version``'s FileSystem-based checkpoint file manager."""
     package = "org.apache.spark.sql.execution.streaming"
     minor = _minor(version)
     if minor is not None and minor < (4, 1):
-        return f"{package}.{api}BasedCheckpointFileManager"
-    return f"{package}.checkpointing.{api}BasedCheckpointFileManager"
+        return f"{package}.FileSystemBasedCheckpointFileManager"
+    return f"{package}.checkpointing.FileSystemBasedCheckpointFileManager"

@@ -48,14 +48,13 @@ def test_admission_control_from_spark_4_2(version, expected):
     assert spark_version.admission_control(version) is expected
 
 
-@pytest.mark.parametrize("api", ["FileSystem", "FileContext"])
-def test_the_checkpoint_file_managers_moved_package_in_spark_4_1(api):
-    assert spark_version.checkpoint_file_manager("4.0.5", api) == (
-        f"org.apache.spark.sql.execution.streaming.{api}BasedCheckpointFileManager"
+def test_the_checkpoint_file_manager_moved_package_in_spark_4_1():
+    assert spark_version.checkpoint_file_manager("4.0.5") == (
+        "org.apache.spark.sql.execution.streaming.FileSystemBasedCheckpointFileManager"
     )
     for version in ("4.1.0", "4.3.0"):
-        assert spark_version.checkpoint_file_manager(version, api) == (
-            f"org.apache.spark.sql.execution.streaming.checkpointing.{api}BasedCheckpointFileManager"
+        assert spark_version.checkpoint_file_manager(version) == (
+            "org.apache.spark.sql.execution.streaming.checkpointing.FileSystemBasedCheckpointFileManager"
         )
 
 

@@ -14,11 +14,10 @@ from tests.support.lake import file_codecs
 from tests.support.oracle import TableOracle, assert_lake_equals, lake_rows
 from tests.support.waiting import wait_until
 from tests.support.writers import log_entry
-from tiering import spark_version
 from tiering.context import TermContext
 from tiering.delta_log.lake import Lake
 from tiering.errors import FencedEpochError
-from tiering.job import CHECKPOINT_MANAGER_KEY, PROGRESS_RETENTION, RAW_LOCAL_FILE_CONTEXT, TieringJob
+from tiering.job import CHECKPOINT_FILE_MANAGER, PROGRESS_RETENTION, TieringJob
 from tiering.state.lease_file import load_or_create_lease_id
 
 pytestmark = pytest.mark.integration
@@ -129,7 +128,7 @@ def test_a_new_term_claims_the_kept_lease_before_its_first_round(spark, kv_store
         job.stop()
 
 
-def test_a_local_checkpoint_is_written_without_checksum_files_and_resumed_from(spark, kv_store, tmp_path):
+def test_the_checkpoint_is_written_through_the_file_system_manager_and_resumed_from(spark, kv_store, tmp_path):
     client = kv_store.client()
     orders = snapshotted(client, "orders", 40, num_buckets=2)
     config = make_config(tmp_path, kv_store.url, "127.0.0.1:1")
@@ -138,18 +137,14 @@ def test_a_local_checkpoint_is_written_without_checksum_files_and_resumed_from(s
 
     assert run_available_now(spark, config, epoch=2).ok
 
-    manager = spark_version.checkpoint_file_manager(spark_version.running(), "FileContext")
-    assert spark.conf.get(CHECKPOINT_MANAGER_KEY) == manager
-    [(raw_key, raw_local)] = RAW_LOCAL_FILE_CONTEXT.items()
-    assert spark.conf.get(raw_key) == raw_local
+    key, manager = CHECKPOINT_FILE_MANAGER
+    assert spark.conf.get(key) == manager
     assert spark.conf.get(PROGRESS_RETENTION[0]) == PROGRESS_RETENTION[1], "the fixture's session does not set it"
     checkpoint = Path(config.job.checkpoint)
     offsets = sorted(int(p.name) for p in (checkpoint / "offsets").iterdir() if p.name.isdigit())
     commits = sorted(int(p.name) for p in (checkpoint / "commits").iterdir() if p.name.isdigit())
     assert offsets == commits == list(range(len(offsets))) and len(offsets) >= 2, (offsets, commits)
     assert not [p.name for d in ("offsets", "commits") for p in (checkpoint / d).iterdir() if "tmp" in p.name]
-    checksums = [str(p.relative_to(checkpoint)) for p in checkpoint.rglob("*.crc")]
-    assert not checksums, f"Spark wrote the checkpoint through the checksummed filesystem: {checksums}"
     assert DeltaTable(str(tmp_path / "lake" / "orders")).version() == 1, "the second run resumed: one more commit"
     assert_lake_equals(tmp_path / "lake", orders)
 
