@@ -17,7 +17,9 @@ round's reads, writes, commit and store calls) and what Spark does around it
 ``service_outside_batch_ms``), a fixed cost the MERGE does not pay
 (``batch_vs_baseline_throughput``: the batch alone against the MERGE). ``store_wakeup_ms``, before
 and after: the store's first answer after seconds idle and the next
-(:func:`benchmarks.common.wakeup_ms`), which says how much this machine taxes a process it wakes.
+(:func:`benchmarks.common.wakeup_ms`), which says how much this machine taxes a process it wakes;
+``baseline_merges_after_idle_s``: each round's MERGE once more after this process and the store
+idled as the round's processes do between triggers (``service_vs_idle_baseline_throughput``).
 While a round runs the benchmark asks the lake whether it landed only after each trigger's report,
 not every poll: the wait runs in the driver's process beside the round, and the MERGE is timed with
 nothing beside it. ``--driver-max-changes 0`` makes the executors write the buckets instead of the
@@ -30,6 +32,7 @@ Run: .venv/bin/python -m benchmarks.bench_tiering changelog [--keys K] [--update
 from __future__ import annotations
 
 import statistics
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -40,6 +43,9 @@ from tests.support.waiting import wait_until
 #: The continuous job's trigger in the changelog benchmark: long enough for U upserts to be
 #: written between two triggers, so each round carries all of them.
 CHANGELOG_TRIGGER_S = 10.0
+#: How long the MERGE timed after idle waits past a trigger of the job: seconds, as the round's
+#: processes idle between triggers, and done before the job's next trigger.
+IDLE_MERGE_AFTER_S = 6.0
 #: A trigger's phases that are not Spark's part around the batch: the batch, and the whole.
 _NOT_OUTSIDE = frozenset({"addBatch", "triggerExecution"})
 
@@ -62,7 +68,7 @@ def bench_changelog(args, work: Path, store) -> dict:
     bench = ChangelogRounds(args, work, client, codec)
     bench.create_target(snapshots)
     lake = Lake.of(config.lake)
-    rounds, batches, merges, keys_merged = [], [], [], 0
+    rounds, batches, merges, idle_merges, keys_merged = [], [], [], [], 0
     outside: list[dict[str, int]] = []  # Spark's phases around each measured batch, ms
 
     continuous = service_config(
@@ -104,6 +110,7 @@ def bench_changelog(args, work: Path, store) -> dict:
             merge_s, keys_merged = bench.merge(before)
             if not warming_up:
                 merges.append(merge_s)
+                idle_merges.append(_merge_after_idle(running, bench, before))
                 if len(carried) == 1:  # else the writes straddled a trigger: two rounds, not measured
                     rounds.append(carried[0].durationMs["triggerExecution"] / 1000)
                     batches.append(carried[0].durationMs["addBatch"] / 1000)
@@ -143,10 +150,27 @@ def bench_changelog(args, work: Path, store) -> dict:
         "baseline_changes_per_s": round(changes / baseline_s),
         "baseline_merges_s": [round(m, 3) for m in merges],
         "service_vs_baseline_throughput": round(baseline_s / service_s, 3),
+        "idle_merge_after_s": IDLE_MERGE_AFTER_S,
+        "baseline_merge_after_idle_s": round(statistics.median(idle_merges), 3),
+        "baseline_merges_after_idle_s": [round(m, 3) for m in idle_merges],
+        "service_vs_idle_baseline_throughput": round(statistics.median(idle_merges) / service_s, 3),
         "available_now_vs_baseline_throughput": round(baseline_s / available_now_s, 3),
         "batch_vs_baseline_throughput": round(baseline_s / statistics.median(batches), 3),
         "store_wakeup_ms": wakeups,
     }
+
+
+def _merge_after_idle(running: ContinuousJob, bench: ChangelogRounds, before: dict[int, int]) -> float:
+    """The round's MERGE once more, timed after this process and the store idled
+    :data:`IDLE_MERGE_AFTER_S` past a trigger of the job: the round starts in processes idle
+    since the job's last trigger, the MERGE of :meth:`ChangelogRounds.merge` right after the
+    round, in a busy process, and this machine taxes a process it wakes (``store_wakeup_ms``).
+    The target already holds the changes; a MERGE rewrites the files of every matched key all the
+    same, so the work is the round's."""
+    report = running.last_report()
+    wait_until(lambda: running.last_report() != report, what="the job's next trigger", **POLL)
+    time.sleep(IDLE_MERGE_AFTER_S)
+    return bench.merge(before)[0]
 
 
 def _landed(running: ContinuousJob, in_lake: Callable[[], bool]) -> Callable[[], bool]:

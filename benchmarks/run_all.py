@@ -130,7 +130,9 @@ def summary(r: dict, meta: dict) -> str:
         f"{c['available_now_round_s']} s = {c['available_now_vs_baseline_throughput']}x, that run with its query "
         f"start: {c['run_with_query_start_s']} s) | {c['service_s']} s, "
         f"{c['service_changes_per_s']:,} changes/s | {c['baseline_merge_s']} s, {c['baseline_changes_per_s']:,} "
-        f"changes/s | {c['service_vs_baseline_throughput']}x throughput |",
+        f"changes/s (after {c['idle_merge_after_s']:.0f} s idle: {c['baseline_merge_after_idle_s']} s) | "
+        f"{c['service_vs_baseline_throughput']}x throughput ({c['service_vs_idle_baseline_throughput']}x against the "
+        "MERGE after idle) |",
         "| Fixed cost of a round, continuous job, 1 table x 8 "
         f"buckets | nothing changed: {er['empty_round_p50_ms']} ms "
         f"p50; one changed row: {er['one_row_round_p50_ms']} ms p50 ({er['one_row_round_max_ms']} max) | target | "
