@@ -13,10 +13,10 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.dataset as ds
 import pyarrow.fs as pafs
 from deltalake import DeltaTable, QueryBuilder
 from deltalake.exceptions import DeltaError, TableNotFoundError
@@ -29,7 +29,19 @@ from tiering.enumerator.positions import LakePosition
 from tiering.errors import LakeReadError, one_line
 from tiering.objectstore.object_store import ObjectStore
 
-__all__ = ["Lake", "LakeFile", "LakeTable", "LakeTables", "has_deletion_vectors", "open_table", "table_rows"]
+if TYPE_CHECKING:  # a process that never reads a whole table does not pay for importing it
+    import pyarrow.dataset as ds
+
+__all__ = [
+    "Lake",
+    "LakeFile",
+    "LakeTable",
+    "LakeTables",
+    "has_deletion_vectors",
+    "open_table",
+    "table_dataset",
+    "table_rows",
+]
 
 
 def has_deletion_vectors(dt: DeltaTable) -> bool:
