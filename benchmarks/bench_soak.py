@@ -159,19 +159,18 @@ class SteadyWriter(Worker):
 
 def table_figures(path: Path) -> dict:
     """One table as a reader finds it: the open (log replay) with delta-rs and the full read as
-    the job reads it (:func:`tiering.delta_log.lake.table_rows`), data files per bucket, files on
+    the job reads it (:func:`tests.support.lake.delta_rows`), data files per bucket, files on
     disk no version references, and the ``_delta_log``."""
     from deltalake import DeltaTable
 
-    from tiering.delta_log.lake import table_rows
+    from tests.support.lake import delta_rows
     from tiering.delta_log.layout import BUCKET_COLUMN
-    from tiering.objectstore.object_store import ObjectStore
 
     started = time.perf_counter()
     dt = DeltaTable(str(path))
     open_s = time.perf_counter() - started
     started = time.perf_counter()
-    rows = table_rows(dt, ObjectStore.of(str(path)), str(path)).num_rows
+    rows = delta_rows(dt).num_rows
     read_s = time.perf_counter() - started
     actions = pa.table(dt.get_add_actions(flatten=True))
     per_bucket = Counter(actions.column(f"partition.{BUCKET_COLUMN}").to_pylist())
