@@ -1,34 +1,7 @@
 """Typed configuration (docs/DESIGN.md §8): TOML file, then ``TIERING_<SECTION>_<KEY>`` environment, then
-CLI overrides; validated strictly, every problem reported at once as one ConfigError."""
+CLI overrides; validated strictly, every problem reported at once as one ConfigError.
 
-from tiering.conf.loader import ENV_PREFIX, env_name, load_config
-from tiering.conf.model import (
-    JobConfig,
-    KvStoreConfig,
-    LakeConfig,
-    LeaseConfig,
-    LimitsConfig,
-    MaintenanceConfig,
-    TablesConfig,
-    TieringConfig,
-    TriggerConfig,
-    ZooKeeperConfig,
-)
-from tiering.conf.reference import config_reference_markdown
-
-__all__ = [
-    "load_config",
-    "env_name",
-    "ENV_PREFIX",
-    "config_reference_markdown",
-    "TieringConfig",
-    "JobConfig",
-    "KvStoreConfig",
-    "ZooKeeperConfig",
-    "LakeConfig",
-    "TablesConfig",
-    "TriggerConfig",
-    "LeaseConfig",
-    "LimitsConfig",
-    "MaintenanceConfig",
-]
+Import what you need from its module (``tiering.conf.loader``, ``tiering.conf.model``,
+``tiering.conf.defaults``): this package imports none of them, so a process that needs only the
+defaults (a Spark Python worker writing a bucket) does not import the config models.
+"""

@@ -17,6 +17,12 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 
+from tiering.conf.defaults import (
+    DEFAULT_COMPRESSION,
+    DEFAULT_DRIVER_MAX_CHANGES,
+    DEFAULT_MERGE_MAX_ROWS,
+    DEFAULT_TARGET_FILE_MB,
+)
 from tiering.conf.fields import Secret, is_secret, setting
 
 __all__ = [
@@ -40,14 +46,6 @@ __all__ = [
     "flatten_spark",
 ]
 
-#: ``lake.driver_max_changes`` when not configured (also the writers' default outside a config).
-DEFAULT_DRIVER_MAX_CHANGES = 1_000_000
-#: ``lake.merge_max_rows`` when not configured (also the writers' default outside a config).
-DEFAULT_MERGE_MAX_ROWS = 1_000_000
-#: ``lake.target_file_mb`` when not configured (also the writers' default outside a config).
-DEFAULT_TARGET_FILE_MB = 32
-#: ``lake.compression`` when not configured (also the writers' default outside a config).
-DEFAULT_COMPRESSION = "zstd"
 #: The Parquet codecs ``lake.compression`` accepts, as pyarrow names them: those pyarrow writes
 #: and delta-rs reads (and writes, for a MERGE or a compaction). "none" writes uncompressed pages.
 Compression = Literal["zstd", "snappy", "lz4", "gzip", "none"]

@@ -21,7 +21,7 @@ import pyarrow.fs as pafs
 from deltalake import DeltaTable, QueryBuilder
 from deltalake.exceptions import DeltaError, TableNotFoundError
 
-from tiering.conf.model import DEFAULT_COMPRESSION, LakeConfig
+from tiering.conf.defaults import DEFAULT_COMPRESSION
 from tiering.delta_log.commits import LakeCommitInfo, newest_commit
 from tiering.delta_log.foreign import ForeignCommit, first_foreign_change
 from tiering.delta_log.layout import BUCKET_COLUMN, DELETION_VECTORS_FEATURE, app_id, lake_directory, txn_version
@@ -29,8 +29,10 @@ from tiering.enumerator.positions import LakePosition
 from tiering.errors import LakeReadError, one_line
 from tiering.objectstore.object_store import ObjectStore
 
-if TYPE_CHECKING:  # a process that never reads a whole table does not pay for importing it
+if TYPE_CHECKING:  # a process that never reads a whole table, or a config, does not pay for importing it
     import pyarrow.dataset as ds
+
+    from tiering.conf.model import LakeConfig
 
 __all__ = [
     "Lake",

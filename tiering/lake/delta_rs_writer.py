@@ -59,7 +59,7 @@ from deltalake import DeltaTable, Schema
 from deltalake.transaction import CommitProperties, RemoveAction, Transaction, create_table_with_add_actions
 from pyspark.sql import SparkSession
 
-from tiering.conf.model import DEFAULT_DRIVER_MAX_CHANGES, DEFAULT_MERGE_MAX_ROWS, DEFAULT_TARGET_FILE_MB
+from tiering.conf.defaults import DEFAULT_DRIVER_MAX_CHANGES, DEFAULT_MERGE_MAX_ROWS, DEFAULT_TARGET_FILE_MB
 from tiering.delta_log.commits import maintenance_metadata
 from tiering.delta_log.lake import Lake, has_deletion_vectors
 from tiering.delta_log.layout import BUCKET_COLUMN, DELETION_VECTORS_FEATURE, lake_schema

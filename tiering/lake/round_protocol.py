@@ -44,7 +44,7 @@ from deltalake.exceptions import DeltaError
 from deltalake.transaction import PostCommitHookProperties
 from pyspark.sql import SparkSession
 
-from tiering.conf.model import DEFAULT_TARGET_FILE_MB
+from tiering.conf.defaults import DEFAULT_TARGET_FILE_MB
 from tiering.delta_log.commits import LakeCommitInfo, commit_metadata, fence_epoch, find_round_commit, round_commit_at
 from tiering.delta_log.foreign import ForeignCommit
 from tiering.delta_log.lake import Lake, LakeTable, open_table

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 from deltalake.transaction import AddAction
 
-from tiering.conf.model import DEFAULT_COMPRESSION, DEFAULT_TARGET_FILE_MB
+from tiering.conf.defaults import DEFAULT_COMPRESSION, DEFAULT_TARGET_FILE_MB
 from tiering.delta_log.layout import BUCKET_COLUMN, lake_schema
 from tiering.kvstore.models import TableInfo
 from tiering.lake.bucket_plan import BucketPlan
