@@ -108,7 +108,11 @@ def _workload(work: Path) -> None:
 def write_archive(prefix: str = sys.prefix) -> Path:
     """Runs the workload in a driver of this interpreter's pyspark and keeps the archive its JVM
     writes at exit; raises RuntimeError with the driver's errors when it fails or its JVM writes no
-    archive (no archive is kept)."""
+    archive (no archive is kept). The driver's JVM runs with the options of the tests' drivers
+    (:data:`tests.support.jvm.JVM_OPTIONS`): the archive is made for them, and C2's compilations
+    of the workload would cost CPU for code no archive keeps."""
+    from tests.support.jvm import JVM_OPTIONS  # jvm imports this module
+
     archive = archive_path(prefix)
     partial = archive.with_suffix(".part")
     partial.unlink(missing_ok=True)
@@ -116,7 +120,7 @@ def write_archive(prefix: str = sys.prefix) -> Path:
         **os.environ,
         "PYSPARK_PYTHON": sys.executable,
         "PYSPARK_DRIVER_PYTHON": sys.executable,
-        "SPARK_SUBMIT_OPTS": f"-XX:ArchiveClassesAtExit={partial} {QUIET}",
+        "SPARK_SUBMIT_OPTS": f"{JVM_OPTIONS} -XX:ArchiveClassesAtExit={partial} {QUIET}",
     }
     with tempfile.TemporaryDirectory(prefix="class-archive-") as work:
         driver = subprocess.run([sys.executable, "-c", _DRIVER, work], env=env, capture_output=True, text=True)
