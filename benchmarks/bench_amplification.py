@@ -47,7 +47,8 @@ import pyarrow as pa
 
 from benchmarks.common import load_table, rows, run_mode, run_service, service_config, spark_session
 from benchmarks.merge_baseline import ChangelogRounds
-from tiering.conf.model import DEFAULT_COMPRESSION, Compression
+from tiering.conf.defaults import DEFAULT_COMPRESSION
+from tiering.conf.model import Compression
 from tiering.lake.compression import delta_rs_properties
 
 #: Keys a measured round changes.

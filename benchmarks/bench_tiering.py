@@ -30,7 +30,8 @@ import typing
 from pathlib import Path
 
 from benchmarks.common import run_mode
-from tiering.conf.model import DEFAULT_DRIVER_MAX_CHANGES, Compression
+from tiering.conf.defaults import DEFAULT_DRIVER_MAX_CHANGES
+from tiering.conf.model import Compression
 
 #: mode -> (module, function): imported when run, so one mode's imports cost no other mode.
 MODES = {

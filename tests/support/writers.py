@@ -11,7 +11,7 @@ from decimal import Decimal
 
 import pytest
 
-from tiering.conf.model import DEFAULT_DRIVER_MAX_CHANGES
+from tiering.conf.defaults import DEFAULT_DRIVER_MAX_CHANGES
 from tiering.delta_log.lake import Lake
 from tiering.enumerator.splits import sort_key
 from tiering.errors import ConfigError
