@@ -1,12 +1,13 @@
-"""Adds bytecode to Spark's ``pyspark.zip``, so the Python processes Spark starts stop compiling pyspark.
+"""Adds bytecode to Spark's ``pyspark.zip`` and py4j's zip, so the Python processes Spark starts stop
+compiling pyspark and py4j.
 
-Why: Spark puts ``$SPARK_HOME/python/lib/pyspark.zip`` first on the path of every Python process it
-starts: for the tiering job's streaming source four of them one after another before its first
-batch (the source's lookup, its creation, the planning process, the first batch's read plan), and
-every executor's Python worker. A zip holds no bytecode and Python writes none for it, so each of
-those processes compiles every pyspark module it imports, and Python 3.11's zip importer compiles
-a module twice (``get_filename`` compiles it again). Measured on 2 loaded cores (issue 21, third
-pass): 43-58% of each such process's 7.4-8.9 s of CPU was compiling pyspark.
+Why: Spark puts the zips of ``$SPARK_HOME/python/lib`` (``pyspark.zip``, ``py4j-*-src.zip``) first
+on the path of every Python process it starts: for the tiering job's streaming source four of
+them one after another before its first batch (the source's lookup, its creation, the planning
+process, the first batch's read plan), and every executor's Python worker. A zip holds no
+bytecode and Python writes none for it, so each of those processes compiles every module it
+imports from them, and Python 3.11's zip importer compiles a module twice (``get_filename``
+compiles it again): most of such a process's start-up CPU (figures in docs/deploying.md).
 
 The bytecode is unchecked hash-based (PEP 552): valid whatever the entries' timestamps, never
 checked against the source. A Python of another version finds a bad magic number and compiles
@@ -14,7 +15,7 @@ the source as before, so a zip shared by several Pythons stays correct. Bytecode
 zip is replaced: run it again after upgrading pyspark; on a cluster, against every node's
 ``SPARK_HOME``. The zip is replaced atomically (a temporary file renamed over it).
 
-    python scripts/pyspark_bytecode.py [ZIP]   (default: the pyspark.zip of the pyspark installed)
+    python scripts/pyspark_bytecode.py [ZIP ...]   (default: the zips of the pyspark installed)
 """
 
 from __future__ import annotations
@@ -31,11 +32,11 @@ from pathlib import Path
 _UNCHECKED_HASH = (0b01).to_bytes(4, "little")
 
 
-def installed_zip() -> Path:
-    """The pyspark.zip Spark puts on its Python processes' path for the pyspark installed here."""
+def installed_zips() -> list[Path]:
+    """The zips Spark puts on its Python processes' path for the pyspark installed here."""
     from pyspark.find_spark_home import _find_spark_home
 
-    return Path(os.environ.get("SPARK_HOME") or _find_spark_home()) / "python" / "lib" / "pyspark.zip"
+    return sorted((Path(os.environ.get("SPARK_HOME") or _find_spark_home()) / "python" / "lib").glob("*.zip"))
 
 
 def bytecode(source: bytes, filename: str) -> bytes:
@@ -47,8 +48,8 @@ def bytecode(source: bytes, filename: str) -> bytes:
 
 
 def add_bytecode(archive: Path) -> int:
-    """Rewrite ``archive`` with a ``.pyc`` beside each ``.py`` but pyspark's own tests (never
-    imported by a job; a third of the modules); the number compiled."""
+    """Rewrite ``archive`` with a ``.pyc`` beside each ``.py`` but the tests (pyspark's are never
+    imported by a job and a third of its modules); the number compiled."""
     with zipfile.ZipFile(archive) as source:
         entries = [(info, source.read(info)) for info in source.infolist() if not info.filename.endswith(".pyc")]
     partial = archive.with_name(archive.name + ".partial")
@@ -71,14 +72,17 @@ def add_bytecode(archive: Path) -> int:
 
 
 def main(argv: list[str]) -> int:
-    archive = Path(argv[0]) if argv else installed_zip()
-    if not archive.is_file():
-        print(f"pyspark_bytecode: {archive} is not a file (expected Spark's python/lib/pyspark.zip)", file=sys.stderr)
+    archives = [Path(arg) for arg in argv] or installed_zips()
+    missing = [str(archive) for archive in archives if not archive.is_file()]
+    if missing or not archives:
+        what = f"{', '.join(missing)} is not a file" if missing else "no zip found"
+        print(f"pyspark_bytecode: {what} (expected Spark's python/lib/pyspark.zip and py4j-*-src.zip)", file=sys.stderr)
         return 2
-    print(
-        f"pyspark_bytecode: {add_bytecode(archive)} modules of {archive} compiled "
-        f"for Python {sys.version_info.major}.{sys.version_info.minor}"
-    )
+    for archive in archives:
+        print(
+            f"pyspark_bytecode: {add_bytecode(archive)} modules of {archive} compiled "
+            f"for Python {sys.version_info.major}.{sys.version_info.minor}"
+        )
     return 0
 
 

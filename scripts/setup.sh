@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Prepares a fresh machine to run kv-tiering: Java 17 (Spark and the embedded ZooKeeper run on
-# it) and a virtualenv in .venv with the package, its demo and test extras; its pyspark.zip gets
-# bytecode (scripts/pyspark_bytecode.py). What only the tests need (tmux, promtool, the other
-# virtualenvs, the JVM jars fetched with Maven) is scripts/setup_tests.sh's, which
+# it) and a virtualenv in .venv with the package, its demo and test extras; its pyspark.zip and
+# py4j zip get bytecode (scripts/pyspark_bytecode.py). What only the tests need (tmux, promtool,
+# the other virtualenvs, the JVM jars fetched with Maven) is scripts/setup_tests.sh's, which
 # scripts/test.sh runs: `tiering demo` needs none of it. Safe to run again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -26,5 +26,5 @@ fi
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
 .venv/bin/python -m pip install -q --upgrade pip
 .venv/bin/python -m pip install -q -e ".[test]"
-.venv/bin/python scripts/pyspark_bytecode.py  # Spark's Python processes import pyspark from its zip
+.venv/bin/python scripts/pyspark_bytecode.py  # Spark's Python processes import pyspark and py4j from zips
 echo "setup: ready ($(.venv/bin/python --version), $(java -version 2>&1 | head -1))"

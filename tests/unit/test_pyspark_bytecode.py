@@ -1,5 +1,5 @@
-"""scripts/pyspark_bytecode.py on a small zip laid out like pyspark.zip: after it, a fresh Python
-importing from the zip compiles nothing, and tracebacks still show the source lines."""
+"""scripts/pyspark_bytecode.py on small zips laid out like pyspark.zip and py4j's: after it, a fresh
+Python importing from the zip compiles nothing, and tracebacks still show the source lines."""
 
 from __future__ import annotations
 
@@ -52,8 +52,8 @@ def _compiles(archive: Path) -> int:
     return int(_import(archive).split("\n", 1)[0].removeprefix("compiled "))
 
 
-def _run(archive: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(SCRIPT), str(archive)], capture_output=True, text=True)
+def _run(*archives: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(SCRIPT), *map(str, archives)], capture_output=True, text=True)
 
 
 def test_a_zip_with_bytecode_imports_without_compiling_and_keeps_its_tracebacks(tmp_path):
@@ -94,7 +94,22 @@ def test_bytecode_of_another_python_is_ignored_and_the_source_compiled(tmp_path)
     assert _compiles(archive) == 4
 
 
-def test_a_path_that_is_no_zip_is_named_and_exits_non_zero(tmp_path):
-    done = _run(tmp_path / "missing.zip")
+def test_every_zip_given_gets_its_bytecode(tmp_path):
+    pyspark, py4j = _zip(tmp_path / "pyspark.zip"), _zip(tmp_path / "py4j-0.10.9.9-src.zip")
+
+    done = _run(pyspark, py4j)
+
+    assert done.returncode == 0, done.stderr
+    assert f"2 modules of {pyspark}" in done.stdout and f"2 modules of {py4j}" in done.stdout
+    assert _compiles(pyspark) == 0 and _compiles(py4j) == 0
+
+
+def test_a_path_that_is_no_zip_is_named_and_exits_non_zero_leaving_the_others(tmp_path):
+    archive = _zip(tmp_path / "pyspark.zip")
+    before = archive.read_bytes()
+
+    done = _run(archive, tmp_path / "missing.zip")
+
     assert done.returncode == 2
     assert f"{tmp_path / 'missing.zip'} is not a file" in done.stderr
+    assert archive.read_bytes() == before, "nothing is rewritten when a path is wrong"
