@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Prepares a fresh machine to run kv-tiering: Java 17 (Spark and the embedded ZooKeeper run on
 # it) and a virtualenv in .venv with the package, its demo and test extras; its pyspark.zip and
-# py4j zip get bytecode (scripts/pyspark_bytecode.py). What only the tests need (tmux, promtool,
-# the other virtualenvs, the JVM jars fetched with Maven) is scripts/setup_tests.sh's, which
-# scripts/test.sh runs: `tiering demo` needs none of it. Safe to run again.
+# py4j zip get bytecode (scripts/pyspark_bytecode.py), and so do the checkout's modules. What only
+# the tests need (tmux, promtool, the other virtualenvs, the JVM jars fetched with Maven) is
+# scripts/setup_tests.sh's, which scripts/test.sh runs: `tiering demo` needs none of it. Safe to
+# run again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -27,4 +28,8 @@ fi
 .venv/bin/python -m pip install -q --upgrade pip
 .venv/bin/python -m pip install -q -e ".[test]"
 .venv/bin/python scripts/pyspark_bytecode.py  # Spark's Python processes import pyspark and py4j from zips
+# The checkout's own bytecode, which pip writes for installed packages but not for an editable one:
+# every process (drivers, the store, Spark's Python workers, the tests) then stops compiling the
+# modules it imports, also where PYTHONDONTWRITEBYTECODE keeps Python from caching them itself.
+.venv/bin/python -m compileall -q tiering jobs benchmarks tests
 echo "setup: ready ($(.venv/bin/python --version), $(java -version 2>&1 | head -1))"
