@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Prepares a fresh machine to run kv-tiering: Java 17 (Spark and the embedded ZooKeeper run on
 # it) and a virtualenv in .venv with the package, its demo and test extras; its pyspark.zip and
-# py4j zip get bytecode (scripts/pyspark_bytecode.py), and so do the checkout's modules. What only
+# py4j zip get bytecode (scripts/pyspark_bytecode.py), and so do the package's modules. What only
 # the tests need (tmux, promtool, the other virtualenvs, the JVM jars fetched with Maven) is
 # scripts/setup_tests.sh's, which scripts/test.sh runs: `tiering demo` needs none of it. Safe to
 # run again.
@@ -31,5 +31,5 @@ fi
 # The checkout's own bytecode, which pip writes for installed packages but not for an editable one:
 # every process (drivers, the store, Spark's Python workers, the tests) then stops compiling the
 # modules it imports, also where PYTHONDONTWRITEBYTECODE keeps Python from caching them itself.
-.venv/bin/python -m compileall -q tiering jobs benchmarks tests
+.venv/bin/python -m compileall -q tiering jobs
 echo "setup: ready ($(.venv/bin/python --version), $(java -version 2>&1 | head -1))"
