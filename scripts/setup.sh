@@ -28,8 +28,8 @@ fi
 .venv/bin/python -m pip install -q --upgrade pip
 .venv/bin/python -m pip install -q -e ".[test]"
 .venv/bin/python scripts/pyspark_bytecode.py  # Spark's Python processes import pyspark and py4j from zips
-# The checkout's own bytecode, which pip writes for installed packages but not for an editable one:
-# every process (drivers, the store, Spark's Python workers, the tests) then stops compiling the
-# modules it imports, also where PYTHONDONTWRITEBYTECODE keeps Python from caching them itself.
+# The package's own bytecode, which pip writes for installed packages but not for an editable one:
+# every process (drivers, the store, Spark's Python workers) then stops compiling the modules it
+# imports, also where PYTHONDONTWRITEBYTECODE keeps Python from caching them itself.
 .venv/bin/python -m compileall -q tiering jobs
 echo "setup: ready ($(.venv/bin/python --version), $(java -version 2>&1 | head -1))"
