@@ -30,7 +30,10 @@ source scripts/lanes.sh
 # jar in spark.jars: the AWS SDK bundle's hundreds of MB in the Delta lane) inside the lanes'
 # directory, which goes when this script ends: a driver the tests SIGKILL leaves its own behind.
 export SPARK_LOCAL_DIRS="$lanes_dir/spark"
-mkdir -p "$SPARK_LOCAL_DIRS"
+# The JVMs' temporary files there too (java.io.tmpdir, tests/support/jvm.py): the native libraries
+# each JVM unpacks and Spark's temporary directories outlive a JVM the tests kill.
+export TESTS_JVM_TMPDIR="$lanes_dir/java"
+mkdir -p "$SPARK_LOCAL_DIRS" "$TESTS_JVM_TMPDIR"
 if $whole; then
   lane_start airflow ./scripts/test_airflow.sh -q
   lane_start setup-oldest ./scripts/setup_tests.sh oldest

@@ -6,11 +6,24 @@ for code that rarely runs long enough to profit from them. C1 alone and the seri
 keep the tests' CPU for the tests. Drivers also map the venv's archive of Spark's classes
 (tests/support/class_archive.py) rather than load them again. Benchmarks and the product keep
 the JVM's defaults: a tiering job runs for days.
+
+A JVM the tests kill leaves its temporary files behind (the native libraries it unpacks, Spark's
+scratch directories): scripts/test.sh names a directory for them (:data:`TMPDIR_VARIABLE`) that
+goes when the run ends.
 """
+
+import os
 
 from tests.support.class_archive import archive_options
 
-JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+#: the environment variable naming the directory the tests' JVMs keep their temporary files in
+#: (``java.io.tmpdir``); unset, they use the JVM's default
+TMPDIR_VARIABLE = "TESTS_JVM_TMPDIR"
+
+JVM_OPTIONS = " ".join(
+    ["-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC"]
+    + ([f"-Djava.io.tmpdir={os.environ[TMPDIR_VARIABLE]}"] if os.environ.get(TMPDIR_VARIABLE) else [])
+)
 
 #: the environment variable spark-submit adds to its driver JVM's command line (client mode)
 SUBMIT_OPTS_VARIABLE = "SPARK_SUBMIT_OPTS"
