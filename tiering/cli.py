@@ -33,6 +33,9 @@ LIBRARY_LOGGERS = ("kazoo", "urllib3", "tenacity", "py4j")
 #: Commands a person waits on: a dependency that is down is their one error line, so the
 #: reconnects and retries on the way there (kazoo's, the store client's) are not logged.
 OPERATOR_COMMANDS = ("status", "group", "leases", "take-over", "check")
+#: What ZooKeeper and the store each have to answer those commands (``--timeout``): less than the
+#: job waits, since a person does.
+OPERATOR_TIMEOUT_S = 10.0
 RETRY_LOGGERS = ("kazoo", "tiering.kvstore.retry")
 
 
@@ -117,11 +120,11 @@ def _status(args: argparse.Namespace) -> int:
 
     if args.watch:
         try:
-            watch_status(_load(args), args.interval)  # returns only by Ctrl-C
+            watch_status(_load(args), args.interval, timeout_s=args.timeout)  # returns only by Ctrl-C
         except KeyboardInterrupt:
             pass
         return EXIT_OK
-    status = job_status(_load(args))
+    status = job_status(_load(args), timeout_s=args.timeout)
     if args.json:
         print(json.dumps(status.as_dict(), indent=2, sort_keys=True))
     else:
@@ -140,7 +143,7 @@ def _status(args: argparse.Namespace) -> int:
 def _group(args: argparse.Namespace) -> int:
     from tiering.group_status import group_view, render_group
 
-    view = group_view(_load(args))
+    view = group_view(_load(args), timeout_s=args.timeout)
     if args.json:
         print(json.dumps(view.listing(), indent=2, sort_keys=True))
     else:
@@ -153,7 +156,7 @@ def _leases_list(args: argparse.Namespace) -> int:
     from tiering.status import job_leases, render_leases
 
     config = _load(args)
-    leases = job_leases(config, every_job=args.all)
+    leases = job_leases(config, every_job=args.all, timeout_s=args.timeout)
     if args.json:
         rows = [{**lease.model_dump(mode="json"), "job": job_of_lease(lease.lease_id)} for lease in leases]
         print(json.dumps(rows, indent=2, sort_keys=True))
@@ -165,7 +168,7 @@ def _leases_list(args: argparse.Namespace) -> int:
 def _leases_drop(args: argparse.Namespace) -> int:
     from tiering.status import drop_lease
 
-    lease = drop_lease(_load(args), args.lease_id, force=args.force)
+    lease = drop_lease(_load(args), args.lease_id, force=args.force, timeout_s=args.timeout)
     print(
         f"tiering: dropped lease {lease.lease_id!r} (epoch {lease.epoch}); "
         f"{len(lease.snapshots)} snapshots are collectable again"
@@ -177,7 +180,7 @@ def _take_over(args: argparse.Namespace) -> int:
     from tiering.status import take_over
 
     config = _load(args)
-    taken = take_over(config, args.table, force=args.force)
+    taken = take_over(config, args.table, force=args.force, timeout_s=args.timeout)
     if taken is None:
         print(f"tiering: table {args.table!r}: no other job holds it; job {config.job.name!r} tiers it")
     else:
@@ -371,6 +374,18 @@ def _conf_arg(parser: argparse.ArgumentParser) -> None:
     parser.set_defaults(config_parser=parser)
 
 
+def _timeout_arg(parser: argparse.ArgumentParser, answers: str = "ZooKeeper and the store each have") -> None:
+    """``--timeout`` of the operator commands: on a slow link the default is too short, and when a
+    service is down the operator wants the verdict sooner than the default gives it."""
+    parser.add_argument(
+        "--timeout",
+        type=_positive_float,
+        default=OPERATOR_TIMEOUT_S,
+        metavar="S",
+        help=f"seconds {answers} to answer (default {OPERATOR_TIMEOUT_S:g})",
+    )
+
+
 def _global_options(parser: argparse.ArgumentParser, *, top: bool = False) -> None:
     parser.add_argument(
         "--log-level",
@@ -506,6 +521,7 @@ def _parser() -> argparse.ArgumentParser:
         metavar="N",
         help=f"exit {EXIT_TABLES_FAILING} when a table failed N or more rounds in a row (default 3)",
     )
+    _timeout_arg(status)
     status.set_defaults(func=_status)
 
     group = commands.add_parser(
@@ -517,6 +533,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     _conf_arg(group)
     group.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    _timeout_arg(group)
     group.set_defaults(func=_group)
 
     leases = commands.add_parser("leases", help="the job's snapshot leases in the store")
@@ -527,6 +544,7 @@ def _parser() -> argparse.ArgumentParser:
         "--all", action="store_true", help="every job's leases, each with its job, not only this job's"
     )
     listing.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    _timeout_arg(listing)
     listing.set_defaults(func=_leases_list)
     drop = lease_commands.add_parser(
         "drop",
@@ -543,6 +561,7 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="drop even while a driver leads the job; another job's lease only while that job has no leader",
     )
+    _timeout_arg(drop)
     drop.set_defaults(func=_leases_drop)
 
     take = commands.add_parser(
@@ -555,6 +574,7 @@ def _parser() -> argparse.ArgumentParser:
     take.add_argument("table", metavar="TABLE", help="the table to take over (as the store names it)")
     _conf_arg(take)
     take.add_argument("--force", action="store_true", help="drop the report even while a driver leads the holding job")
+    _timeout_arg(take)
     take.set_defaults(func=_take_over)
 
     check = commands.add_parser(
@@ -567,13 +587,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     _conf_arg(check)
     check.add_argument("--json", action="store_true", help="print the verdicts as JSON")
-    check.add_argument(
-        "--timeout",
-        type=_positive_float,
-        default=10.0,
-        metavar="S",
-        help="seconds each dependency has to answer (default 10)",
-    )
+    _timeout_arg(check, "each dependency has")
     check.set_defaults(func=_check)
 
     init = commands.add_parser(

@@ -14,18 +14,18 @@ from tiering.conf.model import TieringConfig
 from tiering.console import output_console
 from tiering.coord.group import GroupView, read_group
 from tiering.errors import UsageError
-from tiering.status import STATUS_TIMEOUT_S, selected_tables
+from tiering.status import selected_tables
 
 __all__ = ["group_view", "render_group"]
 
 
-def group_view(config: TieringConfig) -> GroupView:
+def group_view(config: TieringConfig, *, timeout_s: float) -> GroupView:
     """The job's group as ZooKeeper holds it, over the tables its ``[tables]`` selection picks in
     the store now; UsageError when the job is in no group."""
     group = config.job.group
     if group is None:
         raise UsageError(f"job {config.job.name!r} is in no tiering group ([job] group is unset)")
-    return read_group(config.zookeeper.hosts, group, selected_tables(config), timeout_s=STATUS_TIMEOUT_S)
+    return read_group(config.zookeeper.hosts, group, selected_tables(config, timeout_s=timeout_s), timeout_s=timeout_s)
 
 
 def render_group(view: GroupView, console=None) -> None:

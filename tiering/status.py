@@ -50,8 +50,8 @@ __all__ = [
     "render_leases",
 ]
 
-#: Store calls of ``status`` and ``leases`` give up sooner than the job's: an operator waits.
-STATUS_TIMEOUT_S = 10.0
+#: The operator commands' store calls retry for this long at most (less when their timeout is
+#: shorter): they give up sooner than the job's, since an operator waits.
 STATUS_RETRY_S = 5.0
 
 
@@ -118,19 +118,20 @@ class JobStatus:
         return [t for t in self.tables if t.state != "dropped" and t.consecutive_failures >= rounds]
 
 
-def _operator_client(config: TieringConfig) -> KvStoreClient:
-    return store_client(config.kvstore, timeout_s=STATUS_TIMEOUT_S, retry_deadline_s=STATUS_RETRY_S)
+def _operator_client(config: TieringConfig, timeout_s: float) -> KvStoreClient:
+    return store_client(config.kvstore, timeout_s=timeout_s, retry_deadline_s=min(STATUS_RETRY_S, timeout_s))
 
 
-def selected_tables(config: TieringConfig) -> list[str]:
+def selected_tables(config: TieringConfig, *, timeout_s: float) -> list[str]:
     """The store's tables the job's ``[tables]`` selection picks, by name."""
-    return sorted(info.name for info in _operator_client(config).list_tables() if config.tables.selects(info.name))
+    infos = _operator_client(config, timeout_s).list_tables()
+    return sorted(info.name for info in infos if config.tables.selects(info.name))
 
 
-def job_status(config: TieringConfig) -> JobStatus:
+def job_status(config: TieringConfig, *, timeout_s: float) -> JobStatus:
     """Leader and epoch from ZooKeeper, per selected table: store log end, lake offset, lag, leases."""
-    zk = read_status(config.zookeeper.hosts, config.job.name)
-    client = _operator_client(config)
+    zk = read_status(config.zookeeper.hosts, config.job.name, timeout_s=timeout_s)
+    client = _operator_client(config, timeout_s)
     checkpoint = checkpoint_of(config)
     lease_id = read_lease_id(checkpoint)
     infos = [info for info in client.list_tables() if config.tables.selects(info.name)]
@@ -138,7 +139,8 @@ def job_status(config: TieringConfig) -> JobStatus:
     held = held_snapshots(client, lease_id)
     tables = table_statuses(client, Lake.of(config.lake), infos, held or Counter(), health)
     group = config.job.group
-    view = None if group is None else read_group(config.zookeeper.hosts, group, [i.name for i in infos])
+    names = [i.name for i in infos]
+    view = None if group is None else read_group(config.zookeeper.hosts, group, names, timeout_s=timeout_s)
     return JobStatus(
         job=config.job.name,
         epoch=zk.epoch,
@@ -286,11 +288,11 @@ def _user_columns(loaded: LakeTable | None) -> int | None:
     return sum(1 for f in loaded.dt.schema().fields if f.name not in SYSTEM_COLUMNS)
 
 
-def job_leases(config: TieringConfig, *, every_job: bool = False) -> list[Lease]:
+def job_leases(config: TieringConfig, *, every_job: bool = False, timeout_s: float) -> list[Lease]:
     """The store's leases of this job (the job its id was made for, read exactly: job ``orders``
     does not list job ``orders-eu``'s), or every job's."""
     try:
-        leases = _operator_client(config).list_leases()
+        leases = _operator_client(config, timeout_s).list_leases()
     except NotFoundError as e:
         raise TieringError(f"the KV store at {config.kvstore.url} has no lease API: {e}") from None
     return sorted(
@@ -299,7 +301,7 @@ def job_leases(config: TieringConfig, *, every_job: bool = False) -> list[Lease]
     )
 
 
-def drop_lease(config: TieringConfig, lease_id: str | None = None, *, force: bool = False) -> Lease:
+def drop_lease(config: TieringConfig, lease_id: str | None = None, *, force: bool = False, timeout_s: float) -> Lease:
     """Drop ``lease_id`` (default: the one in the job's checkpoint) at the lease's own epoch.
 
     Refused while a driver leads the job, unless ``force``: that driver reads the snapshots the
@@ -320,10 +322,11 @@ def drop_lease(config: TieringConfig, lease_id: str | None = None, *, force: boo
                 lease_id=lease_id,
             )
         if owner is not None:
-            _refuse_while_led(config, owner, lease_id, "it cannot be forced: stop that job first")
+            _refuse_while_led(config, owner, lease_id, "it cannot be forced: stop that job first", timeout_s)
     elif not force:
-        _refuse_while_led(config, job, lease_id, f"stop it first, or pass --force to drop lease {lease_id!r} under it")
-    client = _operator_client(config)
+        then = f"stop it first, or pass --force to drop lease {lease_id!r} under it"
+        _refuse_while_led(config, job, lease_id, then, timeout_s)
+    client = _operator_client(config, timeout_s)
     try:
         lease = client.get_lease(lease_id)
         client.drop_lease(lease_id, lease.epoch)
@@ -335,13 +338,15 @@ def drop_lease(config: TieringConfig, lease_id: str | None = None, *, force: boo
     return lease
 
 
-def _refuse_while_led(config: TieringConfig, job: str, lease_id: str, then: str) -> None:
-    leader = read_status(config.zookeeper.hosts, job).leader
+def _refuse_while_led(config: TieringConfig, job: str, lease_id: str, then: str, timeout_s: float) -> None:
+    leader = read_status(config.zookeeper.hosts, job, timeout_s=timeout_s).leader
     if leader is not None:
         raise TieringError(f"job {job!r} is led by {leader} right now: {then}", lease_id=lease_id)
 
 
-def take_over(config: TieringConfig, table: str, *, force: bool = False) -> tuple[str, LakeReport] | None:
+def take_over(
+    config: TieringConfig, table: str, *, force: bool = False, timeout_s: float
+) -> tuple[str, LakeReport] | None:
     """Hand ``table`` over to this job: drop the lake report another job holds it by, so this job's
     next report holds it (docs/DESIGN.md §5). Returns that job and its dropped report; None when no
     other job holds the table (nothing to drop).
@@ -349,7 +354,7 @@ def take_over(config: TieringConfig, table: str, *, force: bool = False) -> tupl
     Refused while a driver leads the holding job, unless ``force``: that job may still tier the
     table, and its next report would take it back (exclude the table there, then force).
     """
-    client = _operator_client(config)
+    client = _operator_client(config, timeout_s)
     holders = client.lake_holders([table])
     if table not in holders:
         raise TieringError(f"table {table!r} does not exist in the store at {config.kvstore.url}", table=table)
@@ -357,7 +362,7 @@ def take_over(config: TieringConfig, table: str, *, force: bool = False) -> tupl
     if holder is None or holder == config.job.name:
         return None
     if not force:
-        leader = read_status(config.zookeeper.hosts, holder).leader
+        leader = read_status(config.zookeeper.hosts, holder, timeout_s=timeout_s).leader
         if leader is not None:
             raise TieringError(
                 f"table {table!r} is held by job {holder!r}, which is led by {leader} right now and may still tier "
@@ -440,7 +445,7 @@ def _group_lines(group: dict | None) -> list:
     return [Text(f"group {group['group']}  members {', '.join(group['members']) or 'none'}  owners {owners or 'none'}")]
 
 
-def watch_status(config: TieringConfig, every_s: float, console=None) -> None:
+def watch_status(config: TieringConfig, every_s: float, console=None, *, timeout_s: float) -> None:
     """Redraw the status every ``every_s`` seconds until interrupted (Ctrl-C: KeyboardInterrupt).
 
     Failure mode: a monitor that dies on the first blip. A refresh that fails (ZooKeeper or the
@@ -461,7 +466,7 @@ def watch_status(config: TieringConfig, every_s: float, console=None) -> None:
     def refreshed():
         nonlocal last
         try:
-            last = job_status(config)
+            last = job_status(config, timeout_s=timeout_s)
         except (TieringError, OSError) as e:
             stale = Text(f"refresh failed at {time.strftime('%H:%M:%S')}: {e}", style="bold red")
             return stale if last is None else Group(stale, status_view(last))

@@ -18,7 +18,7 @@ import pytest
 from tests.support.config import make_config, write_conf
 from tests.support.drivers import tiering_cli
 from tests.support.oracle import TableOracle
-from tiering.cli import EXIT_FAILURE, EXIT_OK
+from tiering.cli import EXIT_FAILURE, EXIT_OK, OPERATOR_TIMEOUT_S
 from tiering.coord.leader import acquire_leadership
 from tiering.job import run_as_leader
 from tiering.kvstore.models import SnapshotRef
@@ -131,6 +131,23 @@ def test_unreachable_zookeeper_exits_1_naming_the_host_and_writes_nothing(kv_sto
     assert run.returncode == EXIT_FAILURE, run.stderr[-2000:]
     assert f"cannot connect to ZooKeeper at {hosts}" in run.stderr
     assert not (tmp_path / "ckpt").exists() and not (tmp_path / "lake").exists()
+
+
+@pytest.mark.parametrize("command", [("status",), ("leases", "drop", "timeouts-" + "a" * 32)], ids=" ".join)
+def test_operator_commands_give_up_on_zookeeper_after_their_timeout(kv_store, tmp_path, command):
+    """``--timeout 1`` against a ZooKeeper that never answers: exit 1 naming the host, well before
+    the default timeout would have ended the wait."""
+    from tiering.ports import free_port
+
+    hosts = f"127.0.0.1:{free_port()}"
+    conf = write_conf(tmp_path / "tiering.toml", job="timeouts", store_url=kv_store.url, zk_hosts=hosts)
+
+    started = time.monotonic()
+    done = tiering_cli(*command, "--conf", str(conf), "--timeout", "1")
+    waited = time.monotonic() - started
+    assert done.returncode == EXIT_FAILURE, done.stderr[-2000:]
+    assert hosts in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr[-2000:]
+    assert waited < OPERATOR_TIMEOUT_S, f"{' '.join(command)} waited {waited:.1f} s with --timeout 1"
 
 
 def test_lease_tooling_names_each_lease_by_its_own_job_never_by_prefix(kv_store, zk_server, unique_job, tmp_path):

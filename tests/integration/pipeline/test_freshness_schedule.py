@@ -70,7 +70,7 @@ def test_quiet_tables_leave_the_rounds_to_the_hot_one_yet_meet_their_targets(
         with Writers(tables, key_space=200, batch=5, every_s=0.2):
             sampler.start()
             wait_until(lambda: box or len(outcomes) >= first + ROUNDS, f"{ROUNDS} rounds", timeout_s=90)
-            statuses = {t.table: t for t in job_status(config).tables}
+            statuses = {t.table: t for t in job_status(config, timeout_s=10).tables}
         wait_until(lambda: box or caught_up(client, lake, tables), "the last writes in the lake", timeout_s=60)
     finally:
         sampling.set()

@@ -54,7 +54,7 @@ def test_a_member_tiers_what_it_owns_under_table_epochs_and_a_moved_table_is_ref
             txn = lake.load(table.name).transaction_version(app_id(f"group:{group}", table.name))
             assert txn is not None and epoch_round(txn)[0] == 1, "the commit's txn version is the table epoch's"
 
-        shown = job_status(config).as_dict()["group"]
+        shown = job_status(config, timeout_s=10).as_dict()["group"]
         assert shown == {
             "group": group,
             "members": [],  # no member runs now

@@ -53,7 +53,7 @@ def test_a_table_whose_log_cannot_be_read_is_left_out_and_catches_up_once_it_rea
     assert_equal_to_store(client, lake, users)
     assert [sorted(o.committed) for o in outcomes if o.committed] == [["users"]]
     assert not any("orders" in o.failed for o in outcomes), "left out by the planner, not planned and failed"
-    status = {t.table: t for t in job_status(load_config(conf, {})).tables}
+    status = {t.table: t for t in job_status(load_config(conf, {}), timeout_s=10).tables}
     assert (status["orders"].state, status["users"].state) == ("lake unreadable", "ok"), "status names it, and only it"
     assert "DeltaError" in status["orders"].lake_error
     unreadable.unlink()

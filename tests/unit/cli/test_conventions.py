@@ -18,6 +18,7 @@ from tiering.cli import (
     EXIT_OK,
     EXIT_USAGE,
     LIBRARY_LOGGERS,
+    OPERATOR_TIMEOUT_S,
     _configure_logging,
     _parse,
     main,
@@ -162,8 +163,20 @@ def test_json_config_error_is_a_json_object_on_stdout(conf, capsys):
     assert err.startswith("tiering: invalid configuration:"), "the line on stderr stays"
 
 
+@pytest.mark.parametrize(
+    "command", [["status"], ["group"], ["leases", "list"], ["leases", "drop"], ["take-over", "orders"], ["check"]]
+)
+def test_every_operator_command_takes_a_timeout(command, capsys):
+    assert _parse([*command, "--conf", "a.toml"]).timeout == OPERATOR_TIMEOUT_S
+    assert _parse([*command, "--conf", "a.toml", "--timeout", "2.5"]).timeout == 2.5
+    with pytest.raises(SystemExit) as exit_:
+        _parse([*command, "--conf", "a.toml", "--timeout", "0"])
+    assert exit_.value.code == EXIT_USAGE
+    assert "--timeout: expected a number of seconds > 0, got '0'" in capsys.readouterr().err
+
+
 def test_json_runtime_error_is_a_json_object_on_stdout(conf, capsys, monkeypatch):
-    def unreachable(config):
+    def unreachable(config, *, timeout_s):
         raise CoordinationError("cannot connect to ZooKeeper at 127.0.0.1:9 within 10s")
 
     monkeypatch.setattr("tiering.status.job_status", unreachable)
@@ -178,7 +191,7 @@ def test_json_runtime_error_is_a_json_object_on_stdout(conf, capsys, monkeypatch
 
 
 def test_without_json_an_error_prints_nothing_on_stdout(conf, capsys, monkeypatch):
-    def unreachable(config):
+    def unreachable(config, *, timeout_s):
         raise CoordinationError("cannot connect to ZooKeeper at 127.0.0.1:9 within 10s")
 
     monkeypatch.setattr("tiering.status.job_status", unreachable)
