@@ -1,4 +1,4 @@
-"""Write amplification (issue 21): does a round's cost follow its changes or the table's size?
+"""Write amplification: does a round's cost follow its changes or the table's size?
 
 A round of the same 1,000 changed keys goes into a small table and a big one (8 buckets each,
 ``--small-keys`` and ``--keys`` rows), with two change patterns: "recent" (the highest ids, the
