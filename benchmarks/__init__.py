@@ -9,3 +9,9 @@ imports what it shares from :mod:`.common` (data, Spark, configs, job runs, resu
 benchmark. ``cluster_baseline_copy.py`` and ``cluster_floor_job.py`` are scripts that
 spark-submit runs, by path, free of this package.
 """
+
+from tiering.allocator import keep_freed_pages
+
+# The benchmarks run the service's driver in their own process: set up as `tiering run` sets up its
+# own, before any benchmark module imports pyarrow.
+keep_freed_pages()

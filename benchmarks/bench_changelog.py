@@ -20,6 +20,8 @@ and after: the store's first answer after seconds idle and the next
 (:func:`benchmarks.common.wakeup_ms`), which says how much this machine taxes a process it wakes;
 ``baseline_merges_after_idle_s``: each round's MERGE once more after this process and the store
 idled as the round's processes do between triggers (``service_vs_idle_baseline_throughput``).
+``driver_rss_mb`` and ``driver_peak_rss_mb``: this process's resident memory after the rounds and
+at its peak (it is the job's driver, and runs the MERGE too).
 While a round runs the benchmark asks the lake whether it landed only after each trigger's report,
 not every poll: the wait runs in the driver's process beside the round, and the MERGE is timed with
 nothing beside it. ``--driver-max-changes 0`` makes the executors write the buckets instead of the
@@ -31,6 +33,7 @@ Run: .venv/bin/python -m benchmarks.bench_tiering changelog [--keys K] [--update
 
 from __future__ import annotations
 
+import os
 import statistics
 import time
 from collections.abc import Callable
@@ -38,6 +41,7 @@ from pathlib import Path
 
 from benchmarks.common import POLL, ContinuousJob, load_table, run_service, service_config, spark_session, wakeup_ms
 from benchmarks.merge_baseline import ChangelogRounds
+from benchmarks.rss import peak_rss_mb, rss_mb
 from tests.support.waiting import wait_until
 
 #: The continuous job's trigger in the changelog benchmark: long enough for U upserts to be
@@ -124,6 +128,7 @@ def bench_changelog(args, work: Path, store) -> dict:
         available_now.append(run.rounds_s)
         runs.append(run.wall_s)
         merges.append(bench.merge(before)[0])
+    rss = {"driver_rss_mb": rss_mb(os.getpid()), "driver_peak_rss_mb": peak_rss_mb(os.getpid())}
     spark.stop()
     bench.check_same_rows(lake.load("cl").to_arrow())
     wakeups.append(wakeup_ms(client))
@@ -158,6 +163,7 @@ def bench_changelog(args, work: Path, store) -> dict:
         "available_now_vs_baseline_throughput": round(baseline_s / available_now_s, 3),
         "batch_vs_baseline_throughput": round(baseline_s / statistics.median(batches), 3),
         "store_wakeup_ms": wakeups,
+        **rss,
     }
 
 

@@ -28,6 +28,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from tests.support.config import job_config
+from tiering.allocator import ALLOCATOR_ENV
 
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "benchmarks" / "results"
@@ -281,6 +282,7 @@ def run_mode(mode: str, run: Callable, args, *, with_store: bool = True) -> dict
             **run(args, work, store),
             "python": platform.python_version(),
             "cpus": os.cpu_count(),
+            "allocator_env": {name: os.environ.get(name) for name in ALLOCATOR_ENV},
         }
     except BaseException:
         print(f"bench {mode}: failed; its files and logs are kept in {work}", file=sys.stderr)

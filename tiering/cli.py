@@ -20,6 +20,7 @@ import threading
 from pathlib import Path
 from typing import NoReturn
 
+from tiering.allocator import keep_freed_pages
 from tiering.errors import ConfigError, TieringError, UsageError
 from tiering.kvstore.server.main import add_serve_arguments
 
@@ -710,6 +711,7 @@ def _failed(args: argparse.Namespace, error: BaseException, code: int, line: str
 
 def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    keep_freed_pages()  # before anything imports pyarrow
     args = _parse(argv)
     _configure_logging(args.log_level, args.command)
     try:

@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from tiering import spark_version
+from tiering.allocator import ALLOCATOR_ENV
 from tiering.conf.model import TieringConfig
 from tiering.context import TermContext, store_client
 from tiering.delta_log.lake import Lake
@@ -79,6 +80,11 @@ REQUIRED_SPARK_CONF = {
     "spark.sql.session.timeZone": "UTC",
     "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
 }
+
+#: The executors' Python workers rewrite the buckets of large rounds with pyarrow: the allocator
+#: setting the driver's process takes (:mod:`tiering.allocator`) for them too, unless ``[spark]``
+#: sets it.
+EXECUTOR_ALLOCATOR_CONF = {f"spark.executorEnv.{name}": value for name, value in ALLOCATOR_ENV.items()}
 
 #: The streaming checkpoint is on the driver's filesystem or S3 (``job.checkpoint``). Spark's default
 #: manager for it goes through Hadoop's FileContext, which without Hadoop's native library forks a
@@ -142,7 +148,7 @@ def build_spark(config: TieringConfig):
     builder = SparkSession.builder.appName(f"kv-tiering:{config.job.name}")
     if "PYSPARK_GATEWAY_PORT" not in os.environ and "spark.master" not in config.spark:
         builder = builder.master("local[*]")
-    for key, value in {**config.spark, **REQUIRED_SPARK_CONF}.items():
+    for key, value in {**EXECUTOR_ALLOCATOR_CONF, **config.spark, **REQUIRED_SPARK_CONF}.items():
         builder = builder.config(key, value)
     return builder.getOrCreate()
 
