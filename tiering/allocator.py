@@ -6,7 +6,7 @@ rewrites the buckets in buffers it frees when it ends; seconds later the next ro
 one of those pages in again, and the kernel zeroes each. Told to purge with ``MADV_FREE`` instead
 (mimalloc's ``purge_decommits`` off), it leaves the pages mapped for the kernel to take back only
 when it needs memory, and the next round writes into them where they are. The process's resident
-size then keeps its peak while memory is plentiful, as a long-running driver's would anyway.
+size then stays near its peak while memory is plentiful.
 
 mimalloc reads its options from the environment once, when pyarrow's library loads, and child
 processes inherit the environment (Spark's JVM, its Python workers, the source's planning process):
