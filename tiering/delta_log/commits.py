@@ -17,7 +17,7 @@ from typing import Any
 
 from deltalake import DeltaTable
 
-from tiering.delta_log.layout import FENCE_PROPERTY, MAINTENANCE_KEY, METADATA_KEY, METADATA_VERSION, txn_version
+from tiering.delta_log.layout import MAINTENANCE_KEY, METADATA_KEY, METADATA_VERSION, fence_property, txn_version
 from tiering.delta_log.log_entries import read_entry
 from tiering.enumerator.positions import LakePosition
 from tiering.errors import LakeCommitError
@@ -90,10 +90,11 @@ def maintenance_metadata(*, job: str, epoch: int, operation: str) -> dict[str, A
     return {MAINTENANCE_KEY: {"v": METADATA_VERSION, "job": job, "epoch": epoch, "operation": operation}}
 
 
-def fence_epoch(dt: DeltaTable) -> int | None:
-    """The epoch of the last maintenance pass that fenced the table (its table property), if any:
-    no round or pass of an older term may commit on top of it."""
-    fence = dt.metadata().configuration.get(FENCE_PROPERTY)
+def fence_epoch(dt: DeltaTable, writer: str) -> int | None:
+    """``writer``'s fence on the table (its table property), if any: no commit of ``writer`` under
+    an older epoch may land on top of it. Another writer's fence is in that writer's epochs, not
+    these: it fences nothing of ``writer``'s."""
+    fence = dt.metadata().configuration.get(fence_property(writer))
     return int(fence) if fence else None
 
 

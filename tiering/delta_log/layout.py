@@ -22,7 +22,7 @@ __all__ = [
     "METADATA_KEY",
     "METADATA_VERSION",
     "MAINTENANCE_KEY",
-    "FENCE_PROPERTY",
+    "fence_property",
     "DELETION_VECTORS_FEATURE",
     "DELETION_VECTORS_PROPERTY",
     "ROUND_BITS",
@@ -44,10 +44,11 @@ METADATA_VERSION = 1
 #: Top-level key of the commit info entry of a maintenance commit (compaction, vacuum, table
 #: properties): who made it, at which epoch. Never a round's entry: it carries no offsets.
 MAINTENANCE_KEY = "kvTieringMaintenance"
-#: Table property holding the epoch of the newest term that maintained the table. Setting it is
-#: a metadata change, which every concurrent Delta commit conflicts with: a stale writer's round
-#: prepared before it cannot land on top of a compaction (see ``tiering.lake.maintenance``).
-FENCE_PROPERTY = "kvTiering.fenceEpoch"
+#: Prefix of the table properties that fence a writer's older epochs: ``kvTiering.fenceEpoch.<writer>``
+#: (:func:`fence_property`). Setting one is a metadata change, which every concurrent Delta commit
+#: conflicts with: a stale writer's round prepared before it cannot land on top of a compaction
+#: (``tiering.lake.maintenance``) or of a group member's first round (``tiering.lake.table_fence``).
+_FENCE_PROPERTY_PREFIX = "kvTiering.fenceEpoch."
 #: Delta's table property of its checkpoint interval (set by maintenance, read by the round
 #: commits' hooks), and delta-rs's default for a table without it.
 CHECKPOINT_INTERVAL_PROPERTY = "delta.checkpointInterval"
@@ -81,6 +82,15 @@ def app_id(job: str, table: str) -> str:
     if not job:
         raise ValueError("job name must not be empty: it scopes the Delta app id")
     return f"tiering/{job}/{table}"
+
+
+def fence_property(writer: str) -> str:
+    """The table property holding the epoch below which ``writer``'s commits are refused. One per
+    writer, in the writer's own epochs (a job's term epoch, a group's table epoch), as its txn
+    versions are: the epochs of two writers are not comparable, so one never fences the other."""
+    if not writer:
+        raise ValueError("writer must not be empty: it scopes the fence")
+    return _FENCE_PROPERTY_PREFIX + writer
 
 
 def txn_version(epoch: int, round_id: int) -> int:

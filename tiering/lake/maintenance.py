@@ -15,8 +15,9 @@ Failure modes and what happens:
 - a stale writer's round prepared before a compaction and committed after it: delta-rs sees no
   conflict between a round's overwrite of a bucket and a data-change = false compaction of it
   (the round would remove the files it read and leave the compacted one: every row twice). So a
-  pass that compacts first sets the table's fence property to its epoch, a metadata change that
-  every commit prepared before it conflicts with: such a round fails and is re-planned;
+  pass that compacts first sets the job's fence on the table (``kvTiering.fenceEpoch.<job>``) to
+  its epoch, a metadata change that every commit prepared before it conflicts with: such a round
+  fails and is re-planned;
 - a round commit landing while a compaction runs: the compaction fails (delta-rs: "a concurrent
   transaction deleted data this operation read"), the round wins; its written files are left
   unreferenced and the table is compacted by a later pass;
@@ -61,7 +62,7 @@ from deltalake.transaction import CommitProperties, PostCommitHookProperties
 from tiering.conf.model import MaintenanceConfig
 from tiering.delta_log.commits import LakeCommitInfo, fence_epoch, maintenance_metadata, newest_commit
 from tiering.delta_log.lake import Lake, has_deletion_vectors, open_table
-from tiering.delta_log.layout import BUCKET_COLUMN, CHECKPOINT_INTERVAL_PROPERTY, FENCE_PROPERTY, app_id, epoch_round
+from tiering.delta_log.layout import BUCKET_COLUMN, CHECKPOINT_INTERVAL_PROPERTY, app_id, epoch_round, fence_property
 from tiering.errors import FencedEpochError, LakeCommitError, NotLeaderError
 from tiering.lake.compression import delta_rs_properties
 
@@ -284,7 +285,7 @@ class LakeMaintainer:
     def _check_epoch(self, table: str, dt: DeltaTable, info: LakeCommitInfo) -> None:
         """Refuse when a newer term wrote to the table: its round (entry or txn) or its fence."""
         txn = dt.transaction_version(app_id(self._job, table))
-        fence = fence_epoch(dt)
+        fence = fence_epoch(dt, self._job)
         newest = max(info.epoch, epoch_round(txn)[0] if txn is not None else -1, fence if fence is not None else -1)
         if newest > self._epoch:
             raise FencedEpochError(
@@ -310,7 +311,7 @@ class LakeMaintainer:
             "delta.deletedFileRetentionDuration": f"interval {self._config.file_retention_hours} hours",
         }
         if fence:
-            wanted[FENCE_PROPERTY] = str(self._epoch)
+            wanted[fence_property(self._job)] = str(self._epoch)
         current = dt.metadata().configuration
         changed = {k: v for k, v in wanted.items() if current.get(k) != v}
         if changed:

@@ -278,10 +278,10 @@ class RoundWriter(ABC):
                 epoch_round(done),
             )
             return _skipped(table, dt, info)
-        fenced = fence_epoch(dt) if dt is not None else None
+        fenced = fence_epoch(dt, self._job) if dt is not None else None
         if fenced is not None and fenced > epoch:
             raise FencedEpochError(
-                f"table {table.name!r}: a maintenance pass of epoch {fenced} fenced the table; round {round_id} of "
+                f"table {table.name!r}: {self._job} fenced the table at epoch {fenced}; round {round_id} of "
                 f"epoch {epoch} refused",
                 table=table.name,
                 epoch=epoch,

@@ -96,7 +96,10 @@ def after_round(health: Mapping[str, TableHealth], facts: RoundFacts) -> dict[st
     it; a table is marked dropped while the store lacks it (the mark goes when the name is back);
     tables the round did not touch keep theirs. In a tiering group a table that moved to another
     member is no failure, and only the owned tables keep a record: the new owner's file tells the
-    table's health, and a record kept here would show it stale (or failing) in ``tiering status``."""
+    table's health, and a record kept here would show it stale (or failing) in ``tiering status``.
+    A table the round failed as moved that this member still owns did not move: its rounds are
+    refused (a fence or a store that disagrees with the ownership), so it is a failure like any
+    other, and one that stays so is seen by ``tiering status --fail-after`` and the alerts."""
     out = dict(health)
 
     def incarnation(table: str, table_id: int) -> TableHealth:
@@ -118,7 +121,7 @@ def after_round(health: Mapping[str, TableHealth], facts: RoundFacts) -> dict[st
             }
         )
     for table, (table_id, failure) in facts.failed.items():
-        if failure.cause is FailureCause.MOVED:
+        if failure.cause is FailureCause.MOVED and (facts.owned is None or table not in facts.owned):
             continue
         old = incarnation(table, table_id)
         out[table] = old.model_copy(

@@ -129,7 +129,7 @@ def test_compaction_merges_each_bucket_and_keeps_rows_position_and_txn(tmp_path)
     after = lake.load(TABLE)
     assert after.position() == before.position() and after.info.delta_version == before.info.delta_version
     assert after.transaction_version(app_id(JOB, TABLE)) == txn_version(3, 8)
-    assert DeltaTable(path).metadata().configuration["kvTiering.fenceEpoch"] == "3"
+    assert DeltaTable(path).metadata().configuration[f"kvTiering.fenceEpoch.{JOB}"] == "3"
     again = LakeMaintainer(lake, JOB, CONFIG, epoch=3).maintain(TABLE)
     assert again.compacted == () and again.version_after == again.version_before, "nothing left to do"
 
@@ -256,7 +256,7 @@ def test_compaction_losing_a_race_with_a_round_on_its_bucket_fails_and_the_round
             "delta.checkpointInterval": "5",
             "delta.logRetentionDuration": "interval 720 hours",
             "delta.deletedFileRetentionDuration": "interval 24 hours",
-            "kvTiering.fenceEpoch": "3",
+            f"kvTiering.fenceEpoch.{JOB}": "3",
         },
         raise_if_not_exists=False,
     )

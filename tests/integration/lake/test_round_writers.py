@@ -34,7 +34,7 @@ from tests.support.writers import (
     skip_without_delta_jars,
 )
 from tiering.delta_log.lake import Lake, has_deletion_vectors
-from tiering.delta_log.layout import FENCE_PROPERTY, app_id, txn_version
+from tiering.delta_log.layout import app_id, fence_property, txn_version
 from tiering.enumerator.positions import LakePosition
 from tiering.enumerator.splits import LogSplit, SnapshotSplit
 from tiering.errors import FencedEpochError, LakeCommitError, NotLeaderError, SchemaMismatchError
@@ -43,6 +43,7 @@ from tiering.lake import delta_rs_writer
 from tiering.lake.delta_rs_writer import DeltaRsRoundWriter
 from tiering.lake.delta_spark_writer import DeltaSparkRoundWriter
 from tiering.lake.round_protocol import RoundWriter
+from tiering.lake.table_fence import fence_table
 
 pytestmark = pytest.mark.integration
 
@@ -312,15 +313,27 @@ def test_replayed_and_stale_rounds_are_skipped(writer, lake, round1, tmp_path):
 def test_a_round_of_a_term_older_than_the_tables_maintenance_fence_is_refused(writer, lake, round1, tmp_path):
     commit(writer, round1, epoch=2, round_id=5)
     # `tiering maintain` ran at epoch 4 and fenced the table before compacting it
-    delta(lake).alter.set_table_properties({FENCE_PROPERTY: "4"}, raise_if_not_exists=False)
+    delta(lake).alter.set_table_properties({fence_property(JOB): "4"}, raise_if_not_exists=False)
     before, version = orders_rows(lake), delta(lake).version()
     log = write_log(tmp_path / "s", ORDERS, [(3, "+U", row(10, "x2"))])
 
-    with pytest.raises(FencedEpochError, match="maintenance pass of epoch 4 fenced the table; round 6 of epoch 3"):
+    with pytest.raises(FencedEpochError, match=f"{JOB} fenced the table at epoch 4; round 6 of epoch 3"):
         commit(writer, {LogSplit("orders", 1, 1, 3, 4): [log]}, epoch=3, round_id=6)
 
     assert (orders_rows(lake), delta(lake).version()) == (before, version)
     assert not commit(writer, {LogSplit("orders", 1, 1, 3, 4): [log]}, epoch=4, round_id=0).skipped
+
+
+def test_another_writers_fence_is_in_its_own_epochs_and_refuses_no_round_of_this_one(writer, lake, round1, tmp_path):
+    commit(writer, round1, epoch=2, round_id=5)
+    # the table's group (or another job) fenced it at its epoch 12: a number in its epochs, not ours
+    fence_table(delta(lake), "orders", writer="group:g", epoch=12)
+    log = write_log(tmp_path / "s", ORDERS, [(3, "+U", row(10, "x2"))])
+
+    landed = commit(writer, {LogSplit("orders", 1, 1, 3, 4): [log]}, epoch=3, round_id=6)
+
+    assert not landed.skipped and orders_rows(lake)[10][1] == "x2"
+    assert lake.load("orders").transaction_version(app_id(JOB, "orders")) == txn_version(3, 6)
 
 
 def test_replace_table_replaces_every_bucket_and_the_schema(writer, lake, round1, tmp_path):

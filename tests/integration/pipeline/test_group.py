@@ -25,6 +25,7 @@ from tiering.delta_log.lake import Lake
 from tiering.delta_log.layout import app_id, epoch_round
 from tiering.errors import UsageError
 from tiering.job import maintain_as_leader, run_as_leader
+from tiering.lake.table_fence import fence_table
 from tiering.status import job_status
 
 pytestmark = pytest.mark.integration
@@ -75,10 +76,33 @@ def test_a_member_tiers_what_it_owns_under_table_epochs_and_a_moved_table_is_ref
     assert result.ok, result.failed_tables
     assert_equal_to_store(client, lake, *tables)
     assert client.get_lake("g0").table_epoch == 3
-    assert fence_epoch(lake.load("g0").dt) == 3, "the new owner fenced the table before its round"
+    assert fence_epoch(lake.load("g0").dt, f"group:{group}") == 3, "the new owner fenced the table before its round"
 
     with pytest.raises(UsageError, match="tiering group"):
         maintain_as_leader(config)
+
+
+def test_a_job_its_maintenance_fenced_joins_a_group_and_tiers_its_tables_at_table_epoch_1(
+    spark, kv_store, zk_hosts, unique_job, tmp_path: Path
+):
+    client = kv_store.client()
+    table = TableOracle(client, "fenced", num_buckets=2)
+    table.upsert(range(40))
+    alone = make_config(tmp_path, kv_store.url, zk_hosts, job=unique_job)
+    lake = Lake.of(alone.lake)
+    assert run_as_leader(alone).ok
+    # a maintenance pass of the job's term 12 compacted the table: its fence, at the job's epoch
+    fence_table(lake.load(table.name).dt, table.name, writer=unique_job, epoch=12)
+    table.churn(10, key_space=60)
+    group = f"{unique_job}-g"
+
+    result = run_as_leader(make_config(tmp_path, kv_store.url, zk_hosts, job=unique_job, **{"job.group": group}))
+
+    assert result.ok, result.failed_tables  # the job's fence, in job epochs, does not make the table "moved"
+    assert_equal_to_store(client, lake, table)
+    assert client.get_lake(table.name).table_epoch == 1
+    dt = lake.load(table.name).dt
+    assert (fence_epoch(dt, unique_job), fence_epoch(dt, f"group:{group}")) == (12, 1)
 
 
 def test_a_member_selecting_other_tables_is_refused_at_start_exit_2(kv_store, zk_hosts, unique_job, tmp_path: Path):

@@ -100,9 +100,20 @@ def test_in_a_group_a_table_that_moved_away_leaves_the_file_and_is_no_failure():
         health, RoundFacts(2_000, committed={"a": (7, 4)}, failed={"b": (8, moved)}, owned=frozenset({"a"}))
     )
     assert sorted(health) == ["a"] and health["a"].last_commit_version == 4
-    health = after_round(health, RoundFacts(3_000, failed={"b": (8, moved)}, owned=frozenset({"a", "b"})))
-    assert "b" not in health, "a moved table is no failure, even one owned again"
     outside = after_round(
         {"c": health["a"].model_copy(update={"table": "c"})}, RoundFacts(4_000, committed={"a": (7, 5)})
     )
     assert sorted(outside) == ["a", "c"], "outside a group every record stays"
+
+
+def test_in_a_group_a_table_failed_as_moved_that_the_member_still_owns_is_failing():
+    moved = TableFailure(FailureCause.MOVED, TableState.ACQUIRED, "TableMovedError", "fenced at epoch 12")
+    owned = frozenset({"t"})
+    health = after_round({}, RoundFacts(1_000, committed={"t": (7, 3)}, owned=owned))
+    for now in (2_000, 3_000, 4_000):
+        health = after_round(health, RoundFacts(now, failed={"t": (7, moved)}, owned=owned))
+
+    assert (health["t"].consecutive_failures, health["t"].last_failure_cause) == (3, FailureCause.MOVED)
+    assert health["t"].last_commit_version == 3
+    health = after_round(health, RoundFacts(5_000, committed={"t": (7, 4)}, owned=owned))
+    assert health["t"].consecutive_failures == 0, "a commit ends the streak"
