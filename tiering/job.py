@@ -629,7 +629,7 @@ def _group_member(config: TieringConfig, group: str, term, client) -> GroupRebal
     member = GroupMember(term.zk, group, config.job.name, term.fence, config.tables)
     member.check_selection()
     every_s = max(config.trigger.interval_s, 1.0)
-    grace = StartGrace.of_session(config.zookeeper.session_timeout_s)
+    grace = StartGrace.of_session(term.session_timeout_s)  # the server's, which peers' sessions expire by
     return GroupRebalancer(
         member,
         lambda: included_tables(config, client),

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from kazoo.client import KazooClient
 from kazoo.exceptions import KazooException, NoNodeError
 
-from tiering.coord.client import close_quietly, connect
+from tiering.coord.client import close_quietly, connect, granted_timeout_s
 from tiering.coord.election import JobElection
 from tiering.coord.epoch import Epoch, read_epoch
 from tiering.coord.fencing import fenced_set
@@ -42,7 +42,6 @@ class LeaderTerm:
         election: JobElection,
         fence: Epoch,
         *,
-        session_timeout_s: float,
         on_lost: Callable[[], None] | None = None,
         suspended_grace_s: float | None = None,
     ) -> None:
@@ -53,7 +52,7 @@ class LeaderTerm:
         self._on_lost = on_lost
         self._over = threading.Lock()
         self._watchdog = SessionWatchdog(
-            zk, session_timeout_s, self._watchdog_fired, grace_s=suspended_grace_s, name=f"zk-watchdog-{self.job}"
+            zk, self._watchdog_fired, grace_s=suspended_grace_s, name=f"zk-watchdog-{self.job}"
         )
         # The watchdog's own flag is the term's: it is set before on_lost runs.
         self.lost: threading.Event = self._watchdog.lost
@@ -65,6 +64,12 @@ class LeaderTerm:
     @property
     def epoch(self) -> int:
         return self.fence.value
+
+    @property
+    def session_timeout_s(self) -> float:
+        """The session timeout the server granted this term's session (coord/client.py): what it
+        expires the session by, so what a peer waiting for this member to leave waits."""
+        return granted_timeout_s(self.zk)
 
     @property
     def lost_reason(self) -> str | None:
@@ -151,8 +156,8 @@ def acquire_leadership(
     The term's epoch is persisted before this returns. ``timeout_s`` bounds the whole wait
     (None: wait for ever); connecting is bounded by ``connect_timeout_s`` either way.
     ``on_lost`` runs once, in the watchdog's thread, when the term is lost (not on resign).
-    ``suspended_grace_s`` (default: the session timeout) is how long the term survives a
-    disconnection; ``session_timeout_s / 3`` makes it step down before the server can expire its
+    ``suspended_grace_s`` (default: the session timeout the server granted) is how long the term
+    survives a disconnection; a third of it makes it step down before the server can expire its
     session, i.e. before a standby can lead, at the price of stepping down on shorter blips.
     ``cancel`` set while waiting makes the wait give up with CoordinationError (a standby told
     to stop must not hang in the queue until the leader goes away).
@@ -178,7 +183,6 @@ def acquire_leadership(
             zk,
             election,
             fence,
-            session_timeout_s=session_timeout_s,
             on_lost=on_lost,
             suspended_grace_s=suspended_grace_s,
         )

@@ -4,7 +4,8 @@ Failure mode it covers: kazoo reports LOST only after it reconnects and learns t
 expired. A leader cut off from ZooKeeper (server down, partition, this process frozen) stays
 SUSPENDED meanwhile, possibly for ever, while the server may already have expired its session
 and a standby may already lead. Like KIP-595's leader that cannot reach the quorum, a leader
-SUSPENDED for longer than its session timeout steps down on its own.
+SUSPENDED for longer than its session timeout steps down on its own: the timeout the server
+granted (coord/client.py), which it expires the session by, not the one configured.
 
 The kazoo state listener only records facts (when the suspension began, that LOST was seen)
 and wakes the watchdog thread; the decision and the ``on_lost`` callback run in the watchdog's
@@ -21,6 +22,8 @@ from collections.abc import Callable
 from kazoo.client import KazooClient
 from kazoo.protocol.states import KazooState
 
+from tiering.coord.client import granted_timeout_s
+
 __all__ = ["SessionWatchdog"]
 
 log = logging.getLogger(__name__)
@@ -29,22 +32,22 @@ log = logging.getLogger(__name__)
 class SessionWatchdog:
     """Sets ``lost`` and calls ``on_lost(reason)`` once: on LOST, or SUSPENDED > ``grace_s``.
 
-    ``grace_s`` defaults to the session timeout. kazoo suspends after 2/3 of it without an
-    answer, so the leader steps down at most ~1.7 session timeouts after its last contact;
+    ``grace_s`` defaults to the session timeout the server granted (read when a suspension is
+    judged: a reconnection may have been granted another). kazoo suspends after 2/3 of it without
+    an answer, so the leader steps down at most ~1.7 session timeouts after its last contact;
     writes in between are still refused by the epoch fence.
     """
 
     def __init__(
         self,
         zk: KazooClient,
-        session_timeout_s: float,
         on_lost: Callable[[str], None] | None = None,
         *,
         grace_s: float | None = None,
         name: str = "zk-session-watchdog",
     ) -> None:
         self.zk = zk
-        self.grace_s = session_timeout_s if grace_s is None else grace_s
+        self._grace_s = grace_s
         self.on_lost = on_lost
         self.lost = threading.Event()
         self.reason: str | None = None
@@ -53,6 +56,11 @@ class SessionWatchdog:
         self._wake = threading.Event()
         self._stopped = threading.Event()
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+
+    @property
+    def grace_s(self) -> float:
+        """How long a suspension lasts before the session is given up."""
+        return granted_timeout_s(self.zk) if self._grace_s is None else self._grace_s
 
     def start(self) -> SessionWatchdog:
         self.zk.add_listener(self._listener)
@@ -95,9 +103,9 @@ class SessionWatchdog:
             return "ZooKeeper session expired (LOST)"
         suspended_at = self._suspended_at
         if suspended_at is not None:
-            suspended_s = time.monotonic() - suspended_at
-            if suspended_s >= self.grace_s:
-                return f"disconnected from ZooKeeper for {suspended_s:.1f}s (> {self.grace_s:.1f}s session timeout)"
+            suspended_s, grace_s = time.monotonic() - suspended_at, self.grace_s
+            if suspended_s >= grace_s:
+                return f"disconnected from ZooKeeper for {suspended_s:.1f}s (> {grace_s:.1f}s session timeout)"
         return None
 
     def _declare_lost(self, reason: str) -> None:

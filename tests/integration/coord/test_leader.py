@@ -11,6 +11,8 @@ import time
 import pytest
 
 from tiering.coord import acquire_leadership, read_status
+from tiering.coord.embedded import EmbeddedZooKeeper
+from tiering.coord.start_grace import StartGrace
 from tiering.errors import ConfigError, CoordinationError, LeadershipLostError
 
 pytestmark = pytest.mark.integration
@@ -90,3 +92,23 @@ def test_frozen_zookeeper_makes_the_leader_step_down(zk_factory, unique_job):
     term.resign()
     successor.resign()
     assert callbacks == [f"zk-watchdog-{unique_job}"]  # resign does not call on_lost
+
+
+def test_a_leader_steps_down_by_the_session_timeout_the_server_granted_not_the_configured_one(tmp_path, unique_job):
+    # the server caps sessions at 2 s: a leader asking for 20 s is expired after 2 s of silence
+    server = EmbeddedZooKeeper(max_session_timeout_ms=2_000).start(tmp_path / "zk")
+    try:
+        term = acquire_leadership(server.hosts, unique_job, 20.0)
+        assert term.session_timeout_s == 2.0
+        assert StartGrace.of_session(term.session_timeout_s) == StartGrace(quiet_s=0.4, max_s=2.0)
+
+        server.kill(signal.SIGSTOP)
+        try:
+            # by the granted 2 s it steps down ~3.3 s after its last contact; by the asked 20 s, ~21 s
+            assert term.lost.wait(12.0), "the leader kept its term past the session the server granted"
+            assert term.lost_reason.endswith("(> 2.0s session timeout)")
+        finally:
+            server.kill(signal.SIGCONT)
+        term.resign()
+    finally:
+        server.stop()
