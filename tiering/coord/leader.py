@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from kazoo.client import KazooClient
-from kazoo.exceptions import KazooException, NoNodeError
+from kazoo.exceptions import ConnectionLoss, KazooException, NoNodeError, OperationTimeoutError
 
 from tiering.coord.client import close_quietly, connect, granted_timeout_s
 from tiering.coord.election import JobElection
@@ -31,6 +31,11 @@ from tiering.errors import CoordinationError, LeadershipLostError
 __all__ = ["JobCoordination", "LeaderTerm", "acquire_leadership", "read_status"]
 
 log = logging.getLogger(__name__)
+
+#: kazoo's errors for a request whose connection was lost (the session not necessarily)
+_CONNECTION_LOST = (ConnectionLoss, OperationTimeoutError)
+#: the pause before a question is asked again (kazoo holds it until it has reconnected)
+_ASK_AGAIN_S = 0.1
 
 
 class LeaderTerm:
@@ -77,21 +82,41 @@ class LeaderTerm:
 
     def check(self) -> None:
         """Raise LeadershipLostError unless this term still holds the lock and the epoch is ours
-        (the first refusal is kept in :attr:`refusal`)."""
+        (the first refusal is kept in :attr:`refusal`).
+
+        A connection lost while asking is no answer: the session may live through it (kazoo
+        reconnects to it within its timeout), and a term ended then would end for nothing. The
+        question is asked again on the session's next connection, for as long as the watchdog
+        keeps the term (a session that does not come back ends it, and the question with it)."""
         if self.lost.is_set():
             raise self._refuse(f"leadership of job {self.job!r} (epoch {self.epoch}) lost: {self.lost_reason}")
         node = self._election.lock_node
-        try:
-            current = read_epoch(self.zk, self.job)
-            holds_lock = node is not None and self.zk.exists(node) is not None
-        except (CoordinationError, KazooException) as e:
-            raise self._refuse(f"cannot confirm leadership of job {self.job!r} (epoch {self.epoch}): {e!r}") from e
+        deadline = time.monotonic() + self._watchdog.grace_s
+        while True:
+            try:
+                current, holds_lock = self._ask(node)
+                break
+            except (CoordinationError, KazooException) as e:
+                if _connection_lost(e) and time.monotonic() < deadline and not self.lost.wait(_ASK_AGAIN_S):
+                    log.info(
+                        "job %r (epoch %d): connection lost confirming leadership; asking again", self.job, self.epoch
+                    )
+                    continue
+                reason = self.lost_reason if self.lost.is_set() else repr(e)
+                raise self._refuse(
+                    f"cannot confirm leadership of job {self.job!r} (epoch {self.epoch}): {reason}"
+                ) from e
         if current != self.fence:
             raise self._refuse(
                 f"job {self.job!r}: epoch at {epoch_path(self.job)} moved on to {current} from our {self.fence}"
             )
         if not holds_lock:
             raise self._refuse(f"job {self.job!r} (epoch {self.epoch}): our lock node {node} is gone (session expired)")
+
+    def _ask(self, node: str | None) -> tuple[Epoch | None, bool]:
+        """The job's epoch now, and whether this term's lock node still exists."""
+        current = read_epoch(self.zk, self.job)
+        return current, node is not None and self.zk.exists(node) is not None
 
     def _refuse(self, reason: str) -> LeadershipLostError:
         if self.refusal is None:
@@ -191,6 +216,11 @@ def acquire_leadership(
     except BaseException:
         close_quietly(zk)
         raise
+
+
+def _connection_lost(error: BaseException) -> bool:
+    """``error`` (or what it wraps) is a connection lost mid-request: the session may live on."""
+    return isinstance(error, _CONNECTION_LOST) or isinstance(error.__cause__, _CONNECTION_LOST)
 
 
 def _cancel_when(cancel: threading.Event, waited: threading.Event, election: JobElection) -> None:

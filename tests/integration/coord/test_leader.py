@@ -10,8 +10,10 @@ import time
 
 import pytest
 
+from tests.support.tcp_proxy import TcpProxy
 from tiering.coord import acquire_leadership, read_status
 from tiering.coord.embedded import EmbeddedZooKeeper
+from tiering.coord.paths import epoch_path
 from tiering.coord.start_grace import StartGrace
 from tiering.errors import ConfigError, CoordinationError, LeadershipLostError
 
@@ -112,3 +114,32 @@ def test_a_leader_steps_down_by_the_session_timeout_the_server_granted_not_the_c
         term.resign()
     finally:
         server.stop()
+
+
+def test_a_connection_blip_during_the_fence_keeps_a_term_whose_session_survived(zk_hosts, unique_job):
+    proxy = TcpProxy(zk_hosts).start()
+    try:
+        term = acquire_leadership(proxy.hosts, unique_job, 6.0)
+        session = term.zk.client_id
+        outcome: list[BaseException | None] = []
+
+        def fence() -> None:
+            try:
+                term.check()
+                outcome.append(None)
+            except BaseException as e:  # noqa: BLE001 - the outcome is what the test looks at
+                outcome.append(e)
+
+        proxy.hold()
+        asking = threading.Thread(target=fence)
+        asking.start()
+        proxy.wait_held(epoch_path(unique_job).encode())  # the fence's read is in flight: cut it
+        proxy.cut()
+        asking.join(30)
+
+        assert outcome == [None], "the fence refused a term whose session survived the blip"
+        assert term.zk.client_id == session and not term.lost.is_set() and term.refusal is None
+        term.fenced_set(f"/tiering/jobs/{unique_job}/state", b"after the blip")
+        term.resign()
+    finally:
+        proxy.stop()
