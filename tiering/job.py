@@ -62,10 +62,11 @@ from tiering.lease.release import LeaseReleases
 from tiering.round.committer import RoundCommitter, other_job
 from tiering.round.health import RoundFacts, after_round, read_health, write_health
 from tiering.round.outcome import RoundOutcome
-from tiering.round.table_states import FailureCause, TableFailure
+from tiering.round.table_states import TableFailure
 from tiering.state.offset_log import replayed_offset
 
 if TYPE_CHECKING:
+    from tiering.coord.ownership import Ownership
     from tiering.coord.rebalancer import GroupRebalancer
     from tiering.round.resync import TableResync
 from tiering.source import ADMISSION_CONTROL, CONTEXT_OPTION, KvTieringDataSource
@@ -361,16 +362,17 @@ class TieringJob:
             self._renewer.check()
 
     def _round_done(self, outcome: RoundOutcome) -> None:
+        owned = self.context.ownership()
         with self._lock:
             self.result.rounds += 1
             for table in outcome.committed:
                 self.result.failed_tables.pop(table, None)
             for table, failure in outcome.failed.items():
-                if failure.cause is FailureCause.MOVED:  # another member of the group tiers it now
-                    self.result.failed_tables.pop(table, None)
+                if failure.handed_over(owned is not None and owned.epoch(table) is not None):
+                    self.result.failed_tables.pop(table, None)  # another member of the group tiers it now
                 else:
                     self.result.failed_tables[table] = failure
-        self._record_health(outcome)
+        self._record_health(outcome, owned)
         self._on_round(outcome)
         if self._maintainer is not None:
             self._maintain(self._maintainer, outcome)
@@ -382,12 +384,12 @@ class TieringJob:
         if outcome.round_id % self.context.config.maintenance.every_rounds == 0:
             maintainer.run(included_tables(self.context.config, self.lease.client))
 
-    def _record_health(self, outcome: RoundOutcome) -> None:
+    def _record_health(self, outcome: RoundOutcome, owned: Ownership | None) -> None:
         """Keep every table's health in the checkpoint for ``tiering status`` (advisory: a write
-        that fails is logged, never fails the round, which has landed)."""
+        that fails is logged, never fails the round, which has landed); ``owned``: in a group, what
+        this member owns after the round."""
         committed = {t: (c.table_id, c.delta_version) for t, c in outcome.committed.items() if c.delta_version >= 0}
         failed = {t: (outcome.table_ids[t], failure) for t, failure in outcome.failed.items()}
-        owned = self.context.ownership()
         facts = RoundFacts(
             int(time.time() * 1000),
             committed,

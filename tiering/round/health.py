@@ -121,7 +121,7 @@ def after_round(health: Mapping[str, TableHealth], facts: RoundFacts) -> dict[st
             }
         )
     for table, (table_id, failure) in facts.failed.items():
-        if failure.cause is FailureCause.MOVED and (facts.owned is None or table not in facts.owned):
+        if failure.handed_over(facts.owned is not None and table in facts.owned):
             continue
         old = incarnation(table, table_id)
         out[table] = old.model_copy(

@@ -126,6 +126,12 @@ class TableFailure:
     def of(cls, error: BaseException, state: TableState) -> TableFailure:
         return cls(cause_of(error), state, type(error).__name__, str(error))
 
+    def handed_over(self, owned: bool) -> bool:
+        """True when this is no failure of the table's: it failed as ``moved`` and the member no
+        longer ``owned`` it after the round (its new owner tiers it now). A table failed as moved
+        that the member still owns did not move: its rounds are refused, a failure like any other."""
+        return self.cause is FailureCause.MOVED and not owned
+
     def as_dropped(self) -> TableFailure:
         """The same failure, known now to be the table's drop (found by listing the store)."""
         return TableFailure(FailureCause.DROPPED, self.state, self.error_type, self.message)

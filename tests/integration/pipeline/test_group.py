@@ -26,6 +26,7 @@ from tiering.delta_log.layout import app_id, epoch_round
 from tiering.errors import UsageError
 from tiering.job import maintain_as_leader, run_as_leader
 from tiering.lake.table_fence import fence_table
+from tiering.round.table_states import FailureCause
 from tiering.status import job_status
 
 pytestmark = pytest.mark.integration
@@ -82,7 +83,7 @@ def test_a_member_tiers_what_it_owns_under_table_epochs_and_a_moved_table_is_ref
         maintain_as_leader(config)
 
 
-def test_a_job_its_maintenance_fenced_joins_a_group_and_tiers_its_tables_at_table_epoch_1(
+def test_a_job_joins_and_leaves_a_group_across_each_others_fences(
     spark, kv_store, zk_hosts, unique_job, tmp_path: Path
 ):
     client = kv_store.client()
@@ -91,18 +92,45 @@ def test_a_job_its_maintenance_fenced_joins_a_group_and_tiers_its_tables_at_tabl
     alone = make_config(tmp_path, kv_store.url, zk_hosts, job=unique_job)
     lake = Lake.of(alone.lake)
     assert run_as_leader(alone).ok
+    zk = KazooClient(hosts=zk_hosts, timeout=4.0)
+    zk.start(timeout=10)
+    try:  # the job has had terms up to 12
+        while bump_epoch(zk, unique_job).value < 12:
+            pass
+    finally:
+        zk.stop()
+        zk.close()
     # a maintenance pass of the job's term 12 compacted the table: its fence, at the job's epoch
     fence_table(lake.load(table.name).dt, table.name, writer=unique_job, epoch=12)
     table.churn(10, key_space=60)
     group = f"{unique_job}-g"
 
-    result = run_as_leader(make_config(tmp_path, kv_store.url, zk_hosts, job=unique_job, **{"job.group": group}))
+    grouped = make_config(tmp_path, kv_store.url, zk_hosts, job=unique_job, **{"job.group": group})
+    result = run_as_leader(grouped)
 
     assert result.ok, result.failed_tables  # the job's fence, in job epochs, does not make the table "moved"
     assert_equal_to_store(client, lake, table)
     assert client.get_lake(table.name).table_epoch == 1
     dt = lake.load(table.name).dt
     assert (fence_epoch(dt, unique_job), fence_epoch(dt, f"group:{group}")) == (12, 1)
+
+    # The table went round the group up to table epoch 50; the job leaves the group and tiers it
+    # alone at its job epoch: the group's fence is in table epochs, and refuses none of its rounds.
+    fence_table(dt, table.name, writer=f"group:{group}", epoch=50)
+    table.churn(10, key_space=60)
+    alone_again = run_as_leader(alone)
+    assert alone_again.ok, alone_again.failed_tables
+    assert_equal_to_store(client, lake, table)
+
+    # Back in the group, which gives the table epoch 2 while the group's fence says 50 (say its
+    # table epochs were lost with ZooKeeper's data): the member owns the table and every round of
+    # it is refused as "moved". That is a failure of the run and of the table, not a hand-over.
+    table.churn(10, key_space=60)
+    stuck = run_as_leader(grouped)
+    assert stuck.failed_tables[table.name].cause is FailureCause.MOVED
+    shown = {t.table: t for t in job_status(grouped, timeout_s=10).tables}[table.name]
+    assert (shown.state, shown.last_failure_cause) == ("failing", "moved")
+    assert shown.consecutive_failures >= 1
 
 
 def test_a_member_selecting_other_tables_is_refused_at_start_exit_2(kv_store, zk_hosts, unique_job, tmp_path: Path):
