@@ -13,6 +13,7 @@ a broken metrics path cannot stop tiering (the round is already committed when t
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import threading
@@ -402,6 +403,11 @@ class RoundObserver:
             m.dropped.labels(self.job, table).set(1 if health.dropped else 0)
             if health.dropped:
                 m.freshness.forget(self.job, table)
+        for table in sorted(outcome.table_ids.keys() - outcome.health.keys()):
+            # a table of the round with no health record moved to another member: its streak is the
+            # new owner's to export, and one left here would alert for a table this member let go
+            with contextlib.suppress(KeyError):
+                m.failures_in_a_row.remove(self.job, table)
         for table, failure in sorted(outcome.failed.items()):
             m.table_rounds.labels(self.job, table, "failed").inc()
             m.failures.labels(self.job, table, failure.cause).inc()

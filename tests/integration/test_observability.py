@@ -153,3 +153,17 @@ def test_a_group_member_samples_the_tables_it_owns_at_their_table_epochs(tmp_pat
     Ownership("g", "obs-job", {"users": 1}).write(group_file)  # orders moved to another member
     assert sample(registry, "kv_tiering_table_epoch", job="obs-job", group="g", table="orders") is None
     assert sample(registry, "kv_tiering_table_epoch", job="obs-job", group="g", table="users") == 1
+
+
+def test_a_table_that_moved_away_leaves_no_failure_streak_behind(tmp_path, store_client):
+    ctx = context(tmp_path, store_client.url, **{"job.group": "g"})
+    registry = CollectorRegistry()
+    observer = RoundObserver(ctx, ctx.job_lease(store_client), metrics=TieringMetrics(registry))
+    stuck = TableHealth(table="users", table_id=9, consecutive_failures=3, last_failure="moved")
+    observer(RoundOutcome(round_id=1, epoch=5, table_ids={"users": 9}, health={"users": stuck}))
+    assert sample(registry, "kv_tiering_table_consecutive_failures", job="obs-job", table="users") == 3
+
+    moved = TableFailure(FailureCause.MOVED, TableState.ACQUIRED, "TableMovedError", "job 'b' owns it")
+    observer(RoundOutcome(round_id=2, epoch=5, table_ids={"users": 9}, failed={"users": moved}, health={}))
+
+    assert sample(registry, "kv_tiering_table_consecutive_failures", job="obs-job", table="users") is None
