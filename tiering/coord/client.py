@@ -14,8 +14,6 @@ keeps only the read and ping timeouts it derives from it; :class:`SessionClient`
 
 from __future__ import annotations
 
-import logging
-
 from kazoo.client import KazooClient
 from kazoo.exceptions import KazooException
 from kazoo.handlers.threading import KazooTimeoutError
@@ -25,8 +23,6 @@ from kazoo.security import ACL, ANYONE_ID_UNSAFE, Permissions, make_digest_acl
 from tiering.errors import CoordinationError
 
 __all__ = ["SessionClient", "connect", "job_acls", "close_quietly", "granted_timeout_s"]
-
-log = logging.getLogger(__name__)
 
 RECONNECT_POLICY = {"max_tries": -1, "delay": 0.1, "backoff": 2, "max_delay": 1.0}
 
@@ -71,8 +67,8 @@ def job_acls(auth: tuple[str, str] | None) -> list[ACL] | None:
 def connect(
     hosts: str, session_timeout_s: float, *, auth: tuple[str, str] | None = None, timeout_s: float = 15.0
 ) -> SessionClient:
-    """A started client asking for ``session_timeout_s`` (a server granting another is logged), or
-    CoordinationError naming ``hosts`` when none answers in ``timeout_s``."""
+    """A started client asking for ``session_timeout_s``, or CoordinationError naming ``hosts`` when
+    none answers in ``timeout_s``."""
     if auth is not None and (not auth[0] or ":" in auth[0]):
         raise CoordinationError(f"zookeeper auth user {auth[0]!r} must be non-empty and contain no ':'")
     zk = SessionClient(
@@ -90,14 +86,6 @@ def connect(
     except KazooException as e:
         close_quietly(zk)
         raise CoordinationError(f"cannot connect to ZooKeeper at {hosts}: {e!r}") from e
-    if zk.granted_s != session_timeout_s:
-        log.warning(
-            "ZooKeeper at %s granted a %.1fs session timeout, not the %.1fs configured (its min/maxSessionTimeout): "
-            "the session expires, and a leader steps down, by the granted one",
-            hosts,
-            zk.granted_s,
-            session_timeout_s,
-        )
     return zk
 
 

@@ -192,6 +192,15 @@ def acquire_leadership(
         raise CoordinationError(f"zookeeper.session_timeout_s must be > 0, got {session_timeout_s!r}")
     deadline = math.inf if timeout_s is None else time.monotonic() + timeout_s
     zk = connect(hosts, session_timeout_s, auth=auth, timeout_s=min(connect_timeout_s, timeout_s or math.inf))
+    if (granted := granted_timeout_s(zk)) != session_timeout_s:
+        log.warning(
+            "job %r: ZooKeeper at %s granted a %.1fs session timeout, not the %.1fs configured (its "
+            "min/maxSessionTimeout): the session expires, and the leader steps down, by the granted one",
+            job,
+            hosts,
+            granted,
+            session_timeout_s,
+        )
     try:
         election = JobElection(zk, job, owner)
         remaining = None if timeout_s is None else max(0.0, deadline - time.monotonic())

@@ -3,6 +3,7 @@ off from a frozen ZooKeeper steps down on its own (watchdog), before kazoo could
 
 from __future__ import annotations
 
+import logging
 import signal
 import socket
 import threading
@@ -96,12 +97,16 @@ def test_frozen_zookeeper_makes_the_leader_step_down(zk_factory, unique_job):
     assert callbacks == [f"zk-watchdog-{unique_job}"]  # resign does not call on_lost
 
 
-def test_a_leader_steps_down_by_the_session_timeout_the_server_granted_not_the_configured_one(tmp_path, unique_job):
+def test_a_leader_steps_down_by_the_session_timeout_the_server_granted_not_the_configured_one(
+    tmp_path, unique_job, caplog
+):
     # the server caps sessions at 2 s: a leader asking for 20 s is expired after 2 s of silence
     server = EmbeddedZooKeeper(max_session_timeout_ms=2_000).start(tmp_path / "zk")
     try:
-        term = acquire_leadership(server.hosts, unique_job, 20.0)
+        with caplog.at_level(logging.WARNING, logger="tiering.coord.leader"):
+            term = acquire_leadership(server.hosts, unique_job, 20.0)
         assert term.session_timeout_s == 2.0
+        assert any("granted a 2.0s session timeout, not the 20.0s configured" in r.getMessage() for r in caplog.records)
         assert StartGrace.of_session(term.session_timeout_s) == StartGrace(quiet_s=0.4, max_s=2.0)
 
         server.kill(signal.SIGSTOP)
