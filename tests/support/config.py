@@ -1,6 +1,11 @@
 """Job configurations for tests: a TOML file for a ``tiering`` process (:func:`write_conf`) or a
 validated :class:`TieringConfig` for a job run in the test's process (:func:`make_config`; the
-benchmarks' :func:`job_config`, at the service's own pace)."""
+benchmarks' :func:`job_config`, at the service's own pace).
+
+A configuration naming ``lake.writer = "delta-spark"`` also declares ``lake.delta_spark_single_driver``
+unless it says otherwise: a test runs one driver per lake at a time (a crash test starts the next
+one after the last died), which is what the declaration promises; the tests that run two drivers
+at once (failover, zombies) tier with delta-rs."""
 
 from __future__ import annotations
 
@@ -58,6 +63,8 @@ def write_conf(
     }
     for section, values in sections.items():
         conf.setdefault(section, {}).update(values)
+    if conf["lake"].get("writer") == "delta-spark":
+        conf["lake"].setdefault("delta_spark_single_driver", True)
     path.write_bytes(tomli_w.dumps(conf).encode())
     return path
 
@@ -65,6 +72,8 @@ def write_conf(
 def job_config(root: Path, store_url: str, zk_hosts: str, job: str, **overrides) -> TieringConfig:
     """An availableNow job on ``root/ckpt`` and ``root/lake`` with the service's defaults for the
     rest; ``overrides`` by dotted key (the benchmarks measure the job as deployed)."""
+    if overrides.get("lake.writer") == "delta-spark":
+        overrides = {"lake.delta_spark_single_driver": True, **overrides}
     base = {
         "job.name": job,
         "job.checkpoint": str(root / "ckpt"),

@@ -212,8 +212,19 @@ class LakeConfig(_Section):
     )
     writer: Literal["delta-rs", "delta-spark"] = setting(
         "Delta writer: `delta-rs` (no JVM jars needed) or `delta-spark` (needs the Delta jars on "
-        "Spark's classpath; a local root only: Delta's S3 commits are not conditional puts). Same commit protocol.",
+        "Spark's classpath; a local root only, and only with `delta_spark_single_driver`: Delta's "
+        "commits can overwrite each other's). Same commit protocol.",
         "delta-rs",
+    )
+    delta_spark_single_driver: bool = setting(
+        "delta-spark writer: declares that no two drivers of this job ever run at once against "
+        "`root` (no standby; a driver is started only once the previous one is dead, never beside a "
+        "frozen or partitioned one). Delta commits a version to a local root by checking that its "
+        "file is absent and then renaming a temporary file onto it, which replaces whatever is "
+        "there: a second driver committing between the two (a zombie after a failover, a standby "
+        "that took over) has its commit replaced, and its changes are lost without an error. "
+        "Without it, delta-spark is refused; delta-rs commits with a create that cannot overwrite.",
+        False,
     )
     delta_spark_write: Literal["merge", "replace"] = setting(
         "delta-spark writer: how a round changes rows already in the lake. `merge`: one Delta "
@@ -324,7 +335,16 @@ class LakeConfig(_Section):
                 f'lake.writer = "delta-spark" cannot commit to an S3 lake.root ({self.root!r}): Delta\'s S3 '
                 "LogStore writes a version in two requests, not one conditional put, so a second driver (a zombie "
                 'after a failover) can overwrite a commit (docs/DESIGN.md §6); use lake.writer = "delta-rs" on '
-                "S3, or delta-spark with a local root"
+                "S3 (every commit a conditional put)"
+            )
+        if self.writer == "delta-spark" and not self.delta_spark_single_driver:
+            raise ValueError(
+                f'lake.writer = "delta-spark" cannot commit safely to lake.root ({self.root!r}) when more than one '
+                "driver can reach it: Delta checks that a version's file is absent, then renames its commit onto "
+                "it, replacing whatever another driver committed in between (a zombie after a failover, a standby "
+                "that took over), and that commit's changes are lost without an error (docs/DESIGN.md §6); use "
+                'lake.writer = "delta-rs" (every commit a create that cannot overwrite), or set '
+                "lake.delta_spark_single_driver = true if no two drivers of this job ever run at once"
             )
         if self.change_data_feed and self.writer == "delta-spark" and self.delta_spark_write == "replace":
             raise ValueError(

@@ -7,6 +7,13 @@ directory or S3, where delta-rs commits with a conditional put). Failure modes o
   for the same version) rejects the later commit (``ConcurrentTransaction`` for the same app id,
   or ``ConcurrentDeleteRead`` since every rewrite removes files); the loser's files are deleted
   and nothing of it lands;
+- two writers create the table at once (a zombie and the new leader replaying a first
+  bootstrap, the old and the new owner of a group's table): the conditional put of version 0
+  lets one CREATE land; the other's commit is made without retries, since delta-rs retries a
+  lost CREATE as the next version with no conflict check (deltalake 1.6.6), which would put
+  every row of the bootstrap in the table twice. It fails instead, as any commit that lost:
+  :class:`FencedEpochError` when a newer term won, else :class:`LakeCommitError` (the round is
+  planned again from the lake, which holds the winner's commit);
 - a table whose files may carry deletion vectors (delta-spark's MERGE wrote them; see
   :mod:`tiering.lake.delta_spark_merge`): a rewrite reads a lake file's Parquet as it is and
   would bring back the rows a vector deleted -> :class:`LakeCommitError` naming ``lake.writer``,
@@ -193,7 +200,7 @@ class DeltaRsRoundWriter(RoundWriter):
                     adds,
                     mode="error",
                     partition_by=[BUCKET_COLUMN],
-                    commit_properties=properties,
+                    commit_properties=_commit_properties(prepared, retries=0),
                     configuration={CHANGE_FEED_PROPERTY: "true"} if self._change_data_feed else None,
                     storage_options=self._lake.store.delta_options(),
                 )
@@ -237,9 +244,14 @@ def _removes(prepared: PreparedRound, replaced: Mapping[int, Sequence[str]]) -> 
     return removes
 
 
-def _commit_properties(prepared: PreparedRound) -> CommitProperties:
-    """Round metadata and the ``(app, version)`` txn that makes the commit idempotent and fenced."""
+def _commit_properties(prepared: PreparedRound, *, retries: int | None = None) -> CommitProperties:
+    """Round metadata and the ``(app, version)`` txn that makes the commit idempotent and fenced;
+    ``retries``: how often delta-rs may commit again at a later version after losing one (its
+    default when None). A table's first commit takes 0: delta-rs retries a lost CREATE at the
+    next version without checking it against the winner, so it would land beside the other
+    writer's version 0 (every row of the bootstrap twice) instead of failing."""
     return CommitProperties(
         custom_metadata=dict(prepared.metadata),
+        max_commit_retries=retries,
         app_transactions=[Transaction(prepared.app, prepared.version)],
     )

@@ -5,6 +5,15 @@ Failure modes and what happens (the same protocol as :mod:`tiering.lake.delta_rs
   built, before any lease is taken, saying how to add them or to use ``delta-rs``;
 - a lake on S3 -> :class:`ConfigError` when the writer is built (:func:`refuse_s3_lake`): two
   drivers could commit the same Delta version there and one silently overwrite the other;
+- a local lake two drivers can reach (a standby that took over, a zombie after a failover): Delta
+  commits a version there with ``HDFSLogStore`` (``spark.delta.logStore.file.impl``), which checks
+  that the version's file is absent and then renames the commit onto it, and a rename replaces a
+  file; its lock is one JVM's. A commit of the other driver landing between the two is replaced:
+  its changes are lost, and a round of the other driver, planned from the commit it verified,
+  trims its splits against positions the lake no longer holds. Delta ships no ``file:`` LogStore
+  that creates the version without replacing it, so the configuration refuses delta-spark unless
+  ``lake.delta_spark_single_driver`` declares that no two drivers of the job ever run at once
+  (:class:`~tiering.conf.model.LakeConfig`, exit 2);
 - the round is replayed: the txn version of ``tiering/<job>/<table>`` already reaches
   ``(epoch, round)`` -> nothing is written, ``skipped=True``. Checked first here, and again
   by Delta itself inside the write transaction (``txnAppId``/``txnVersion`` options: Delta
@@ -120,8 +129,7 @@ _S3_LAKE = (
     "fences, maintenance) can overwrite a commit and lose it; the txn fencing of a round cannot catch a commit "
     "that is no longer in the log. Delta ships no S3 LogStore with conditional writes, and "
     "io.delta.storage.S3DynamoDBLogStore excludes only writers that go through the same DynamoDB table, which "
-    'delta-rs does not. Use lake.writer = "delta-rs" on S3 (every commit an If-None-Match: * put), or '
-    "delta-spark with a local lake.root"
+    'delta-rs does not. Use lake.writer = "delta-rs" on S3 (every commit an If-None-Match: * put)'
 )
 
 

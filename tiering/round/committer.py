@@ -43,8 +43,8 @@ Failure modes and what happens:
   that the txn versions order every owner's commits, and a member's first round of a table it was
   given raises the table's fence to its table epoch first (:mod:`tiering.lake.table_fence`), so that
   a commit the old owner prepared before fails; a table that fails in any other way after the
-  leader gave it away (its first commit creating the Delta table beside the new owner's, which
-  landed first) failed because it moved, and fails with cause ``moved`` too;
+  leader gave it away (its first commit, which creates the Delta table, losing version 0 to the
+  new owner's) failed because it moved, and fails with cause ``moved`` too;
 - this driver is no longer the leader (:class:`NotLeaderError`: the store's fenced reply, a
   lost ZooKeeper term, a newer Delta commit): the error propagates and stops the query —
   nothing more of this round lands, and nothing is released (the new leader owns the lease);

@@ -14,9 +14,8 @@ because every takeover starts a driver JVM (30+ s on two cores):
 4. a standby is stopped with SIGINT and the last leader with SIGTERM: both exit 0 and leave the
    election, the leader drops the lease.
 Throughout, and at the end, the lake must equal the test's oracle: nothing lost or duplicated.
-With each writer (``lake.writer``): delta-rs, and delta-spark where the Delta jars are
-(scripts/test_delta.sh). delta-spark's case stops after step 2, the writer's part: steps 3 and 4
-are ZooKeeper's and the CLI's, the same whatever writes the lake, and each costs another driver.
+The lake is delta-rs's: delta-spark is refused where two drivers can reach the lake, as they do
+here (``lake.delta_spark_single_driver``, docs/DESIGN.md §6).
 A ZooKeeper write by a stale leader failing its epoch check is covered by
 tests/integration/coord/test_epoch_fencing.py::test_stale_leader_write_is_fenced.
 """
@@ -32,13 +31,11 @@ from pathlib import Path
 import pytest
 
 from tests.support.config import SPARK_LOCAL, write_conf
-from tests.support.delta_spark import delta_spark_conf, jars_configured
 from tests.support.drivers import Driver
 from tests.support.lake import tiering_commits
 from tests.support.oracle import TableOracle, assert_lake_equals, lake_matches
 from tests.support.running import Writers
 from tests.support.waiting import wait_until
-from tests.support.writers import LAKE_WRITERS
 from tiering.coord import read_status
 from tiering.errors import LeaseNotFoundError
 from tiering.state.lease_file import load_or_create_lease_id
@@ -102,12 +99,9 @@ def last_word(driver: Driver) -> str:
     return said[-1]
 
 
-@pytest.mark.parametrize("writer_name", LAKE_WRITERS)
 def test_the_job_survives_a_killed_leader_a_zombie_and_a_zookeeper_outage(
-    kv_store, zk_factory, drivers, unique_job, tmp_path, writer_name
+    kv_store, zk_factory, drivers, unique_job, tmp_path
 ):
-    if writer_name == "delta-spark" and not jars_configured():
-        pytest.skip("the Delta jars are not on the classpath (scripts/test_delta.sh puts them there)")
     client, lake, zk = kv_store.client(), tmp_path / "lake", zk_factory()
     oracle = TableOracle(client, TABLE, num_buckets=3)
     oracle.upsert(range(200))
@@ -120,8 +114,7 @@ def test_the_job_survives_a_killed_leader_a_zombie_and_a_zookeeper_outage(
         zookeeper={"session_timeout_s": SESSION_S},
         trigger={"available_now": False, "interval_s": 1.0},
         lease={"duration_s": 120.0},
-        lake={"writer": writer_name},
-        spark={**SPARK_LOCAL, "spark.driver.memory": "512m", **delta_spark_conf()},
+        spark={**SPARK_LOCAL, "spark.driver.memory": "512m"},
     )
     job = Job(zk.hosts, unique_job, lake)
     measured: dict[str, float] = {}
@@ -156,7 +149,7 @@ def test_the_job_survives_a_killed_leader_a_zombie_and_a_zookeeper_outage(
         e3 = job.wait_owner(third, timeout_s=60)
         measured["sigstop: elected"] = time.monotonic() - frozen
         assert e3 == e2 + 1
-        standby = drivers(conf) if writer_name == "delta-rs" else None  # step 3's, which delta-spark's case skips
+        standby = drivers(conf)  # step 3's
         job.wait_commits(e3)
         measured["sigstop: first commit"] = time.monotonic() - frozen
         takeover = min(c.version for c in tiering_commits(lake, TABLE) if c.epoch == e3)
@@ -172,12 +165,6 @@ def test_the_job_survives_a_killed_leader_a_zombie_and_a_zookeeper_outage(
         assert client.get_lake(TABLE).epoch == e3, "the zombie's lake report did not land"
         lease_id = load_or_create_lease_id(str(tmp_path / "ckpt"), unique_job)
         assert client.get_lease(lease_id).epoch == e3, "the zombie's lease calls did not land"
-        if writer_name == "delta-spark":
-            writer.stop()
-            wait_until(lambda: lake_matches(lake, oracle), timeout_s=90, what="the lake to catch up with the store")
-            assert_lake_equals(lake, oracle)
-            assert {c.epoch for c in tiering_commits(lake, TABLE)} == {e1, e2, e3}
-            return
 
         # 3. ZooKeeper goes away for longer than the session timeout.
         job.wait_contenders(2)

@@ -70,7 +70,9 @@ def test_a_tiered_table_is_registered_once_and_another_session_reads_the_lake(sp
     skip_without_delta_jars(spark)
     database = f"tiered_{kind.replace('-', '_')}"
     writer = make_round_writer(
-        spark, LakeConfig(root=str(tmp_path / "lake"), writer=kind, catalog_database=database), JOB
+        spark,
+        LakeConfig(root=str(tmp_path / "lake"), writer=kind, catalog_database=database, delta_spark_single_driver=True),
+        JOB,
     )
     registrations = []
     register = TableCatalog._register
@@ -96,7 +98,9 @@ def test_a_tiered_table_is_registered_once_and_another_session_reads_the_lake(sp
     shutil.copytree(tmp_path / "lake" / "order", elsewhere)  # a copy: Delta re-points only to the same schema
     spark.sql(f"ALTER TABLE {name} SET LOCATION '{elsewhere}'")
     fresh = make_round_writer(
-        spark, LakeConfig(root=str(tmp_path / "lake"), writer=kind, catalog_database=database), JOB
+        spark,
+        LakeConfig(root=str(tmp_path / "lake"), writer=kind, catalog_database=database, delta_spark_single_driver=True),
+        JOB,
     )
     log = write_log(tmp_path / "m", ORDER, [(5, "+I", row(4, "d"))])
     with caplog.at_level(logging.WARNING, logger="tiering.lake.catalog"):

@@ -60,7 +60,11 @@ def test_minimal_file_gets_defaults(tmp_path: Path) -> None:
 
 def test_precedence_file_then_env_then_overrides(tmp_path: Path) -> None:
     path = write(tmp_path, MINIMAL + "[trigger]\ninterval_s = 5\n")
-    env = {"TIERING_TRIGGER_INTERVAL_S": "7", "TIERING_LAKE_WRITER": "delta-spark"}
+    env = {
+        "TIERING_TRIGGER_INTERVAL_S": "7",
+        "TIERING_LAKE_WRITER": "delta-spark",
+        "TIERING_LAKE_DELTA_SPARK_SINGLE_DRIVER": "true",
+    }
     assert load_config(path, env={}).trigger.interval_s == 5.0
     from_env = load_config(path, env=env)
     assert (from_env.trigger.interval_s, from_env.lake.writer) == (7.0, "delta-spark")
@@ -352,7 +356,7 @@ def test_file_retention_below_the_safe_minimum_is_refused_naming_the_key(tmp_pat
     "lake, message",
     [
         (
-            'writer = "delta-spark"\ndelta_spark_write = "replace"',
+            'writer = "delta-spark"\ndelta_spark_single_driver = true\ndelta_spark_write = "replace"',
             'needs lake.delta_spark_write = "merge": "replace" rewrites whole buckets',
         ),
         ("merge_max_rows = 0", "needs lake.merge_max_rows > 0: rounds recorded in the feed are MERGEs"),
@@ -375,13 +379,32 @@ def test_delta_spark_on_an_s3_lake_is_refused_naming_both_keys(tmp_path) -> None
     assert problem.startswith(
         f"lake ({path}): lake.writer = \"delta-spark\" cannot commit to an S3 lake.root ('s3://bucket/lake'): "
     )
-    assert problem.endswith('use lake.writer = "delta-rs" on S3, or delta-spark with a local root')
-    local = write(tmp_path, MINIMAL.replace("[lake]", '[lake]\nwriter = "delta-spark"'))
-    assert load_config(local, env={}).lake.writer == "delta-spark"
+    assert problem.endswith('use lake.writer = "delta-rs" on S3 (every commit a conditional put)')
+    assert "local root" not in problem, "a local root is no safer for delta-spark"
+
+
+def test_delta_spark_on_a_local_lake_is_refused_unless_one_driver_is_declared(tmp_path) -> None:
+    path = write(tmp_path, MINIMAL.replace("[lake]", '[lake]\nwriter = "delta-spark"'))
+    (problem,) = problems(path)
+    assert problem.startswith(
+        f"lake ({path}): lake.writer = \"delta-spark\" cannot commit safely to lake.root ('/data/lake') when more "
+        "than one driver can reach it: "
+    )
+    assert "a zombie after a failover, a standby that took over" in problem
+    assert problem.endswith(
+        'use lake.writer = "delta-rs" (every commit a create that cannot overwrite), or set '
+        "lake.delta_spark_single_driver = true if no two drivers of this job ever run at once"
+    )
+    declared = MINIMAL.replace("[lake]", '[lake]\nwriter = "delta-spark"\ndelta_spark_single_driver = true')
+    assert load_config(write(tmp_path, declared), env={}).lake.writer == "delta-spark"
+    s3 = '[lake]\nroot = "s3://bucket/lake"\nwriter = "delta-spark"\ndelta_spark_single_driver = true'
+    (problem,) = problems(write(tmp_path, MINIMAL.replace('[lake]\nroot = "/data/lake"', s3)))
+    assert "cannot commit to an S3 lake.root" in problem, "S3 is refused even with one driver"
 
 
 def test_the_change_data_feed_with_delta_spark_is_merged_by_default(tmp_path) -> None:
-    path = write(tmp_path, MINIMAL.replace("[lake]", '[lake]\nchange_data_feed = true\nwriter = "delta-spark"'))
+    lake = '[lake]\nchange_data_feed = true\nwriter = "delta-spark"\ndelta_spark_single_driver = true'
+    path = write(tmp_path, MINIMAL.replace("[lake]", lake))
     lake = load_config(path, env={}).lake
     assert (lake.change_data_feed, lake.delta_spark_write) == (True, "merge")
 
