@@ -406,10 +406,11 @@ class Store:
         with self.db.tx() as conn:
             return lake_reports.get(conn, catalog.live_table(conn, name))
 
-    def drop_lake(self, name: str) -> LakeReport:
-        """Forget the table's lake report (the hand-over of a table to another job); returns it."""
+    def drop_lake(self, name: str, expected: lake_reports.ReportVersion | None = None) -> LakeReport:
+        """Forget the table's lake report (the hand-over of a table to another job), only the one
+        ``expected`` names if given; returns it."""
         with self.db.tx() as conn:
-            return lake_reports.drop(conn, catalog.live_table(conn, name))
+            return lake_reports.drop(conn, catalog.live_table(conn, name), expected)
 
     # garbage collection
 
