@@ -355,8 +355,9 @@ class Store:
 
     @contextmanager
     def _lease_tx(self, lease_id: str) -> Iterator[tuple[sqlite3.Connection, int]]:
-        """The transaction of a call on an existing lease, after one of its own that deletes the
-        lease if it expired: that deletion stays when the call is then refused and rolls back."""
+        """The transaction of a call on an existing lease, after one of its own that ends the
+        lease if it expired (its holds go, its epoch stays): that end stays when the call is then
+        refused and rolls back."""
         now = _now_ms()
         with self.db.tx() as conn:
             leases.forget_if_expired(conn, lease_id, now)
