@@ -56,12 +56,28 @@ from tiering.errors import NotLeaderError, StoreError, TieringError
 from tiering.kvstore.models import SnapshotRef, TableOwners
 from tiering.lease.job_lease import JobLease
 
-__all__ = ["LeaseReleases"]
+__all__ = ["LeaseReleases", "by_bucket", "without_buckets"]
 
 log = logging.getLogger(__name__)
 
 
 Held = Mapping[int, Iterable[int]]
+
+
+def by_bucket(refs: Iterable[SnapshotRef]) -> dict[int, set[int]]:
+    """``table_id -> buckets`` of ``refs``: what a release names (it lets go of a bucket whole)."""
+    buckets: dict[int, set[int]] = {}
+    for ref in refs:
+        buckets.setdefault(ref.table_id, set()).add(ref.bucket)
+    return buckets
+
+
+def without_buckets(held: Held, refs: Iterable[SnapshotRef]) -> dict[int, set[int]]:
+    """``held`` less every bucket of ``refs``, whatever snapshot of it they name; tables left
+    with no bucket are left out."""
+    taken = by_bucket(refs)
+    rest = {table_id: set(buckets) - taken.get(table_id, set()) for table_id, buckets in held.items()}
+    return {table_id: buckets for table_id, buckets in rest.items() if buckets}
 
 
 class LeaseReleases:
@@ -90,9 +106,7 @@ class LeaseReleases:
             with self._lock:
                 self._in_flight = set(refs) - set(gone)
                 self._lost = set()
-                for ref in self._in_flight:
-                    self._refused.get(ref.table_id, set()).discard(ref.bucket)
-                self._refused = {t: buckets for t, buckets in self._refused.items() if buckets}
+                self._refused = without_buckets(self._refused, self._in_flight)
         return gone
 
     def lost(self) -> frozenset[SnapshotRef]:
@@ -152,11 +166,7 @@ class LeaseReleases:
             state = self.lease.state()
             if state is None:
                 return
-            keep = {(ref.table_id, ref.bucket) for ref in planned}
-            stray: dict[int, set[int]] = {}
-            for ref in state.snapshots:
-                if (ref.table_id, ref.bucket) not in keep:
-                    stray.setdefault(ref.table_id, set()).add(ref.bucket)
+            stray = without_buckets(by_bucket(state.snapshots), planned)
             if not stray:
                 return
             self.lease.release(stray)
