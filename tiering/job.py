@@ -579,7 +579,7 @@ def run_as_leader(
     log.info("job=%s leader with epoch=%d", config.job.name, term.epoch)
     group: GroupRebalancer | None = None
     try:
-        check_checkpoint(checkpoint_of(config))  # before the term writes to it: the lease file comes next
+        check_checkpoint(checkpoint_of(config), config.job.name)  # before the term writes to it
         context = TermContext.begin(config, term.epoch)
         if config.job.group is not None:
             group = _group_member(config, config.job.group, term, context.store_client())

@@ -167,7 +167,7 @@ def _checkpoint(config: TieringConfig, timeout_s: float) -> str:
     from tiering.state.lease_file import read_lease_id
 
     checkpoint = checkpoint_of(config)
-    check_checkpoint(checkpoint)
+    check_checkpoint(checkpoint, config.job.name)
     root = checkpoint.name()
     if checkpoint.kind() is None:
         return f"{root}: not created yet; its first run creates it"

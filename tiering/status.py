@@ -27,7 +27,15 @@ from tiering.delta_log.freshness import freshness_s, oldest_untiered_write_ms
 from tiering.delta_log.lake import Lake, LakeTable
 from tiering.delta_log.layout import SYSTEM_COLUMNS
 from tiering.enumerator.positions import LakePosition
-from tiering.errors import LeaseNotFoundError, NotFoundError, StoreError, TieringError, one_line
+from tiering.errors import (
+    ConflictError,
+    LeaseNotFoundError,
+    NotFoundError,
+    StoreError,
+    TableNotFoundError,
+    TieringError,
+    one_line,
+)
 from tiering.kvstore.client import KvStoreClient
 from tiering.kvstore.models import LakeReport, Lease, TableInfo
 from tiering.lease.job_lease import serves_leases
@@ -352,14 +360,19 @@ def take_over(
     other job holds the table (nothing to drop).
 
     Refused while a driver leads the holding job, unless ``force``: that job may still tier the
-    table, and its next report would take it back (exclude the table there, then force).
+    table, and its next report would take it back (exclude the table there, then force). The drop
+    names the report checked, so a term of the holder that starts between the check and the drop
+    keeps its fresh report: refused, naming it.
     """
     client = _operator_client(config, timeout_s)
-    holders = client.lake_holders([table])
-    if table not in holders:
-        raise TieringError(f"table {table!r} does not exist in the store at {config.kvstore.url}", table=table)
-    holder = holders[table]
-    if holder is None or holder == config.job.name:
+    try:
+        report = client.get_lake(table)
+    except TableNotFoundError:
+        raise TieringError(
+            f"table {table!r} does not exist in the store at {config.kvstore.url}", table=table
+        ) from None
+    holder = report.job if report is not None else None
+    if report is None or holder is None or holder == config.job.name:
         return None
     if not force:
         leader = read_status(config.zookeeper.hosts, holder, timeout_s=timeout_s).leader
@@ -369,7 +382,14 @@ def take_over(
                 f"it: exclude the table from job {holder!r} or stop it, then pass --force",
                 table=table,
             )
-    return holder, client.drop_lake(table)
+    try:
+        return holder, client.drop_lake(table, report)
+    except ConflictError as e:
+        raise TieringError(
+            f"table {table!r} is still job {holder!r}'s: {e}. That job is tiering it: exclude the table from "
+            f"job {holder!r} or stop it, then take it over",
+            table=table,
+        ) from None
 
 
 def expires_in_s(lease: Lease, now_ms: int | None = None) -> float:

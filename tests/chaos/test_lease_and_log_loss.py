@@ -3,6 +3,8 @@
 - A lease far shorter than a round, never renewed, under the most aggressive GC: the store
   may delete a snapshot while Spark reads it. The table's round must fail cleanly (its
   buckets released, re-planned from a fresh snapshot), never commit a partial bucket.
+- The store stopped past the lease's duration while a round sleeps in its commit: the renewer
+  holds the round's snapshots again, and once the round is done the lease holds nothing.
 - The store's hard retention cap deletes log segments the lake has not reached: the job
   re-bootstraps the buckets from their latest snapshot, or, with ``fail_on_data_loss``, the
   run exits non-zero naming the table, the bucket and the lost offsets, and the lake is
@@ -11,9 +13,12 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import random
+import signal
 import threading
+import time
 
 import pytest
 from deltalake import DeltaTable
@@ -25,6 +30,7 @@ from tests.support.oracle import TableOracle, assert_lakes_equal, lake_rows
 from tests.support.running import Rounds, Writers, in_thread, wait_caught_up
 from tests.support.store import assert_leases_lapse
 from tests.support.waiting import wait_until
+from tiering import failpoints
 from tiering.context import TermContext
 from tiering.delta_log.lake import Lake
 from tiering.job import TieringJob
@@ -133,3 +139,56 @@ def test_log_truncated_past_the_lake_fails_with_data_loss_or_rebootstraps(spark,
     assert_lakes_equal(lake, [orders])
     assert client.list_leases() == []
     assert_no_orphans(lake, [orders])
+
+
+def test_a_store_paused_past_the_lease_while_a_round_commits_leaves_no_hold_and_no_unheld_read(
+    spark, store_factory, tmp_path, capfd, caplog, monkeypatch
+):
+    """The round sleeps at its commit's failpoint while the store is stopped past
+    ``lease.duration_s``: the renewer finds the lapse and holds the round's snapshots again, the
+    round commits what it read under them, and once it is done the lease holds nothing."""
+    store = store_factory(num_retained=1, gc_interval_s=0.1)
+    client = store.client()
+    orders = TableOracle(client, "orders", num_buckets=2, seed=SEED)
+    orders.upsert(range(200))
+    client.take_snapshots("orders")
+    orders.churn(20, key_space=250)
+    rounds = Rounds()
+    config = make_config(
+        tmp_path,
+        store.url,
+        "127.0.0.1:1",
+        **{"trigger.available_now": False, "trigger.interval_s": 0.2, "lease.duration_s": 1.5},
+    )
+    context = TermContext.begin(config, 1)
+    monkeypatch.setenv(failpoints.ENV, "before_delta_commit=sleep:6")
+    caplog.set_level(logging.WARNING, logger="tiering.lease")
+    job = TieringJob(spark, context, on_round=rounds)
+    stop = threading.Event()
+    runner, box = in_thread(lambda: job.run(stop=stop))
+    try:
+        wait_until(
+            lambda: failpoints.sleeping("before_delta_commit") in capfd.readouterr().err,
+            "the commit's failpoint",
+            timeout_s=240,
+        )
+        monkeypatch.delenv(failpoints.ENV)  # later rounds commit at once
+        held = client.get_lease(context.lease_id).snapshots
+        assert held, "the round in flight holds its snapshots"
+        os.kill(store.pid, signal.SIGSTOP)
+        try:
+            time.sleep(2.5)  # past lease.duration_s: the store lets the lease lapse as it wakes
+        finally:
+            os.kill(store.pid, signal.SIGCONT)
+        rounds.wait_for(1, box)
+        wait_caught_up(client, str(tmp_path / "lake"), [orders])
+        assert client.get_lease(context.lease_id).snapshots == [], "no hold outlives the round"
+    finally:
+        stop.set()
+        runner.join(120)
+    assert "error" not in box, f"the job died: {box.get('error')!r}"
+    assert rounds.failures == [], "no table read an unheld snapshot (it fails snapshot_gone)"
+    lapses = [r.getMessage() for r in caplog.records if "lapsed: acquired the" in r.getMessage()]
+    assert lapses and f"the {len(held)} snapshots of the round in flight again" in lapses[0], lapses
+    assert_lakes_equal(tmp_path / "lake", [orders])
+    assert_no_orphans(tmp_path / "lake", [orders])

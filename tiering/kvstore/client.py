@@ -500,11 +500,13 @@ class KvStoreClient:
             for result in _parse(LakeReportResults, response.content).results
         }
 
-    def drop_lake(self, table: str) -> LakeReport:
+    def drop_lake(self, table: str, report: LakeReport | None = None) -> LakeReport:
         """Forget ``table``'s lake report, so another job's next report holds it (handing the table
         over: stop the job that holds it first); returns the dropped report. NotFoundError when
-        there is none."""
-        response = self._call("DELETE", f"/v1/tables/{segment(table)}/lake", table=table)
+        there is none. ``report``: drop only that one (its epoch and lake version): ConflictError
+        when its job reported since."""
+        version = {} if report is None else {"epoch": report.epoch, "lake_version": report.lake_version}
+        response = self._call("DELETE", f"/v1/tables/{segment(table)}/lake", table=table, params=version)
         return LAKE_REPORT_ANSWER.validate_json(response.content)
 
     def get_lake(self, table: str) -> LakeReport | None:

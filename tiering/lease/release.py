@@ -33,6 +33,13 @@ files are read. They are let go at exactly these points (docs/DESIGN.md §1):
 A driver whose term is over (:class:`~tiering.errors.NotLeaderError`) releases nothing: the
 store refuses its epoch and the new leader owns the holds.
 
+The round's threads and the renewer change the holds one store call at a time, each call made
+with what this object knows when it is made: an acquire made with a stale copy of the round in
+flight would hold a table that finished meanwhile again (and renewals would keep that hold for
+the term), and a release sent again that lands after the next round's acquire of the same bucket
+would let go of the hold that round reads under. A call the store is slow to answer holds up the
+others for as long: they would be answered no sooner.
+
 What the round in flight holds is known here too (:meth:`LeaseReleases.hold`): when a renewal
 finds the lease lapsed (a store paused past ``lease.duration_s``), those snapshots are acquired
 again at once rather than read unheld; one found gone by then is :meth:`LeaseReleases.lost`, and
@@ -49,12 +56,28 @@ from tiering.errors import NotLeaderError, StoreError, TieringError
 from tiering.kvstore.models import SnapshotRef, TableOwners
 from tiering.lease.job_lease import JobLease
 
-__all__ = ["LeaseReleases"]
+__all__ = ["LeaseReleases", "by_bucket", "without_buckets"]
 
 log = logging.getLogger(__name__)
 
 
 Held = Mapping[int, Iterable[int]]
+
+
+def by_bucket(refs: Iterable[SnapshotRef]) -> dict[int, set[int]]:
+    """``table_id -> buckets`` of ``refs``: what a release names (it lets go of a bucket whole)."""
+    buckets: dict[int, set[int]] = {}
+    for ref in refs:
+        buckets.setdefault(ref.table_id, set()).add(ref.bucket)
+    return buckets
+
+
+def without_buckets(held: Held, refs: Iterable[SnapshotRef]) -> dict[int, set[int]]:
+    """``held`` less every bucket of ``refs``, whatever snapshot of it they name; tables left
+    with no bucket are left out."""
+    taken = by_bucket(refs)
+    rest = {table_id: set(buckets) - taken.get(table_id, set()) for table_id, buckets in held.items()}
+    return {table_id: buckets for table_id, buckets in rest.items() if buckets}
 
 
 class LeaseReleases:
@@ -64,6 +87,9 @@ class LeaseReleases:
 
     def __init__(self, lease: JobLease) -> None:
         self.lease = lease
+        #: held across each store call that changes the holds (the module's docstring says why)
+        self._calls = threading.Lock()
+        #: held while the sets below are read or changed
         self._lock = threading.Lock()
         self._in_flight: set[SnapshotRef] = set()
         self._lost: set[SnapshotRef] = set()
@@ -75,13 +101,12 @@ class LeaseReleases:
         round holds again is dropped: it would let go of the round's new hold. ``owners``: in a
         tiering group, the table epochs of their tables (TableEpochFencedError, nothing held,
         when one of them moved)."""
-        gone = self.lease.acquire(refs, owners) if refs else []
-        with self._lock:
-            self._in_flight = set(refs) - set(gone)
-            self._lost = set()
-            for ref in self._in_flight:
-                self._refused.get(ref.table_id, set()).discard(ref.bucket)
-            self._refused = {t: buckets for t, buckets in self._refused.items() if buckets}
+        with self._calls:
+            gone = self.lease.acquire(refs, owners) if refs else []
+            with self._lock:
+                self._in_flight = set(refs) - set(gone)
+                self._lost = set()
+                self._refused = without_buckets(self._refused, self._in_flight)
         return gone
 
     def lost(self) -> frozenset[SnapshotRef]:
@@ -100,27 +125,30 @@ class LeaseReleases:
         """Release every table of an aborted round (``table_id -> buckets``) and every release
         still refused; best effort: the round's own error is what the caller raises, and expiry
         backs this up."""
-        held = self._take_refused()
-        for table_id, buckets in unsettled.items():
-            held.setdefault(table_id, set()).update(buckets)
-        self._forget(held)
-        try:
-            self.lease.release(held)
-        except NotLeaderError:
-            return
-        except TieringError as e:
-            log.warning(
-                "lease %s: release of table_ids %s after an aborted round failed: %s",
-                self.lease.lease_id,
-                sorted(held),
-                e,
-            )
+        with self._calls:
+            held = self._take_refused()
+            for table_id, buckets in unsettled.items():
+                held.setdefault(table_id, set()).update(buckets)
+            self._forget(held)
+            try:
+                self.lease.release(held)
+            except NotLeaderError:
+                return
+            except TieringError as e:
+                log.warning(
+                    "lease %s: release of table_ids %s after an aborted round failed: %s",
+                    self.lease.lease_id,
+                    sorted(held),
+                    e,
+                )
 
     def retry_refused(self) -> None:
         """Send the releases the store refused, in one call; what it refuses again waits for the
         next try. :class:`NotLeaderError` propagates (the term is over)."""
-        held = self._take_refused()
-        if held and self._send(held, "refused before"):
+        with self._calls:
+            held = self._take_refused()
+            sent = bool(held) and self._send(held, "refused before")
+        if sent:
             log.info("lease %s: released table_ids %s, refused before", self.lease.lease_id, sorted(held))
 
     def after_renewal(self, renewed: bool) -> None:
@@ -134,17 +162,14 @@ class LeaseReleases:
         """A new term's start: release every hold of the lease that no planned split needs
         (``planned``: the snapshot splits of the round Spark will replay, if any). Buckets are
         released whole, so a bucket with a planned snapshot keeps all of its holds."""
-        state = self.lease.state()
-        if state is None:
-            return
-        keep = {(ref.table_id, ref.bucket) for ref in planned}
-        stray: dict[int, set[int]] = {}
-        for ref in state.snapshots:
-            if (ref.table_id, ref.bucket) not in keep:
-                stray.setdefault(ref.table_id, set()).add(ref.bucket)
-        if not stray:
-            return
-        self.lease.release(stray)
+        with self._calls:
+            state = self.lease.state()
+            if state is None:
+                return
+            stray = without_buckets(by_bucket(state.snapshots), planned)
+            if not stray:
+                return
+            self.lease.release(stray)
         log.info(
             "lease %s: released %d holds no planned round needs (table_ids %s), left by an earlier term",
             self.lease.lease_id,
@@ -153,12 +178,14 @@ class LeaseReleases:
         )
 
     def stopped(self) -> None:
-        self.lease.drop()
+        with self._calls:
+            self.lease.drop()
 
     def _release(self, held: Held, what: str) -> None:
         as_sets = {table_id: set(buckets) for table_id, buckets in held.items()}
-        self._forget(as_sets)
-        self._send(as_sets, what)
+        with self._calls:
+            self._forget(as_sets)
+            self._send(as_sets, what)
 
     def _send(self, held: dict[int, set[int]], what: str) -> bool:
         """One release; one the store refuses is kept for :meth:`retry_refused` (False)."""
@@ -179,14 +206,15 @@ class LeaseReleases:
         return True
 
     def _hold_again(self) -> None:
-        with self._lock:
-            refs = sorted(self._in_flight, key=lambda r: (r.table_id, r.bucket, r.snapshot_id))
-        if not refs:
-            return
-        gone = set(self.lease.acquire(refs))
-        with self._lock:
-            self._lost |= gone & self._in_flight
-            self._in_flight -= gone
+        with self._calls:
+            with self._lock:
+                refs = sorted(self._in_flight, key=lambda r: (r.table_id, r.bucket, r.snapshot_id))
+            if not refs:
+                return
+            gone = set(self.lease.acquire(refs))
+            with self._lock:
+                self._lost |= gone & self._in_flight
+                self._in_flight -= gone
         log.warning(
             "lease %s lapsed: acquired the %d snapshots of the round in flight again%s",
             self.lease.lease_id,

@@ -21,7 +21,8 @@ What is checked, for each part that exists (a missing part is created by whoever
   batch's rows); ``commits/<batch id>``: a version line ``v<n>`` and a JSON object;
 - batch ids: each log's ids consecutive, and the commits at most one batch behind the offsets and
   never ahead of them (the only states Spark writes: offsets N, then the batch, then commits N);
-- ``tiering/lease.json``: the lease id (:mod:`tiering.state.lease_file`); ``tiering/tables.json``:
+- ``tiering/lease.json``: the lease id (:mod:`tiering.state.lease_file`), and, given the job, that it
+  names no other job (a ``ConfigError`` naming the owner); ``tiering/tables.json``:
   a readable file (its content is advisory: :mod:`tiering.round.health` starts a new one when it
   does not parse).
 
@@ -46,7 +47,7 @@ from tiering.state.checkpoint_store import (
     open_checkpoint,
     reason,
 )
-from tiering.state.lease_file import read_lease_id
+from tiering.state.lease_file import check_owner, read_lease_id
 from tiering.state.offset_log import read_batch_offset
 
 __all__ = ["check_checkpoint"]
@@ -59,10 +60,11 @@ _LOG_REMEDY = (
 )
 
 
-def check_checkpoint(checkpoint: str | CheckpointStore) -> None:
+def check_checkpoint(checkpoint: str | CheckpointStore, job: str | None = None) -> None:
     """Raise :class:`CheckpointError` when the checkpoint at ``checkpoint`` (a local path, a
     ``file:`` URI, or a store: :func:`tiering.state.checkpoint_store.checkpoint_of`) cannot be used
-    as it is; return when the query may start from it."""
+    as it is, a ``ConfigError`` when it is another job's than ``job``; return when the query may
+    start from it."""
     store = open_checkpoint(checkpoint)
     if store.kind() is None:
         store.check_creatable()
@@ -84,6 +86,8 @@ def check_checkpoint(checkpoint: str | CheckpointStore) -> None:
         if store.kind("tiering/lease.json") is not None:
             _expect(store, "tiering/lease.json", _FILE, "the lease-id file")
             read_lease_id(store)
+            if job is not None:
+                check_owner(store, job)
         if store.kind("tiering/tables.json") is not None:
             _read(store, "tiering/tables.json", "the table health file")
 

@@ -9,13 +9,22 @@ import pytest
 
 from tests.support.config import write_conf
 from tests.support.drivers import tiering_cli
+from tests.support.oracle import TableOracle
 from tiering.cli import EXIT_FAILURE, EXIT_USAGE
 from tiering.ports import free_port
+from tiering.state.lease_file import load_or_create_lease_id
 
 pytestmark = pytest.mark.integration
 
 #: ZooKeeper sessions of these drivers: short, an unreachable server is named quickly.
 SHORT_SESSION = {"session_timeout_s": 2.0}
+
+
+def errors_conf(tmp_path, store_url: str, zk_hosts: str):
+    """Job ``errors``'s config beside its checkpoint and lake under ``tmp_path``."""
+    return write_conf(
+        tmp_path / "tiering.toml", job="errors", store_url=store_url, zk_hosts=zk_hosts, zookeeper=SHORT_SESSION
+    )
 
 
 def assert_one_clear_line(result: subprocess.CompletedProcess, code: int, *named: str) -> None:
@@ -30,13 +39,7 @@ def assert_one_clear_line(result: subprocess.CompletedProcess, code: int, *named
     "command", [["status"], ["leases", "list"], ["leases", "drop"], ["run", "--available-now"]], ids=" ".join
 )
 def test_a_malformed_lease_file_is_named_and_left_as_it_was(kv_store, zk_server, tmp_path, command):
-    conf = write_conf(
-        tmp_path / "tiering.toml",
-        job="errors",
-        store_url=kv_store.url,
-        zk_hosts=zk_server.hosts,
-        zookeeper=SHORT_SESSION,
-    )
+    conf = errors_conf(tmp_path, kv_store.url, zk_server.hosts)
     lease_file = tmp_path / "ckpt" / "tiering" / "lease.json"
     lease_file.parent.mkdir(parents=True)
     lease_file.write_text("{not json")
@@ -50,13 +53,7 @@ def test_a_malformed_lease_file_is_named_and_left_as_it_was(kv_store, zk_server,
 
 def test_an_unsupported_lake_root_is_refused_before_anything_is_written(kv_store, tmp_path):
     """Refused before the driver even asks ZooKeeper (which is not running here)."""
-    conf = write_conf(
-        tmp_path / "tiering.toml",
-        job="errors",
-        store_url=kv_store.url,
-        zk_hosts=f"127.0.0.1:{free_port()}",
-        zookeeper=SHORT_SESSION,
-    )
+    conf = errors_conf(tmp_path, kv_store.url, f"127.0.0.1:{free_port()}")
     conf.write_text(conf.read_text().replace(str(tmp_path / "lake"), "hdfs://namenode/lake"))
 
     result = tiering_cli("run", "--conf", str(conf), "--available-now")
@@ -67,10 +64,26 @@ def test_an_unsupported_lake_root_is_refused_before_anything_is_written(kv_store
 
 def test_an_unreachable_store_is_named(zk_server, tmp_path):
     url = f"http://127.0.0.1:{free_port()}"
-    conf = write_conf(
-        tmp_path / "tiering.toml", job="errors", store_url=url, zk_hosts=zk_server.hosts, zookeeper=SHORT_SESSION
-    )
+    conf = errors_conf(tmp_path, url, zk_server.hosts)
 
     result = tiering_cli("status", "--conf", str(conf))
 
     assert_one_clear_line(result, EXIT_FAILURE, f"KV store at {url} unreachable")
+
+
+def test_a_checkpoint_of_another_job_is_refused_at_start_naming_that_job_committing_nothing(
+    kv_store, zk_server, tmp_path
+):
+    """Two jobs on one checkpoint would share its lease and fence each other."""
+    TableOracle(kv_store.client(), "orders", num_buckets=2).upsert(range(20))
+    checkpoint = tmp_path / "ckpt"
+    load_or_create_lease_id(str(checkpoint), "orders-tiering")
+    lease_file = checkpoint / "tiering" / "lease.json"
+    before = lease_file.read_bytes()
+    conf = errors_conf(tmp_path, kv_store.url, zk_server.hosts)
+
+    result = tiering_cli("run", "--conf", str(conf), "--available-now")
+
+    assert_one_clear_line(result, EXIT_USAGE, "job.checkpoint", str(checkpoint), "belongs to job 'orders-tiering'")
+    assert lease_file.read_bytes() == before and [p.name for p in checkpoint.iterdir()] == ["tiering"]
+    assert not (tmp_path / "lake").exists()

@@ -8,7 +8,7 @@ the token (must be 401 and change nothing; /v1/health excepted), then with it. T
 process runs with GC off, so any change to its metadata or files comes from a request.
 
 Half the requests that name a table or a lease are pointed at seeded ones (``orders``,
-``job``), in their path or, for the batched calls, in their body, so the fuzzing reaches the
+``job-<n>``), in their path or, for the batched calls, in their body, so the fuzzing reaches the
 handlers' logic rather than only their 404s.
 
 Bounded for CI (~1-2 minutes): ``KVSTORE_FUZZ_EXAMPLES`` examples per operation in the
@@ -48,7 +48,7 @@ pytestmark = pytest.mark.integration
 
 TOKEN = "fuzz-token-3f9c"
 EXAMPLES = int(os.environ.get("KVSTORE_FUZZ_EXAMPLES", "20"))
-SEEDED_TABLE, SEEDED_LEASE = "orders", "job"
+SEEDED_TABLE = "orders"
 REQUESTS: Counter[str] = Counter()
 
 # Statuses a schema-valid request may get here: JSON Schema cannot say that a primary key must
@@ -101,6 +101,10 @@ class FuzzedStore:
     def __init__(self, process: StoreProcess) -> None:
         self.process = process
         self.client = process.client()
+        #: the seeded lease: a new id each time a fuzzed request ended it (an ended lease keeps its
+        #: epoch, which a fuzzed one may have set as high as it goes)
+        self.lease_id = "job-0"
+        self._leases = 0
 
     def seed(self) -> None:
         """(Re)create what a fuzzed request may have dropped: the table, its lake report and the lease."""
@@ -119,9 +123,10 @@ class FuzzedStore:
                 SEEDED_TABLE, LakeReport(table_id=info.table_id, epoch=1, lake_version=1, buckets=ends)
             )
         try:
-            self.client.get_lease(SEEDED_LEASE)
+            self.client.get_lease(self.lease_id)
         except LeaseNotFoundError:
-            self.client.acquire_lease(SEEDED_LEASE, epoch=5, duration_ms=86_400_000, snapshots=self._refs)
+            self.lease_id, self._leases = f"job-{self._leases + 1}", self._leases + 1
+            self.client.acquire_lease(self.lease_id, epoch=5, duration_ms=86_400_000, snapshots=self._refs)
 
     def fingerprint(self, now_ms: int) -> str:
         """Every metadata row (leases unexpired at ``now_ms``) and every data file's name and size."""
@@ -173,7 +178,7 @@ def _seeded_names(items: list[Any]) -> list[Any]:
     ]
 
 
-def _point_at_seeded(case: schemathesis.Case) -> None:
+def _point_at_seeded(case: schemathesis.Case, lease_id: str) -> None:
     """Every other case naming a table or lease names the seeded one instead (a body made valid by
     it is a positive case then: schemathesis re-validates a body assigned anew)."""
     params = case.path_parameters or {}
@@ -181,7 +186,7 @@ def _point_at_seeded(case: schemathesis.Case) -> None:
         if "name" in params:
             params["name"] = SEEDED_TABLE
         if "lease_id" in params:
-            params["lease_id"] = SEEDED_LEASE
+            params["lease_id"] = lease_id
         if isinstance(case.body, dict):  # assigned, not changed in place: only then does it re-validate
             case.body = {
                 k: _seeded_names(v) if k in ("tables", "reports") and isinstance(v, list) else v
@@ -198,7 +203,7 @@ def _unchanged(fuzzed: FuzzedStore, response: requests.Response, before: str, no
 
 @schema.parametrize()
 def test_api_keeps_its_document_and_its_data(case: schemathesis.Case, fuzzed: FuzzedStore) -> None:
-    _point_at_seeded(case)
+    _point_at_seeded(case, fuzzed.lease_id)
     label = case.operation.label
     is_health = case.operation.path == "/v1/health"
 

@@ -175,8 +175,15 @@ def test_a_lake_report_of_another_job_is_refused_and_the_holders_report_stays(kv
     )
     assert client.get_lake("orders") == report("first", 8, 4)
 
+    # a drop naming a report the holder has moved past drops nothing; one naming half of it is bad input
+    with pytest.raises(ConflictError) as moved:
+        client.drop_lake("orders", report("first", 7, 3))
+    assert moved.value.code == "CONFLICT" and "job 'first' reported since (epoch 8, lake version 4" in str(moved.value)
+    half = requests.delete(lake_url, params={"epoch": 8}, timeout=10)
+    assert half.status_code == 400 and "epoch and lake_version: give both" in half.json()["message"]
+    assert client.get_lake("orders") == report("first", 8, 4)
     # the hand-over: the report dropped, the next job's report holds the table, whatever its epoch
-    assert client.drop_lake("orders") == report("first", 8, 4)
+    assert client.drop_lake("orders", report("first", 8, 4)) == report("first", 8, 4)
     assert client.get_lake("orders") is None and client.logs()["orders"].lake is None
     with pytest.raises(NotFoundError):
         client.drop_lake("orders")
@@ -184,6 +191,7 @@ def test_a_lake_report_of_another_job_is_refused_and_the_holders_report_stays(kv
     with pytest.raises(ConflictError):
         client.report_lake("orders", report("first", 9, 5))
     assert client.lake_holders(["orders"]) == {"orders": "second"}
+    assert client.drop_lake("orders") == report("second", 1, 1), "a drop naming no report drops the one held"
     with pytest.raises(TableNotFoundError):
         client.drop_lake("nope")
 

@@ -12,7 +12,7 @@ import pytest
 
 from tests.support.mounts import fill, read_only, small_tmpfs
 from tiering.enumerator.splits import LogSplit
-from tiering.errors import CheckpointError
+from tiering.errors import CheckpointError, ConfigError
 from tiering.state.checkpoint_check import check_checkpoint
 from tiering.state.offset import TieringOffset
 
@@ -231,3 +231,13 @@ def test_a_checkpoint_on_a_full_disk_is_named_and_passes_once_there_is_room(tmp_
         assert not [name for name in os.listdir(root) if name.startswith(".tiering-probe")]
         filler.unlink()
         check_checkpoint(str(root))
+
+
+def test_a_checkpoint_of_another_job_is_named_with_its_owner(tmp_path):
+    root = write_checkpoint(tmp_path / "ckpt")
+    (root / "tiering").mkdir(exist_ok=True)
+    (root / "tiering" / "lease.json").write_text(f'{{"lease_id": "orders-{"a" * 32}", "job": "orders"}}')
+    check_checkpoint(str(root))
+    check_checkpoint(str(root), job="orders")
+    with pytest.raises(ConfigError, match=f"job.checkpoint: {root} belongs to job 'orders'"):
+        check_checkpoint(str(root), job="orders-eu")

@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from tiering.errors import CheckpointError
+from tiering.errors import CheckpointError, ConfigError
 from tiering.state.lease_file import (
     job_of_lease,
     lease_file_path,
@@ -75,9 +75,56 @@ def _create(args: tuple[str, str]) -> str:
 def test_racing_creators_all_return_the_one_stored_id(tmp_path):
     ckpt = str(tmp_path / "race")
     with multiprocessing.get_context("fork").Pool(4) as pool:
-        ids = pool.map(_create, [(ckpt, f"job{i}") for i in range(16)])
+        ids = pool.map(_create, [(ckpt, "job")] * 16)
     stored = json.loads((tmp_path / "race" / "tiering" / "lease.json").read_text())["lease_id"]
     assert set(ids) == {stored}
+
+
+def _create_or_refusal(args: tuple[str, str]) -> str:
+    try:
+        return load_or_create_lease_id(*args)
+    except ConfigError as e:
+        return str(e)
+
+
+def test_of_jobs_racing_on_one_checkpoint_one_wins_and_the_others_are_refused_naming_it(tmp_path):
+    ckpt = str(tmp_path / "race")
+    with multiprocessing.get_context("fork").Pool(4) as pool:
+        answers = pool.map(_create_or_refusal, [(ckpt, f"job{i}") for i in range(16)])
+    stored = json.loads((tmp_path / "race" / "tiering" / "lease.json").read_text())
+    assert answers.count(stored["lease_id"]) == 1
+    refusals = [a for a in answers if a != stored["lease_id"]]
+    assert len(refusals) == 15 and all(f"belongs to job {stored['job']!r}" in a for a in refusals)
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        {"lease_id": f"orders-{'a' * 32}", "job": "orders"},
+        {"lease_id": f"orders-{'a' * 32}"},  # a file that names its job only in the id
+    ],
+    ids=["job", "id only"],
+)
+def test_a_checkpoint_of_another_job_is_refused_naming_that_job_and_left_as_it_was(tmp_path, content):
+    path = tmp_path / "tiering" / "lease.json"
+    path.parent.mkdir()
+    path.write_text(json.dumps(content))
+    with pytest.raises(ConfigError) as refusal:
+        load_or_create_lease_id(str(tmp_path), "orders-eu")
+    assert refusal.value.problems == [
+        f"job.checkpoint: {tmp_path} belongs to job 'orders' (its lease file {path} says so), not to job "
+        "'orders-eu': two jobs on one checkpoint share one lease and fence each other; give job 'orders-eu' "
+        "a checkpoint of its own"
+    ]
+    assert json.loads(path.read_text()) == content
+    assert load_or_create_lease_id(str(tmp_path), "orders") == content["lease_id"]
+
+
+def test_a_lease_id_that_names_no_job_is_any_jobs(tmp_path):
+    path = tmp_path / "tiering" / "lease.json"
+    path.parent.mkdir()
+    path.write_text(json.dumps({"lease_id": "hand-made"}))
+    assert load_or_create_lease_id(str(tmp_path), "orders") == "hand-made"
 
 
 def test_empty_job_name_is_refused(tmp_path):

@@ -422,11 +422,18 @@ def create_app(store: Store, token: str | None, max_body_bytes: int) -> FastAPI:
     @app.delete(
         "/v1/tables/{name}/lake",
         response_model=LakeReport,
-        responses=errors(404),
+        responses=errors(400, 404, 409),
         summary="Drop the table's lake report: hand the table over to another job",
     )
-    async def drop_lake(name: str) -> Response:
-        return _raw_json(lake_reports.dump(await _run(store.drop_lake, name)))
+    async def drop_lake(
+        name: str,
+        epoch: int | None = Query(None, ge=0, le=INT64_MAX, description="with lake_version: the report to drop"),
+        lake_version: int | None = Query(None, ge=0, le=INT64_MAX, description="with epoch: the report to drop"),
+    ) -> Response:
+        if (epoch is None) != (lake_version is None):
+            raise bad_request("epoch and lake_version: give both (the report to drop) or neither")
+        expected = None if epoch is None or lake_version is None else lake_reports.ReportVersion(epoch, lake_version)
+        return _raw_json(lake_reports.dump(await _run(store.drop_lake, name, expected)))
 
     @app.post(
         "/v1/lake-reports",

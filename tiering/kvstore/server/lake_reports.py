@@ -87,6 +87,13 @@ def put_many(
     return answers
 
 
+class ReportVersion(NamedTuple):
+    """Which report of a table: its epoch and lake version (one commit of one term)."""
+
+    epoch: int
+    lake_version: int
+
+
 class _Held(NamedTuple):
     """What a table's stored report fences the next with: its epoch, the job that made it and that
     job's group."""
@@ -154,10 +161,22 @@ def get(conn: sqlite3.Connection, table: TableInfo) -> LakeReport:
     return report
 
 
-def drop(conn: sqlite3.Connection, table: TableInfo) -> LakeReport:
+def drop(conn: sqlite3.Connection, table: TableInfo, expected: ReportVersion | None = None) -> LakeReport:
     """Forget the table's report, so another job's next report holds it (a deliberate hand-over;
-    until then GC deletes no segment as tiered). Returns it; 404 ``NOT_FOUND`` when there is none."""
+    until then GC deletes no segment as tiered). Returns it; 404 ``NOT_FOUND`` when there is none.
+
+    ``expected``: drop only the report an operator checked, at this epoch and lake version; 409
+    ``CONFLICT`` naming the one held when its job reported since (a term started between the
+    check and the drop): that report is its job's fresh progress, not the one checked."""
     report = get(conn, table)
+    if expected is not None and (report.epoch, report.lake_version) != expected:
+        raise ApiError(
+            409,
+            CONFLICT,
+            f"lake report of table {table.name!r} not dropped: job {report.job!r} reported since (epoch "
+            f"{report.epoch}, lake version {report.lake_version}; the drop named epoch {expected.epoch}, lake "
+            f"version {expected.lake_version})",
+        )
     conn.execute("DELETE FROM lake_reports WHERE table_id = ?", (table.table_id,))
     return report
 

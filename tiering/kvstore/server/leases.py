@@ -4,8 +4,13 @@ Failure modes this guards against: a zombie driver (an old leadership term) rene
 releasing or dropping after a newer leader took over — every call carries an epoch, the lease
 remembers the highest one seen, and a lower one is refused with 409 ``FENCED_EPOCH``; and a
 crashed job leaking holds forever — holds belong to the lease and vanish when it expires.
-"Expired" and "unknown" are the same answer (404 ``LEASE_NOT_FOUND``), and an expired lease is
-deleted the moment anyone looks at it (:func:`forget_if_expired`).
+"Expired" and "unknown" are the same answer (404 ``LEASE_NOT_FOUND``), and an expired lease's
+holds are deleted the moment anyone looks at it (:func:`forget_if_expired`).
+
+A lease's row outlives the lease: expiry and a drop end its holds and leave its epoch (the row,
+``expires_at_ms`` 0, is its tombstone). Were the row deleted, a stale term could create the lease
+again at its old epoch after a lapse, and the leader's next renewal would find a live lease and
+never learn that its holds had lapsed. One row per lease id ever used, a few bytes each.
 
 Functions run inside a caller's transaction and raise ``ApiError`` on refusal, which rolls
 that transaction back; a deletion that must outlive a refusal therefore runs in a transaction
@@ -21,24 +26,35 @@ from tiering.kvstore.models import AcquireRequest, AcquireResult, Lease, Release
 from tiering.kvstore.server import table_owners
 from tiering.kvstore.server.errors import fenced, lease_not_found
 
+#: ``expires_at_ms`` of a lease that ended (expired and looked at, or dropped): its epoch's tombstone.
+_ENDED = 0
 
-def delete_lease(conn: sqlite3.Connection, lease_id: str) -> None:
+
+def end_lease(conn: sqlite3.Connection, lease_id: str) -> None:
+    """Delete the lease's holds and keep its epoch (the module's docstring says why)."""
     conn.execute("DELETE FROM lease_holds WHERE lease_id = ?", (lease_id,))
-    conn.execute("DELETE FROM leases WHERE lease_id = ?", (lease_id,))
+    conn.execute("UPDATE leases SET expires_at_ms = ? WHERE lease_id = ?", (_ENDED, lease_id))
 
 
 def delete_expired(conn: sqlite3.Connection, now_ms: int) -> int:
-    expired = [r["lease_id"] for r in conn.execute("SELECT lease_id FROM leases WHERE expires_at_ms <= ?", (now_ms,))]
+    """End every lease that expired since it was last looked at; returns how many."""
+    expired = [
+        r["lease_id"]
+        for r in conn.execute(
+            "SELECT lease_id FROM leases WHERE expires_at_ms > ? AND expires_at_ms <= ?", (_ENDED, now_ms)
+        )
+    ]
     for lease_id in expired:
-        delete_lease(conn, lease_id)
+        end_lease(conn, lease_id)
     return len(expired)
 
 
 def forget_if_expired(conn: sqlite3.Connection, lease_id: str, now_ms: int) -> None:
-    """Delete the lease (and its holds) if it has expired, so a later acquire starts afresh."""
+    """End the lease if it has expired, so a later acquire starts with no holds (at an epoch no
+    lower than the lease's)."""
     row = conn.execute("SELECT expires_at_ms FROM leases WHERE lease_id = ?", (lease_id,)).fetchone()
-    if row is not None and row["expires_at_ms"] <= now_ms:
-        delete_lease(conn, lease_id)
+    if row is not None and _ENDED < row["expires_at_ms"] <= now_ms:
+        end_lease(conn, lease_id)
 
 
 def count_unexpired(conn: sqlite3.Connection, now_ms: int) -> int:
@@ -81,7 +97,7 @@ def acquire(
 ) -> AcquireResult:
     """Create or renew the lease and hold every requested snapshot that still exists; with
     ``owners`` (a group member's), refused whole when one of its tables moved to another member."""
-    forget_if_expired(conn, lease_id, now_ms)  # only a live lease is refused below, so this stays
+    forget_if_expired(conn, lease_id, now_ms)  # rolled back with a refusal: an expired hold protects nothing
     row = conn.execute("SELECT epoch FROM leases WHERE lease_id = ?", (lease_id,)).fetchone()
     if row is not None:
         _check_epoch(lease_id, row, req.epoch)
@@ -126,7 +142,7 @@ def release(conn: sqlite3.Connection, lease_id: str, req: ReleaseRequest, now_ms
 
 def drop(conn: sqlite3.Connection, lease_id: str, epoch: int, now_ms: int) -> None:
     _check_epoch(lease_id, _live(conn, lease_id, now_ms), epoch)
-    delete_lease(conn, lease_id)
+    end_lease(conn, lease_id)
 
 
 def get(conn: sqlite3.Connection, lease_id: str, now_ms: int) -> Lease:
@@ -135,9 +151,11 @@ def get(conn: sqlite3.Connection, lease_id: str, now_ms: int) -> Lease:
 
 
 def list_all(conn: sqlite3.Connection, now_ms: int) -> list[Lease]:
-    delete_expired(conn, now_ms)
     return [
-        _lease(conn, r["lease_id"]) for r in conn.execute("SELECT lease_id FROM leases ORDER BY lease_id").fetchall()
+        _lease(conn, r["lease_id"])
+        for r in conn.execute(
+            "SELECT lease_id FROM leases WHERE expires_at_ms > ? ORDER BY lease_id", (now_ms,)
+        ).fetchall()
     ]
 
 

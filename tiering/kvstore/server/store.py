@@ -355,8 +355,9 @@ class Store:
 
     @contextmanager
     def _lease_tx(self, lease_id: str) -> Iterator[tuple[sqlite3.Connection, int]]:
-        """The transaction of a call on an existing lease, after one of its own that deletes the
-        lease if it expired: that deletion stays when the call is then refused and rolls back."""
+        """The transaction of a call on an existing lease, after one of its own that ends the
+        lease if it expired (its holds go, its epoch stays): that end stays when the call is then
+        refused and rolls back."""
         now = _now_ms()
         with self.db.tx() as conn:
             leases.forget_if_expired(conn, lease_id, now)
@@ -406,10 +407,11 @@ class Store:
         with self.db.tx() as conn:
             return lake_reports.get(conn, catalog.live_table(conn, name))
 
-    def drop_lake(self, name: str) -> LakeReport:
-        """Forget the table's lake report (the hand-over of a table to another job); returns it."""
+    def drop_lake(self, name: str, expected: lake_reports.ReportVersion | None = None) -> LakeReport:
+        """Forget the table's lake report (the hand-over of a table to another job), only the one
+        ``expected`` names if given; returns it."""
         with self.db.tx() as conn:
-            return lake_reports.drop(conn, catalog.live_table(conn, name))
+            return lake_reports.drop(conn, catalog.live_table(conn, name), expected)
 
     # garbage collection
 
