@@ -1,5 +1,5 @@
 """The package's layering (docs/DESIGN.md §2), read from the source: no module imports itself
-through others, and imports point down the drawing's rows.
+through others, imports point down the drawing's rows, and the test tree mirrors the package.
 
 Failure mode this guards against: a layer that quietly imports one above it. Python tolerates a
 loop closed by an import inside a function, so nothing fails when one appears; it fails later,
@@ -46,6 +46,16 @@ UPWARD: Mapping[tuple[str, str], str] = {
     ("tiering.observability", "tiering.round.outcome"): "the metrics read a round's outcome",
     ("tiering.observability", "tiering.round.table_states"): "the metrics label a failure by its cause",
     ("tiering.status", "tiering.round.health"): "status reads the health file the round writes",
+}
+
+#: Test folders that test no one module or package but the pieces together.
+CROSS_CUTTING: Mapping[str, str] = {
+    "pipeline": "the whole job against real services, round after round",
+    "failover": "drivers and group members killed and replaced",
+    "cluster": "spark-submit on a standalone cluster",
+    "monitoring": "deploy/monitoring/'s rules and the series the job exports",
+    "packaging": "the built wheel in a fresh venv",
+    "benchmarks": "the repository's benchmarks/ commands",
 }
 
 
@@ -190,3 +200,10 @@ def test_the_cycle_check_names_the_loop_and_nothing_else():
     graph = {"a": frozenset({"b"}), "b": frozenset({"c"}), "c": frozenset({"a"}), "d": frozenset({"a"})}
     assert _cycles(graph) == [["a", "b", "c", "a"]]
     assert _cycles({"a": frozenset({"b"}), "b": frozenset()}) == []
+
+
+def test_every_test_folder_names_a_package_or_module():
+    units = {_unit(m).rstrip("/").removesuffix(".py") for m in _graph()}
+    folders = [f for kind in ("unit", "integration") for f in (ROOT / "tests" / kind).iterdir() if any(f.glob("*.py"))]
+    strays = sorted(str(f.relative_to(ROOT)) for f in folders if f.name not in units and f.name not in CROSS_CUTTING)
+    assert not strays, f"test folders that mirror no package or module of tiering/: {strays}"
