@@ -48,6 +48,11 @@ UPWARD: Mapping[tuple[str, str], str] = {
     ("tiering.status", "tiering.round.health"): "status reads the health file the round writes",
 }
 
+#: Upward edges from a whole unit, each waiting for the move its reason names.
+PENDING: Mapping[tuple[str, str], str] = {
+    ("fluss/", "tiering.coord.embedded"): "find_java moves below coord/ in the renovation's next step",
+}
+
 #: Test folders that test no one module or package but the pieces together.
 CROSS_CUTTING: Mapping[str, str] = {
     "pipeline": "the whole job against real services, round after round",
@@ -56,6 +61,7 @@ CROSS_CUTTING: Mapping[str, str] = {
     "monitoring": "deploy/monitoring/'s rules and the series the job exports",
     "packaging": "the built wheel in a fresh venv",
     "benchmarks": "the repository's benchmarks/ commands",
+    "kvstore_contract": "one suite against every store behind the store seam (kvstore/, fluss/)",
 }
 
 
@@ -180,7 +186,7 @@ def test_imports_point_down_the_rows():
         f"{a} ({_unit(a)}) -> {b} ({_unit(b)})"
         for a, targets in _graph().items()
         for b in targets
-        if (_row(_unit(b)) or 0) < (_row(_unit(a)) or 0) and (a, b) not in UPWARD
+        if (_row(_unit(b)) or 0) < (_row(_unit(a)) or 0) and (a, b) not in UPWARD and (_unit(a), b) not in PENDING
     )
     assert not upward, "imports pointing up docs/DESIGN.md §2's rows:\n" + "\n".join(upward)
 
