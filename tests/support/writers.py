@@ -16,7 +16,7 @@ from tiering.delta_log.lake import Lake
 from tiering.enumerator.splits import sort_key
 from tiering.errors import ConfigError
 from tiering.kvstore.models import TableInfo
-from tiering.lake.delta_spark_writer import check_delta_jars
+from tiering.lake.delta_jars import check_delta_jars
 
 #: Every writer, by data path: (id, driver_max_changes for delta-rs).
 WRITERS = [

@@ -28,6 +28,7 @@ from pyspark.sql import SparkSession
 
 from tiering.delta_log.lake import Lake
 from tiering.errors import ConfigError
+from tiering.lake.delta_jars import check_delta_jars
 
 __all__ = ["DELTA_CATALOG", "TableCatalog"]
 
@@ -51,8 +52,6 @@ class TableCatalog:
     """The tables of one term's writer registered in ``database`` of the session catalog."""
 
     def __init__(self, spark: SparkSession, lake: Lake, database: str) -> None:
-        from tiering.lake.delta_spark_writer import check_delta_jars
-
         check_delta_jars(spark, f"lake.catalog_database = {database!r}", "leave lake.catalog_database unset")
         catalog = spark.conf.get(_CATALOG_KEY, None)
         if catalog != DELTA_CATALOG:

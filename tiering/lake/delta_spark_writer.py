@@ -75,50 +75,16 @@ from tiering.kvstore.models import TableInfo
 from tiering.lake.bucket_plan import BucketPlan
 from tiering.lake.bucket_rows import bucket_rows
 from tiering.lake.change_feed import CHANGE_FEED_PROPERTY, needs_merge
+from tiering.lake.delta_jars import check_delta_jars
 from tiering.lake.delta_spark_merge import check_delta_session, commit_session, merge_round, set_properties
 from tiering.lake.round_protocol import PreparedRound, RoundWriter, TableCommit, WritePath, WrittenRound, output_rows
 
-__all__ = ["DELTA_CLASS", "DeltaSparkRoundWriter", "check_delta_jars", "refuse_s3_lake"]
+__all__ = ["DeltaSparkRoundWriter", "refuse_s3_lake"]
 
 log = logging.getLogger(__name__)
 
 #: Characters delta-spark refuses in a column name unless the table maps columns to physical names.
 DELTA_INVALID_NAME_CHARACTERS = " ,;{}()\n\t="
-
-#: A class every delta-spark release ships; loadable iff the jars are on the driver's classpath.
-DELTA_CLASS = "io.delta.tables.DeltaTable"
-
-_MISSING_JARS = (
-    "{who} needs the Delta Lake jars on Spark's classpath, but {cls} is not "
-    'loadable ({why}); add them, e.g. spark.jars.packages = "io.delta:delta-spark_{minor}_2.13:<version '
-    'matching Spark {spark}>" in the [spark] section (Delta 4.4 and later name the artifact by Spark '
-    "version; earlier ones io.delta:delta-spark_2.13) (or --packages / spark.jars with spark-submit), or "
-    "{instead}"
-)
-
-
-def check_delta_jars(
-    spark: SparkSession,
-    who: str = "lake.writer: 'delta-spark'",
-    instead: str = 'use lake.writer = "delta-rs" (no JVM jars needed)',
-) -> None:
-    """:class:`ConfigError` unless the Delta classes load in the driver's JVM; the error says that
-    ``who`` (a setting) needs them, and what to do ``instead``."""
-    jvm = getattr(spark, "_jvm", None)
-    if jvm is None:
-        why = "this session has no local JVM (Spark Connect?)"
-    else:
-        from py4j.java_gateway import JavaClass
-
-        # py4j resolves names with the context class loader, which holds spark.jars/--packages
-        if isinstance(jvm.io.delta.tables.DeltaTable, JavaClass):
-            return
-        why = "class not found"
-    minor = ".".join(spark.version.split(".")[:2])
-    raise ConfigError(
-        [_MISSING_JARS.format(who=who, cls=DELTA_CLASS, why=why, spark=spark.version, minor=minor, instead=instead)]
-    )
-
 
 #: Why delta-spark cannot commit to an S3 lake of this job, and what to do instead.
 _S3_LAKE = (

@@ -6,8 +6,6 @@ Modules: ``store`` (operations), ``catalog``/``lake_reports``/``leases`` (metada
 ``rows`` (request validation), ``app`` (HTTP), ``guards`` (bearer token, body limit),
 ``openapi`` (the served document), ``main`` (``serve`` and its flags; ``python -m
 tiering.kvstore.server`` runs it), ``process`` (run it as a child process, for tests and the demo).
+Modules are imported by name: the package imports none of them, so they may read one another
+through it (``from tiering.kvstore.server import catalog``) without a loop back into ``main``.
 """
-
-from tiering.kvstore.server.main import serve
-
-__all__ = ["serve"]
