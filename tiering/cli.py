@@ -66,13 +66,15 @@ def _load(args: argparse.Namespace, **overrides: object):
 def _run(args: argparse.Namespace) -> int:
     """SIGTERM/SIGINT stop the job between rounds (lease dropped, leadership given back, exit 0);
     a second one interrupts at once (exit 130). A Spark outside the supported range exits 2
-    before anything starts."""
-    from tiering import spark_version
+    before anything starts; so does an availableNow run whose ``[tables]`` select no table, and
+    one whose store is out of reach exits 1 (:func:`tiering.preflight.before_run`)."""
+    from tiering import preflight, spark_version
 
     spark_version.check()
     from tiering.job import run_as_leader
 
     config = _load(args, **{"trigger.available_now": True if args.available_now else None})
+    preflight.before_run(config)
     stop = threading.Event()
 
     def request_stop(signum: int, frame: object) -> None:
@@ -582,7 +584,8 @@ def _parser() -> argparse.ArgumentParser:
         "check",
         help="try each dependency once: ZooKeeper, the store, the lake root, the checkpoint",
         description="Try each dependency of the job once, without retries, and print one verdict each: "
-        "ZooKeeper (connect, read the job's znodes), the KV store (health, API version), the lake root "
+        "ZooKeeper (connect, read the job's znodes), the KV store (health, API version, the tables [tables] "
+        "selects: an include pattern that matches no table fails, naming the store's tables), the lake root "
         "(a scratch table committed twice: the second commit of one version must be refused) and the "
         f"checkpoint. Exit {EXIT_OK} when all pass, {EXIT_FAILURE} naming the first that failed.",
     )

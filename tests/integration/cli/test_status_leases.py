@@ -118,6 +118,7 @@ def assert_status_runs_without_pyspark(conf) -> None:
 def test_unreachable_zookeeper_exits_1_naming_the_host_and_writes_nothing(kv_store, tmp_path):
     from tiering.ports import free_port
 
+    TableOracle(kv_store.client(), "orders", num_buckets=1)
     hosts = f"127.0.0.1:{free_port()}"
     conf = write_conf(
         tmp_path / "tiering.toml",

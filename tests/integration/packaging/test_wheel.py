@@ -113,6 +113,7 @@ def test_init_writes_the_example_config_and_the_alert_rules_print(installed_whee
 
 
 def test_check_passes_against_the_services(installed_wheel, kv_store, zk_server, unique_job, tmp_path):
+    TableOracle(kv_store.client(), "orders", num_buckets=1)
     (tmp_path / "lake").mkdir()
     conf = write_conf(tmp_path / "tiering.toml", job=unique_job, store_url=kv_store.url, zk_hosts=zk_server.hosts)
 
