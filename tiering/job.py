@@ -33,12 +33,13 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
 import socket
 import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from tiering import spark_version
 from tiering.allocator import ALLOCATOR_ENV
@@ -107,6 +108,7 @@ CHECKPOINT_FILE_MANAGER = (
 PROGRESS_RETENTION = ("spark.sql.streaming.numRecentProgressUpdates", "10")
 
 RoundListener = Callable[[RoundOutcome], None]
+T = TypeVar("T")
 
 
 #: The class Spark's ``s3a`` filesystem is: hadoop-aws's jar (and the AWS SDK bundle it was built
@@ -150,7 +152,21 @@ def build_spark(config: TieringConfig):
         builder = builder.master("local[*]")
     for key, value in {**EXECUTOR_ALLOCATOR_CONF, **config.spark, **REQUIRED_SPARK_CONF}.items():
         builder = builder.config(key, value)
-    return builder.getOrCreate()
+    return _keeping_sigint(builder.getOrCreate)
+
+
+def _keeping_sigint(start: Callable[[], T]) -> T:
+    """``start()`` with the process's SIGINT handler kept. pyspark's SparkContext sets its own in
+    the main thread: it cancels every job and raises ``KeyboardInterrupt`` wherever the thread is,
+    mostly inside a py4j call, which logs it with its traceback; `tiering run`'s handler stops the
+    job between rounds instead, as on SIGTERM."""
+    if threading.current_thread() is not threading.main_thread():
+        return start()
+    previous = signal.getsignal(signal.SIGINT)
+    try:
+        return start()
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 @dataclass

@@ -11,6 +11,7 @@ nothing here writes to the lake, the checkpoint or ZooKeeper.
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections import Counter
 from collections.abc import Mapping
@@ -445,21 +446,28 @@ def _group_lines(group: dict | None) -> list:
     return [Text(f"group {group['group']}  members {', '.join(group['members']) or 'none'}  owners {owners or 'none'}")]
 
 
-def watch_status(config: TieringConfig, every_s: float, console=None, *, timeout_s: float) -> None:
-    """Redraw the status every ``every_s`` seconds until interrupted (Ctrl-C: KeyboardInterrupt).
+def watch_status(
+    config: TieringConfig, every_s: float, console=None, *, timeout_s: float, stop: threading.Event | None = None
+) -> None:
+    """Redraw the status every ``every_s`` seconds until ``stop`` is set (or, without one, until
+    interrupted: KeyboardInterrupt).
 
     Failure mode: a monitor that dies on the first blip. A refresh that fails (ZooKeeper or the
     store out of reach) keeps the last status on screen, says when and why it is stale, and the
     next refresh tries again. In a terminal the view is redrawn in place; anywhere else (a file, a
-    pipe) each refresh is printed after the last, a log of the job's progress.
+    pipe) each refresh is printed after the last, a log of the job's progress. ``stop`` is looked
+    at between refreshes only: a refresh interrupted inside kazoo or the store client would leave
+    a client half started (`tiering status --watch` sets it on Ctrl-C).
     """
     from rich.console import Group
     from rich.live import Live
     from rich.text import Text
 
     console = console or output_console()
+    stop = stop or threading.Event()
     # every refresh opens and closes a ZooKeeper session: four INFO lines each, scrolling the view
-    logging.getLogger("kazoo.client").setLevel(logging.WARNING)
+    kazoo_log = logging.getLogger("kazoo.client")
+    kazoo_log.setLevel(max(logging.WARNING, kazoo_log.getEffectiveLevel()))
 
     last: JobStatus | None = None
 
@@ -474,12 +482,13 @@ def watch_status(config: TieringConfig, every_s: float, console=None, *, timeout
 
     if console.is_terminal:
         with Live(console=console, auto_refresh=False, transient=False) as live:
-            while True:
+            while not stop.is_set():
                 live.update(refreshed(), refresh=True)
-                time.sleep(every_s)
-    while True:
+                stop.wait(every_s)
+        return
+    while not stop.is_set():
         console.print(refreshed(), "")
-        time.sleep(every_s)
+        stop.wait(every_s)
 
 
 def _when(ms: int | None) -> str:
