@@ -54,6 +54,8 @@ __all__ = [
 #: The operator commands' store calls retry for this long at most (less when their timeout is
 #: shorter): they give up sooner than the job's, since an operator waits.
 STATUS_RETRY_S = 5.0
+#: What `tiering leases list` marks the lease in the job's checkpoint with.
+MINE_MARK = "*"
 
 
 @dataclass(frozen=True)
@@ -497,7 +499,7 @@ def _when(ms: int | None) -> str:
 
 def render_leases(leases: list[Lease], config: TieringConfig, console=None, *, every_job: bool = False) -> None:
     """Print one row per lease (with the job it is for when ``every_job``); the checkpoint's
-    lease is marked with ``*``."""
+    lease is marked with ``*``, which a line under the table explains."""
     from rich.table import Table
 
     console = console or output_console()
@@ -507,7 +509,7 @@ def render_leases(leases: list[Lease], config: TieringConfig, console=None, *, e
     for lease in leases:
         held = Counter(ref.table_id for ref in lease.snapshots)
         by_table = ", ".join(f"{t}: {n}" for t, n in sorted(held.items())) or "none"
-        mark = " *" if lease.lease_id == mine else ""
+        mark = f" {MINE_MARK}" if lease.lease_id == mine else ""
         row = (
             job_of_lease(lease.lease_id) or "?",
             f"{lease.lease_id}{mark}",
@@ -517,6 +519,8 @@ def render_leases(leases: list[Lease], config: TieringConfig, console=None, *, e
         )
         table.add_row(*row[0 if every_job else 1 :])
     console.print(table)
+    if any(lease.lease_id == mine for lease in leases):
+        console.print(f"{MINE_MARK} the lease in this job's checkpoint: the one its runs hold snapshots with")
     if not leases:
         console.print("no leases in the store" if every_job else f"no leases of job {config.job.name!r} in the store")
 
