@@ -87,3 +87,22 @@ def test_readme_links_point_at_files_that_exist() -> None:
     missing = [t for t in targets if not (REPO / t).exists()]
     assert not missing, f"README links to missing files: {missing}"
     assert len(readme.splitlines()) <= 150, "the README is an entry point; the manual holds the rest"
+
+
+#: Pages a new user installs from: the README and the manual.
+PAGES = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+
+
+def test_no_page_installs_kv_tiering_from_a_package_index() -> None:
+    """kv-tiering is on no package index: `pip install kv-tiering` fails; the checkout or the wheel."""
+    from_index = re.compile(r"pip install +['\"]?kv-tiering\b")
+    found = [f"{page.name}: {m.group(0)}" for page in PAGES for m in from_index.finditer(page.read_text())]
+    assert not found, found
+
+
+def test_getting_started_says_how_tiering_gets_on_the_path_before_using_it() -> None:
+    """Its setup line runs `.venv/bin/tiering`, its steps `tiering`: activating the virtualenv is said first."""
+    page = (REPO / "docs" / "getting-started.md").read_text()
+    first_bare = re.search(r"^tiering ", page, re.MULTILINE)
+    assert first_bare is not None
+    assert "source .venv/bin/activate" in page[: first_bare.start()], "no activation before the first `tiering`"

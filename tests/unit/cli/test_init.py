@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+import tiering
 from tiering import extras, submit
 from tiering.cli import EXIT_OK, EXIT_USAGE, main
 from tiering.conf.loader import load_config
@@ -182,7 +183,10 @@ def test_a_command_needing_a_missing_extra_names_it(monkeypatch, capsys):
     assert main(["demo"]) == EXIT_USAGE
     assert main(["kv-store", "serve", "--data-dir", "/nonexistent", "--port", "1"]) == EXIT_USAGE
     err = capsys.readouterr().err.splitlines()
+    wheel = f"kv_tiering-{tiering.__version__}-py3-none-any.whl"
     assert err == [
-        "tiering: tiering demo needs the 'demo' extra (missing: uvicorn): pip install 'kv-tiering[demo]'",
-        "tiering: the reference KV store needs the 'store' extra (missing: uvicorn): pip install 'kv-tiering[store]'",
+        "tiering: tiering demo needs the 'demo' extra (missing: uvicorn): pip install '.[demo]' in the checkout, "
+        f"or pip install '{wheel}[demo]' beside the wheel (kv-tiering is on no package index)",
+        "tiering: the reference KV store needs the 'store' extra (missing: uvicorn): pip install '.[store]' in the "
+        f"checkout, or pip install '{wheel}[store]' beside the wheel (kv-tiering is on no package index)",
     ]
