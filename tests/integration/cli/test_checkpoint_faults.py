@@ -85,7 +85,7 @@ def tree(root: Path) -> dict[str, bytes | None]:
     return {str(p.relative_to(root)): (p.read_bytes() if p.is_file() else None) for p in sorted(root.rglob("*"))}
 
 
-def test_an_offsets_log_that_is_a_file_is_named_before_the_query_starts(kv_store, zk_server, tmp_path):
+def test_an_offsets_log_that_is_a_file_is_named_before_the_query_starts(kv_store, zk_server, table, tmp_path):
     conf = conf_for(tmp_path, kv_store, zk_server)
     ckpt = tmp_path / "ckpt"
     ckpt.mkdir()
