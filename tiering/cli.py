@@ -70,16 +70,15 @@ def _run(args: argparse.Namespace) -> int:
     a second one interrupts at once (exit 130). A Spark outside the supported range exits 2
     before anything starts; so does an availableNow run whose ``[tables]`` select no table, and
     one whose store is out of reach exits 1 (:func:`tiering.preflight.before_run`)."""
-    from tiering import preflight, spark_version
+    from tiering import spark_version
 
     spark_version.check()
     from tiering.job import run_as_leader
 
     config = _load(args, **{"trigger.available_now": True if args.available_now else None})
-    preflight.before_run(config)
     stop = threading.Event()
     with _stopping_on(stop, signal.SIGTERM, signal.SIGINT, say="stopping between rounds"):
-        result = run_as_leader(config, stop=stop)
+        result = run_as_leader(config, stop=stop, ask_store_first=True)
     if not result.ok:
         for table, error in sorted(result.failed_tables.items()):
             print(f"tiering: table {table!r} was not tiered: {error}", file=sys.stderr)

@@ -568,6 +568,7 @@ def run_as_leader(
     *,
     stop: threading.Event | None = None,
     listeners: Sequence[RoundListener] = (),
+    ask_store_first: bool = False,
 ) -> JobResult:
     """Wait to lead the job, run its query for the term, then give leadership back.
 
@@ -578,10 +579,15 @@ def run_as_leader(
     ``listeners`` get every round's outcome after the job's own observer (the demo's view).
     A lake root that cannot be used is refused before anything else, a checkpoint that cannot be
     used (:mod:`tiering.state.checkpoint_check`) as soon as the term is won: nothing is written.
+    ``ask_store_first`` (`tiering run`): then the store is asked for the tables the job selects
+    (:func:`tiering.preflight.before_run`: an availableNow run over none, or with the store out
+    of reach, is refused before it leads).
     """
-    from tiering import observability
+    from tiering import observability, preflight
 
     Lake.of(config.lake).store.check()  # a bad lake root fails here, before the job leads or writes
+    if ask_store_first:
+        preflight.before_run(config)
     log.info("job=%s waiting for leadership at %s", config.job.name, config.zookeeper.hosts)
     try:
         term = _lead(config, cancel=stop)

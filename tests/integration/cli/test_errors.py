@@ -57,8 +57,8 @@ def test_a_malformed_lease_file_is_named_and_left_as_it_was(kv_store, zk_server,
 
 
 def test_an_unsupported_lake_root_is_refused_before_anything_is_written(kv_store, tmp_path):
-    """Refused before the driver even asks ZooKeeper (which is not running here)."""
-    TableOracle(kv_store.client(), "orders", num_buckets=1)
+    """Refused before the driver even asks ZooKeeper (which is not running here) or the store (which has
+    no table here)."""
     conf = write_conf(
         tmp_path / "tiering.toml",
         job="errors",
