@@ -1,4 +1,4 @@
-"""Write the manual's reference pages from the code: configuration, command line, HTTP API.
+"""Write the manual's reference pages from the code: configuration, command line, HTTP API, column types.
 
 Failure mode this prevents: a manual that documents keys, flags or routes the code no longer has.
 The pages under ``docs/reference/`` are generated whole, never edited by hand; a unit test
@@ -159,10 +159,41 @@ def http_api_page() -> str:
     )
 
 
+def types_page() -> str:
+    """The store protocol's column types: JSON encoding, Arrow type in the files, Delta type in the
+    lake (asked of deltalake, which writes the lake's schema)."""
+    import pyarrow as pa
+    from deltalake import Schema
+
+    from tiering.kvstore.types import JSON_ENCODINGS, SUPPORTED_TYPES, aliases, arrow_type
+
+    example = {"decimal(p,s)": "decimal(10,2)"}
+    arrow = {t: arrow_type(example.get(t, t)) for t in SUPPORTED_TYPES}
+    delta = Schema.from_arrow(pa.schema([pa.field(t, a) for t, a in arrow.items()]))
+    delta_names = {f.name: getattr(f.type, "type", str(f.type)) for f in delta.fields}
+    rows = [
+        f"| `{t}` | {', '.join(f'`{a}`' for a in aliases(t)) or '-'} | {JSON_ENCODINGS[t]} | "
+        f"`{str(arrow[t]).replace('(10, 2)', '(p, s)')}` | `{delta_names[t].replace('(10,2)', '(p,s)')}` |"
+        for t in SUPPORTED_TYPES
+    ]
+    return (
+        _GENERATED.format(source="tiering/kvstore/types.py") + "# Column types\n\n"
+        "A table's schema names each column's type as Spark SQL does (`POST /v1/tables`, `POST "
+        "/v1/tables/{table}/columns`; case does not matter); no other type is taken. A JSON row writes each value "
+        "as below (null for none: a primary-key column takes no null). An upsert is a whole row: its missing "
+        "columns become null, not the row's earlier values; a delete carries the primary-key columns only. In "
+        "the lake each column has the Delta type below; every row also has `__bucket`, `__offset` and "
+        "`__timestamp`.\n\n"
+        "| type | also | in a JSON row | Arrow (the store's files) | Delta (the lake) |\n"
+        "|---|---|---|---|---|\n" + "\n".join(rows) + "\n"
+    )
+
+
 PAGES: dict[str, Callable[[], str]] = {
     "configuration.md": configuration_page,
     "cli.md": cli_page,
     "http-api.md": http_api_page,
+    "types.md": types_page,
 }
 
 

@@ -17,6 +17,8 @@ import os
 import signal
 import sys
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import NoReturn
 
@@ -66,7 +68,8 @@ def _load(args: argparse.Namespace, **overrides: object):
 def _run(args: argparse.Namespace) -> int:
     """SIGTERM/SIGINT stop the job between rounds (lease dropped, leadership given back, exit 0);
     a second one interrupts at once (exit 130). A Spark outside the supported range exits 2
-    before anything starts."""
+    before anything starts; so does an availableNow run whose ``[tables]`` select no table, and
+    one whose store is out of reach exits 1 (:func:`tiering.preflight.before_run`)."""
     from tiering import spark_version
 
     spark_version.check()
@@ -74,19 +77,8 @@ def _run(args: argparse.Namespace) -> int:
 
     config = _load(args, **{"trigger.available_now": True if args.available_now else None})
     stop = threading.Event()
-
-    def request_stop(signum: int, frame: object) -> None:
-        if stop.is_set():
-            raise KeyboardInterrupt
-        logging.getLogger(__name__).info("%s: stopping between rounds", signal.Signals(signum).name)
-        stop.set()
-
-    previous = {sig: signal.signal(sig, request_stop) for sig in (signal.SIGTERM, signal.SIGINT)}
-    try:
-        result = run_as_leader(config, stop=stop)
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+    with _stopping_on(stop, signal.SIGTERM, signal.SIGINT, say="stopping between rounds"):
+        result = run_as_leader(config, stop=stop, ask_store_first=True)
     if not result.ok:
         for table, error in sorted(result.failed_tables.items()):
             print(f"tiering: table {table!r} was not tiered: {error}", file=sys.stderr)
@@ -94,6 +86,26 @@ def _run(args: argparse.Namespace) -> int:
     how = "stopped" if stop.is_set() else "done"
     print(f"tiering: job {config.job.name!r} {how} after {result.rounds} rounds")
     return 0
+
+
+@contextmanager
+def _stopping_on(stop: threading.Event, *signals: signal.Signals, say: str = "") -> Iterator[None]:
+    """Within the block, the first of ``signals`` sets ``stop`` (logging ``say``, when given) and a
+    second raises KeyboardInterrupt; the previous handlers are put back after it."""
+
+    def request_stop(signum: int, frame: object) -> None:
+        if stop.is_set():
+            raise KeyboardInterrupt
+        if say:
+            logging.getLogger(__name__).info("%s: %s", signal.Signals(signum).name, say)
+        stop.set()
+
+    previous = {sig: signal.signal(sig, request_stop) for sig in signals}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 def _maintain(args: argparse.Namespace) -> int:
@@ -116,12 +128,16 @@ def _resync(args: argparse.Namespace) -> int:
 
 
 def _status(args: argparse.Namespace) -> int:
-    """With ``--watch``, Ctrl-C is how it ends: exit 0."""
+    """With ``--watch``, Ctrl-C is how it ends: exit 0, once the refresh under way has ended (a
+    second Ctrl-C ends it at once)."""
     from tiering.status import job_status, render_status, watch_status
 
     if args.watch:
+        config = _load(args)
+        stop = threading.Event()
         try:
-            watch_status(_load(args), args.interval, timeout_s=args.timeout)  # returns only by Ctrl-C
+            with _stopping_on(stop, signal.SIGINT):
+                watch_status(config, args.interval, timeout_s=args.timeout, stop=stop)
         except KeyboardInterrupt:
             pass
         return EXIT_OK
@@ -582,7 +598,8 @@ def _parser() -> argparse.ArgumentParser:
         "check",
         help="try each dependency once: ZooKeeper, the store, the lake root, the checkpoint",
         description="Try each dependency of the job once, without retries, and print one verdict each: "
-        "ZooKeeper (connect, read the job's znodes), the KV store (health, API version), the lake root "
+        "ZooKeeper (connect, read the job's znodes), the KV store (health, API version, the tables [tables] "
+        "selects: an include pattern that matches no table fails, naming the store's tables), the lake root "
         "(a scratch table committed twice: the second commit of one version must be refused) and the "
         f"checkpoint. Exit {EXIT_OK} when all pass, {EXIT_FAILURE} naming the first that failed.",
     )

@@ -26,6 +26,10 @@ def require(extra: str, what: str) -> None:
     """Raise :class:`UsageError` naming ``extra`` when one of its modules is missing."""
     missing = [name for name in EXTRAS[extra] if importlib.util.find_spec(name) is None]
     if missing:
+        import tiering
+
+        wheel = f"kv_tiering-{tiering.__version__}-py3-none-any.whl"
         raise UsageError(
-            f"{what} needs the {extra!r} extra (missing: {', '.join(missing)}): pip install 'kv-tiering[{extra}]'"
+            f"{what} needs the {extra!r} extra (missing: {', '.join(missing)}): pip install '.[{extra}]' in the "
+            f"checkout, or pip install '{wheel}[{extra}]' beside the wheel (kv-tiering is on no package index)"
         )

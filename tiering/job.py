@@ -33,12 +33,13 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
 import socket
 import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from tiering import spark_version
 from tiering.allocator import ALLOCATOR_ENV
@@ -108,6 +109,7 @@ CHECKPOINT_FILE_MANAGER = (
 PROGRESS_RETENTION = ("spark.sql.streaming.numRecentProgressUpdates", "10")
 
 RoundListener = Callable[[RoundOutcome], None]
+T = TypeVar("T")
 
 
 #: The class Spark's ``s3a`` filesystem is: hadoop-aws's jar (and the AWS SDK bundle it was built
@@ -151,7 +153,21 @@ def build_spark(config: TieringConfig):
         builder = builder.master("local[*]")
     for key, value in {**EXECUTOR_ALLOCATOR_CONF, **config.spark, **REQUIRED_SPARK_CONF}.items():
         builder = builder.config(key, value)
-    return builder.getOrCreate()
+    return _keeping_sigint(builder.getOrCreate)
+
+
+def _keeping_sigint(start: Callable[[], T]) -> T:
+    """``start()`` with the process's SIGINT handler kept. pyspark's SparkContext sets its own in
+    the main thread: it cancels every job and raises ``KeyboardInterrupt`` wherever the thread is,
+    mostly inside a py4j call, which logs it with its traceback; `tiering run`'s handler stops the
+    job between rounds instead, as on SIGTERM."""
+    if threading.current_thread() is not threading.main_thread():
+        return start()
+    previous = signal.getsignal(signal.SIGINT)
+    try:
+        return start()
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 @dataclass
@@ -554,6 +570,7 @@ def run_as_leader(
     *,
     stop: threading.Event | None = None,
     listeners: Sequence[RoundListener] = (),
+    ask_store_first: bool = False,
 ) -> JobResult:
     """Wait to lead the job, run its query for the term, then give leadership back.
 
@@ -564,10 +581,15 @@ def run_as_leader(
     ``listeners`` get every round's outcome after the job's own observer (the demo's view).
     A lake root that cannot be used is refused before anything else, a checkpoint that cannot be
     used (:mod:`tiering.state.checkpoint_check`) as soon as the term is won: nothing is written.
+    ``ask_store_first`` (`tiering run`): then the store is asked for the tables the job selects
+    (:func:`tiering.preflight.before_run`: an availableNow run over none, or with the store out
+    of reach, is refused before it leads).
     """
-    from tiering import observability
+    from tiering import observability, preflight
 
     Lake.of(config.lake).store.check()  # a bad lake root fails here, before the job leads or writes
+    if ask_store_first:
+        preflight.before_run(config)
     log.info("job=%s waiting for leadership at %s", config.job.name, config.zookeeper.hosts)
     try:
         term = _lead(config, cancel=stop)

@@ -3,9 +3,11 @@
 Failure mode this addresses: a job that runs but does not move. A table that fails every
 round, lag that only grows, a lease that keeps pinning snapshots, a driver that stopped being
 the leader — Spark's own log shows none of it by table. Every round therefore logs one line per
-table (splits, rows, offsets, lag, epoch, lease id) under the ``tiering.progress`` logger and
-sets the same numbers as metrics labelled by job and table; a ``StreamingQueryListener`` adds
-what only Spark knows (batch duration; the splits of the round, from its end offset).
+table (buckets bootstrapped from a snapshot and buckets given changelog records, changes read,
+rows written, offsets, lag, epoch, lease id) under the ``tiering.progress`` logger and sets the
+same numbers as metrics labelled by job and table; a ``StreamingQueryListener`` adds what only
+Spark knows (batch duration; the round's splits, one per bucket's snapshot or changelog range of
+every table, from its end offset).
 
 Observing never fails the job: the hook and the listener log their own errors and return, so
 a broken metrics path cannot stop tiering (the round is already committed when they run).
@@ -221,7 +223,7 @@ class TieringMetrics:
         )
         self.splits = Counter("kv_tiering_splits", "Splits applied to the lake.", by_table, registry=registry)
         self.rows = Counter(
-            "kv_tiering_rows", "Snapshot rows and changelog records applied.", by_table, registry=registry
+            "kv_tiering_rows", "Changelog records applied (changes in, not rows written).", by_table, registry=registry
         )
         self.lake_offset = Gauge(
             "kv_tiering_lake_offset",
@@ -381,14 +383,16 @@ class RoundObserver:
                 self.job, table, LakePosition(commit.table_id, commit.positions), self._lease.client, self._store
             )
             log.info(
-                "job=%s round=%d table=%s status=%s splits=%d rows=%d offsets=%s lag=%s delta_version=%d "
-                "epoch=%d lease=%s leased_snapshots=%d",
+                "job=%s round=%d table=%s status=%s snapshot_buckets=%d log_buckets=%d changes=%d rows_written=%d "
+                "offsets=%s lag=%s delta_version=%d epoch=%d lease=%s leased_snapshots=%d",
                 self.job,
                 outcome.round_id,
                 table,
                 "skipped" if commit.skipped else "committed",
-                splits,
+                len(commit.bootstrap_buckets),
+                len(commit.log_buckets),
                 commit.rows_in,
+                commit.rows_out,
                 offsets,
                 "unknown" if lag is None else lag,
                 commit.delta_version,

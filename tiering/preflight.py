@@ -6,14 +6,20 @@ a timeout, and each gets a verdict even when another failed. The checks are thos
 its way, reused: ZooKeeper (connect, read the job's znodes: :func:`tiering.coord.leader.read_status`;
 whether the configured digest credentials may write them, from their ACL),
 the KV store (``GET /v1/health``, then the API version its OpenAPI document gives, when it serves
-one), the lake root (:meth:`ObjectStore.check` with the conditional-put probe of
+one, then the tables ``[tables]`` selects: an include pattern that matches no table fails, naming
+what the store has), the lake root (:meth:`ObjectStore.check` with the conditional-put probe of
 :mod:`tiering.objectstore.commit_probe`: two commits of one version, the second must be refused), and the
 checkpoint (:func:`tiering.state.checkpoint_check.check_checkpoint`). Nothing is left behind: the
 probe table is removed, a lake root or checkpoint not made yet is not made.
+
+A run tries the store the same way first (:func:`before_run`): an availableNow run whose store is
+out of reach, or whose selection matches no table, would otherwise retry for minutes or tier
+nothing and exit 0, run after scheduled run.
 """
 
 from __future__ import annotations
 
+import fnmatch
 import logging
 import os
 from collections.abc import Callable
@@ -21,14 +27,18 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from tiering.conf.model import TieringConfig
-from tiering.errors import CoordinationError, LakeStorageError, StoreUnavailableError, one_line
+from tiering.errors import ConfigError, CoordinationError, LakeStorageError, StoreUnavailableError, one_line
 
-__all__ = ["Verdict", "preflight", "CHECKS"]
+__all__ = ["Verdict", "preflight", "CHECKS", "Selection", "table_selection", "before_run"]
 
 log = logging.getLogger(__name__)
 
 #: What is checked, in this order: the name a verdict carries.
 CHECKS = ("zookeeper", "kvstore", "lake", "checkpoint")
+#: How long each dependency has to answer, by default: a person, or a scheduler, is waiting.
+TIMEOUT_S = 10.0
+#: At most this many of the store's table names in a line that lists them.
+LISTED_TABLES = 20
 
 
 @dataclass(frozen=True)
@@ -46,7 +56,7 @@ class Verdict:
         return asdict(self)
 
 
-def preflight(config: TieringConfig, timeout_s: float = 10.0) -> list[Verdict]:
+def preflight(config: TieringConfig, timeout_s: float = TIMEOUT_S) -> list[Verdict]:
     """A verdict for each of :data:`CHECKS`, each dependency tried once within ``timeout_s``."""
     checks: dict[str, Callable[[TieringConfig, float], str]] = {
         "zookeeper": _zookeeper,
@@ -129,7 +139,75 @@ def _kvstore(config: TieringConfig, timeout_s: float) -> str:
         raise StoreUnavailableError(f"KV store at {client.url} unreachable: {transport_reason(e)}") from None
     if health.status_code != 200:
         raise error_for(health.status_code, _body(health), "GET", "/v1/health", store=client.url)
-    return f"{client.url}: healthy, {_api_version(client.session, client.url, timeout_s)}"
+    selection = table_selection(config, timeout_s)
+    selection.check()
+    return f"{client.url}: healthy, {_api_version(client.session, client.url, timeout_s)}; {selection.summary()}"
+
+
+@dataclass(frozen=True)
+class Selection:
+    """The store's tables against ``[tables]``: those selected, and the include patterns that match
+    none of the store's tables (a typo, or a table not created yet)."""
+
+    store: str
+    tables: tuple[str, ...]
+    selected: tuple[str, ...]
+    unmatched: tuple[str, ...]
+
+    def summary(self) -> str:
+        return f"{len(self.selected)} of {len(self.tables)} tables selected ({_names(self.selected)})"
+
+    def problem(self) -> str:
+        """What is wrong with the selection, as one line ("" when nothing is)."""
+        if not self.unmatched:
+            return ""
+        patterns = ", ".join(repr(p) for p in self.unmatched)
+        return (
+            f"tables.include: {patterns} {'matches' if len(self.unmatched) == 1 else 'match'} no table in the "
+            f"store at {self.store}, which has {len(self.tables)}: {_names(self.tables)}"
+        )
+
+    def check(self) -> None:
+        """ConfigError naming the include patterns that match no table."""
+        if self.unmatched:
+            raise ConfigError([self.problem()])
+
+
+def _names(names: tuple[str, ...]) -> str:
+    shown = ", ".join(names[:LISTED_TABLES]) or "none"
+    return shown + (f" and {len(names) - LISTED_TABLES} more" if len(names) > LISTED_TABLES else "")
+
+
+def table_selection(config: TieringConfig, timeout_s: float = TIMEOUT_S) -> Selection:
+    """The store's tables and what ``[tables]`` selects of them, asked once (no retries):
+    :class:`StoreUnavailableError` naming the store when it does not answer within ``timeout_s``."""
+    from tiering.context import store_client
+
+    client = store_client(config.kvstore, timeout_s=timeout_s, retry_deadline_s=0)
+    tables = tuple(sorted(t.name for t in client.list_tables()))
+    tables_config = config.tables
+    unmatched = tuple(p for p in tables_config.include if not any(fnmatch.fnmatchcase(t, p) for t in tables))
+    return Selection(client.url, tables, tuple(t for t in tables if tables_config.selects(t)), unmatched)
+
+
+def before_run(config: TieringConfig, timeout_s: float = TIMEOUT_S) -> None:
+    """What a run asks the store before it leads. An availableNow run fails at once, with check's
+    line, when the store is out of reach (:class:`StoreUnavailableError`) or its selection matches
+    no table (:class:`ConfigError` naming the patterns); a continuous run waits for both (it
+    retries the store, and tiers a table once one is created), saying so in one line."""
+    try:
+        selection = table_selection(config, timeout_s)
+    except StoreUnavailableError as e:
+        if config.trigger.available_now:
+            raise
+        log.warning("job=%s: %s; the job retries it", config.job.name, one_line(e))
+        return
+    if not selection.unmatched:
+        return
+    if config.trigger.available_now and not selection.selected:
+        selection.check()
+    what = f"tiers the {len(selection.selected)} it selects" if selection.selected else "tiers nothing"
+    log.warning("job=%s: %s; the job %s until one is created", config.job.name, selection.problem(), what)
 
 
 def _body(response) -> object:

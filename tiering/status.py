@@ -11,6 +11,7 @@ nothing here writes to the lake, the checkpoint or ZooKeeper.
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections import Counter
 from collections.abc import Mapping
@@ -61,6 +62,8 @@ __all__ = [
 #: The operator commands' store calls retry for this long at most (less when their timeout is
 #: shorter): they give up sooner than the job's, since an operator waits.
 STATUS_RETRY_S = 5.0
+#: What `tiering leases list` marks the lease in the job's checkpoint with.
+MINE_MARK = "*"
 
 
 @dataclass(frozen=True)
@@ -465,21 +468,28 @@ def _group_lines(group: dict | None) -> list:
     return [Text(f"group {group['group']}  members {', '.join(group['members']) or 'none'}  owners {owners or 'none'}")]
 
 
-def watch_status(config: TieringConfig, every_s: float, console=None, *, timeout_s: float) -> None:
-    """Redraw the status every ``every_s`` seconds until interrupted (Ctrl-C: KeyboardInterrupt).
+def watch_status(
+    config: TieringConfig, every_s: float, console=None, *, timeout_s: float, stop: threading.Event | None = None
+) -> None:
+    """Redraw the status every ``every_s`` seconds until ``stop`` is set (or, without one, until
+    interrupted: KeyboardInterrupt).
 
     Failure mode: a monitor that dies on the first blip. A refresh that fails (ZooKeeper or the
     store out of reach) keeps the last status on screen, says when and why it is stale, and the
     next refresh tries again. In a terminal the view is redrawn in place; anywhere else (a file, a
-    pipe) each refresh is printed after the last, a log of the job's progress.
+    pipe) each refresh is printed after the last, a log of the job's progress. ``stop`` is looked
+    at between refreshes only: a refresh interrupted inside kazoo or the store client would leave
+    a client half started (`tiering status --watch` sets it on Ctrl-C).
     """
     from rich.console import Group
     from rich.live import Live
     from rich.text import Text
 
     console = console or output_console()
+    stop = stop or threading.Event()
     # every refresh opens and closes a ZooKeeper session: four INFO lines each, scrolling the view
-    logging.getLogger("kazoo.client").setLevel(logging.WARNING)
+    kazoo_log = logging.getLogger("kazoo.client")
+    kazoo_log.setLevel(max(logging.WARNING, kazoo_log.getEffectiveLevel()))
 
     last: JobStatus | None = None
 
@@ -494,12 +504,13 @@ def watch_status(config: TieringConfig, every_s: float, console=None, *, timeout
 
     if console.is_terminal:
         with Live(console=console, auto_refresh=False, transient=False) as live:
-            while True:
+            while not stop.is_set():
                 live.update(refreshed(), refresh=True)
-                time.sleep(every_s)
-    while True:
+                stop.wait(every_s)
+        return
+    while not stop.is_set():
         console.print(refreshed(), "")
-        time.sleep(every_s)
+        stop.wait(every_s)
 
 
 def _when(ms: int | None) -> str:
@@ -508,7 +519,7 @@ def _when(ms: int | None) -> str:
 
 def render_leases(leases: list[Lease], config: TieringConfig, console=None, *, every_job: bool = False) -> None:
     """Print one row per lease (with the job it is for when ``every_job``); the checkpoint's
-    lease is marked with ``*``."""
+    lease is marked with ``*``, which a line under the table explains."""
     from rich.table import Table
 
     console = console or output_console()
@@ -518,7 +529,7 @@ def render_leases(leases: list[Lease], config: TieringConfig, console=None, *, e
     for lease in leases:
         held = Counter(ref.table_id for ref in lease.snapshots)
         by_table = ", ".join(f"{t}: {n}" for t, n in sorted(held.items())) or "none"
-        mark = " *" if lease.lease_id == mine else ""
+        mark = f" {MINE_MARK}" if lease.lease_id == mine else ""
         row = (
             job_of_lease(lease.lease_id) or "?",
             f"{lease.lease_id}{mark}",
@@ -528,6 +539,8 @@ def render_leases(leases: list[Lease], config: TieringConfig, console=None, *, e
         )
         table.add_row(*row[0 if every_job else 1 :])
     console.print(table)
+    if any(lease.lease_id == mine for lease in leases):
+        console.print(f"{MINE_MARK} the lease in this job's checkpoint: the one its runs hold snapshots with")
     if not leases:
         console.print("no leases in the store" if every_job else f"no leases of job {config.job.name!r} in the store")
 

@@ -13,6 +13,7 @@ import pytest
 
 from tiering.cli import _parser
 from tiering.conf.reference import config_reference_markdown
+from tiering.kvstore.types import SUPPORTED_TYPES
 
 pytestmark = pytest.mark.unit
 
@@ -37,7 +38,7 @@ def test_check_fails_until_the_pages_are_written(gen_docs: ModuleType, tmp_path:
     assert gen_docs.main(["--check", "--dir", str(tmp_path)]) == 1
     assert list(tmp_path.iterdir()) == []
     assert gen_docs.main(["--dir", str(tmp_path)]) == 0
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["cli.md", "configuration.md", "http-api.md"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cli.md", "configuration.md", "http-api.md", "types.md"]
     assert gen_docs.main(["--check", "--dir", str(tmp_path)]) == 0
     (tmp_path / "cli.md").write_text("edited by hand\n")
     assert gen_docs.main(["--check", "--dir", str(tmp_path)]) == 1
@@ -87,3 +88,35 @@ def test_readme_links_point_at_files_that_exist() -> None:
     missing = [t for t in targets if not (REPO / t).exists()]
     assert not missing, f"README links to missing files: {missing}"
     assert len(readme.splitlines()) <= 150, "the README is an entry point; the manual holds the rest"
+
+
+#: Pages a new user installs from: the README and the manual.
+PAGES = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+
+
+def test_no_page_installs_kv_tiering_from_a_package_index() -> None:
+    """kv-tiering is on no package index: `pip install kv-tiering` fails; the checkout or the wheel."""
+    from_index = re.compile(r"pip install +['\"]?kv-tiering\b")
+    found = [f"{page.name}: {m.group(0)}" for page in PAGES for m in from_index.finditer(page.read_text())]
+    assert not found, found
+
+
+def test_getting_started_says_how_tiering_gets_on_the_path_before_using_it() -> None:
+    """Its setup line runs `.venv/bin/tiering`, its steps `tiering`: activating the virtualenv is said first."""
+    page = (REPO / "docs" / "getting-started.md").read_text()
+    first_bare = re.search(r"^tiering ", page, re.MULTILINE)
+    assert first_bare is not None
+    assert "source .venv/bin/activate" in page[: first_bare.start()], "no activation before the first `tiering`"
+
+
+def test_types_page_lists_every_column_type_its_json_and_its_delta_type(gen_docs: ModuleType) -> None:
+    """A new user's first table needs the type names, how a row writes each in JSON, and what each
+    becomes in Delta; and that an upsert is a whole row."""
+    page = gen_docs.types_page()
+    rows = {line.split("|")[1].strip(" `"): line for line in page.splitlines() if line.startswith("| `")}
+    assert list(rows) == [*SUPPORTED_TYPES]
+    assert "`long`" in rows["bigint"] and "`timestamp`" in rows["timestamp"] and "`byte`" in rows["tinyint"]
+    assert "UTC" in rows["timestamp"] and "base64" in rows["binary"] and "string" in rows["decimal(p,s)"]
+    assert "missing columns become null" in page
+    http = gen_docs.http_api_page()
+    assert "[column types](types.md)" in http, "the HTTP reference describes a column's type"

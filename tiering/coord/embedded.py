@@ -1,10 +1,12 @@
 """A real standalone ZooKeeper server, started from the jars pyspark already ships (docs/DESIGN.md §7).
 
-Failure modes it guards against: a JVM that dies at startup (port taken, bad data dir) is
-reported with the tail of its log instead of a bare timeout; a test run that crashes does not
-leave JVMs behind (the server dies with the process that started it, via PR_SET_PDEATHSIG on
-Linux); a "started" server is one that reports a serving mode over ``srvr``, not one whose
-process merely exists (``ruok`` answers ``imok`` before the server accepts sessions).
+Failure modes it guards against: a port another process listens on is refused before the JVM
+starts (another ZooKeeper there would answer the serving probe for it); a JVM that dies at
+startup (a port taken meanwhile, bad data dir) is reported with the tail of its log instead of a
+bare timeout; a test run that crashes does not leave JVMs behind (the server dies with the
+process that started it, via PR_SET_PDEATHSIG on Linux); a "started" server is one that reports
+a serving mode over ``srvr``, not one whose process merely exists (``ruok`` answers ``imok``
+before the server accepts sessions).
 
 It is no mock: tests stop, SIGKILL and SIGSTOP it to exercise session expiry and fencing.
 The server listens on loopback only, with the admin server off, and keeps its data, config and
@@ -27,7 +29,7 @@ from typing import BinaryIO
 
 from tiering.children import die_with_parent
 from tiering.errors import CoordinationError
-from tiering.ports import free_port
+from tiering.ports import free_port, listening
 
 __all__ = ["EmbeddedZooKeeper", "run_foreground", "zookeeper_classpath", "find_java"]
 
@@ -159,6 +161,8 @@ class EmbeddedZooKeeper:
         """Start the server and return once it accepts sessions; a free port when ``port`` is None."""
         if self.is_running():
             raise CoordinationError(f"embedded ZooKeeper is already running at {self.hosts}")
+        if port is not None:
+            _refuse_taken(port)
         self.data_dir = Path(data_dir).resolve()
         self.data_dir.mkdir(parents=True, exist_ok=True)
         # A free port can be taken by someone else between probing and binding: try a few.
@@ -306,8 +310,17 @@ class EmbeddedZooKeeper:
         self._close()
 
 
+def _refuse_taken(port: int, hint: str = "") -> None:
+    """CoordinationError naming ``port`` when a process listens on it, on any interface."""
+    if port in listening():
+        raise CoordinationError(
+            f"embedded ZooKeeper cannot listen at 127.0.0.1:{port}: another process listens there{hint}"
+        )
+
+
 def run_foreground(port: int, data_dir: Path) -> None:
     """``tiering zk``: serve until Ctrl-C or SIGTERM, then stop the server cleanly."""
+    _refuse_taken(port, "; choose a free port with --port")
     server = EmbeddedZooKeeper()
     stop = threading.Event()
     previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())

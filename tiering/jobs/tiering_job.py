@@ -10,7 +10,7 @@ command. This file is inside the installed package (``tiering/jobs/tiering_job.p
 
 Failure mode it guards against: a driver that starts Spark on the wrong interpreter or with a
 stale copy of the package. The driver's Python must have the service's dependencies
-(`pip install kv-tiering` or its wheel); the `tiering` package itself comes from that install
+(the kv-tiering wheel, or `pip install .` in a checkout); the `tiering` package itself comes from that install
 or from the `--py-files` zip built by `scripts/build_pyfiles.sh`, which spark-submit puts in
 front of the path on the driver and ships to the executors. The first log line names the
 copy in use and the Spark version; a Spark outside the supported range (``tiering.spark_version``)

@@ -104,7 +104,12 @@ def _known_fields(model: type[BaseModel]) -> BeforeValidator:
 
 class Column(_Model):
     name: ColumnName
-    type: str = Field(examples=["bigint", "string", "decimal(10,2)", "timestamp"])
+    type: str = Field(
+        description="A Spark SQL type name: boolean, tinyint, smallint, int, bigint, float, double, string, "
+        "binary, date, timestamp, decimal(p,s); each one's JSON encoding and Delta type are in the manual's "
+        "[column types](types.md)",
+        examples=["bigint", "string", "decimal(10,2)", "timestamp"],
+    )
 
     @field_validator("type")
     @classmethod

@@ -5,7 +5,9 @@ a bad request must fail at once — retrying those only delays the inevitable an
 fence, lets a zombie keep acting. So the policies retry :class:`StoreUnavailableError` only
 (connection refused/reset, timeouts, 5xx), with exponential backoff and jitter (many
 executors reconnecting at once must not stampede the restarted store), up to a deadline, and
-then re-raise the last error itself, not a ``RetryError``.
+then re-raise the last error itself, not a ``RetryError``. A call's first retry is logged as a
+warning, the later ones at DEBUG: a store down for minutes is one line per retried call, not one
+per attempt.
 
 Policies are templates: callers run ``policy.copy()`` so concurrent calls never share retry
 state. Tests make waits zero with :func:`instant` (or ``monkeypatch`` a policy with it).
@@ -16,8 +18,8 @@ from __future__ import annotations
 import logging
 
 from tenacity import (
+    RetryCallState,
     Retrying,
-    before_sleep_log,
     retry_if_exception_type,
     stop_after_attempt,
     stop_after_delay,
@@ -25,16 +27,25 @@ from tenacity import (
     wait_none,
 )
 
-from tiering.errors import StoreUnavailableError
+from tiering.errors import StoreUnavailableError, one_line
 
 log = logging.getLogger(__name__)
 log.addHandler(logging.NullHandler())
+
+
+def _log_retry(state: RetryCallState) -> None:
+    """The first retry of a call as a warning naming the error (its message names the call), the
+    later ones at DEBUG."""
+    error = state.outcome.exception() if state.outcome is not None else None
+    level = logging.WARNING if state.attempt_number == 1 else logging.DEBUG
+    log.log(level, "KV store call retried until it answers or its retry deadline passes: %s", one_line(error or ""))
+
 
 STORE_RETRY = Retrying(
     retry=retry_if_exception_type(StoreUnavailableError),
     wait=wait_exponential_jitter(multiplier=0.1, max=5.0, jitter=0.5),
     stop=stop_after_delay(30),
-    before_sleep=before_sleep_log(log, logging.WARNING),
+    before_sleep=_log_retry,
     reraise=True,
 )
 """Every KV store call: ~30 s of retries, covering a store restart."""

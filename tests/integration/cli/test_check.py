@@ -11,6 +11,7 @@ import pytest
 
 from tests.support.config import write_conf
 from tests.support.drivers import tiering_cli
+from tests.support.oracle import TableOracle
 from tiering.cli import EXIT_FAILURE, EXIT_OK
 from tiering.coord import acquire_leadership
 from tiering.ports import free_port
@@ -24,6 +25,7 @@ def verdicts(result: subprocess.CompletedProcess) -> dict[str, str]:
 
 
 def test_all_dependencies_pass(kv_store, zk_server, unique_job, tmp_path):
+    TableOracle(kv_store.client(), "orders", num_buckets=1)
     (tmp_path / "lake").mkdir()
     conf = write_conf(tmp_path / "tiering.toml", job=unique_job, store_url=kv_store.url, zk_hosts=zk_server.hosts)
 
@@ -31,7 +33,7 @@ def test_all_dependencies_pass(kv_store, zk_server, unique_job, tmp_path):
 
     assert result.returncode == EXIT_OK, result.stdout + result.stderr
     assert verdicts(result) == dict.fromkeys(["zookeeper", "kvstore", "lake", "checkpoint"], "ok")
-    assert f"{kv_store.url}: healthy, API version 1" in result.stdout
+    assert f"{kv_store.url}: healthy, API version 1; 1 of 1 tables selected (orders)" in result.stdout
     assert "conditional put" in result.stdout
     assert list((tmp_path / "lake").iterdir()) == [], "the probe table is gone"
     assert not (tmp_path / "ckpt").exists()
@@ -44,6 +46,7 @@ def test_all_dependencies_pass(kv_store, zk_server, unique_job, tmp_path):
 
 
 def test_a_job_that_has_led_shows_its_epoch_and_leader(kv_store, zk_server, unique_job, tmp_path):
+    TableOracle(kv_store.client(), "orders", num_buckets=1)
     conf = write_conf(tmp_path / "tiering.toml", job=unique_job, store_url=kv_store.url, zk_hosts=zk_server.hosts)
     with acquire_leadership(zk_server.hosts, unique_job, 5.0, timeout_s=10) as term:
         result = tiering_cli("check", "--conf", str(conf))
@@ -66,6 +69,7 @@ def test_a_job_that_has_led_shows_its_epoch_and_leader(kv_store, zk_server, uniq
 def test_the_zookeeper_check_tells_whether_the_credentials_may_write_the_job(
     kv_store, zk_server, unique_job, tmp_path, auth, verdict, says
 ):
+    TableOracle(kv_store.client(), "orders", num_buckets=1)
     (tmp_path / "lake").mkdir()
     with acquire_leadership(zk_server.hosts, unique_job, 5.0, auth=("tiering", "s3cret"), timeout_s=10):
         pass  # the job's znodes now carry its digest ACL, as after a run with auth
@@ -98,6 +102,7 @@ def test_a_stopped_store_fails_its_check_and_only_it(store_factory, zk_server, u
 
 
 def test_a_stopped_zookeeper_is_named_first(kv_store, zk_factory, unique_job, tmp_path):
+    TableOracle(kv_store.client(), "orders", num_buckets=1)
     zk = zk_factory()
     conf = write_conf(tmp_path / "tiering.toml", job=unique_job, store_url=kv_store.url, zk_hosts=zk.hosts)
     zk.stop()
@@ -108,6 +113,29 @@ def test_a_stopped_zookeeper_is_named_first(kv_store, zk_factory, unique_job, tm
     assert verdicts(result) == {"zookeeper": "FAILED", "kvstore": "ok", "lake": "ok", "checkpoint": "ok"}
     assert result.stderr.splitlines() == [
         f"tiering: check failed: zookeeper: cannot connect to ZooKeeper at {zk.hosts} within 3s"
+    ]
+
+
+def test_an_include_pattern_that_matches_no_table_is_named_with_what_the_store_has(
+    kv_store, zk_server, unique_job, tmp_path
+):
+    for name in ("orders", "payments"):
+        TableOracle(kv_store.client(), name, num_buckets=1)
+    conf = write_conf(
+        tmp_path / "tiering.toml",
+        job=unique_job,
+        store_url=kv_store.url,
+        zk_hosts=zk_server.hosts,
+        tables={"include": ["orders", "paymnets"]},
+    )
+
+    result = tiering_cli("check", "--conf", str(conf))
+
+    assert result.returncode == EXIT_FAILURE, result.stdout + result.stderr
+    assert verdicts(result) == {"zookeeper": "ok", "kvstore": "FAILED", "lake": "ok", "checkpoint": "ok"}
+    assert result.stderr.splitlines() == [
+        "tiering: check failed: kvstore: invalid configuration: tables.include: 'paymnets' matches no table "
+        f"in the store at {kv_store.url}, which has 2: orders, payments"
     ]
 
 
@@ -145,6 +173,7 @@ def test_leases_list_with_the_store_down_prints_no_retry_lines(store_factory, zk
 def test_an_s3_lake_takes_the_conditional_put_probe_and_a_missing_bucket_fails(
     kv_store, zk_server, s3_server, s3_root, unique_job, tmp_path
 ):
+    TableOracle(kv_store.client(), "orders", num_buckets=1)
     storage = s3_server.storage_options()
     conf = write_conf(
         tmp_path / "tiering.toml",

@@ -2,7 +2,7 @@
 
 - A checkpoint Spark would trip over (``offsets`` a file: Spark's bare ``AssertionError``) is
   refused before the query starts, naming the path; exit 1; lake and checkpoint untouched.
-- A clean stop, at the end of an availableNow run or on SIGTERM, prints no stack trace.
+- A clean stop, at the end of an availableNow run, on SIGTERM or on Ctrl-C, prints no stack trace.
 - A read-only checkpoint, and one on a full disk at start or filling up mid-run, stop the job
   with one line naming the checkpoint; once the fault is fixed the next start resumes with no
   manual repair, and the lake equals the store (no row lost, none twice). The tiering that leaves
@@ -85,7 +85,7 @@ def tree(root: Path) -> dict[str, bytes | None]:
     return {str(p.relative_to(root)): (p.read_bytes() if p.is_file() else None) for p in sorted(root.rglob("*"))}
 
 
-def test_an_offsets_log_that_is_a_file_is_named_before_the_query_starts(kv_store, zk_server, tmp_path):
+def test_an_offsets_log_that_is_a_file_is_named_before_the_query_starts(kv_store, zk_server, table, tmp_path):
     conf = conf_for(tmp_path, kv_store, zk_server)
     ckpt = tmp_path / "ckpt"
     ckpt.mkdir()
@@ -110,6 +110,21 @@ def test_a_clean_stop_on_sigterm_prints_no_stack_trace(kv_store, zk_server, tabl
     driver.signal(signal.SIGTERM)
 
     assert_clean(driver.wait(), driver.output())
+    assert "stopped after" in driver.output()
+
+
+def test_ctrl_c_stops_as_cleanly_as_sigterm(kv_store, zk_server, table, tmp_path):
+    """A terminal's Ctrl-C reaches the whole process group: the driver, its JVM, its Python workers."""
+    conf = conf_for(tmp_path, kv_store, zk_server, trigger={"interval_s": 1.0})
+    driver = Driver(conf)
+    wait_until(
+        lambda: driver.saw("status=committed") or driver.proc.poll() is not None, "a committed round", timeout_s=240
+    )
+
+    os.killpg(driver.pid, signal.SIGINT)
+
+    assert_clean(driver.wait(), driver.output())
+    assert "SIGINT: stopping between rounds" in driver.output()
     assert "stopped after" in driver.output()
 
 

@@ -20,10 +20,15 @@ pytestmark = pytest.mark.integration
 SHORT_SESSION = {"session_timeout_s": 2.0}
 
 
-def errors_conf(tmp_path, store_url: str, zk_hosts: str):
-    """Job ``errors``'s config beside its checkpoint and lake under ``tmp_path``."""
+def errors_conf(tmp_path, store_url: str, zk_hosts: str, **sections: dict):
+    """The config of a job named ``errors``, whose ZooKeeper sessions are short."""
     return write_conf(
-        tmp_path / "tiering.toml", job="errors", store_url=store_url, zk_hosts=zk_hosts, zookeeper=SHORT_SESSION
+        tmp_path / "tiering.toml",
+        job="errors",
+        store_url=store_url,
+        zk_hosts=zk_hosts,
+        zookeeper=SHORT_SESSION,
+        **sections,
     )
 
 
@@ -39,6 +44,7 @@ def assert_one_clear_line(result: subprocess.CompletedProcess, code: int, *named
     "command", [["status"], ["leases", "list"], ["leases", "drop"], ["run", "--available-now"]], ids=" ".join
 )
 def test_a_malformed_lease_file_is_named_and_left_as_it_was(kv_store, zk_server, tmp_path, command):
+    TableOracle(kv_store.client(), "orders", num_buckets=1)
     conf = errors_conf(tmp_path, kv_store.url, zk_server.hosts)
     lease_file = tmp_path / "ckpt" / "tiering" / "lease.json"
     lease_file.parent.mkdir(parents=True)
@@ -52,8 +58,15 @@ def test_a_malformed_lease_file_is_named_and_left_as_it_was(kv_store, zk_server,
 
 
 def test_an_unsupported_lake_root_is_refused_before_anything_is_written(kv_store, tmp_path):
-    """Refused before the driver even asks ZooKeeper (which is not running here)."""
-    conf = errors_conf(tmp_path, kv_store.url, f"127.0.0.1:{free_port()}")
+    """Refused before the driver even asks ZooKeeper (which is not running here) or the store (which has
+    no table here)."""
+    conf = write_conf(
+        tmp_path / "tiering.toml",
+        job="errors",
+        store_url=kv_store.url,
+        zk_hosts=f"127.0.0.1:{free_port()}",
+        zookeeper=SHORT_SESSION,
+    )
     conf.write_text(conf.read_text().replace(str(tmp_path / "lake"), "hdfs://namenode/lake"))
 
     result = tiering_cli("run", "--conf", str(conf), "--available-now")
@@ -87,3 +100,27 @@ def test_a_checkpoint_of_another_job_is_refused_at_start_naming_that_job_committ
     assert_one_clear_line(result, EXIT_USAGE, "job.checkpoint", str(checkpoint), "belongs to job 'orders-tiering'")
     assert lease_file.read_bytes() == before and [p.name for p in checkpoint.iterdir()] == ["tiering"]
     assert not (tmp_path / "lake").exists()
+
+
+def test_an_available_now_run_that_selects_no_table_names_the_patterns(kv_store, zk_server, tmp_path):
+    """A typo in ``[tables] include`` would tier nothing, run after scheduled run, each exiting 0."""
+    TableOracle(kv_store.client(), "payments", num_buckets=1)
+    conf = errors_conf(tmp_path, kv_store.url, zk_server.hosts, tables={"include": ["paymnets"]})
+
+    result = tiering_cli("run", "--conf", str(conf), "--available-now")
+
+    assert_one_clear_line(result, EXIT_USAGE, "tables.include: 'paymnets' matches no table", "which has 1: payments")
+    assert not (tmp_path / "ckpt").exists() and not (tmp_path / "lake").exists()
+
+
+def test_an_available_now_run_with_the_store_down_fails_at_once_naming_it(store_factory, zk_server, tmp_path):
+    """No minutes of retries and no Spark traceback: the line `tiering check` prints."""
+    store = store_factory()
+    conf = errors_conf(tmp_path, store.url, zk_server.hosts)
+    store.stop()
+
+    result = tiering_cli("run", "--conf", str(conf), "--available-now")
+
+    assert_one_clear_line(result, EXIT_FAILURE, f"KV store at {store.url} unreachable", "Connection refused")
+    assert result.stderr.count("\n") == 1, result.stderr[-2000:]
+    assert not (tmp_path / "ckpt").exists() and not (tmp_path / "lake").exists()

@@ -70,3 +70,29 @@ def test_spark_submit_with_py_files_zip_tiers_every_table(kv_store, zk_server, t
     for t in (orders, users):
         assert_lake_equals(tmp_path / "lake", t)
     assert client.list_leases() == [], "the clean stop dropped the lease"
+
+
+def test_tiering_submit_logs_no_spark_info(kv_store, zk_server, tmp_path):
+    """`tiering submit` from any install: the job's lines, Spark's warnings, none of its INFO."""
+    orders = TableOracle(kv_store.client(), "orders", num_buckets=1)
+    orders.upsert(range(20))
+    conf = write_conf(
+        tmp_path / "tiering.toml",
+        job="submit-quiet",
+        store_url=kv_store.url,
+        zk_hosts=zk_server.hosts,
+        spark={"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "2"},
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TIERING_")}
+    env.update(PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable)
+    argv = ["submit", "--conf", str(conf), "--available-now", "--", "--master", "local[2]"]
+    done = subprocess.run(
+        [sys.executable, "-m", "tiering.cli", *argv], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300
+    )
+
+    output = done.stdout + done.stderr
+    assert done.returncode == 0, output[-4000:]
+    assert "job 'submit-quiet' done after" in output
+    spark_info = [line for line in output.splitlines() if " INFO " in line and " tiering" not in line]
+    assert spark_info == [], f"{len(spark_info)} lines of Spark INFO, e.g. {spark_info[:3]}"
+    assert_lake_equals(tmp_path / "lake", orders)

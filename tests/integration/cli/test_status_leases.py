@@ -80,6 +80,9 @@ def test_status_and_leases_show_lag_leader_and_holdings(spark, kv_store, zk_serv
     listing = tiering_cli("leases", "list", "--conf", str(conf), "--json")
     assert listing.returncode == EXIT_OK, listing.stderr
     assert [(lease["lease_id"], len(lease["snapshots"])) for lease in json.loads(listing.stdout)] == [(lease_id, 2)]
+    shown = tiering_cli("leases", "list", "--conf", str(conf))
+    assert f"{lease_id} *" in shown.stdout, shown.stdout
+    assert "* the lease in this job's checkpoint: the one its runs hold snapshots with" in shown.stdout, shown.stdout
 
     term = acquire_leadership(zk_server.hosts, unique_job, 10.0)
     try:
@@ -118,6 +121,7 @@ def assert_status_runs_without_pyspark(conf) -> None:
 def test_unreachable_zookeeper_exits_1_naming_the_host_and_writes_nothing(kv_store, tmp_path):
     from tiering.ports import free_port
 
+    TableOracle(kv_store.client(), "orders", num_buckets=1)
     hosts = f"127.0.0.1:{free_port()}"
     conf = write_conf(
         tmp_path / "tiering.toml",

@@ -11,8 +11,10 @@ import os
 import re
 import shlex
 import signal
+import socket
 import subprocess
 import sys
+import time
 import uuid
 from pathlib import Path
 
@@ -166,3 +168,30 @@ def test_a_failed_refresh_keeps_the_last_status_and_says_why(conf, kv_store, tmp
     failed = log.read_text().split("refresh failed at", 1)[1]
     assert kv_store.url.split("//")[1] in failed.splitlines()[0], failed[:500]
     assert lag_of(failed, LONG_NAMES[0]) == 30, "the last status stays, under the error"
+
+
+def test_ctrl_c_inside_a_refresh_lets_it_finish_then_exits_0(kv_store, unique_job, tmp_path):
+    """A refresh interrupted inside kazoo or the store client's retries leaves a client half
+    started or half stopped; the refresh under way ends (within --timeout), then the watch does."""
+    with socket.socket() as silent:  # a ZooKeeper that takes connections and never answers
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(16)
+        hosts = f"127.0.0.1:{silent.getsockname()[1]}"
+        conf = write_conf(tmp_path / "tiering.toml", job=unique_job, store_url=kv_store.url, zk_hosts=hosts)
+        log = tmp_path / "watch.log"
+        env = {k: v for k, v in os.environ.items() if not k.startswith("TIERING_")}
+        argv = ["status", "--watch", "--interval", "0.2", "--timeout", "4", "--conf", str(conf)]
+        with open(log, "w") as out:
+            watch = subprocess.Popen(
+                [sys.executable, "-m", "tiering.cli", *argv], env=env, stdout=out, stderr=subprocess.STDOUT, cwd=REPO
+            )
+        try:
+            wait_until(lambda: "refresh failed at" in log.read_text(), "a first failed refresh", timeout_s=60)
+            printed = log.read_text().count("refresh failed at")
+            time.sleep(1.0)  # the next refresh waits on the silent ZooKeeper for its --timeout
+        finally:
+            watch.send_signal(signal.SIGINT)
+            assert watch.wait(30) == EXIT_OK
+    text = log.read_text()
+    assert "Traceback" not in text and "KeyboardInterrupt" not in text and "kazoo" not in text, text
+    assert text.count("refresh failed at") == printed + 1, "the refresh under way when Ctrl-C came finished"

@@ -9,6 +9,8 @@ import socket
 import pytest
 from kazoo.client import KazooClient
 
+from tests.support.drivers import tiering_cli
+from tiering.cli import EXIT_FAILURE
 from tiering.coord.embedded import EmbeddedZooKeeper, _four_letter_word
 from tiering.coord.epoch import bump_epoch, read_epoch
 from tiering.errors import CoordinationError
@@ -71,5 +73,17 @@ def test_port_in_use_fails_with_log_tail(tmp_path):
         with pytest.raises(CoordinationError) as failure:
             server.start(tmp_path, port, timeout_s=30)
     assert f"127.0.0.1:{port}" in str(failure.value)
-    assert "Address already in use" in str(failure.value)
+    assert "another process listens there" in str(failure.value)
     assert not server.is_running()
+
+
+def test_tiering_zk_on_a_taken_port_names_it_and_claims_nothing(zk_server, tmp_path):
+    """Another ZooKeeper on the port answers the serving probe: no "serving" line may follow."""
+    result = tiering_cli("zk", "--port", str(zk_server.port), "--data-dir", str(tmp_path / "zk"))
+
+    assert result.returncode == EXIT_FAILURE, result.stderr[-2000:]
+    assert result.stdout == "", "no address is printed for a server that does not serve"
+    assert result.stderr.splitlines() == [
+        f"tiering: embedded ZooKeeper cannot listen at 127.0.0.1:{zk_server.port}: another process listens "
+        "there; choose a free port with --port"
+    ]

@@ -1,5 +1,5 @@
 """The built wheel installed in a fresh virtualenv, away from the checkout: what a user gets from
-`pip install kv-tiering` — the CLI, the example config, the preflight check against real
+`pip install dist/kv_tiering-*.whl` — the CLI, the example config, the preflight check against real
 services and a spark-submit of the job entry that tiers tables.
 
 The wheel and its virtualenv are made once per session (pyspark comes from pip's cache); every
@@ -97,7 +97,7 @@ def test_the_installed_cli_is_the_wheel_s_and_needs_no_extra(installed_wheel):
     assert no_fastapi == "True", "the job's install pulled the store's web framework"
     store = installed_wheel.run("tiering", "kv-store", "serve", "--data-dir", "kv", "--port", "8420")
     assert store.returncode == EXIT_USAGE
-    assert "pip install 'kv-tiering[store]'" in store.stderr
+    assert "-py3-none-any.whl[store]' beside the wheel" in store.stderr
 
 
 def test_init_writes_the_example_config_and_the_alert_rules_print(installed_wheel, tmp_path):
@@ -113,6 +113,7 @@ def test_init_writes_the_example_config_and_the_alert_rules_print(installed_whee
 
 
 def test_check_passes_against_the_services(installed_wheel, kv_store, zk_server, unique_job, tmp_path):
+    TableOracle(kv_store.client(), "orders", num_buckets=1)
     (tmp_path / "lake").mkdir()
     conf = write_conf(tmp_path / "tiering.toml", job=unique_job, store_url=kv_store.url, zk_hosts=zk_server.hosts)
 

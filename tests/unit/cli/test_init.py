@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+import tiering
 from tiering import extras, submit
 from tiering.cli import EXIT_OK, EXIT_USAGE, main
 from tiering.conf.loader import load_config
@@ -41,6 +42,7 @@ def test_the_checkout_s_example_is_the_package_s(tmp_path):
     assert rules.resolve() == REPO / "tiering" / "resources" / "kv-tiering.yml"
     dag = REPO / "jobs" / "airflow" / "kv_tiering_dag.py"
     assert dag.resolve() == REPO / "tiering" / "resources" / "kv_tiering_dag.py"
+    assert (REPO / "conf" / "log4j2.properties").resolve() == REPO / "tiering" / "resources" / "log4j2.properties"
 
 
 def test_airflow_dag_writes_the_factory_set_to_this_install(tmp_path, capsys):
@@ -110,6 +112,8 @@ def test_submit_builds_the_spark_submit_command_of_this_install(capsys, monkeypa
     command = shlex.split(capsys.readouterr().out)
     assert command == [
         str(Path(sys.executable).with_name("spark-submit")),
+        "--driver-java-options",
+        f"-Dlog4j2.configurationFile={submit.LOG4J2}",
         "--master",
         "local[2]",
         "--conf",
@@ -125,6 +129,20 @@ def test_submit_builds_the_spark_submit_command_of_this_install(capsys, monkeypa
         "9108",
     ]
     assert submit.ENTRY.is_file() and submit.ENTRY.parent.name == "jobs"
+
+
+def test_submit_s_driver_logs_warnings_with_the_package_s_log4j2_unless_told_otherwise(capsys):
+    """spark-submit's default for an application is Spark's INFO (hundreds of lines a run); the
+    file ships in the package, so an install without the checkout has it too."""
+    assert submit.LOG4J2.is_file() and submit.LOG4J2.is_relative_to(Path(submit.__file__).parent)
+    assert "rootLogger.level = warn" in submit.LOG4J2.read_text()
+    for own in (
+        ["--driver-java-options", "-Dx=1"],
+        ["--conf", "spark.driver.extraJavaOptions=-Dx=1"],
+        ["--deploy-mode", "cluster"],  # the driver runs elsewhere, where this path may not exist
+    ):
+        assert main(["submit", "--conf", "t.toml", "--dry-run", "--", *own]) == EXIT_OK
+        assert "log4j2.configurationFile" not in capsys.readouterr().out, own
 
 
 def test_submit_takes_spark_home_s_spark_submit_and_an_explicit_one(capsys, monkeypatch):
@@ -147,6 +165,8 @@ def test_submit_returns_spark_submit_s_exit_code(tmp_path, capsys):
     fake.chmod(0o755)
     assert main(["submit", "--conf", "t.toml", "--spark-submit", str(fake), "--", "--master", "local"]) == 2
     assert (tmp_path / "args").read_text().split() == [
+        "--driver-java-options",
+        f"-Dlog4j2.configurationFile={submit.LOG4J2}",
         "--master",
         "local",
         str(submit.ENTRY),
@@ -163,7 +183,10 @@ def test_a_command_needing_a_missing_extra_names_it(monkeypatch, capsys):
     assert main(["demo"]) == EXIT_USAGE
     assert main(["kv-store", "serve", "--data-dir", "/nonexistent", "--port", "1"]) == EXIT_USAGE
     err = capsys.readouterr().err.splitlines()
+    wheel = f"kv_tiering-{tiering.__version__}-py3-none-any.whl"
     assert err == [
-        "tiering: tiering demo needs the 'demo' extra (missing: uvicorn): pip install 'kv-tiering[demo]'",
-        "tiering: the reference KV store needs the 'store' extra (missing: uvicorn): pip install 'kv-tiering[store]'",
+        "tiering: tiering demo needs the 'demo' extra (missing: uvicorn): pip install '.[demo]' in the checkout, "
+        f"or pip install '{wheel}[demo]' beside the wheel (kv-tiering is on no package index)",
+        "tiering: the reference KV store needs the 'store' extra (missing: uvicorn): pip install '.[store]' in the "
+        f"checkout, or pip install '{wheel}[store]' beside the wheel (kv-tiering is on no package index)",
     ]

@@ -55,7 +55,9 @@ def test_json_rows_convert_to_the_column_types():
     [
         ("upsert", {"id": True}, "rows[0].id: expected bigint, got boolean True"),
         ("upsert", {"id": 1, "n": 128}, "rows[0].n: 128 is out of range for tinyint"),
-        ("upsert", {"id": 1, "d": "1.234"}, "rows[0].d: '1.234' does not fit decimal(5,2)"),
+        ("upsert", {"id": 1, "d": "1.234"}, "rows[0].d: '1.234' does not fit decimal(5,2): 3 digits after the point"),
+        ("upsert", {"id": 1, "d": 12345.6}, "rows[0].d: 12345.6 does not fit decimal(5,2): 5 digits before the point"),
+        ("upsert", {"id": 1, "d": "NaN"}, "rows[0].d: 'NaN' is not a finite decimal number"),
         ("upsert", {"id": 1, "at": "yesterday"}, "rows[0].at: Invalid isoformat string"),
         ("upsert", {"id": 1, "x": 1}, "rows[0].x: not a column of the table"),
         ("delete", {"id": 1, "n": 1}, "rows[0].n: delete rows carry primary-key columns only"),

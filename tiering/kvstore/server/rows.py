@@ -25,7 +25,7 @@ import pyarrow.compute as pc
 
 from tiering.kvstore.models import TableInfo
 from tiering.kvstore.server.errors import bad_request
-from tiering.kvstore.types import arrow_type
+from tiering.kvstore.types import arrow_type, decimal_parts
 
 _INT_BITS = {"tinyint": 8, "smallint": 16, "int": 32, "bigint": 64}
 _UTC_US = pa.timestamp("us", tz="UTC")
@@ -82,10 +82,31 @@ def _from_json(v: Any, spark_type: str) -> Any:
     elif spark_type.startswith("decimal"):
         if isinstance(v, (int, float, str)) and not isinstance(v, bool):
             try:
-                return decimal.Decimal(str(v))
+                number = decimal.Decimal(str(v))
             except decimal.InvalidOperation:
                 raise ValueError(f"{v!r} is not a decimal number") from None
+            return _fitting(number, v, spark_type)
     raise ValueError(f"expected {spark_type}, got {_json_name(v)} {v!r}"[:200])
+
+
+def _fitting(number: decimal.Decimal, v: Any, spark_type: str) -> decimal.Decimal:
+    """``number`` when ``decimal(p,s)`` holds it without loss; else ValueError saying which side of
+    the point has too many digits (trailing zeros after it do not count)."""
+    if not number.is_finite():
+        raise ValueError(f"{v!r} is not a finite decimal number")
+    parts = decimal_parts(spark_type)
+    assert parts is not None, spark_type
+    precision, scale = parts
+    exponent = number.normalize().as_tuple().exponent
+    after = max(0, -exponent) if isinstance(exponent, int) else 0
+    before = max(0, number.adjusted() + 1) if number else 0
+    if after > scale:
+        raise ValueError(f"{v!r} does not fit {spark_type}: {after} digits after the point, at most {scale}")
+    if before > precision - scale:
+        raise ValueError(
+            f"{v!r} does not fit {spark_type}: {before} digits before the point, at most {precision - scale}"
+        )
+    return number
 
 
 def _column(info: TableInfo, name: str, values: list[Any]) -> pa.Array:
