@@ -50,6 +50,7 @@ __all__ = [
     "LakeStorageError",
     "ObjectWriteError",
     "CoordinationError",
+    "FlussClusterError",
     "LeadershipLostError",
     "CheckpointError",
     "OffsetLogFormatError",
@@ -222,6 +223,11 @@ class ObjectWriteError(LakeStorageError):
 
 class CoordinationError(TieringError):
     """ZooKeeper could not be reached or answered unexpectedly."""
+
+
+class FlussClusterError(TieringError):
+    """A process of a Fluss cluster this package starts (tiering/fluss/cluster.py) could not
+    start, exited, or was asked for before it started; the message names it and its log."""
 
 
 class LeadershipLostError(NotLeaderError, CoordinationError):
