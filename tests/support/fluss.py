@@ -33,3 +33,22 @@ def skip_without_fluss() -> None:
     reason = _why_not()
     if reason:
         pytest.skip(f"Apache Fluss: {reason}")
+
+
+async def connect(cluster):
+    """A pyfluss connection to ``cluster`` (a :class:`tiering.fluss.cluster.FlussCluster`)."""
+    import fluss
+
+    return await fluss.FlussConnection.create(fluss.Config({"bootstrap.servers": cluster.bootstrap_servers}))
+
+
+async def new_table(cluster, database: str, name: str, schema, buckets: int):
+    """A connection, its admin, and a new table of ``buckets`` buckets in a new ``database``."""
+    import fluss
+
+    connection = await connect(cluster)
+    admin = connection.get_admin()
+    await admin.create_database(database, ignore_if_exists=True)
+    path = fluss.TablePath(database, name)
+    await admin.create_table(path, fluss.TableDescriptor(schema, bucket_count=buckets))
+    return connection, admin, path, await connection.get_table(path)

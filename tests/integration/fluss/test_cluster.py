@@ -18,16 +18,14 @@ import signal
 import pyarrow as pa
 import pytest
 
+from tests.support.fluss import connect
+
 pytestmark = pytest.mark.integration
 
 fluss = pytest.importorskip("fluss")
 
 SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string())])
 PATH = ("fluss", "restarted")
-
-
-async def connect(cluster):
-    return await fluss.FlussConnection.create(fluss.Config({"bootstrap.servers": cluster.bootstrap_servers}))
 
 
 async def write(cluster, keys: range, *, create: bool = False) -> None:

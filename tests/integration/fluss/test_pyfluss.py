@@ -16,6 +16,8 @@ from collections import defaultdict
 import pyarrow as pa
 import pytest
 
+from tests.support.fluss import new_table
+
 pytestmark = pytest.mark.integration
 
 fluss = pytest.importorskip("fluss")
@@ -60,20 +62,10 @@ async def changelog(table, ends: dict[int, int]) -> dict[int, list]:
     return records
 
 
-async def new_table(cluster, database: str, name: str, schema):
-    """A connection, its admin, and a new table of ``BUCKETS`` buckets in a new ``database``."""
-    connection = await fluss.FlussConnection.create(fluss.Config({"bootstrap.servers": cluster.bootstrap_servers}))
-    admin = connection.get_admin()
-    await admin.create_database(database)
-    path = fluss.TablePath(database, name)
-    await admin.create_table(path, fluss.TableDescriptor(schema, bucket_count=BUCKETS))
-    return connection, admin, path, await connection.get_table(path)
-
-
 def test_a_primary_key_tables_changelog_per_bucket_replays_to_the_rows_written(fluss_cluster, fluss_database):
     async def scenario():
         schema = fluss.Schema(SCHEMA, primary_keys=["id"])
-        connection, admin, path, table = await new_table(fluss_cluster, fluss_database, "orders", schema)
+        connection, admin, path, table = await new_table(fluss_cluster, fluss_database, "orders", schema, BUCKETS)
         writer = table.new_upsert().create_writer()
         for key in range(1, 13):
             writer.upsert(order(key))
@@ -116,7 +108,9 @@ def test_a_primary_key_tables_changelog_per_bucket_replays_to_the_rows_written(f
 
 def test_a_log_table_reads_back_as_appends(fluss_cluster, fluss_database):
     async def scenario():
-        connection, admin, path, table = await new_table(fluss_cluster, fluss_database, "events", fluss.Schema(SCHEMA))
+        connection, admin, path, table = await new_table(
+            fluss_cluster, fluss_database, "events", fluss.Schema(SCHEMA), BUCKETS
+        )
         writer = table.new_append().create_writer()
         for key in range(1, 9):
             writer.append(order(key))
