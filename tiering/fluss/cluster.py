@@ -24,7 +24,7 @@ import signal
 import socket
 import subprocess
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
@@ -332,7 +332,11 @@ class FlussCluster:
             return ""
         return f"servers listed: {[(node.server_type, node.id) for node in nodes]}"
 
-    def _process(self, name: str, main_class: str, classpath: str, write_config) -> FlussProcess:
+    def _process(
+        self, name: str, main_class: str, classpath: str, write_config: Callable[[str, Path], list[str]]
+    ) -> FlussProcess:
+        """A process of the cluster: its directory, logging config, and command line (the arguments
+        ``write_config`` returns after writing its config file)."""
         directory = self._started_directory() / name
         directory.mkdir(parents=True, exist_ok=True)
         (directory / "log4j2.properties").write_text(_LOG4J2)
