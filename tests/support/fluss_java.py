@@ -8,7 +8,8 @@ the tests' shared session keeps the test process's one SparkContext slot.
 
 py4j pitfall handled here: a small Python int arrives as ``java.lang.Integer`` and Fluss unboxes
 ``Map<TableBucket, Long>`` values as ``Long`` (a ClassCastException), and a ``Long`` returned to
-Python comes back as an int; :meth:`FlussJava.long_map` builds the map inside the JVM.
+Python comes back as an int; :meth:`FlussJava.long_map` builds the map inside the JVM
+(tiering/fluss/jvm.py's, the product's own).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from tests.support.fluss import client_jar
+from tiering.fluss.jvm import java_set, long_map
 
 SCAN_POLL_S = 5
 
@@ -82,27 +84,10 @@ class FlussJava:
         return rows
 
     def long_map(self, entries: dict[Any, int]):
-        """A ``java.util.Map<K, java.lang.Long>`` of ``entries``, boxed inside the JVM: a ``long[]``
-        boxed by ``LongStream.boxed()``, each Long copied JVM-side into a key/value pair, the
-        pairs made a map by commons-lang3's ``ArrayUtils.toMap`` (in Spark's jars)."""
-        jvm, new_array = self.jvm, self.gateway.new_array
-        values = new_array(jvm.long, len(entries))
-        for i, value in enumerate(entries.values()):
-            values[i] = value
-        boxed = jvm.java.util.Arrays.stream(values).boxed().toArray()
-        pairs = new_array(jvm.java.lang.Object, len(entries))
-        for i, key in enumerate(entries):
-            pair = new_array(jvm.java.lang.Object, 2)
-            pair[0] = key
-            jvm.java.lang.System.arraycopy(boxed, i, pair, 1, 1)
-            pairs[i] = pair
-        return jvm.org.apache.commons.lang3.ArrayUtils.toMap(pairs)
+        return long_map(self.gateway, entries)
 
     def java_set(self, items):
-        result = self.jvm.java.util.HashSet()
-        for item in items:
-            result.add(item)
-        return result
+        return java_set(self.gateway, items)
 
     def class_location(self, name: str) -> str:
         """Where the driver's class loader (the one spark.jars joins) loads ``name`` from."""
