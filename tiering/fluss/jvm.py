@@ -1,13 +1,18 @@
 """A JVM with Fluss's Java client, reached through py4j: for what pyfluss does not bind (KV
 snapshots, the snapshot lease, reading a snapshot's rows).
 
-Failure modes it guards against: a process with no JVM (the source's planning process has no
-SparkContext) or a driver's JVM without fluss-client (``spark.jars`` lacks it) left without the
-calls, so it gets a small gateway JVM of its own (fluss-client on its classpath, killed with the
-process that started it); with neither, one clear error naming both instead of a failure deep in
-a call; py4j's boxing: a small Python int arrives as ``java.lang.Integer`` and Fluss unboxes
-``Map<TableBucket, Long>`` values as ``Long`` (a ClassCastException), so :func:`long_map` boxes
-them inside the JVM.
+Failure modes it guards against:
+- a process with no JVM (the source's planning process has no SparkContext) or a driver's JVM
+  without fluss-client (``spark.jars`` lacks it) left without the calls: it gets a small gateway
+  JVM of its own (fluss-client on its classpath, killed with the process that started it); with
+  neither, one clear error naming both instead of a failure deep in a call;
+- a failure read as another: pyspark, once a SparkContext lives in the process, reads every py4j
+  gateway's thrown Java exceptions through Spark's JVM, where another gateway's object ids are
+  other objects. So futures hand their failures over as values (:meth:`FlussJvm.outcome`), never
+  thrown; a synchronous call that throws there is reported as a py4j error, not as Fluss's;
+- py4j's boxing: a small Python int arrives as ``java.lang.Integer`` and Fluss unboxes
+  ``Map<TableBucket, Long>`` values as ``Long`` (a ClassCastException), so :func:`long_map` boxes
+  them inside the JVM.
 """
 
 from __future__ import annotations
@@ -17,6 +22,8 @@ import sys
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
+
+from py4j.java_gateway import JavaObject
 
 from tiering.coord.embedded import find_java
 from tiering.errors import FlussClientError
@@ -40,6 +47,7 @@ class FlussJvm:
         self.gateway = gateway
         self.jvm = gateway.jvm
         self.owned = owned
+        self.bootstrap_servers = bootstrap_servers
         settings = self.jvm.java.util.HashMap()
         settings.put("bootstrap.servers", bootstrap_servers)
         configuration = self.jvm.org.apache.fluss.config.Configuration.fromMap(settings)
@@ -67,6 +75,31 @@ class FlussJvm:
 
     def bucket(self, table_id: int, bucket: int) -> Any:
         return self.jvm.org.apache.fluss.metadata.TableBucket(table_id, bucket)
+
+    def outcome(self, future: Any) -> tuple[Any, Any]:
+        """``(value, None)`` of a completed ``CompletableFuture``, or ``(None, throwable)`` when it
+        failed. The failure never crosses py4j as a Java exception: pyspark, once a SparkContext
+        lives in the process, reads every gateway's Java exceptions through Spark's own JVM
+        (``install_exception_handler``), where this gateway's object ids mean other objects."""
+        identity = self.jvm.java.util.function.Function.identity()
+        value = future.exceptionally(identity).get()  # a failure completes it with the Throwable
+        if isinstance(value, JavaObject) and self.jvm.java.lang.Class.forName("java.lang.Throwable").isInstance(value):
+            return None, value
+        return value, None
+
+    def failure_kinds(self, throwable: Any) -> tuple[frozenset[str], str]:
+        """Every class (and superclass) name along ``throwable``'s causes, and the innermost one's
+        text: Fluss's own exception is usually wrapped (``CompletionException``, ``ExecutionException``)."""
+        kinds: set[str] = set()
+        text = ""
+        while throwable is not None:
+            text = throwable.toString()
+            kind = throwable.getClass()
+            while kind is not None:
+                kinds.add(kind.getName())
+                kind = kind.getSuperclass()
+            throwable = throwable.getCause()
+        return frozenset(kinds), text
 
     def close(self) -> None:
         try:

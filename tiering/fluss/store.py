@@ -12,8 +12,8 @@ Failure modes it guards against: pyfluss is async, and a caller of this module m
 an event loop's thread or in a Spark worker, so each object runs pyfluss on a private event loop,
 one call at a time. Fluss 0.9.1 answers every ``acquireSnapshots`` with no unavailable snapshot,
 so an acquire looks each snapshot up after holding it and returns the ones that are gone. A Fluss
-lease has no epoch: the epoch is checked here, per process (the highest seen per lease id; a
-lower one is ``FencedEpochError``); a renewal of a dropped or lapsed lease is silently accepted by
+lease has no epoch: the epoch is checked here, by the store object that calls (the highest seen
+per lease id; a lower one is ``FencedEpochError``); a renewal of a dropped or lapsed lease is silently accepted by
 Fluss, so ``renew`` cannot report one. An unclean tablet restart can lose acked writes and move a
 log end back; this module reports what Fluss says. Reading a snapshot's rows goes through the
 JVM of the process that reads, row by row: fine for the driver and the tests; the executors' read
@@ -40,9 +40,11 @@ from tiering.errors import (
     StoreError,
     StoreUnavailableError,
     TableNotFoundError,
+    one_line,
 )
 from tiering.fluss.jvm import FlussJvm, java_set, long_map
 from tiering.fluss.types import store_column
+from tiering.kvstore import retry
 from tiering.kvstore.contract import BucketId, BucketLog, SnapshotRef, StoreTable, TableLog, changelog_schema
 from tiering.kvstore.protocol import DELETE, INSERT, OFFSET_COLUMN, OP_COLUMN, TIMESTAMP_COLUMN, UPDATE
 
@@ -56,6 +58,12 @@ _SYSTEM = frozenset({OFFSET_COLUMN, OP_COLUMN, TIMESTAMP_COLUMN})
 #: how long a changelog read waits for records it was told exist, and one poll's wait
 _READ_DEADLINE_S = 60.0
 _POLL_MS = 500
+#: the root of the exceptions Fluss's Java client marks retriable, and the ones the seam names
+_RETRIABLE = "org.apache.fluss.exception.RetriableException"
+_TABLE_NOT_EXIST_JAVA = "org.apache.fluss.exception.TableNotExistException"
+_SNAPSHOT_NOT_EXIST = "KvSnapshotNotExistException"
+#: a lease handle made only to release or drop with: Fluss sends a duration with acquire and renew only
+_UNUSED_DURATION_MS = 1
 #: how long a snapshot scanner's poll waits for the next batch
 _SCAN_POLL_S = 5
 
@@ -81,7 +89,11 @@ class _Connections:
 
     def _run(self, make: Any, *args: Any, table: str | None = None) -> Any:
         """``make(connection, *args)``'s coroutine run to its end on the private loop; pyfluss's
-        errors as the seam's."""
+        errors as the seam's, the retryable ones retried as every store call is (``STORE_RETRY``:
+        a bucket whose leader is not elected yet, a tablet restarting)."""
+        return retry.STORE_RETRY.copy()(self._run_once, make, *args, table=table)
+
+    def _run_once(self, make: Any, *args: Any, table: str | None = None) -> Any:
         import fluss
 
         with self._lock:
@@ -154,7 +166,7 @@ class FlussStore(_Connections):
         async def listed(connection: Any) -> list[Any]:
             admin = connection.get_admin()
             names = await admin.list_tables(self.database)
-            return [await admin.get_table_info(self._path(name)) for name in names]
+            return await asyncio.gather(*(admin.get_table_info(self._path(name)) for name in names))
 
         return [_store_table(info) for info in self._run(listed) if info.has_primary_key()]
 
@@ -167,27 +179,19 @@ class FlussStore(_Connections):
         return _store_table(info)
 
     def log_ends(self, tables: Sequence[str]) -> dict[str, TableLog]:
-        import fluss
+        """The tables' logs asked for at once (two ``list_offsets`` per table: its first and its
+        end offsets, every bucket in each)."""
 
         async def ends(connection: Any) -> dict[str, TableLog]:
             admin = connection.get_admin()
-            found = {}
-            for name in tables:
-                path = self._path(name)
-                if not await admin.table_exists(path):
-                    continue
-                info = await admin.get_table_info(path)
-                buckets = list(range(info.num_buckets))
-                starts = await admin.list_offsets(path, buckets, fluss.OffsetSpec.earliest())
-                latest = await admin.list_offsets(path, buckets, fluss.OffsetSpec.latest())
-                found[name] = TableLog(info.table_id, {b: BucketLog(b, starts[b], latest[b]) for b in buckets})
-            return found
+            logs = await asyncio.gather(*(_table_log(admin, self._path(name)) for name in tables))
+            return {name: log for name, log in zip(tables, logs, strict=True) if log is not None}
 
         return self._run(ends)
 
     def latest_snapshots(self, table: str) -> dict[int, SnapshotRef]:
         java = self.java
-        snapshots = _java_call(lambda: java.admin.getLatestKvSnapshots(java.path(self.database, table)).get(), table)
+        snapshots = _java_call(java, lambda: java.admin.getLatestKvSnapshots(java.path(self.database, table)), table)
         table_id = snapshots.getTableId()
         latest = {}
         for bucket in snapshots.getBucketIds():
@@ -221,7 +225,7 @@ class FlussStore(_Connections):
 
     def create(self, lease_id: str, epoch: int, duration_ms: int) -> None:
         lease = self._lease(lease_id, epoch, duration_ms)
-        _java_call(lambda: lease.renew().get(), None, lease_id)
+        _java_call(self.java, lease.renew, None, lease_id)
 
     def acquire(
         self, lease_id: str, epoch: int, duration_ms: int, snapshots: Sequence[SnapshotRef]
@@ -229,31 +233,34 @@ class FlussStore(_Connections):
         lease = self._lease(lease_id, epoch, duration_ms)
         java = self.java
         if not snapshots:
-            _java_call(lambda: lease.renew().get(), None, lease_id)
+            _java_call(self.java, lease.renew, None, lease_id)
             return []
         held = long_map(java.gateway, {java.bucket(s.table_id, s.bucket): s.snapshot_id for s in snapshots})
-        answer = _java_call(lambda: lease.acquireSnapshots(held).get(), None, lease_id)
+        answer = _java_call(java, lambda: lease.acquireSnapshots(held), None, lease_id)
         refused = {(b.getTableId(), b.getBucket()) for b in answer.getUnavailableSnapshots().keySet()}
         # 0.9.1 refuses nothing: a snapshot already collected is only found by looking it up
         return [s for s in snapshots if (s.table_id, s.bucket) in refused or not _snapshot_exists(java, s)]
 
     def renew(self, lease_id: str, epoch: int, duration_ms: int) -> None:
         lease = self._lease(lease_id, epoch, duration_ms)
-        _java_call(lambda: lease.renew().get(), None, lease_id)
+        _java_call(self.java, lease.renew, None, lease_id)
+
+    def _kept(self, lease_id: str) -> Any:
+        """The lease's handle, or one made to release or drop with (its duration unused)."""
+        kept = self._leases.get(lease_id)
+        return kept[1] if kept else self.java.admin.createKvSnapshotLease(lease_id, _UNUSED_DURATION_MS)
 
     def release(self, lease_id: str, epoch: int, buckets: Sequence[BucketId]) -> None:
         self._fence(lease_id, epoch)
-        kept = self._leases.get(lease_id)
-        lease = kept[1] if kept else self.java.admin.createKvSnapshotLease(lease_id, 1)
-        java = self.java
+        lease, java = self._kept(lease_id), self.java
         chosen = java_set(java.gateway, [java.bucket(b.table_id, b.bucket) for b in buckets])
-        _java_call(lambda: lease.releaseSnapshots(chosen).get(), None, lease_id)
+        _java_call(java, lambda: lease.releaseSnapshots(chosen), None, lease_id)
 
     def drop(self, lease_id: str, epoch: int) -> None:
         self._fence(lease_id, epoch)
-        kept = self._leases.pop(lease_id, None)
-        lease = kept[1] if kept else self.java.admin.createKvSnapshotLease(lease_id, 1)
-        _java_call(lambda: lease.dropLease().get(), None, lease_id)
+        lease = self._kept(lease_id)
+        self._leases.pop(lease_id, None)
+        _java_call(self.java, lease.dropLease, None, lease_id)
 
     @property
     def lake_progress(self) -> None:
@@ -327,6 +334,22 @@ def _path_of(database: str, name: str) -> Any:
     return fluss.TablePath(database, name)
 
 
+async def _table_log(admin: Any, path: Any) -> TableLog | None:
+    """A table's log, None when the database does not hold it."""
+    import fluss
+
+    try:
+        info = await admin.get_table_info(path)
+    except fluss.FlussError as e:
+        if e.error_code == _TABLE_NOT_EXIST:
+            return None
+        raise
+    buckets = list(range(info.num_buckets))
+    starts = await admin.list_offsets(path, buckets, fluss.OffsetSpec.earliest())
+    ends = await admin.list_offsets(path, buckets, fluss.OffsetSpec.latest())
+    return TableLog(info.table_id, {b: BucketLog(b, starts[b], ends[b]) for b in buckets})
+
+
 async def _subscribed(connection: Any, database: str, table: str, bucket: int, start: int) -> Any:
     """A log scanner of ``bucket`` from ``start``; ``SnapshotUnavailableError`` when ``start`` is
     below the bucket's first readable offset (the changes there are gone)."""
@@ -367,27 +390,36 @@ def _store_table(info: Any) -> StoreTable:
     return StoreTable(name, info.table_id, columns, tuple(info.get_primary_keys()), info.num_buckets)
 
 
-def _java_call(call: Any, table: str | None, lease_id: str | None = None) -> Any:
-    """``call()``, a Java exception as the seam's error (py4j's Py4JJavaError names Fluss's own)."""
+def _java_call(java: FlussJvm, start: Any, table: str | None, lease_id: str | None = None) -> Any:
+    """The value of the future ``start()`` returns, retried as every store call is (``STORE_RETRY``)
+    while Fluss marks its failure retriable; a failure as the seam's error."""
+    return retry.STORE_RETRY.copy()(_java_once, java, start, table, lease_id)
+
+
+def _java_once(java: FlussJvm, start: Any, table: str | None, lease_id: str | None) -> Any:
     from py4j.protocol import Py4JError
 
     try:
-        return call()
-    except Py4JError as e:
-        text = str(e).splitlines()
-        message = f"Fluss: {' '.join(line.strip() for line in text[:3])}"
-        retryable = any(word in str(e) for word in ("TimeoutException", "NetworkException", "Disconnect"))
-        kind = StoreUnavailableError if retryable else StoreError
-        raise kind(message, table=table, lease_id=lease_id) from e
+        value, failure = java.outcome(start())
+    except Py4JError as e:  # the call itself failed: the gateway gone, a wrong argument
+        raise StoreError(f"Fluss's client: {one_line(e)[:300]}", table=table, lease_id=lease_id) from e
+    if failure is None:
+        return value
+    kinds, text = java.failure_kinds(failure)
+    message = f"Fluss at {java.bootstrap_servers}: {text}"
+    if _TABLE_NOT_EXIST_JAVA in kinds:
+        raise TableNotFoundError(message, code="TABLE_NOT_FOUND", table=table)
+    kind = StoreUnavailableError if _RETRIABLE in kinds else StoreError
+    raise kind(message, table=table, lease_id=lease_id)
 
 
 def _snapshot_exists(java: FlussJvm, ref: SnapshotRef) -> bool:
-    from py4j.protocol import Py4JJavaError
-
+    """Whether the cluster still has the snapshot's metadata (``getKvSnapshotMetadata``)."""
+    bucket = java.bucket(ref.table_id, ref.bucket)
     try:
-        java.admin.getKvSnapshotMetadata(java.bucket(ref.table_id, ref.bucket), ref.snapshot_id).get()
-    except Py4JJavaError as e:
-        if "KvSnapshotNotExistException" in str(e):
+        _java_call(java, lambda: java.admin.getKvSnapshotMetadata(bucket, ref.snapshot_id), None)
+    except StoreError as e:
+        if _SNAPSHOT_NOT_EXIST in e.message:
             return False
         raise
     return True

@@ -18,8 +18,9 @@ import pytest
 from tests.support.fluss import client_jar, new_table
 from tests.support.store_sides import SNAPSHOT_WAIT
 from tests.support.waiting import wait_until
-from tiering.errors import FlussClientError, SchemaMismatchError
+from tiering.errors import FlussClientError, SchemaMismatchError, StoreError, StoreUnavailableError
 from tiering.fluss.jvm import FlussJvm
+from tiering.kvstore import retry
 from tiering.kvstore.protocol import OP_COLUMN
 
 pytestmark = pytest.mark.integration
@@ -27,6 +28,7 @@ pytestmark = pytest.mark.integration
 fluss = pytest.importorskip("fluss")
 
 from tiering.fluss.store import FlussStore  # noqa: E402  (pyfluss present)
+from tiering.fluss.store import _java_call as java_call  # noqa: E402
 
 TYPES = pa.schema(
     [
@@ -147,3 +149,27 @@ def test_a_driver_jvm_without_fluss_client_is_passed_over_for_a_jvm_of_its_own(s
         assert java.admin.listDatabases().get() is not None
     finally:
         java.close()
+
+
+@pytest.mark.parametrize(
+    ("exception", "raised", "attempts"),
+    [("NotLeaderOrFollowerException", StoreUnavailableError, 3), ("InvalidTableException", StoreError, 1)],
+)
+def test_a_failure_fluss_marks_retriable_is_retried_and_others_are_not(
+    spark, store, monkeypatch, exception, raised, attempts
+):
+    """Fluss's own exceptions as a failed future's cause, with a Spark session in the process (whose
+    py4j exception handler would misread this gateway's thrown exceptions)."""
+    monkeypatch.setattr(retry, "STORE_RETRY", retry.instant(retry.STORE_RETRY))
+    java = store.java
+    cause = getattr(java.jvm.org.apache.fluss.exception, exception)("bucket 0 moved")
+    calls = []
+
+    def failing():
+        calls.append(1)
+        return java.jvm.java.util.concurrent.CompletableFuture.failedFuture(cause)
+
+    with pytest.raises(raised, match=f"{exception}: bucket 0 moved") as error:
+        java_call(java, failing, "orders")
+
+    assert type(error.value) is raised and len(calls) == attempts

@@ -106,6 +106,8 @@ def test_tables_carry_schema_key_buckets_and_an_id_a_re_created_table_changes(si
     assert set(store.log_ends([table, "absent"])) == {table}
     with pytest.raises(TableNotFoundError):
         store.table("absent")
+    with pytest.raises(TableNotFoundError):
+        store.latest_snapshots("absent")
 
     side.drop_table(table)
     side.create_table(table, 3)
