@@ -224,6 +224,8 @@ class FlussStore(_Connections):
         return kept[1]
 
     def create(self, lease_id: str, epoch: int, duration_ms: int) -> None:
+        """The lease's handle, renewed: Fluss keeps a lease from its first acquire on, and renews
+        one it does not hold without a word."""
         lease = self._lease(lease_id, epoch, duration_ms)
         _java_call(self.java, lease.renew, None, lease_id)
 
