@@ -173,3 +173,22 @@ def test_a_failure_fluss_marks_retriable_is_retried_and_others_are_not(
         java_call(java, failing, "orders")
 
     assert type(error.value) is raised and len(calls) == attempts
+
+
+def test_a_pickled_reader_reads_the_changelog_in_spark_tasks(spark, fluss_cluster, database, store):
+    """As an executor gets it: each task's Python worker unpickles the reader and connects on its own."""
+    rows = [{"id": k, "name": f"n{k}"} for k in range(1, 21)]
+    schema = pa.schema([pa.field("id", pa.int32(), nullable=False), ("name", pa.string())])
+    create(fluss_cluster, database, "tasked", schema, rows, key=["id"])
+    table = store.table("tasked")
+    ends = {b: log.end for b, log in store.log_ends(["tasked"])["tasked"].buckets.items()}
+    reader = store.bucket_reader()
+
+    def read(bucket: int) -> list[tuple[int, str]]:
+        changes = [batch.to_pylist() for batch in reader.changelog(table, bucket, 0, ends[bucket])]
+        reader.close()
+        return [(change["id"], change["__op"]) for batch in changes for change in batch]
+
+    read_in_tasks = spark.sparkContext.parallelize(sorted(ends), len(ends)).flatMap(read).collect()
+
+    assert sorted(read_in_tasks) == [(k, "+I") for k in range(1, 21)]
