@@ -52,6 +52,9 @@ __all__ = ["FlussStore", "FlussBucketReader"]
 
 #: pyfluss's error code for a table the database does not hold (``fluss.ErrorCode.TABLE_NOT_EXIST``)
 _TABLE_NOT_EXIST = 7
+#: pyfluss 1.0's client error, not flagged retriable, for a bucket whose leader it does not know yet
+#: (a table just created): Java's client says LeaderNotAvailableException, a RetriableException
+_NO_LEADER_YET = "No leader found for table bucket"
 #: Fluss's change kinds as the seam's op codes; ``-U`` (the row an update replaces) is dropped
 _OPS = {"+I": INSERT, "+U": UPDATE, "-D": DELETE}
 _SYSTEM = frozenset({OFFSET_COLUMN, OP_COLUMN, TIMESTAMP_COLUMN})
@@ -140,7 +143,7 @@ def _store_error(error: Any, servers: str, table: str | None) -> StoreError:
     message = f"Fluss at {servers}: {error.message}" + (f" (table {table!r})" if table else "")
     if error.error_code == _TABLE_NOT_EXIST:
         return TableNotFoundError(message, code="TABLE_NOT_FOUND", table=table)
-    if error.is_retriable:
+    if error.is_retriable or _NO_LEADER_YET in error.message:
         return StoreUnavailableError(message, table=table)
     return StoreError(message, table=table)
 
