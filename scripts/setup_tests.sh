@@ -2,9 +2,9 @@
 # Prepares what the tests need beyond scripts/setup.sh's .venv, in parts:
 #   main     tmux (the `tiering status --watch` test runs it in a terminal), promtool in .venv/bin
 #            (the alert rules' tests), Maven, hadoop-aws and its AWS SDK bundle for a checkpoint on
-#            S3 (scripts/setup_s3a.sh), .venv's archive of Spark's classes and the bytecode of
-#            the tests and benchmarks (scripts/setup.sh compiles the package's): what the main
-#            suite needs
+#            S3 (scripts/setup_s3a.sh), the Apache Fluss server and client jars (scripts/
+#            setup_fluss.sh), .venv's archive of Spark's classes and the bytecode of the tests and
+#            benchmarks (scripts/setup.sh compiles the package's): what the main suite needs
 #   oldest   .venv-oldest on the oldest supported pyspark (scripts/setup_oldest.sh)
 #   delta    .venv-delta with delta-spark and its jars (scripts/setup_delta.sh; after main: Maven)
 #   airflow  the Airflow venvs (scripts/setup_airflow.sh)
@@ -65,6 +65,7 @@ main() {
   .venv/bin/python -m compileall -q tests benchmarks
   main_tools
   { $missing_only && has_jars deploy/jars/s3a/lib || ./scripts/setup_s3a.sh; } || rc=$?
+  { $missing_only && has_jars deploy/jars/fluss/lib || ./scripts/setup_fluss.sh; } || rc=$?
   lane_wait archive || rc=$?
   return "$rc"
 }

@@ -19,6 +19,7 @@ settings.register_profile("kv-tiering", deadline=None)
 settings.load_profile("kv-tiering")
 
 pytest_plugins = [
+    "tests.fixtures.fluss",
     "tests.fixtures.s3",
     "tests.fixtures.spark",
     "tests.fixtures.spark_cluster",

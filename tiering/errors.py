@@ -50,6 +50,8 @@ __all__ = [
     "LakeStorageError",
     "ObjectWriteError",
     "CoordinationError",
+    "FlussClusterError",
+    "FlussClientError",
     "LeadershipLostError",
     "CheckpointError",
     "OffsetLogFormatError",
@@ -222,6 +224,17 @@ class ObjectWriteError(LakeStorageError):
 
 class CoordinationError(TieringError):
     """ZooKeeper could not be reached or answered unexpectedly."""
+
+
+class FlussClusterError(TieringError):
+    """A process of a Fluss cluster this package starts (tiering/fluss/cluster.py) could not
+    start, exited, or was asked for before it started; the message names it and its log."""
+
+
+class FlussClientError(TieringError):
+    """Fluss's Java client cannot be reached from this process: no JVM has fluss-client (the
+    driver's lacks it on ``spark.jars``) and no fluss-client jar was given to start one with. A
+    setting to fix, never retried."""
 
 
 class LeadershipLostError(NotLeaderError, CoordinationError):

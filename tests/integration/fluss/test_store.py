@@ -1,0 +1,194 @@
+"""Apache Fluss behind the store seam (tiering/fluss/store.py), the parts the contract suite does not
+cover: every column type a primary-key table can hold reads back through the changelog and a
+snapshot with the value written, in the Arrow type the lake gets; a log table is not a table to
+tier; a column without a lossless Spark type is refused naming table and column.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import decimal
+import uuid
+from collections.abc import Iterator
+
+import pyarrow as pa
+import pytest
+
+from tests.support.fluss import client_jar, new_table
+from tests.support.store_sides import SNAPSHOT_WAIT
+from tests.support.waiting import wait_until
+from tiering.errors import FlussClientError, SchemaMismatchError, StoreError, StoreUnavailableError
+from tiering.fluss.jvm import FlussJvm
+from tiering.kvstore import retry
+from tiering.kvstore.protocol import OP_COLUMN
+
+pytestmark = pytest.mark.integration
+
+fluss = pytest.importorskip("fluss")
+
+from tiering.fluss.store import FlussStore  # noqa: E402  (pyfluss present)
+from tiering.fluss.store import _java_call as java_call  # noqa: E402
+
+TYPES = pa.schema(
+    [
+        pa.field("id", pa.int32(), nullable=False),
+        ("flag", pa.bool_()),
+        ("tiny", pa.int8()),
+        ("small", pa.int16()),
+        ("big", pa.int64()),
+        ("real", pa.float32()),
+        ("wide", pa.float64()),
+        ("price", pa.decimal128(10, 2)),
+        ("name", pa.string()),
+        ("blob", pa.binary()),
+        ("code", pa.binary(4)),
+        ("day", pa.date32()),
+        ("clock", pa.time32("ms")),
+        ("wall", pa.timestamp("us")),
+        ("instant", pa.timestamp("us", tz="UTC")),
+    ]
+)
+FULL = {
+    "id": 1,
+    "flag": True,
+    "tiny": -7,
+    "small": 300,
+    "big": 9_000_000_000,
+    "real": 1.5,
+    "wide": 2.25,
+    "price": decimal.Decimal("12345678.91"),
+    "name": "zürich",
+    "blob": b"\x00\xff",
+    "code": b"abcd",
+    "day": datetime.date(2026, 11, 28),
+    "clock": datetime.time(13, 14, 15, 123000),
+    "wall": datetime.datetime(2026, 11, 28, 13, 14, 15, 123456),
+    "instant": datetime.datetime(2026, 11, 28, 13, 14, 15, 123456, tzinfo=datetime.UTC),
+}
+EMPTY = {name: None for name in TYPES.names} | {"id": 2}
+
+
+@pytest.fixture(scope="module")
+def database() -> str:
+    return f"store_{uuid.uuid4().hex[:8]}"
+
+
+@pytest.fixture(scope="module")
+def store(fluss_cluster, database) -> Iterator[FlussStore]:
+    made = FlussStore(fluss_cluster.bootstrap_servers, database, client_jar())
+    yield made
+    made.close()
+
+
+def create(cluster, database: str, table: str, schema: pa.Schema, rows: list[dict], key: list[str] | None = None):
+    async def scenario():
+        fluss_schema = fluss.Schema(schema, primary_keys=key) if key else fluss.Schema(schema)
+        connection, _, _, created = await new_table(cluster, database, table, fluss_schema, 1)
+        if rows:
+            writer = created.new_upsert().create_writer()
+            for row in rows:
+                writer.upsert(row)
+            await writer.flush()
+        await connection.close()
+
+    asyncio.run(scenario())
+
+
+def test_every_type_reads_back_through_the_changelog_and_a_snapshot_as_written(fluss_cluster, database, store):
+    create(fluss_cluster, database, "typed", TYPES, [FULL, EMPTY], key=["id"])
+    table = store.table("typed")
+    reader = store.bucket_reader()
+    try:
+        end = store.log_ends(["typed"])["typed"].buckets[0].end
+        changes = pa.Table.from_batches(list(reader.changelog(table, 0, 0, end)))
+        ref = wait_until(
+            lambda: (s := store.latest_snapshots("typed").get(0)) and s.log_offset >= end and s,
+            "a snapshot of typed",
+            **SNAPSHOT_WAIT,
+        )
+        snapshot = pa.Table.from_batches(list(reader.snapshot_rows(table, ref)), table.arrow_schema)
+    finally:
+        reader.close()
+
+    expected = [FULL, EMPTY]
+    assert [c.spark_type for c in table.columns][-3:] == ["time(6)", "timestamp_ntz", "timestamp"]
+    assert changes.column(OP_COLUMN).to_pylist() == ["+I", "+I"]
+    assert changes.select(TYPES.names).to_pylist() == expected
+    assert sorted(snapshot.to_pylist(), key=lambda r: r["id"]) == expected
+    assert snapshot.schema == table.arrow_schema
+
+
+def test_a_log_table_is_not_listed_and_is_refused_by_name(fluss_cluster, database, store):
+    create(fluss_cluster, database, "events", pa.schema([("id", pa.int32()), ("name", pa.string())]), [])
+
+    assert "events" not in {t.name for t in store.tables()}
+    with pytest.raises(SchemaMismatchError, match="'events' has no primary key"):
+        store.table("events")
+
+
+def test_a_column_without_a_lossless_spark_type_is_refused_naming_table_and_column(fluss_cluster, database, store):
+    schema = pa.schema([pa.field("id", pa.int32(), nullable=False), ("tags", pa.list_(pa.int32()))])
+    create(fluss_cluster, database, "tagged", schema, [], key=["id"])
+
+    with pytest.raises(SchemaMismatchError, match="table 'tagged': column 'tags' is array<int>"):
+        store.table("tagged")
+
+
+def test_a_driver_jvm_without_fluss_client_is_passed_over_for_a_jvm_of_its_own(spark, fluss_cluster):
+    """The tests' Spark session has no fluss-client on spark.jars: the store starts a gateway JVM of
+    its own from the jar, and without the jar says what is missing."""
+    with pytest.raises(
+        FlussClientError, match=r"the Spark driver's JVM has none \(put the fluss-client jar on spark.jars"
+    ):
+        FlussJvm.open(fluss_cluster.bootstrap_servers, None)
+
+    java = FlussJvm.open(fluss_cluster.bootstrap_servers, client_jar())
+    try:
+        assert java.owned and java.gateway is not spark.sparkContext._gateway
+        assert java.admin.listDatabases().get() is not None
+    finally:
+        java.close()
+
+
+@pytest.mark.parametrize(
+    ("exception", "raised", "attempts"),
+    [("NotLeaderOrFollowerException", StoreUnavailableError, 3), ("InvalidTableException", StoreError, 1)],
+)
+def test_a_failure_fluss_marks_retriable_is_retried_and_others_are_not(
+    spark, store, monkeypatch, exception, raised, attempts
+):
+    """Fluss's own exceptions as a failed future's cause, with a Spark session in the process (whose
+    py4j exception handler would misread this gateway's thrown exceptions)."""
+    monkeypatch.setattr(retry, "STORE_RETRY", retry.instant(retry.STORE_RETRY))
+    java = store.java
+    cause = getattr(java.jvm.org.apache.fluss.exception, exception)("bucket 0 moved")
+    calls = []
+
+    def failing():
+        calls.append(1)
+        return java.jvm.java.util.concurrent.CompletableFuture.failedFuture(cause)
+
+    with pytest.raises(raised, match=f"{exception}: bucket 0 moved") as error:
+        java_call(java, failing, "orders")
+
+    assert type(error.value) is raised and len(calls) == attempts
+
+
+def test_a_pickled_reader_reads_the_changelog_in_spark_tasks(spark, fluss_cluster, database, store):
+    """As an executor gets it: each task's Python worker unpickles the reader and connects on its own."""
+    rows = [{"id": k, "name": f"n{k}"} for k in range(1, 21)]
+    schema = pa.schema([pa.field("id", pa.int32(), nullable=False), ("name", pa.string())])
+    create(fluss_cluster, database, "tasked", schema, rows, key=["id"])
+    table = store.table("tasked")
+    ends = {b: log.end for b, log in store.log_ends(["tasked"])["tasked"].buckets.items()}
+    reader = store.bucket_reader()
+
+    def read(bucket: int) -> list[tuple[int, str]]:
+        changes = [batch.to_pylist() for batch in reader.changelog(table, bucket, 0, ends[bucket])]
+        reader.close()
+        return [(change["id"], change["__op"]) for batch in changes for change in batch]
+
+    read_in_tasks = spark.sparkContext.parallelize(sorted(ends), len(ends)).flatMap(read).collect()
+
+    assert sorted(read_in_tasks) == [(k, "+I") for k in range(1, 21)]

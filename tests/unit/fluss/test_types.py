@@ -1,0 +1,55 @@
+"""Fluss column types as the lake reads them: each type a primary-key table can hold, and the refusals."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pytest
+
+from tiering.errors import SchemaMismatchError
+from tiering.fluss.types import store_column
+
+
+@pytest.mark.parametrize(
+    ("fluss_type", "spark_type", "arrow_type"),
+    [
+        ("boolean", "boolean", pa.bool_()),
+        ("tinyint", "tinyint", pa.int8()),
+        ("smallint", "smallint", pa.int16()),
+        ("int", "int", pa.int32()),
+        ("bigint", "bigint", pa.int64()),
+        ("float", "float", pa.float32()),
+        ("double", "double", pa.float64()),
+        ("decimal(10,2)", "decimal(10,2)", pa.decimal128(10, 2)),
+        ("decimal(38, 0)", "decimal(38,0)", pa.decimal128(38, 0)),
+        ("string", "string", pa.string()),
+        ("char(3)", "string", pa.string()),
+        ("bytes", "binary", pa.binary()),
+        ("binary(4)", "binary", pa.binary()),
+        ("date", "date", pa.date32()),
+        ("time(3)", "time(6)", pa.time64("us")),
+        ("timestamp", "timestamp_ntz", pa.timestamp("us")),
+        ("timestamp(3)", "timestamp_ntz", pa.timestamp("us")),
+        ("timestamp_ltz", "timestamp", pa.timestamp("us", tz="UTC")),
+        ("timestamp_ltz(6)", "timestamp", pa.timestamp("us", tz="UTC")),
+    ],
+)
+def test_each_type_of_a_primary_key_table_maps_to_a_spark_and_an_arrow_type(fluss_type, spark_type, arrow_type):
+    column = store_column("orders", "c", fluss_type)
+
+    assert (column.spark_type, column.arrow_type, column.nullable) == (spark_type, arrow_type, True)
+
+
+def test_not_null_is_kept():
+    column = store_column("orders", "id", "bigint NOT NULL")
+
+    assert (column.spark_type, column.nullable) == ("bigint", False)
+
+
+@pytest.mark.parametrize(
+    "fluss_type", ["array<int>", "map<string, int>", "row<a int>", "timestamp(9)", "timestamp_ltz(7)"]
+)
+def test_a_type_without_a_lossless_spark_type_is_refused_naming_table_and_column(fluss_type):
+    with pytest.raises(SchemaMismatchError, match=r"table 'orders': column 'tags' is ") as raised:
+        store_column("orders", "tags", fluss_type)
+
+    assert raised.value.table == "orders"

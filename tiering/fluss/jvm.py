@@ -1,0 +1,154 @@
+"""A JVM with Fluss's Java client, reached through py4j: for what pyfluss does not bind (KV
+snapshots, the snapshot lease, reading a snapshot's rows).
+
+Failure modes it guards against:
+- a process with no JVM (the source's planning process has no SparkContext) or a driver's JVM
+  without fluss-client (``spark.jars`` lacks it) left without the calls: it gets a small gateway
+  JVM of its own (fluss-client on its classpath, killed with the process that started it); with
+  neither, one clear error naming both instead of a failure deep in a call;
+- a failure read as another: pyspark, once a SparkContext lives in the process, reads every py4j
+  gateway's thrown Java exceptions through Spark's JVM, where another gateway's object ids are
+  other objects. So futures hand their failures over as values (:meth:`FlussJvm.outcome`), never
+  thrown; a synchronous call that throws there is reported as a py4j error, not as Fluss's;
+- py4j's boxing: a small Python int arrives as ``java.lang.Integer`` and Fluss unboxes
+  ``Map<TableBucket, Long>`` values as ``Long`` (a ClassCastException), so :func:`long_map` boxes
+  them inside the JVM.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from py4j.java_gateway import JavaObject
+
+from tiering.coord.embedded import find_java
+from tiering.errors import FlussClientError
+
+__all__ = ["FlussJvm", "long_map", "java_set"]
+
+log = logging.getLogger(__name__)
+
+#: a class of fluss-client, to tell whether a JVM has it
+_PROBE = "org.apache.fluss.client.ConnectionFactory"
+#: the gateway JVM's settings: small, and Fluss's Arrow memory needs java.nio opened
+_JAVA_OPTIONS = ("-Xmx256m", "-XX:+UseSerialGC", "--add-opens=java.base/java.nio=ALL-UNNAMED")
+
+
+class FlussJvm:
+    """A py4j gateway to a JVM that has fluss-client, and a Fluss connection from it.
+
+    Owned (``owned``): a gateway JVM this object started, shut down by :meth:`close`."""
+
+    def __init__(self, gateway: Any, bootstrap_servers: str, *, owned: bool) -> None:
+        self.gateway = gateway
+        self.jvm = gateway.jvm
+        self.owned = owned
+        self.bootstrap_servers = bootstrap_servers
+        settings = self.jvm.java.util.HashMap()
+        settings.put("bootstrap.servers", bootstrap_servers)
+        configuration = self.jvm.org.apache.fluss.config.Configuration.fromMap(settings)
+        self.connection = self.jvm.org.apache.fluss.client.ConnectionFactory.createConnection(configuration)
+        self.admin = self.connection.getAdmin()
+
+    @classmethod
+    def open(cls, bootstrap_servers: str, client_jar: Path | None) -> FlussJvm:
+        """The active SparkContext's JVM when it has fluss-client (on ``spark.jars``), else a gateway
+        JVM of its own started from ``client_jar``; ``FlussClientError`` naming both when neither."""
+        pyspark = sys.modules.get("pyspark")  # not imported: no SparkContext can be active
+        context = pyspark.SparkContext._active_spark_context if pyspark is not None else None
+        if context is not None and _has_client(context._gateway):
+            return cls(context._gateway, bootstrap_servers, owned=False)
+        if client_jar is None or not client_jar.is_file():
+            where = "the Spark driver's JVM has none" if context is not None else "no SparkContext is active"
+            raise FlussClientError(
+                f"no JVM with Fluss's client ({_PROBE}): {where} (put the fluss-client jar on spark.jars), "
+                f"and no fluss-client jar at {client_jar} to start one with"
+            )
+        return cls(_launch(client_jar), bootstrap_servers, owned=True)
+
+    def path(self, database: str, table: str) -> Any:
+        return self.jvm.org.apache.fluss.metadata.TablePath.of(database, table)
+
+    def bucket(self, table_id: int, bucket: int) -> Any:
+        return self.jvm.org.apache.fluss.metadata.TableBucket(table_id, bucket)
+
+    def outcome(self, future: Any) -> tuple[Any, Any]:
+        """``(value, None)`` of a completed ``CompletableFuture``, or ``(None, throwable)`` when it
+        failed. The failure never crosses py4j as a Java exception: pyspark, once a SparkContext
+        lives in the process, reads every gateway's Java exceptions through Spark's own JVM
+        (``install_exception_handler``), where this gateway's object ids mean other objects."""
+        identity = self.jvm.java.util.function.Function.identity()
+        value = future.exceptionally(identity).get()  # a failure completes it with the Throwable
+        if isinstance(value, JavaObject) and self.jvm.java.lang.Class.forName("java.lang.Throwable").isInstance(value):
+            return None, value
+        return value, None
+
+    def failure_kinds(self, throwable: Any) -> tuple[frozenset[str], str]:
+        """Every class (and superclass) name along ``throwable``'s causes, and the innermost one's
+        text: Fluss's own exception is usually wrapped (``CompletionException``, ``ExecutionException``)."""
+        kinds: set[str] = set()
+        text = ""
+        while throwable is not None:
+            text = throwable.toString()
+            kind = throwable.getClass()
+            while kind is not None:
+                kinds.add(kind.getName())
+                kind = kind.getSuperclass()
+            throwable = throwable.getCause()
+        return frozenset(kinds), text
+
+    def close(self) -> None:
+        try:
+            self.admin.close()
+            self.connection.close()
+        finally:
+            if self.owned:
+                self.gateway.shutdown()
+
+
+def _has_client(gateway: Any) -> bool:
+    try:
+        loader = gateway.jvm.java.lang.Thread.currentThread().getContextClassLoader()
+        gateway.jvm.java.lang.Class.forName(_PROBE, False, loader)
+    except Exception:  # py4j's Py4JJavaError around a ClassNotFoundException
+        return False
+    return True
+
+
+def _launch(client_jar: Path) -> Any:
+    from py4j.java_gateway import GatewayParameters, JavaGateway, launch_gateway
+
+    port = launch_gateway(
+        classpath=str(client_jar), java_path=find_java(), javaopts=list(_JAVA_OPTIONS), die_on_exit=True
+    )
+    log.info("started a gateway JVM with %s on port %d", client_jar.name, port)
+    return JavaGateway(gateway_parameters=GatewayParameters(port=port, auto_convert=False))
+
+
+def long_map(gateway: Any, entries: Mapping[Any, int]) -> Any:
+    """A ``java.util.Map<K, java.lang.Long>`` of ``entries``, boxed inside the JVM: a ``long[]``
+    boxed by ``LongStream.boxed()``, each Long copied JVM-side into a key/value pair, the pairs made
+    a map by commons-lang3's ``ArrayUtils.toMap`` (bundled in fluss-client, and in Spark's jars)."""
+    jvm, new_array = gateway.jvm, gateway.new_array
+    values = new_array(jvm.long, len(entries))
+    for i, value in enumerate(entries.values()):
+        values[i] = value
+    boxed = jvm.java.util.Arrays.stream(values).boxed().toArray()
+    pairs = new_array(jvm.java.lang.Object, len(entries))
+    for i, key in enumerate(entries):
+        pair = new_array(jvm.java.lang.Object, 2)
+        pair[0] = key
+        jvm.java.lang.System.arraycopy(boxed, i, pair, 1, 1)
+        pairs[i] = pair
+    return jvm.org.apache.commons.lang3.ArrayUtils.toMap(pairs)
+
+
+def java_set(gateway: Any, items: Iterable[Any]) -> Any:
+    result = gateway.jvm.java.util.HashSet()
+    for item in items:
+        result.add(item)
+    return result

@@ -1,0 +1,450 @@
+"""Apache Fluss behind the store seam (:mod:`tiering.kvstore.contract`): pyfluss for tables, log ends
+and the changelog; Fluss's Java client (:mod:`tiering.fluss.jvm`) for snapshots, the lease and,
+for now, a snapshot's rows.
+
+How Fluss maps onto the seam (docs/DESIGN.md §3, "The store seam"): the store is one Fluss
+database, a table its primary-key tables (log tables are not listed); a table's id is Fluss's
+table id (new when re-created); offsets are Fluss's log offsets. A changelog read drops ``-U``
+records (a ``+U`` follows each, holding the new row), so offsets in a read have gaps. A snapshot is
+``getLatestKvSnapshots``' per bucket, its ``log_offset`` the offset it covers up to.
+
+Failure modes it guards against: pyfluss is async, and a caller of this module may itself run in
+an event loop's thread or in a Spark worker, so each object runs pyfluss on a private event loop,
+one call at a time. Fluss 0.9.1 answers every ``acquireSnapshots`` with no unavailable snapshot,
+so an acquire looks each snapshot up after holding it and returns the ones that are gone. A Fluss
+lease has no epoch: the epoch is checked here, by the store object that calls (the highest seen
+per lease id; a lower one is ``FencedEpochError``); a renewal of a dropped or lapsed lease is silently accepted by
+Fluss, so ``renew`` cannot report one. An unclean tablet restart can lose acked writes and move a
+log end back; this module reports what Fluss says. Reading a snapshot's rows goes through the
+JVM of the process that reads, row by row: fine for the driver and the tests; the executors' read
+comes with a JVM data source. Fluss takes the lake's progress only through its coordinator's
+internal calls, so :attr:`FlussStore.lake_progress` is None.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from tiering.errors import (
+    FencedEpochError,
+    SchemaMismatchError,
+    SnapshotUnavailableError,
+    StoreError,
+    StoreUnavailableError,
+    TableNotFoundError,
+    one_line,
+)
+from tiering.fluss.jvm import FlussJvm, java_set, long_map
+from tiering.fluss.types import store_column
+from tiering.kvstore import retry
+from tiering.kvstore.contract import BucketId, BucketLog, SnapshotRef, StoreTable, TableLog, changelog_schema
+from tiering.kvstore.protocol import DELETE, INSERT, OFFSET_COLUMN, OP_COLUMN, TIMESTAMP_COLUMN, UPDATE
+
+__all__ = ["FlussStore", "FlussBucketReader"]
+
+#: pyfluss's error code for a table the database does not hold (``fluss.ErrorCode.TABLE_NOT_EXIST``)
+_TABLE_NOT_EXIST = 7
+#: pyfluss 1.0's client error, not flagged retriable, for a bucket whose leader it does not know yet
+#: (a table just created): Java's client says LeaderNotAvailableException, a RetriableException
+_NO_LEADER_YET = "No leader found for table bucket"
+#: Fluss's change kinds as the seam's op codes; ``-U`` (the row an update replaces) is dropped
+_OPS = {"+I": INSERT, "+U": UPDATE, "-D": DELETE}
+_SYSTEM = frozenset({OFFSET_COLUMN, OP_COLUMN, TIMESTAMP_COLUMN})
+#: how long a changelog read waits for records it was told exist, and one poll's wait
+_READ_DEADLINE_S = 60.0
+_POLL_MS = 500
+#: the root of the exceptions Fluss's Java client marks retriable, and the ones the seam names
+_RETRIABLE = "org.apache.fluss.exception.RetriableException"
+_TABLE_NOT_EXIST_JAVA = "org.apache.fluss.exception.TableNotExistException"
+_SNAPSHOT_NOT_EXIST = "KvSnapshotNotExistException"
+#: a lease handle made only to release or drop with: Fluss sends a duration with acquire and renew only
+_UNUSED_DURATION_MS = 1
+#: how long a snapshot scanner's poll waits for the next batch
+_SCAN_POLL_S = 5
+
+
+class _Connections:
+    """A private event loop with a pyfluss connection on it, and a Fluss JVM: both made on first
+    use and dropped when pickled (a Spark task makes its own)."""
+
+    def __init__(self, bootstrap_servers: str, database: str, client_jar: Path | None) -> None:
+        self.bootstrap_servers = bootstrap_servers
+        self.database = database
+        self.client_jar = client_jar
+        self._lock = threading.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._connection: Any = None
+        self._java: FlussJvm | None = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {k: self.__dict__[k] for k in ("bootstrap_servers", "database", "client_jar")}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(**state)  # type: ignore[misc]
+
+    def _run(self, make: Any, *args: Any, table: str | None = None) -> Any:
+        """``make(connection, *args)``'s coroutine run to its end on the private loop; pyfluss's
+        errors as the seam's, the retryable ones retried as every store call is (``STORE_RETRY``:
+        a bucket whose leader is not elected yet, a tablet restarting)."""
+        return retry.STORE_RETRY.copy()(self._run_once, make, *args, table=table)
+
+    def _run_once(self, make: Any, *args: Any, table: str | None = None) -> Any:
+        import fluss
+
+        with self._lock:
+            if self._loop is None:
+                self._loop = asyncio.new_event_loop()
+            try:
+                return self._loop.run_until_complete(self._call(make, *args))
+            except fluss.FlussError as e:
+                raise _store_error(e, self.bootstrap_servers, table) from e
+
+    async def _call(self, make: Any, *args: Any) -> Any:
+        """pyfluss makes its futures on the running loop: every call, the connection's too, is
+        made inside it."""
+        import fluss
+
+        if self._connection is None:
+            config = fluss.Config({"bootstrap.servers": self.bootstrap_servers})
+            self._connection = await fluss.FlussConnection.create(config)
+        return await make(self._connection, *args)
+
+    @property
+    def java(self) -> FlussJvm:
+        with self._lock:
+            if self._java is None:
+                self._java = FlussJvm.open(self.bootstrap_servers, self.client_jar)
+            return self._java
+
+    def close(self) -> None:
+        with self._lock:
+            if self._connection is not None and self._loop is not None:
+                self._loop.run_until_complete(_closed(self._connection))
+            if self._loop is not None:
+                self._loop.close()
+            if self._java is not None:
+                self._java.close()
+            self._loop = self._connection = self._java = None
+
+
+async def _closed(connection: Any) -> None:
+    await connection.close()
+
+
+def _store_error(error: Any, servers: str, table: str | None) -> StoreError:
+    message = f"Fluss at {servers}: {error.message}" + (f" (table {table!r})" if table else "")
+    if error.error_code == _TABLE_NOT_EXIST:
+        return TableNotFoundError(message, code="TABLE_NOT_FOUND", table=table)
+    if error.is_retriable or _NO_LEADER_YET in error.message:
+        return StoreUnavailableError(message, table=table)
+    return StoreError(message, table=table)
+
+
+class FlussStore(_Connections):
+    """:class:`~tiering.kvstore.contract.PlanningStore` of one Fluss database. ``client_jar``:
+    fluss-client, for a JVM of its own where the process has no SparkContext."""
+
+    def __init__(self, bootstrap_servers: str, database: str, client_jar: Path | None = None) -> None:
+        super().__init__(bootstrap_servers, database, client_jar)
+        self._epochs: dict[str, int] = {}
+        self._leases: dict[str, tuple[int, Any]] = {}
+
+    def __repr__(self) -> str:
+        return f"FlussStore({self.bootstrap_servers!r}, {self.database!r})"
+
+    def _path(self, name: str) -> Any:
+        import fluss
+
+        return fluss.TablePath(self.database, name)
+
+    def tables(self) -> list[StoreTable]:
+        async def listed(connection: Any) -> list[Any]:
+            admin = connection.get_admin()
+            names = await admin.list_tables(self.database)
+            return await asyncio.gather(*(admin.get_table_info(self._path(name)) for name in names))
+
+        return [_store_table(info) for info in self._run(listed) if info.has_primary_key()]
+
+    def table(self, name: str) -> StoreTable:
+        info = self._run(lambda connection: connection.get_admin().get_table_info(self._path(name)), table=name)
+        if not info.has_primary_key():
+            raise SchemaMismatchError(
+                f"Fluss table {name!r} has no primary key: only primary-key tables tier", table=name
+            )
+        return _store_table(info)
+
+    def log_ends(self, tables: Sequence[str]) -> dict[str, TableLog]:
+        """The tables' logs asked for at once (two ``list_offsets`` per table: its first and its
+        end offsets, every bucket in each)."""
+
+        async def ends(connection: Any) -> dict[str, TableLog]:
+            admin = connection.get_admin()
+            logs = await asyncio.gather(*(_table_log(admin, self._path(name)) for name in tables))
+            return {name: log for name, log in zip(tables, logs, strict=True) if log is not None}
+
+        return self._run(ends)
+
+    def latest_snapshots(self, table: str) -> dict[int, SnapshotRef]:
+        java = self.java
+        snapshots = _java_call(java, lambda: java.admin.getLatestKvSnapshots(java.path(self.database, table)), table)
+        table_id = snapshots.getTableId()
+        latest = {}
+        for bucket in snapshots.getBucketIds():
+            snapshot_id = snapshots.getSnapshotId(bucket)
+            if snapshot_id.isPresent():
+                offset = snapshots.getLogOffset(bucket).getAsLong()
+                latest[bucket] = SnapshotRef(table_id, bucket, snapshot_id.getAsLong(), offset)
+        return latest
+
+    def snapshot_available(self, table: str, ref: SnapshotRef) -> bool:
+        return _snapshot_exists(self.java, ref)
+
+    def _fence(self, lease_id: str, epoch: int) -> None:
+        seen = self._epochs.get(lease_id, epoch)
+        if epoch < seen:
+            raise FencedEpochError(
+                f"lease {lease_id}: epoch {epoch} is below {seen}, which this process saw",
+                lease_id=lease_id,
+                epoch=epoch,
+            )
+        self._epochs[lease_id] = epoch
+
+    def _lease(self, lease_id: str, epoch: int, duration_ms: int) -> Any:
+        """The lease's handle for ``duration_ms`` (Fluss fixes a handle's duration when it is made)."""
+        self._fence(lease_id, epoch)
+        kept = self._leases.get(lease_id)
+        if kept is None or kept[0] != duration_ms:
+            kept = (duration_ms, self.java.admin.createKvSnapshotLease(lease_id, duration_ms))
+            self._leases[lease_id] = kept
+        return kept[1]
+
+    def create(self, lease_id: str, epoch: int, duration_ms: int) -> None:
+        """The lease's handle, renewed: Fluss keeps a lease from its first acquire on, and renews
+        one it does not hold without a word."""
+        lease = self._lease(lease_id, epoch, duration_ms)
+        _java_call(self.java, lease.renew, None, lease_id)
+
+    def acquire(
+        self, lease_id: str, epoch: int, duration_ms: int, snapshots: Sequence[SnapshotRef]
+    ) -> list[SnapshotRef]:
+        lease = self._lease(lease_id, epoch, duration_ms)
+        java = self.java
+        if not snapshots:
+            _java_call(self.java, lease.renew, None, lease_id)
+            return []
+        held = long_map(java.gateway, {java.bucket(s.table_id, s.bucket): s.snapshot_id for s in snapshots})
+        answer = _java_call(java, lambda: lease.acquireSnapshots(held), None, lease_id)
+        refused = {(b.getTableId(), b.getBucket()) for b in answer.getUnavailableSnapshots().keySet()}
+        # 0.9.1 refuses nothing: a snapshot already collected is only found by looking it up
+        return [s for s in snapshots if (s.table_id, s.bucket) in refused or not _snapshot_exists(java, s)]
+
+    def renew(self, lease_id: str, epoch: int, duration_ms: int) -> None:
+        lease = self._lease(lease_id, epoch, duration_ms)
+        _java_call(self.java, lease.renew, None, lease_id)
+
+    def _kept(self, lease_id: str) -> Any:
+        """The lease's handle, or one made to release or drop with (its duration unused)."""
+        kept = self._leases.get(lease_id)
+        return kept[1] if kept else self.java.admin.createKvSnapshotLease(lease_id, _UNUSED_DURATION_MS)
+
+    def release(self, lease_id: str, epoch: int, buckets: Sequence[BucketId]) -> None:
+        self._fence(lease_id, epoch)
+        lease, java = self._kept(lease_id), self.java
+        chosen = java_set(java.gateway, [java.bucket(b.table_id, b.bucket) for b in buckets])
+        _java_call(java, lambda: lease.releaseSnapshots(chosen), None, lease_id)
+
+    def drop(self, lease_id: str, epoch: int) -> None:
+        self._fence(lease_id, epoch)
+        lease = self._kept(lease_id)
+        self._leases.pop(lease_id, None)
+        _java_call(self.java, lease.dropLease, None, lease_id)
+
+    @property
+    def lake_progress(self) -> None:
+        return None
+
+    def bucket_reader(self) -> FlussBucketReader:
+        return FlussBucketReader(self.bootstrap_servers, self.database, self.client_jar)
+
+
+class FlussBucketReader(_Connections):
+    """:class:`~tiering.kvstore.contract.BucketReader` of one Fluss database."""
+
+    def changelog(self, table: StoreTable, bucket: int, start: int, end: int) -> Iterator[pa.RecordBatch]:
+        """A batch per poll of the bucket's log scanner; ``-U`` records left out."""
+        if start >= end:
+            return
+        schema = changelog_schema(table)
+        scanner = self._run(_subscribed, self.database, table.name, bucket, start, table=table.name)
+        deadline = time.monotonic() + _READ_DEADLINE_S
+        reached = start
+        while reached < end:
+            if time.monotonic() > deadline:
+                raise StoreUnavailableError(
+                    f"Fluss at {self.bootstrap_servers}: table {table.name!r} bucket {bucket}: read "
+                    f"[{start}, {reached}) of [{start}, {end}) in {_READ_DEADLINE_S:.0f} s",
+                    table=table.name,
+                )
+            records = self._run(_polled, scanner, table=table.name)
+            if records:
+                reached = records[-1].offset + 1
+                kept = [r for r in records if r.offset < end and r.change_type.short_string() in _OPS]
+                if kept:
+                    yield _changes(schema, kept)
+
+    def snapshot_rows(self, table: StoreTable, ref: SnapshotRef) -> Iterator[pa.RecordBatch]:
+        """Read in this process's JVM, row by row (``KvSnapshotBatchScanner``)."""
+        java = self.java
+        fluss_table = java.connection.getTable(java.path(self.database, table.name))
+        try:
+            if not _snapshot_exists(java, ref):
+                raise SnapshotUnavailableError(
+                    f"Fluss table {table.name!r}: snapshot {ref.snapshot_id} of bucket {ref.bucket} is gone",
+                    table=table.name,
+                )
+            getters = java.jvm.org.apache.fluss.row.InternalRow.createFieldGetters(
+                fluss_table.getTableInfo().getRowType()
+            )
+            scanner = fluss_table.newScan().createBatchScanner(java.bucket(ref.table_id, ref.bucket), ref.snapshot_id)
+            values: list[list[Any]] = [[] for _ in table.columns]
+            try:
+                while (batch := scanner.pollBatch(java.jvm.java.time.Duration.ofSeconds(_SCAN_POLL_S))) is not None:
+                    while batch.hasNext():
+                        row = batch.next()
+                        for column, getter in zip(values, getters, strict=True):
+                            column.append(getter.getFieldOrNull(row))
+                    batch.close()
+            finally:
+                scanner.close()
+        finally:
+            fluss_table.close()
+        schema = table.arrow_schema
+        arrays = [
+            pa.array([_python(v, f.type) for v in column], f.type) for column, f in zip(values, schema, strict=True)
+        ]
+        yield pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
+def _path_of(database: str, name: str) -> Any:
+    import fluss
+
+    return fluss.TablePath(database, name)
+
+
+async def _table_log(admin: Any, path: Any) -> TableLog | None:
+    """A table's log, None when the database does not hold it."""
+    import fluss
+
+    try:
+        info = await admin.get_table_info(path)
+    except fluss.FlussError as e:
+        if e.error_code == _TABLE_NOT_EXIST:
+            return None
+        raise
+    buckets = list(range(info.num_buckets))
+    starts = await admin.list_offsets(path, buckets, fluss.OffsetSpec.earliest())
+    ends = await admin.list_offsets(path, buckets, fluss.OffsetSpec.latest())
+    return TableLog(info.table_id, {b: BucketLog(b, starts[b], ends[b]) for b in buckets})
+
+
+async def _subscribed(connection: Any, database: str, table: str, bucket: int, start: int) -> Any:
+    """A log scanner of ``bucket`` from ``start``; ``SnapshotUnavailableError`` when ``start`` is
+    below the bucket's first readable offset (the changes there are gone)."""
+    import fluss
+
+    path = _path_of(database, table)
+    first = (await connection.get_admin().list_offsets(path, [bucket], fluss.OffsetSpec.earliest()))[bucket]
+    if start < first:
+        raise SnapshotUnavailableError(
+            f"Fluss table {table!r} bucket {bucket}: offset {start} is gone, the log starts at {first}", table=table
+        )
+    scanner = await (await connection.get_table(path)).new_scan().create_log_scanner()
+    scanner.subscribe(bucket, start)
+    return scanner
+
+
+async def _polled(connection: Any, scanner: Any) -> list[Any]:
+    """One poll's records, in offset order (one bucket is subscribed)."""
+    return [record for batch in (await scanner.poll(_POLL_MS)).values() for record in batch]
+
+
+def _changes(schema: pa.Schema, records: list[Any]) -> pa.RecordBatch:
+    """Records as a changelog batch of ``schema`` (changelog_schema's): Fluss's change kinds as op
+    codes, its record times (epoch milliseconds) as ``__timestamp``."""
+    rows = [dict(r.row) for r in records]
+    user = [name for name in schema.names if name not in _SYSTEM]
+    columns = [pa.array([row.get(name) for row in rows], schema.field(name).type) for name in user]
+    columns.append(pa.array([r.offset for r in records], pa.int64()))
+    columns.append(pa.array([_OPS[r.change_type.short_string()] for r in records], pa.string()))
+    stamps = pa.array([r.timestamp for r in records], pa.int64()).cast(pa.timestamp("ms", tz="UTC"))
+    columns.append(stamps.cast(schema.field(TIMESTAMP_COLUMN).type))
+    return pa.RecordBatch.from_arrays(columns, schema=schema)
+
+
+def _store_table(info: Any) -> StoreTable:
+    name = info.table_path.table_name
+    columns = tuple(store_column(name, column, spelled) for column, spelled in info.get_schema().get_columns())
+    return StoreTable(name, info.table_id, columns, tuple(info.get_primary_keys()), info.num_buckets)
+
+
+def _java_call(java: FlussJvm, start: Any, table: str | None, lease_id: str | None = None) -> Any:
+    """The value of the future ``start()`` returns, retried as every store call is (``STORE_RETRY``)
+    while Fluss marks its failure retriable; a failure as the seam's error."""
+    return retry.STORE_RETRY.copy()(_java_once, java, start, table, lease_id)
+
+
+def _java_once(java: FlussJvm, start: Any, table: str | None, lease_id: str | None) -> Any:
+    from py4j.protocol import Py4JError
+
+    try:
+        value, failure = java.outcome(start())
+    except Py4JError as e:  # the call itself failed: the gateway gone, a wrong argument
+        raise StoreError(f"Fluss's client: {one_line(e)[:300]}", table=table, lease_id=lease_id) from e
+    if failure is None:
+        return value
+    kinds, text = java.failure_kinds(failure)
+    message = f"Fluss at {java.bootstrap_servers}: {text}"
+    if _TABLE_NOT_EXIST_JAVA in kinds:
+        raise TableNotFoundError(message, code="TABLE_NOT_FOUND", table=table)
+    kind = StoreUnavailableError if _RETRIABLE in kinds else StoreError
+    raise kind(message, table=table, lease_id=lease_id)
+
+
+def _snapshot_exists(java: FlussJvm, ref: SnapshotRef) -> bool:
+    """Whether the cluster still has the snapshot's metadata (``getKvSnapshotMetadata``)."""
+    bucket = java.bucket(ref.table_id, ref.bucket)
+    try:
+        _java_call(java, lambda: java.admin.getKvSnapshotMetadata(bucket, ref.snapshot_id), None)
+    except StoreError as e:
+        if _SNAPSHOT_NOT_EXIST in e.message:
+            return False
+        raise
+    return True
+
+
+_EPOCH = datetime.datetime(1970, 1, 1)
+
+
+def _python(value: Any, arrow_type: pa.DataType) -> Any:
+    """A Fluss field's value (as py4j hands it over) as Arrow takes it for ``arrow_type``."""
+    if value is None or isinstance(value, (bool, int, float, bytes, bytearray)):
+        if pa.types.is_time(arrow_type) and isinstance(value, int):
+            return value * 1000  # Fluss keeps a time as milliseconds of the day
+        return value
+    if pa.types.is_decimal(arrow_type):
+        return value.toBigDecimal()  # py4j hands a java.math.BigDecimal over as a decimal.Decimal
+    if pa.types.is_timestamp(arrow_type):
+        if arrow_type.tz is None:  # TimestampNtz: milliseconds and nanoseconds of the wall clock
+            micros = value.getMillisecond() * 1000 + value.getNanoOfMillisecond() // 1000
+            return _EPOCH + datetime.timedelta(microseconds=micros)
+        micros = value.getEpochMillisecond() * 1000 + value.getNanoOfMillisecond() // 1000
+        return datetime.datetime.fromtimestamp(0, datetime.UTC) + datetime.timedelta(microseconds=micros)
+    return value.toString()  # BinaryString
