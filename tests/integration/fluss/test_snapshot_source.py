@@ -137,8 +137,9 @@ def java(fluss_cluster) -> Iterator[FlussJava]:
 @pytest.fixture(scope="module")
 def scenario(fluss_cluster, java, tmp_path_factory) -> tuple[dict[int, int], list[dict], DriverAnswer]:
     """Written, snapshotted, written again, then read in one driver: the snapshots (bucket ->
-    id), the rows as of them, and the driver's answer to three reads: the snapshots, bucket 0 at a
-    snapshot that does not exist, and a table with an ARRAY column."""
+    id), the rows as of them, and the driver's answer to four reads: the snapshots, bucket 0 at a
+    snapshot that does not exist, a table with an ARRAY column, and a bucket option that names no
+    bucket."""
     source_jar()  # skip before any work without it
     database = f"source_{uuid.uuid4().hex[:8]}"
     java.create_table(database, TABLE, COLUMNS, "id", BUCKETS)
@@ -154,6 +155,7 @@ def scenario(fluss_cluster, java, tmp_path_factory) -> tuple[dict[int, int], lis
         options,
         {**options, "snapshot.0": str(MISSING_SNAPSHOT)},
         snapshot_options(fluss_cluster.bootstrap_servers, database, UNREADABLE, {0: 1}),
+        {**options, "snapshot.first": "1"},
     ]
     work = tmp_path_factory.mktemp("snapshot-read")
     return snapshots, expected, read_snapshots(work, reads, (*BUNDLED, FLUSS_CLASS, OUR_CLASS))
@@ -198,6 +200,14 @@ def test_a_column_type_spark_cannot_hold_fails_naming_table_and_column(scenario)
 
     assert error is not None
     assert f"{UNREADABLE}: column items has type ARRAY<INT>, which it cannot read" in error, error
+
+
+def test_an_option_naming_no_bucket_fails_naming_it_and_what_was_expected(scenario):
+    _, _, answer = scenario
+    error = answer.reads[3].error
+
+    assert error is not None
+    assert "option snapshot.first=1: expected snapshot.<bucket>=<snapshot id>, both non-negative" in error, error
 
 
 def test_fluss_clients_bundled_classes_are_pysparks_own_and_the_read_runs_on_them(scenario):

@@ -35,10 +35,8 @@ public record SnapshotOptions(String bootstrapServers, TablePath tablePath, Sort
         for (Map.Entry<String, String> option : options.entrySet()) {
             String key = option.getKey().toLowerCase(Locale.ROOT);
             if (key.startsWith(SNAPSHOT_PREFIX)) {
-                String bucket = key.substring(SNAPSHOT_PREFIX.length());
-                snapshots.put(
-                        (int) number(option.getKey(), bucket, "a bucket number", Integer.MAX_VALUE),
-                        number(option.getKey(), option.getValue(), "a snapshot id", Long.MAX_VALUE));
+                int bucket = (int) number(option, key.substring(SNAPSHOT_PREFIX.length()), Integer.MAX_VALUE);
+                snapshots.put(bucket, number(option, option.getValue(), Long.MAX_VALUE));
             }
         }
         TablePath path = TablePath.of(required(options, DATABASE), required(options, TABLE));
@@ -81,16 +79,17 @@ public record SnapshotOptions(String bootstrapServers, TablePath tablePath, Sort
         return value;
     }
 
-    private static long number(String option, String text, String expected, long max) {
+    /** ``text`` (a part of ``option``) as a number from 0 to ``max``, or a one-line error naming the option. */
+    private static long number(Map.Entry<String, String> option, String text, long max) {
         try {
             long value = Long.parseLong(text.trim());
             if (value >= 0 && value <= max) {
                 return value;
             }
         } catch (NumberFormatException e) {
-            // reported below, with the option's name
+            // reported below, with the option
         }
-        throw new IllegalArgumentException(
-                "fluss-snapshot read: option " + option + "=" + text + ": expected " + expected + " (a non-negative integer)");
+        throw new IllegalArgumentException("fluss-snapshot read: option " + option.getKey() + "=" + option.getValue()
+                + ": expected " + SNAPSHOT_PREFIX + "<bucket>=<snapshot id>, both non-negative integers");
     }
 }
