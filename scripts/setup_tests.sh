@@ -3,7 +3,8 @@
 #   main     tmux (the `tiering status --watch` test runs it in a terminal), promtool in .venv/bin
 #            (the alert rules' tests), Maven, hadoop-aws and its AWS SDK bundle for a checkpoint on
 #            S3 (scripts/setup_s3a.sh), the Apache Fluss server and client jars (scripts/
-#            setup_fluss.sh), .venv's archive of Spark's classes and the bytecode of the tests and
+#            setup_fluss.sh) and our Spark source of Fluss snapshots built on them (scripts/
+#            setup_fluss_source.sh), .venv's archive of Spark's classes and the bytecode of the tests and
 #            benchmarks (scripts/setup.sh compiles the package's): what the main suite needs
 #   oldest   .venv-oldest on the oldest supported pyspark (scripts/setup_oldest.sh)
 #   delta    .venv-delta with delta-spark and its jars (scripts/setup_delta.sh; after main: Maven)
@@ -66,6 +67,7 @@ main() {
   main_tools
   { $missing_only && has_jars deploy/jars/s3a/lib || ./scripts/setup_s3a.sh; } || rc=$?
   { $missing_only && has_jars deploy/jars/fluss/lib || ./scripts/setup_fluss.sh; } || rc=$?
+  ./scripts/setup_fluss_source.sh || rc=$?  # rebuilt only when its sources are newer than its jar
   lane_wait archive || rc=$?
   return "$rc"
 }

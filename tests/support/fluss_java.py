@@ -19,9 +19,12 @@ from contextlib import contextmanager
 from typing import Any
 
 from tests.support.fluss import client_jar
+from tests.support.waiting import wait_until
 from tiering.fluss.jvm import java_set, long_map
 
 SCAN_POLL_S = 5
+#: snapshots come every 2 s (the fixture's kv.snapshot.interval); a few of them, on a busy machine
+SNAPSHOT_WAIT = {"timeout_s": 60.0, "interval_s": 0.25}
 
 
 class FlussJava:
@@ -40,6 +43,21 @@ class FlussJava:
     def bucket(self, table_id: int, bucket: int):
         return self.jvm.org.apache.fluss.metadata.TableBucket(table_id, bucket)
 
+    def create_table(self, database: str, table: str, columns: dict[str, str], primary_key: str, buckets: int) -> None:
+        """A primary-key table whose columns are given as Fluss type strings (``"CHAR(3)"``): the
+        types pyarrow cannot name, through Fluss's own type parser."""
+        jvm = self.jvm
+        builder = jvm.org.apache.fluss.metadata.Schema.newBuilder()
+        for name, type_name in columns.items():
+            builder = builder.column(name, jvm.org.apache.fluss.types.DataTypeParser.parse(type_name))
+        keys = self.gateway.new_array(jvm.java.lang.String, 1)
+        keys[0] = primary_key
+        schema = builder.primaryKey(keys).build()
+        descriptor = jvm.org.apache.fluss.metadata.TableDescriptor.builder().schema(schema)
+        descriptor = descriptor.distributedBy(buckets, self.gateway.new_array(jvm.java.lang.String, 0))
+        self.admin.createDatabase(database, jvm.org.apache.fluss.metadata.DatabaseDescriptor.EMPTY, True).get()
+        self.admin.createTable(self.path(database, table), descriptor.build(), False).get()
+
     def latest_snapshots(self, database: str, table: str) -> tuple[int, dict[int, tuple[int, int]]]:
         """The table id, and bucket -> (snapshot id, log offset it covers up to) for each bucket
         with a snapshot (``Admin.getLatestKvSnapshots``)."""
@@ -50,6 +68,20 @@ class FlussJava:
             if snapshot_id.isPresent():
                 latest[bucket] = (snapshot_id.getAsLong(), snapshots.getLogOffset(bucket).getAsLong())
         return snapshots.getTableId(), latest
+
+    def snapshots_covering(self, database: str, table: str, ends: dict[int, int]) -> tuple[int, dict[int, int]]:
+        """The table id and bucket -> snapshot id, once every bucket's latest snapshot covers
+        ``ends`` (each bucket's log end): exactly, so a snapshot's rows are the rows written."""
+
+        def covering():
+            table_id, latest = self.latest_snapshots(database, table)
+            if all(b in latest and latest[b][1] >= end for b, end in ends.items()):
+                return table_id, {b: latest[b] for b in ends}
+            return None
+
+        table_id, latest = wait_until(covering, f"snapshots of {database}.{table} covering {ends}", **SNAPSHOT_WAIT)
+        assert all(latest[b][1] == end for b, end in ends.items()), f"snapshots past the log ends {ends}: {latest}"
+        return table_id, {b: snapshot_id for b, (snapshot_id, _) in latest.items()}
 
     def snapshot_exists(self, table_bucket, snapshot_id: int) -> bool:
         """Whether the cluster still has the snapshot's metadata (``getKvSnapshotMetadata``)."""
@@ -90,14 +122,18 @@ class FlussJava:
         return java_set(self.gateway, items)
 
     def class_location(self, name: str) -> str:
-        """Where the driver's class loader (the one spark.jars joins) loads ``name`` from."""
-        loader = self.jvm.java.lang.Thread.currentThread().getContextClassLoader()
-        found = self.jvm.java.lang.Class.forName(name, False, loader)
-        return found.getProtectionDomain().getCodeSource().getLocation().toString()
+        return class_location(self.jvm, name)
 
     def close(self) -> None:
         self.admin.close()
         self.connection.close()
+
+
+def class_location(jvm, name: str) -> str:
+    """Where a driver's class loader (the one spark.jars joins) loads ``name`` from."""
+    loader = jvm.java.lang.Thread.currentThread().getContextClassLoader()
+    found = jvm.java.lang.Class.forName(name, False, loader)
+    return found.getProtectionDomain().getCodeSource().getLocation().toString()
 
 
 def _python(value):

@@ -23,7 +23,7 @@ import pyspark
 import pytest
 
 from tests.support.fluss import client_jar, connect, new_table
-from tests.support.fluss_java import FlussJava, fluss_java
+from tests.support.fluss_java import SNAPSHOT_WAIT, FlussJava, fluss_java
 from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.integration
@@ -33,8 +33,6 @@ fluss = pytest.importorskip("fluss")
 BUCKETS = 2
 TABLE = "accounts"
 SCHEMA = pa.schema([("id", pa.int32()), ("owner", pa.string()), ("balance", pa.int64()), ("rate", pa.float64())])
-#: snapshots come every 2 s (the fixture's kv.snapshot.interval); a few of them, on a busy machine
-SNAPSHOT_WAIT = {"timeout_s": 60.0, "interval_s": 0.25}
 
 
 def account(key: int, version: int = 0) -> dict:
@@ -70,25 +68,11 @@ def write(cluster, database: str, upserts: list[dict], deletes: tuple[int, ...] 
     return asyncio.run(scenario())
 
 
-def snapshots_covering(java: FlussJava, database: str, ends: dict[int, int]) -> tuple[int, dict[int, int]]:
-    """The table id and bucket -> snapshot id, once every bucket's latest snapshot covers ``ends``."""
-
-    def covering():
-        table_id, latest = java.latest_snapshots(database, TABLE)
-        if all(b in latest and latest[b][1] >= end for b, end in ends.items()):
-            return table_id, {b: latest[b] for b in ends}
-        return None
-
-    table_id, latest = wait_until(covering, f"snapshots of {database}.{TABLE} covering {ends}", **SNAPSHOT_WAIT)
-    assert all(latest[b][1] == end for b, end in ends.items()), f"snapshots past the log ends {ends}: {latest}"
-    return table_id, {b: snapshot_id for b, (snapshot_id, _) in latest.items()}
-
-
 def test_the_latest_snapshots_cover_the_log_and_read_back_as_the_rows_written(fluss_cluster, fluss_database, java):
     write(fluss_cluster, fluss_database, [account(k) for k in range(20)], create=True)
     ends = write(fluss_cluster, fluss_database, [account(k, 1) for k in range(5)], deletes=(18, 19))
 
-    _, snapshot_ids = snapshots_covering(java, fluss_database, ends)
+    _, snapshot_ids = java.snapshots_covering(fluss_database, TABLE, ends)
     per_bucket = {b: java.snapshot_rows(fluss_database, TABLE, b, snapshot_ids[b]) for b in range(BUCKETS)}
 
     assert all(per_bucket.values()), f"every bucket holds rows: {per_bucket}"
@@ -100,7 +84,7 @@ def test_the_latest_snapshots_cover_the_log_and_read_back_as_the_rows_written(fl
 
 def test_a_leased_snapshot_outlives_newer_ones_and_goes_after_its_release(fluss_cluster, fluss_database, java):
     ends = write(fluss_cluster, fluss_database, [account(k) for k in range(8)], create=True)
-    table_id, snapshot_ids = snapshots_covering(java, fluss_database, ends)
+    table_id, snapshot_ids = java.snapshots_covering(fluss_database, TABLE, ends)
     bucket = java.bucket(table_id, 0)
     held = snapshot_ids[0]
     rows = java.snapshot_rows(fluss_database, TABLE, 0, held)
@@ -111,7 +95,7 @@ def test_a_leased_snapshot_outlives_newer_ones_and_goes_after_its_release(fluss_
     newest = held
     for version in range(1, 5):  # more newer snapshots than the 2 retained
         ends = write(fluss_cluster, fluss_database, [account(key, version)])
-        newest = snapshots_covering(java, fluss_database, ends)[1][0]
+        newest = java.snapshots_covering(fluss_database, TABLE, ends)[1][0]
     lease.renew().get()
 
     assert newest >= held + 3, f"bucket 0's snapshots {held}..{newest}"
