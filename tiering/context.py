@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import sys
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
     from tiering.delta_log.lake import Lake
     from tiering.kvstore.client import KvStoreClient
     from tiering.lease.job_lease import JobLease
+    from tiering.state.checkpoint_store import CheckpointStore
 
 __all__ = ["TermContext", "store_client", "stderr_log_level"]
 
@@ -116,11 +118,19 @@ class TermContext(BaseModel):
 
         return Ownership.read(Path(self.group_file), group, self.job)
 
-    @property
+    @cached_property
     def lake(self) -> Lake:
+        """The term's lake, built once: every part of the term reaches it through this one value."""
         from tiering.delta_log.lake import Lake
 
         return Lake.of(self.config.lake)
+
+    @cached_property
+    def checkpoint(self) -> CheckpointStore:
+        """The term's checkpoint (:func:`tiering.state.checkpoint_store.checkpoint_of`), built once."""
+        from tiering.state.checkpoint_store import checkpoint_of
+
+        return checkpoint_of(self.config)
 
     def store_client(self) -> KvStoreClient:
         return store_client(self.config.kvstore)

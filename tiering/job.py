@@ -226,7 +226,7 @@ class TieringJob:
         self._query = None
         self._end_when_idle = False
         self._lock = threading.Lock()
-        self._checkpoint = checkpoint_of(context.config)
+        self._checkpoint = context.checkpoint
         self._health = read_health(self._checkpoint)
 
     def start(self):
@@ -243,7 +243,7 @@ class TieringJob:
         self.spark.dataSource.register(KvTieringDataSource)
         self._take_over_lease()
         committer = RoundCommitter(
-            make_round_writer(self.spark, config.lake, self.context.lake_writer),
+            make_round_writer(self.spark, config.lake, self.context.lake_writer, self.context.lake),
             self.context,
             self.lease.client,
             self._releases,

@@ -358,10 +358,9 @@ class KvTieringStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
     def _logged_offset(self) -> dict:
         """The end offset of the newest batch in the checkpoint's offsets log (Spark writes it
         before the batch runs, so it is the next batch's start), or the initial offset."""
-        from tiering.state.checkpoint_store import checkpoint_of
         from tiering.state.offset_log import newest_batch, read_batch_offset
 
-        checkpoint = checkpoint_of(self.context.config)
+        checkpoint = self.context.checkpoint
         newest = newest_batch(checkpoint)
         if newest is None:
             return self.initialOffset()

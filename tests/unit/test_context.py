@@ -19,6 +19,7 @@ from tiering.conf.loader import load_config
 from tiering.context import TermContext, store_client
 from tiering.delta_log.lake import Lake
 from tiering.errors import ConfigError
+from tiering.state.checkpoint_store import checkpoint_of
 from tiering.state.lease_file import read_lease_id
 
 pytestmark = pytest.mark.unit
@@ -116,6 +117,17 @@ def test_handles_act_for_this_term(tmp_path):
     assert (lease.client, lease.lease_id, lease.epoch, lease.duration_ms) == (client, context.lease_id, 9, 2500)
     assert isinstance(context.lake, Lake) and context.lake == Lake.of(context.config.lake)
     assert context.lake.store.root == str(tmp_path / "lake")
+
+
+def test_the_lake_and_the_checkpoint_are_built_once_per_term_and_stay_out_of_its_option(tmp_path):
+    context = TermContext.begin(config(tmp_path), 9)
+
+    assert context.lake is context.lake
+    assert context.checkpoint is context.checkpoint
+    assert context.checkpoint == checkpoint_of(context.config)
+    assert context.checkpoint.name() == str(tmp_path / "ckpt")
+    assert TermContext.from_option(context.to_option()) == context, "cached values are no fields"
+    assert context.model_copy(update={"group_file": "g.json"}).lake is context.lake
 
 
 def test_the_store_client_of_a_config_without_a_token_sends_none(tmp_path):

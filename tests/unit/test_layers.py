@@ -37,7 +37,7 @@ ROWS: tuple[tuple[str, ...], ...] = (
     ("kvstore/", "fluss/"),  # fluss/: the Apache Fluss upstream, beside the reference store
     ("spark_version.py",),
     ("conf/", "errors.py", "ports.py", "allocator.py", "extras.py", "failpoints.py", "children.py", "console.py",
-     "__init__.py"),  # __init__.py: the package's own (its version)
+     "atomic_file.py", "__init__.py"),  # __init__.py: the package's own (its version)
 )
 # fmt: on
 

@@ -11,27 +11,19 @@ so every later write, lease call and Delta commit can carry it and be fenced whe
 from __future__ import annotations
 
 import logging
+from functools import partial
 from typing import NamedTuple
 
 from kazoo.client import KazooClient
-from kazoo.exceptions import (
-    BadVersionError,
-    ConnectionClosedError,
-    KazooException,
-    NodeExistsError,
-    NoNodeError,
-    RolledBackError,
-    SessionExpiredError,
-)
+from kazoo.exceptions import ConnectionClosedError, KazooException, NoNodeError, RolledBackError, SessionExpiredError
 
+from tiering.coord.cas import CasConflict, compare_and_set, create_or_set, is_conflict
 from tiering.coord.paths import ensure_job_znodes, epoch_path
 from tiering.errors import CoordinationError, LeadershipLostError
 
-__all__ = ["Epoch", "read_epoch", "bump_epoch", "MAX_BUMP_ATTEMPTS"]
+__all__ = ["Epoch", "read_epoch", "bump_epoch"]
 
 log = logging.getLogger(__name__)
-
-MAX_BUMP_ATTEMPTS = 20
 
 
 class Epoch(NamedTuple):
@@ -67,39 +59,39 @@ def bump_epoch(zk: KazooClient, job: str, *, guard: str | None = None) -> Epoch:
     """Persist ``current + 1`` (1 when missing) and return it with the znode version it got.
 
     ``guard`` is a znode that must still exist for the bump to land (the caller's ephemeral
-    lock node): when it is gone this raises LeadershipLostError and nothing is written.
+    lock node): when it is gone this raises LeadershipLostError and nothing is written. A
+    concurrent bump makes this one retry from the new value (coord/cas.py).
     """
-    path = epoch_path(job)
     ensure_job_znodes(zk, job)
-    for _ in range(MAX_BUMP_ATTEMPTS):
-        current = read_epoch(zk, job)
-        new_value = 1 if current is None else current.value + 1
-        tx = zk.transaction()
-        if guard is not None:
-            tx.check(guard, -1)
-        if current is None:
-            tx.create(path, str(new_value).encode())
-        else:
-            tx.set_data(path, str(new_value).encode(), version=current.version)
-        try:
-            results = tx.commit()
-        except (SessionExpiredError, ConnectionClosedError) as e:
-            raise LeadershipLostError(f"session ended while bumping epoch of job {job!r} at {path}: {e!r}") from e
-        except KazooException as e:
-            raise CoordinationError(f"cannot bump epoch of job {job!r} at {path}: {e!r}") from e
-        outcome = results[-1]
-        if guard is not None and isinstance(results[0], NoNodeError):
-            raise LeadershipLostError(
-                f"lock node {guard} of job {job!r} is gone (session expired?): epoch at {path} not bumped",
-                epoch=current.value if current else None,
-            )
-        if isinstance(outcome, (BadVersionError, NodeExistsError, NoNodeError)):
-            log.info("epoch of job %r at %s changed concurrently; retrying the bump", job, path)
-            continue
-        errors = [r for r in results if isinstance(r, Exception) and not isinstance(r, RolledBackError)]
-        if errors:
-            raise CoordinationError(f"cannot bump epoch of job {job!r} at {path}: {errors[0]!r}")
-        version = 0 if current is None else outcome.version
-        log.info("job %r epoch bumped to %d (znode %s version %d)", job, new_value, path, version)
-        return Epoch(new_value, version)
-    raise CoordinationError(f"epoch of job {job!r} at {path} kept changing: gave up after {MAX_BUMP_ATTEMPTS} bumps")
+    return compare_and_set(partial(_bump_once, zk, job, guard), what=f"epoch of job {job!r} at {epoch_path(job)}")
+
+
+def _bump_once(zk: KazooClient, job: str, guard: str | None) -> Epoch:
+    """One compare-and-set of the epoch; CasConflict when another bump landed since the read."""
+    path = epoch_path(job)
+    current = read_epoch(zk, job)
+    new_value = 1 if current is None else current.value + 1
+    tx = zk.transaction()
+    if guard is not None:
+        tx.check(guard, -1)
+    create_or_set(tx, path, str(new_value).encode(), None if current is None else current.version)
+    try:
+        results = tx.commit()
+    except (SessionExpiredError, ConnectionClosedError) as e:
+        raise LeadershipLostError(f"session ended while bumping epoch of job {job!r} at {path}: {e!r}") from e
+    except KazooException as e:
+        raise CoordinationError(f"cannot bump epoch of job {job!r} at {path}: {e!r}") from e
+    outcome = results[-1]
+    if guard is not None and isinstance(results[0], NoNodeError):
+        raise LeadershipLostError(
+            f"lock node {guard} of job {job!r} is gone (session expired?): epoch at {path} not bumped",
+            epoch=current.value if current else None,
+        )
+    if is_conflict(outcome):
+        raise CasConflict(path)
+    errors = [r for r in results if isinstance(r, Exception) and not isinstance(r, RolledBackError)]
+    if errors:
+        raise CoordinationError(f"cannot bump epoch of job {job!r} at {path}: {errors[0]!r}")
+    version = 0 if current is None else outcome.version
+    log.info("job %r epoch bumped to %d (znode %s version %d)", job, new_value, path, version)
+    return Epoch(new_value, version)

@@ -4,20 +4,19 @@ Failure mode it prevents: a member's planner planning a table its leader no long
 whose epoch was never persisted. The leader's session is the member's (its ephemeral node is the
 membership, coord/group.py) and it alone bumps table epochs; Spark runs the source's planning in a
 Python process of its own on the same host, which reads what the leader decided from a local file
-written whole and renamed into place (a reader never sees half of it). A table absent from it is
-not planned, and a table's epoch here is the one every lease call, report and commit of its rounds
-carries.
+written whole, synced and renamed into place (tiering/atomic_file.py: a reader never sees half of
+it). A table absent from it is not planned, and a table's epoch here is the one every lease call,
+report and commit of its rounds carries.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tiering.atomic_file import replace_file
 from tiering.errors import CoordinationError
 from tiering.kvstore.models import TableEpoch, TableOwners
 
@@ -46,14 +45,7 @@ class Ownership:
     def write(self, path: Path) -> None:
         """Replace the file at ``path`` with this ownership, atomically."""
         text = json.dumps({"group": self.group, "job": self.job, "tables": dict(self.tables)}, sort_keys=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as out:
-                out.write(text)
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        replace_file(path, text.encode("utf-8"))
 
     @classmethod
     def read(cls, path: Path, group: str, job: str) -> Ownership:

@@ -23,20 +23,19 @@ import logging
 from functools import partial
 from typing import NamedTuple
 
-from kazoo.client import KazooClient, TransactionRequest
-from kazoo.exceptions import BadVersionError, KazooException, NodeExistsError, NoNodeError
+from kazoo.client import KazooClient
+from kazoo.exceptions import KazooException, NoNodeError
 from kazoo.security import OPEN_ACL_UNSAFE
 
+from tiering.coord.cas import CasConflict, compare_and_set, create_or_set, is_conflict
 from tiering.coord.epoch import Epoch
 from tiering.coord.fencing import OperationFailed, commit_fenced
-from tiering.coord.paths import ensure_group_znodes, table_epoch_path, table_epochs_path
+from tiering.coord.paths import ensure_group_znodes, table_epoch_path
 from tiering.errors import CoordinationError
 
-__all__ = ["TableOwnership", "read_table_epoch", "read_table_epochs", "bump_table_epoch", "MAX_BUMP_ATTEMPTS"]
+__all__ = ["TableOwnership", "read_table_epoch", "read_table_epochs", "bump_table_epoch"]
 
 log = logging.getLogger(__name__)
-
-MAX_BUMP_ATTEMPTS = 20
 
 
 class TableOwnership(NamedTuple):
@@ -96,41 +95,34 @@ def read_table_epochs(zk: KazooClient, group: str, tables: list[str]) -> dict[st
     return found
 
 
-def _create_or_set(tx: TransactionRequest, *, path: str, data: bytes, version: int | None) -> None:
-    """The compare-and-set: create the znode when none was read, else set the version read."""
-    if version is None:
-        tx.create(path, data, acl=OPEN_ACL_UNSAFE)
-    else:
-        tx.set_data(path, data, version=version)
-
-
 def bump_table_epoch(zk: KazooClient, group: str, table: str, job: str, job_epoch: Epoch) -> TableOwnership:
     """Make ``job`` the table's owner at the next table epoch and return it, persisted.
 
-    The set is a compare-and-set on the table znode's version inside a transaction that checks
-    ``job``'s epoch znode (``job_epoch``): a concurrent bump makes ours retry from the new value;
-    a newer term of ``job`` makes it raise FencedEpochError, and a lost session
+    The set is a compare-and-set on the table znode's version (coord/cas.py) inside a transaction
+    that checks ``job``'s epoch znode (``job_epoch``): a concurrent bump makes ours retry from the
+    new value; a newer term of ``job`` makes it raise FencedEpochError, and a lost session
     LeadershipLostError (coord/fencing.py). Raises CoordinationError after
-    ``MAX_BUMP_ATTEMPTS`` concurrent bumps in a row.
+    ``MAX_CAS_ATTEMPTS`` concurrent bumps in a row.
     """
     ensure_group_znodes(zk, group)
+    what = f"epoch of table {table!r} in group {group!r} at {table_epoch_path(group, table)}"
+    return compare_and_set(partial(_bump_once, zk, group, table, job, job_epoch), what=what)
+
+
+def _bump_once(zk: KazooClient, group: str, table: str, job: str, job_epoch: Epoch) -> TableOwnership:
+    """One fenced compare-and-set of the table's epoch; CasConflict when another bump landed since the read."""
     path = table_epoch_path(group, table)
-    for _ in range(MAX_BUMP_ATTEMPTS):
-        current = _read(zk, group, table)
-        epoch = 1 if current is None else current[0].epoch + 1
-        data = json.dumps({"job": job, "epoch": epoch}, sort_keys=True).encode()
-        build = partial(_create_or_set, path=path, data=data, version=None if current is None else current[1])
-        try:
-            commit_fenced(zk, job, job_epoch, build, what=f"table epoch of {table!r}")
-        except OperationFailed as e:
-            if isinstance(e.error, (BadVersionError, NodeExistsError, NoNodeError)):
-                log.info("epoch of table %r in group %r changed concurrently; retrying the bump", table, group)
-                continue
-            raise
-        previous = "nobody" if current is None else f"job {current[0].job!r} at table epoch {current[0].epoch}"
-        log.info("table %r of group %r: job %r owns it at table epoch %d (from %s)", table, group, job, epoch, previous)
-        return TableOwnership(table, job, epoch)
-    raise CoordinationError(
-        f"epoch of table {table!r} in group {group!r} at {table_epochs_path(group)} kept changing: "
-        f"gave up after {MAX_BUMP_ATTEMPTS} bumps"
-    )
+    current = _read(zk, group, table)
+    epoch = 1 if current is None else current[0].epoch + 1
+    data = json.dumps({"job": job, "epoch": epoch}, sort_keys=True).encode()
+    version = None if current is None else current[1]
+    build = partial(create_or_set, path=path, data=data, version=version, acl=OPEN_ACL_UNSAFE)
+    try:
+        commit_fenced(zk, job, job_epoch, build, what=f"table epoch of {table!r}")
+    except OperationFailed as e:
+        if is_conflict(e.error):
+            raise CasConflict(path) from e
+        raise
+    previous = "nobody" if current is None else f"job {current[0].job!r} at table epoch {current[0].epoch}"
+    log.info("table %r of group %r: job %r owns it at table epoch %d (from %s)", table, group, job, epoch, previous)
+    return TableOwnership(table, job, epoch)

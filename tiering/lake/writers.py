@@ -20,20 +20,21 @@ __all__ = ["WRITERS", "make_round_writer"]
 WRITERS = ("delta-rs", "delta-spark")
 
 
-def make_round_writer(spark, lake: LakeConfig, job: str) -> RoundWriter:
-    """The round writer ``lake.writer`` names, registering its tables in ``lake.catalog_database``
-    when set; :class:`ConfigError` for anything not available."""
-    writer = _writer(spark, lake, job)
+def make_round_writer(spark, lake: LakeConfig, job: str, at: Lake | None = None) -> RoundWriter:
+    """The round writer ``lake.writer`` names, writing to ``at`` (the term's lake; else one built
+    from ``lake``) and registering its tables in ``lake.catalog_database`` when set;
+    :class:`ConfigError` for anything not available."""
+    writer = _writer(spark, lake, job, Lake.of(lake) if at is None else at)
     if lake.catalog_database is not None:
         writer.catalog = TableCatalog(spark, writer.lake, lake.catalog_database)
     return writer
 
 
-def _writer(spark, lake: LakeConfig, job: str) -> RoundWriter:
+def _writer(spark, lake: LakeConfig, job: str, at: Lake) -> RoundWriter:
     if lake.writer == "delta-rs":
         return DeltaRsRoundWriter(
             spark,
-            Lake.of(lake),
+            at,
             job,
             driver_max_changes=lake.driver_max_changes,
             merge_max_rows=lake.merge_max_rows,
@@ -42,6 +43,6 @@ def _writer(spark, lake: LakeConfig, job: str) -> RoundWriter:
         )
     if lake.writer == "delta-spark":
         return DeltaSparkRoundWriter(
-            spark, Lake.of(lake), job, write=lake.delta_spark_write, change_data_feed=lake.change_data_feed
+            spark, at, job, write=lake.delta_spark_write, change_data_feed=lake.change_data_feed
         )
     raise ConfigError([f"lake.writer: unknown writer {lake.writer!r}; expected one of {', '.join(WRITERS)}"])

@@ -97,7 +97,6 @@ from tiering.round.deferred import DeferredEnds
 from tiering.round.outcome import RoundOutcome
 from tiering.round.table_round import TableRound
 from tiering.round.table_states import FailureCause, TableState
-from tiering.state.checkpoint_store import checkpoint_of
 
 __all__ = ["RoundCommitter", "other_job"]
 
@@ -152,7 +151,7 @@ class RoundCommitter:
         self._lake = LakeTables(context.lake)
         self._parallelism = context.config.lake.table_parallelism
         self._deferred = DeferredEnds()
-        self._checkpoint = checkpoint_of(context.config)
+        self._checkpoint = context.checkpoint
         #: in a group, the tables this member owns as the round started (read once per round)
         self._owned: Ownership | None = None
 

@@ -12,7 +12,7 @@ Failure modes this addresses:
   a synced temporary file on a local disk, a conditional put (``If-None-Match: *``, as delta-rs
   commits) on S3, so of two drivers racing on a fresh checkpoint exactly one id lands;
 - half a file seen by a reader: a file is replaced whole (:meth:`replace`): write, sync, rename
-  locally; one PUT on S3 (an object is never seen half-written);
+  locally (:mod:`tiering.atomic_file`); one PUT on S3 (an object is never seen half-written);
 - a checkpoint that cannot take writes found mid-round: :meth:`probe` writes and removes a small
   hidden object in a directory (Spark ignores hidden names), used by the checks that run before
   the query starts (:mod:`tiering.state.checkpoint_check`).
@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlparse
 
+from tiering.atomic_file import create_file, replace_file
 from tiering.errors import CheckpointError, ConfigError
 
 if TYPE_CHECKING:
@@ -136,30 +137,14 @@ class LocalCheckpoint:
         """Write ``part`` whole: a reader sees the old file or the new one, never half of one."""
         path = self.root / part
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex}.tmp")
-        try:
-            _write_synced(tmp, data)
-            os.replace(tmp, path)
-        finally:
-            tmp.unlink(missing_ok=True)
+        replace_file(path, data)
 
     def create(self, part: str, data: bytes) -> bool:
         """Create ``part`` holding ``data`` unless it exists: True when this call created it.
-        Written and synced under a temporary name, then *linked* into place: ``os.link`` fails
-        when the target exists (``os.replace`` would let a loser overwrite the winner)."""
+        Written and synced under a temporary name, then *linked* into place (:mod:`tiering.atomic_file`)."""
         path = self.root / part
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex}.tmp")
-        try:
-            _write_synced(tmp, data)
-            try:
-                os.link(tmp, path)
-            except FileExistsError:
-                return False
-            _fsync_dir(path.parent)
-        finally:
-            tmp.unlink(missing_ok=True)
-        return True
+        return create_file(path, data)
 
     def probe(self, part: str = "") -> None:
         """Raise OSError unless directory ``part`` takes a synced write of a hidden file (removed)."""
@@ -317,19 +302,3 @@ CheckpointStore = LocalCheckpoint | S3Checkpoint
 def reason(e: BaseException) -> str:
     """An OSError's reason without its path (messages name the path themselves)."""
     return e.strerror if isinstance(e, OSError) and e.strerror else str(e)[:300]
-
-
-def _write_synced(path: Path, data: bytes) -> None:
-    with open(path, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-
-
-def _fsync_dir(directory: Path) -> None:
-    """Make the new directory entry durable, not only the file's bytes."""
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

@@ -29,6 +29,14 @@ def test_the_factory_builds_the_delta_rs_writer(spark, tmp_path):
     assert spark.conf.get("spark.sql.parquet.outputTimestampType") == "TIMESTAMP_MICROS"
 
 
+def test_the_writer_writes_to_the_lake_it_is_given(spark, tmp_path):
+    """The job gives its term's one lake (``TermContext.lake``); a config alone builds one."""
+    config = LakeConfig(root=str(tmp_path / "lake"))
+    term_lake = Lake.of(config)
+    assert make_round_writer(spark, config, JOB, term_lake).lake is term_lake
+    assert make_round_writer(spark, config, JOB).lake == term_lake
+
+
 @pytest.mark.delta_jars
 def test_with_the_jars_the_factory_builds_the_delta_spark_writer(spark, tmp_path):
     if missing_delta_jars(spark) is not None:

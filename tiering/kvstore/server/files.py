@@ -15,13 +15,13 @@ merged so the change with the highest offset per key wins and ``-D`` removes the
 
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from tiering.atomic_file import replacing
 from tiering.kvstore.changelog import apply_changes, newest_per_key
 from tiering.kvstore.models import LogSegment, Snapshot, TableInfo
 from tiering.kvstore.protocol import OFFSET_COLUMN, OFFSET_TYPE, OP_COLUMN, TIMESTAMP_COLUMN
@@ -72,9 +72,8 @@ def snapshot_path(remote: Path, info: TableInfo, bucket: int, snapshot_id: int) 
 def write_atomic(data: pa.Table, path: Path) -> int:
     """Write a Parquet file all-or-nothing; returns its size in bytes."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    pq.write_table(data, tmp, compression="zstd")
-    os.replace(tmp, path)
+    with replacing(path) as tmp:
+        pq.write_table(data, tmp, compression="zstd")
     return path.stat().st_size
 
 
