@@ -85,13 +85,20 @@ class FlussJava:
 
     def snapshot_exists(self, table_bucket, snapshot_id: int) -> bool:
         """Whether the cluster still has the snapshot's metadata (``getKvSnapshotMetadata``)."""
-        try:
-            self.admin.getKvSnapshotMetadata(table_bucket, snapshot_id).get()
+        # The failure is taken as a value (``exceptionally``), never thrown across py4j: once the
+        # test process holds a SparkContext, pyspark reads every gateway's Java exceptions through
+        # Spark's own JVM, where this gateway's object ids mean other objects.
+        future = self.admin.getKvSnapshotMetadata(table_bucket, snapshot_id)
+        value = future.exceptionally(self.jvm.java.util.function.Function.identity()).get()
+        if not self.jvm.java.lang.Class.forName("java.lang.Throwable").isInstance(value):
             return True
-        except Exception as e:  # py4j's Py4JJavaError, an ExecutionException around Fluss's own
-            if "KvSnapshotNotExistException" in str(e):
-                return False
-            raise
+        causes = []
+        while value is not None:
+            causes.append(value.toString())
+            value = value.getCause()
+        if any("KvSnapshotNotExistException" in cause for cause in causes):
+            return False
+        raise AssertionError(f"getKvSnapshotMetadata({table_bucket.toString()}, {snapshot_id}) failed: {causes}")
 
     def snapshot_rows(self, database: str, table: str, bucket: int, snapshot_id: int) -> list[dict[str, Any]]:
         """One bucket's snapshot rows, read in this JVM by ``KvSnapshotBatchScanner`` (it downloads
