@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 from typing import BinaryIO
 
-from tiering.children import die_with_parent
+from tiering.children import die_with_parent, log_tail, terminate
 from tiering.errors import CoordinationError
 from tiering.ports import free_port, listening
 
@@ -190,15 +190,7 @@ class EmbeddedZooKeeper:
         """SIGTERM and wait (SIGKILL after ``timeout_s``). Resumes a SIGSTOPped server first."""
         if self._proc is None:
             return
-        if self._proc.poll() is None:
-            self._proc.send_signal(signal.SIGCONT)
-            self._proc.terminate()
-            try:
-                self._proc.wait(timeout_s)
-            except subprocess.TimeoutExpired:
-                log.warning("embedded ZooKeeper pid %d ignored SIGTERM for %.0fs; killing", self._proc.pid, timeout_s)
-                self._proc.kill()
-                self._proc.wait()
+        terminate(self._proc, "embedded ZooKeeper", timeout_s)
         self._close()
 
     def kill(self, sig: int = signal.SIGKILL) -> None:
@@ -292,10 +284,7 @@ class EmbeddedZooKeeper:
         )
 
     def log_tail(self, lines: int = 20) -> str:
-        try:
-            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
-        except OSError as e:
-            return f"(log unreadable: {e})"
+        return log_tail(self.log_path, lines)
 
     def _close(self) -> None:
         if self._log_file is not None:

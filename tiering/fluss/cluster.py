@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from tiering.children import die_with_parent
+from tiering.children import die_with_parent, log_tail, terminate
 from tiering.coord.embedded import find_java
 from tiering.errors import FlussClusterError
 from tiering.ports import free_ports
@@ -127,15 +127,7 @@ class FlussProcess:
         """SIGTERM and wait (SIGKILL after ``timeout_s``); a SIGSTOPped process is resumed first."""
         if self._proc is None:
             return
-        if self._proc.poll() is None:
-            self._proc.send_signal(signal.SIGCONT)
-            self._proc.terminate()
-            try:
-                self._proc.wait(timeout_s)
-            except subprocess.TimeoutExpired:
-                log.warning("Fluss %s pid %d ignored SIGTERM for %.0fs; killing", self.name, self._proc.pid, timeout_s)
-                self._proc.kill()
-                self._proc.wait()
+        terminate(self._proc, f"Fluss {self.name}", timeout_s)
         self._close()
 
     def signal(self, sig: int) -> None:
@@ -149,10 +141,7 @@ class FlussProcess:
             self._close()
 
     def log_tail(self, lines: int = 20) -> str:
-        try:
-            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
-        except OSError as e:
-            return f"(log unreadable: {e})"
+        return log_tail(self.log_path, lines)
 
     def _close(self) -> None:
         if self._log is not None:
