@@ -76,6 +76,19 @@ class TieringError(Exception):
         self.lease_id = lease_id
         self.epoch = epoch
 
+    def __reduce__(self) -> tuple[object, ...]:
+        """Rebuilt from its args and attributes, not through ``__init__``: an error crosses
+        processes (a bucket task's result, a planning process's answer, Spark's Python workers)
+        and the subclasses' constructors take other arguments than the message pickle keeps."""
+        return _rebuilt, (type(self), self.args, self.__dict__)
+
+
+def _rebuilt(cls: type[TieringError], args: tuple[object, ...], state: dict[str, object]) -> TieringError:
+    error = cls.__new__(cls)
+    Exception.__init__(error, *args)
+    error.__dict__.update(state)
+    return error
+
 
 class RetryableError(TieringError):
     """A passing condition: the same call may succeed later. Retry policies retry only these."""
