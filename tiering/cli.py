@@ -67,12 +67,14 @@ def _load(args: argparse.Namespace, **overrides: object):
 
 def _run(args: argparse.Namespace) -> int:
     """SIGTERM/SIGINT stop the job between rounds (lease dropped, leadership given back, exit 0);
-    a second one interrupts at once (exit 130). A Spark outside the supported range exits 2
-    before anything starts; so does an availableNow run whose ``[tables]`` select no table, and
-    one whose store is out of reach exits 1 (:func:`tiering.preflight.before_run`)."""
-    from tiering import spark_version
+    a second one interrupts at once (exit 130). A Spark outside the supported range, a
+    ``PYSPARK_PYTHON`` the driver cannot start (:mod:`tiering.spark_python`) and an availableNow run
+    whose ``[tables]`` select no table exit 2 before anything starts; an availableNow run whose store
+    is out of reach exits 1 (:func:`tiering.preflight.before_run`)."""
+    from tiering import spark_python, spark_version
 
     spark_version.check()
+    spark_python.check()
     from tiering.job import run_as_leader
 
     config = _load(args, **{"trigger.available_now": True if args.available_now else None})

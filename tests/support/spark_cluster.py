@@ -80,16 +80,23 @@ class SparkCluster:
         return env
 
     def submit_command(
-        self, script: Path, *args: str, py_files: Path | None = None, conf: Mapping[str, str] | None = None
+        self,
+        script: Path,
+        *args: str,
+        py_files: Path | None = None,
+        archives: str | None = None,
+        conf: Mapping[str, str] | None = None,
     ) -> list[str]:
         """``spark-submit`` of ``script args`` to this master with :data:`SUBMIT_CONF` (``conf``
-        adds or overrides keys); run it with :meth:`env`."""
+        adds or overrides keys), shipping ``py_files`` and ``archives`` (``PATH#NAME``) if given;
+        run it with :meth:`env`."""
         settings = {**SUBMIT_CONF, **(conf or {})}
         return [
             str(SPARK_SUBMIT),
             "--master",
             self.master,
             *(["--py-files", str(py_files)] if py_files else []),
+            *(["--archives", archives] if archives else []),
             *(item for key, value in settings.items() for item in ("--conf", f"{key}={value}")),
             str(script),
             *args,

@@ -120,3 +120,13 @@ def test_types_page_lists_every_column_type_its_json_and_its_delta_type(gen_docs
     assert "missing columns become null" in page
     http = gen_docs.http_api_page()
     assert "[column types](types.md)" in http, "the HTTP reference describes a column's type"
+
+
+def test_where_the_site_is_built_is_said_where_building_it_is() -> None:
+    """`mkdocs build` writes mkdocs.yml's `site_dir`: the README and the development page, which
+    tell how to build the site, name that folder."""
+    [site_dir] = re.findall(r"^site_dir: *(\S+)$", (REPO / "mkdocs.yml").read_text(), re.MULTILINE)
+    for page in (REPO / "README.md", REPO / "docs" / "development.md"):
+        text = " ".join(page.read_text().split())
+        assert "mkdocs build" in text, page.name
+        assert f"`{site_dir}/`" in text, f"{page.name} does not say mkdocs build writes {site_dir}/"

@@ -2,21 +2,14 @@
 `pip install dist/kv_tiering-*.whl` — the CLI, the example config, the preflight check against real
 services and a spark-submit of the job entry that tiers tables.
 
-The wheel and its virtualenv are made once per session (pyspark comes from pip's cache); every
-command runs from a temporary directory with ``PYTHONSAFEPATH``, no ``PYTHONPATH`` and none of
-the test process's ``PYSPARK_*``/``SPARK_HOME``, so only the installed copy can be imported.
-The extras are not installed: the job and the operator commands must not need them.
+The wheel and its virtualenv are the ``installed_wheel`` fixture's (this folder's conftest). The
+extras are not installed: the job and the operator commands must not need them.
 """
 
 from __future__ import annotations
 
 import importlib.metadata
-import os
 import re
-import subprocess
-import sys
-import time
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -26,59 +19,6 @@ from tests.support.oracle import TableOracle, assert_lake_equals
 from tiering.cli import EXIT_OK, EXIT_USAGE
 
 pytestmark = pytest.mark.integration
-
-REPO = Path(__file__).resolve().parents[3]
-
-
-@dataclass(frozen=True)
-class InstalledWheel:
-    venv: Path
-    home: Path  # a directory outside the checkout to run commands in
-    seconds_to_install: float
-
-    def env(self) -> dict[str, str]:
-        env = {
-            k: v
-            for k, v in os.environ.items()
-            if not k.startswith(("TIERING_", "PYSPARK_", "PYTHON")) and k not in ("SPARK_HOME", "VIRTUAL_ENV")
-        }
-        return {**env, "PYTHONSAFEPATH": "1", "PATH": f"{self.venv / 'bin'}{os.pathsep}{env.get('PATH', '')}"}
-
-    def run(self, *argv: str, cwd: Path | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
-        return subprocess.run(
-            [str(self.venv / "bin" / argv[0]), *argv[1:]],
-            cwd=cwd or self.home,
-            env=self.env(),
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-        )
-
-
-@pytest.fixture(scope="session")
-def installed_wheel(tmp_path_factory) -> InstalledWheel:
-    started = time.monotonic()
-    root = tmp_path_factory.mktemp("wheel")
-    built = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(root / "dist"), str(REPO)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert built.returncode == 0, built.stderr[-3000:]
-    [wheel] = (root / "dist").glob("kv_tiering-*.whl")
-    venv = root / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
-    installed = subprocess.run(
-        [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check", str(wheel)],
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
-    assert installed.returncode == 0, installed.stderr[-3000:]
-    home = root / "home"
-    home.mkdir()
-    return InstalledWheel(venv, home, time.monotonic() - started)
 
 
 def test_the_installed_cli_is_the_wheel_s_and_needs_no_extra(installed_wheel):
