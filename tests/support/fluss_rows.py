@@ -107,10 +107,10 @@ class FlussRows:
 
     def add_column(self, table: str, name: str, type_name: str) -> None:
         """A nullable column ``name`` added at the end (Fluss 0.9.1 adds only there, only nullable)."""
-        change = self.jvm.org.apache.fluss.metadata.TableChange
-        added = change.addColumn(
-            name, self.jvm.org.apache.fluss.types.DataTypeParser.parse(type_name), None, change.last()
-        )
+        metadata = self.jvm.org.apache.fluss.metadata
+        data_type = self.jvm.org.apache.fluss.types.DataTypeParser.parse(type_name)
+        last = getattr(metadata, "TableChange$ColumnPosition").last()  # py4j names a nested class so
+        added = metadata.TableChange.addColumn(name, data_type, None, last)
         changes = self.jvm.java.util.ArrayList()
         changes.add(added)
         self._call(self.java.admin.alterTable(self._path(table), changes, False))
