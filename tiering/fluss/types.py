@@ -1,16 +1,18 @@
 """Fluss column types as the lake reads them: a Spark SQL type name and an Arrow type.
 
 Failure mode it guards against: a value silently changed on its way to the lake (a nanosecond
-timestamp cut to microseconds, a zone applied twice, a nested type flattened). Every type a Fluss
-primary-key table can hold maps to one Spark SQL type that keeps its values; any other (ARRAY, MAP,
-ROW, a timestamp finer than Spark's microseconds) raises ``SchemaMismatchError`` naming the table
-and the column, never a cast.
+timestamp cut to microseconds, a zone applied twice, a nested type flattened), or a table that
+starts tiering and fails at its first write. Every type of a Fluss primary-key table that Delta
+Lake can store maps to one Spark SQL type that keeps its values; any other raises
+``SchemaMismatchError`` naming the table, the column and why, never a cast: ARRAY, MAP and ROW
+(Fluss 0.9.1 takes them in a primary-key table), TIME (Delta has no time type) and a timestamp
+finer than Spark's microseconds.
 
 Types are read as pyfluss spells them (``TableInfo.get_schema().get_columns()``: ``int NOT NULL``,
-``decimal(10,2)``, ``timestamp_ltz(3)``). A timestamp without a time zone is Spark's
-``timestamp_ntz``; ``timestamp_ltz`` (an instant) is Spark's ``timestamp``, read as UTC. ``time`` is
-Spark's ``time(6)`` (Spark 4.1's TIME; Delta has no time type yet: what the lake does with it is
-the lake's). ``char(n)``, ``string``, ``binary(n)`` and ``bytes`` lose only their length bound.
+``decimal(38,10)``, ``char(5)``, ``timestamp_ltz(3)``). A timestamp without a time zone is Spark's
+``timestamp_ntz`` (Delta TIMESTAMP_NTZ); ``timestamp_ltz`` (an instant) is Spark's ``timestamp``
+(Delta TIMESTAMP), in UTC. ``char(n)`` and ``binary(n)`` lose only their length bound: Fluss keeps
+a CHAR's value unpadded.
 """
 
 from __future__ import annotations
@@ -29,7 +31,6 @@ _SIMPLE: dict[str, tuple[str, pa.DataType]] = {
     "tinyint": ("tinyint", pa.int8()),
     "smallint": ("smallint", pa.int16()),
     "int": ("int", pa.int32()),
-    "integer": ("int", pa.int32()),
     "bigint": ("bigint", pa.int64()),
     "float": ("float", pa.float32()),
     "double": ("double", pa.float64()),
@@ -37,27 +38,37 @@ _SIMPLE: dict[str, tuple[str, pa.DataType]] = {
     "bytes": ("binary", pa.binary()),
     "date": ("date", pa.date32()),
 }
-_CHAR = re.compile(r"^(?:char|varchar)\(\d+\)$")
-_BINARY = re.compile(r"^(?:binary|varbinary)\(\d+\)$")
+_CHAR = re.compile(r"^char\(\d+\)$")
+_BINARY = re.compile(r"^binary\(\d+\)$")
 _DECIMAL = re.compile(r"^decimal\((\d+),\s*(\d+)\)$")
 _TIMESTAMP = re.compile(r"^(timestamp|timestamp_ltz)(?:\((\d)\))?$")
-_TIME = re.compile(r"^time(?:\((\d)\))?$")
+_TIME = re.compile(r"^time(?:\(\d\))?$")
 _NOT_NULL = " not null"
-#: the finest precision Spark keeps (microseconds)
+#: the finest precision Spark keeps (microseconds), and Fluss's when a timestamp names none
 _SPARK_PRECISION = 6
+#: Delta's widest decimal
+_MAX_PRECISION = 38
+_EXPECTED = (
+    "boolean, tinyint..bigint, float, double, decimal(p<=38,s), char(n), string, binary(n), bytes, date, "
+    "timestamp(p<=6) or timestamp_ltz(p<=6)"
+)
 
 
 def store_column(table: str, name: str, fluss_type: str) -> StoreColumn:
-    """The column ``name`` of Fluss type ``fluss_type``; ``SchemaMismatchError`` naming ``table``
-    and ``name`` when it has no lossless Spark type."""
+    """The column ``name`` of Fluss type ``fluss_type``; ``SchemaMismatchError`` naming ``table``,
+    ``name`` and why when the lake cannot keep its values."""
     spelled = fluss_type.strip().lower()
     nullable = not spelled.endswith(_NOT_NULL)
     base = spelled.removesuffix(_NOT_NULL).strip()
-    spark, arrow = _map(base) or _unmapped(table, name, fluss_type)
+    mapped = _map(base)
+    if isinstance(mapped, str):
+        raise SchemaMismatchError(f"Fluss table {table!r}: column {name!r} is {fluss_type}: {mapped}", table=table)
+    spark, arrow = mapped
     return StoreColumn(name, spark, arrow, nullable)
 
 
-def _map(base: str) -> tuple[str, pa.DataType] | None:
+def _map(base: str) -> tuple[str, pa.DataType] | str:
+    """The Spark SQL and Arrow types of a Fluss type, or why it has none."""
     if base in _SIMPLE:
         return _SIMPLE[base]
     if _CHAR.match(base):
@@ -65,24 +76,16 @@ def _map(base: str) -> tuple[str, pa.DataType] | None:
     if _BINARY.match(base):
         return _SIMPLE["bytes"]
     decimal = _DECIMAL.match(base)
-    if decimal:
+    if decimal and int(decimal.group(1)) <= _MAX_PRECISION:
         precision, scale = int(decimal.group(1)), int(decimal.group(2))
-        return (f"decimal({precision},{scale})", pa.decimal128(precision, scale)) if precision <= 38 else None
+        return f"decimal({precision},{scale})", pa.decimal128(precision, scale)
     timestamp = _TIMESTAMP.match(base)
-    if timestamp and int(timestamp.group(2) or _SPARK_PRECISION) <= _SPARK_PRECISION:
+    if timestamp:
+        if int(timestamp.group(2) or _SPARK_PRECISION) > _SPARK_PRECISION:
+            return "Spark keeps microseconds (precision 6 at most), a finer timestamp would be cut"
         if timestamp.group(1) == "timestamp_ltz":
             return "timestamp", pa.timestamp("us", tz="UTC")
         return "timestamp_ntz", pa.timestamp("us")
-    time = _TIME.match(base)
-    if time and int(time.group(1) or 0) <= _SPARK_PRECISION:
-        return f"time({_SPARK_PRECISION})", pa.time64("us")
-    return None
-
-
-def _unmapped(table: str, name: str, fluss_type: str) -> tuple[str, pa.DataType]:
-    raise SchemaMismatchError(
-        f"Fluss table {table!r}: column {name!r} is {fluss_type}, which has no lossless Spark type; "
-        "expected boolean, tinyint..bigint, float, double, decimal(p<=38,s), char/varchar/string, "
-        "binary/varbinary/bytes, date, time(p<=6), timestamp(p<=6) or timestamp_ltz(p<=6)",
-        table=table,
-    )
+    if _TIME.match(base):
+        return "Delta Lake has no time type; expected " + _EXPECTED
+    return "no lossless Spark type; expected " + _EXPECTED

@@ -1,14 +1,12 @@
 """Apache Fluss behind the store seam (tiering/fluss/store.py), the parts the contract suite does not
-cover: every column type a primary-key table can hold reads back through the changelog and a
-snapshot with the value written, in the Arrow type the lake gets; a log table is not a table to
-tier; a column without a lossless Spark type is refused naming table and column.
+cover: a log table is not a table to tier; a column without a lossless Spark type is refused naming
+table and column (every type, read back: test_types.py); the Java client's JVM, retries, and a
+pickled reader in Spark tasks.
 """
 
 from __future__ import annotations
 
 import asyncio
-import datetime
-import decimal
 import uuid
 from collections.abc import Iterator
 
@@ -16,12 +14,9 @@ import pyarrow as pa
 import pytest
 
 from tests.support.fluss import client_jar, new_table
-from tests.support.store_sides import SNAPSHOT_WAIT
-from tests.support.waiting import wait_until
 from tiering.errors import FlussClientError, SchemaMismatchError, StoreError, StoreUnavailableError
 from tiering.fluss.jvm import FlussJvm
 from tiering.kvstore import retry
-from tiering.kvstore.protocol import OP_COLUMN
 
 pytestmark = pytest.mark.integration
 
@@ -29,44 +24,6 @@ fluss = pytest.importorskip("fluss")
 
 from tiering.fluss.store import FlussStore  # noqa: E402  (pyfluss present)
 from tiering.fluss.store import _java_call as java_call  # noqa: E402
-
-TYPES = pa.schema(
-    [
-        pa.field("id", pa.int32(), nullable=False),
-        ("flag", pa.bool_()),
-        ("tiny", pa.int8()),
-        ("small", pa.int16()),
-        ("big", pa.int64()),
-        ("real", pa.float32()),
-        ("wide", pa.float64()),
-        ("price", pa.decimal128(10, 2)),
-        ("name", pa.string()),
-        ("blob", pa.binary()),
-        ("code", pa.binary(4)),
-        ("day", pa.date32()),
-        ("clock", pa.time32("ms")),
-        ("wall", pa.timestamp("us")),
-        ("instant", pa.timestamp("us", tz="UTC")),
-    ]
-)
-FULL = {
-    "id": 1,
-    "flag": True,
-    "tiny": -7,
-    "small": 300,
-    "big": 9_000_000_000,
-    "real": 1.5,
-    "wide": 2.25,
-    "price": decimal.Decimal("12345678.91"),
-    "name": "zürich",
-    "blob": b"\x00\xff",
-    "code": b"abcd",
-    "day": datetime.date(2026, 11, 28),
-    "clock": datetime.time(13, 14, 15, 123000),
-    "wall": datetime.datetime(2026, 11, 28, 13, 14, 15, 123456),
-    "instant": datetime.datetime(2026, 11, 28, 13, 14, 15, 123456, tzinfo=datetime.UTC),
-}
-EMPTY = {name: None for name in TYPES.names} | {"id": 2}
 
 
 @pytest.fixture(scope="module")
@@ -93,30 +50,6 @@ def create(cluster, database: str, table: str, schema: pa.Schema, rows: list[dic
         await connection.close()
 
     asyncio.run(scenario())
-
-
-def test_every_type_reads_back_through_the_changelog_and_a_snapshot_as_written(fluss_cluster, database, store):
-    create(fluss_cluster, database, "typed", TYPES, [FULL, EMPTY], key=["id"])
-    table = store.table("typed")
-    reader = store.bucket_reader()
-    try:
-        end = store.log_ends(["typed"])["typed"].buckets[0].end
-        changes = pa.Table.from_batches(list(reader.changelog(table, 0, 0, end)))
-        ref = wait_until(
-            lambda: (s := store.latest_snapshots("typed").get(0)) and s.log_offset >= end and s,
-            "a snapshot of typed",
-            **SNAPSHOT_WAIT,
-        )
-        snapshot = pa.Table.from_batches(list(reader.snapshot_rows(table, ref)), table.arrow_schema)
-    finally:
-        reader.close()
-
-    expected = [FULL, EMPTY]
-    assert [c.spark_type for c in table.columns][-3:] == ["time(6)", "timestamp_ntz", "timestamp"]
-    assert changes.column(OP_COLUMN).to_pylist() == ["+I", "+I"]
-    assert changes.select(TYPES.names).to_pylist() == expected
-    assert sorted(snapshot.to_pylist(), key=lambda r: r["id"]) == expected
-    assert snapshot.schema == table.arrow_schema
 
 
 def test_a_log_table_is_not_listed_and_is_refused_by_name(fluss_cluster, database, store):

@@ -27,6 +27,7 @@ def test_the_commands_are_the_benchmarks_with_a_main():
         "bench_amplification",
         "bench_cluster",
         "bench_failover",
+        "bench_fluss",
         "bench_soak",
         "bench_store",
         "bench_store_load",

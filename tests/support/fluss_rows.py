@@ -1,0 +1,335 @@
+"""Writing to any Fluss table in a test, and the ORACLE of a primary-key table's current rows, both
+through Fluss's Java client (fluss-client), never through the product's readers.
+
+- :class:`FlussRows` creates, drops, re-creates and alters (adds a column to) tables of one
+  database, upserts rows and deletes keys of any table, every type a primary-key table can hold;
+- :meth:`FlussRows.current_rows` is the oracle: the table's rows as of each bucket's log end,
+  replayed from the start of every bucket's changelog by the Java client's ``LogScanner`` (``+I``/
+  ``+U`` upsert, ``-D`` deletes, ``-U`` is passed over), as dicts sorted by primary key with the
+  values a Delta read gives (:func:`tests.support.lake.delta_rows`): ``Decimal``, ``bytes``,
+  ``date``, a naive ``datetime`` for a TIMESTAMP, a UTC one for a TIMESTAMP_LTZ;
+- :meth:`FlussRows.lookup` reads one key through the Java client's KV lookup, a second
+  independent read the oracle's own tests check it against.
+
+Why the Java client and not pyfluss: pyfluss 1.0 cannot write a TIMESTAMP or TIMESTAMP_LTZ before
+1970 with a fraction of a second (it computes a negative nanosecond-of-millisecond and refuses the
+row), and the product reads changelogs through pyfluss: an oracle sharing its reader would share its
+bugs. Fluss 0.9.1 adds columns to a table (``Admin.alterTable`` with ``TableChange.addColumn``, at
+the end, nullable); the rows written before read the new column as null.
+
+The oracle fails loudly rather than guess: a changelog that no longer starts at offset 0 (trimmed by
+retention) cannot be replayed, and a replay that does not reach a bucket's log end in time is an
+error naming the bucket.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import struct
+import time
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from tests.support.fluss import client_jar
+from tiering.fluss.jvm import FlussJvm
+
+Row = dict[str, Any]
+
+_EPOCH_DAY = dt.date(1970, 1, 1)
+_EPOCH = dt.datetime(1970, 1, 1)
+_EPOCH_UTC = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+_MICRO = dt.timedelta(microseconds=1)
+#: how long a replay may take to reach the log ends it was told of, and one poll's wait
+_REPLAY_DEADLINE_S = 60.0
+_POLL_S = 1
+
+
+class FlussRows:
+    """Writes and the oracle for the tables of one Fluss ``database``, in a JVM with fluss-client
+    (the active SparkContext's when it has the jar, else a gateway JVM of its own)."""
+
+    def __init__(self, bootstrap_servers: str, database: str) -> None:
+        self.database = database
+        self.java = FlussJvm.open(bootstrap_servers, client_jar())
+        self.jvm = self.java.jvm
+        self._call(
+            self.java.admin.createDatabase(database, self.jvm.org.apache.fluss.metadata.DatabaseDescriptor.EMPTY, True)
+        )
+
+    def close(self) -> None:
+        self.java.close()
+
+    def _call(self, future: Any) -> Any:
+        """The future's value; its failure as an AssertionError with Fluss's own words."""
+        value, failure = self.java.outcome(future)
+        if failure is not None:
+            raise AssertionError(f"Fluss's Java client: {self.java.failure_kinds(failure)[1]}")
+        return value
+
+    def _path(self, table: str) -> Any:
+        return self.java.path(self.database, table)
+
+    def _strings(self, items: Sequence[str]) -> Any:
+        array = self.java.gateway.new_array(self.jvm.java.lang.String, len(items))
+        for i, item in enumerate(items):
+            array[i] = item
+        return array
+
+    # tables
+
+    def create_table(
+        self, table: str, columns: Mapping[str, str], primary_key: Sequence[str] | None, buckets: int = 1
+    ) -> int:
+        """A table of ``columns`` (name -> Fluss type as Fluss spells it: ``"DECIMAL(38,10)"``,
+        ``"TIMESTAMP_LTZ(3)"``, ``"INT NOT NULL"``), a log table when ``primary_key`` is None; its id."""
+        metadata = self.jvm.org.apache.fluss.metadata
+        builder = metadata.Schema.newBuilder()
+        for name, type_name in columns.items():
+            builder = builder.column(name, self.jvm.org.apache.fluss.types.DataTypeParser.parse(type_name))
+        if primary_key:
+            builder = builder.primaryKey(self._strings(primary_key))
+        descriptor = (
+            metadata.TableDescriptor.builder().schema(builder.build()).distributedBy(buckets, self._strings([]))
+        )
+        self._call(self.java.admin.createTable(self._path(table), descriptor.build(), False))
+        return self.table_id(table)
+
+    def drop_table(self, table: str) -> None:
+        self._call(self.java.admin.dropTable(self._path(table), False))
+
+    def recreate_table(
+        self, table: str, columns: Mapping[str, str], primary_key: Sequence[str] | None, buckets: int = 1
+    ) -> int:
+        """The table dropped and created again (empty, a new table id); the new id."""
+        self.drop_table(table)
+        return self.create_table(table, columns, primary_key, buckets)
+
+    def add_column(self, table: str, name: str, type_name: str) -> None:
+        """A nullable column ``name`` added at the end (Fluss 0.9.1 adds only there, only nullable)."""
+        metadata = self.jvm.org.apache.fluss.metadata
+        data_type = self.jvm.org.apache.fluss.types.DataTypeParser.parse(type_name)
+        last = getattr(metadata, "TableChange$ColumnPosition").last()  # py4j names a nested class so
+        added = metadata.TableChange.addColumn(name, data_type, None, last)
+        changes = self.jvm.java.util.ArrayList()
+        changes.add(added)
+        self._call(self.java.admin.alterTable(self._path(table), changes, False))
+
+    def table_id(self, table: str) -> int:
+        return self._call(self.java.admin.getTableInfo(self._path(table))).getTableId()
+
+    @contextmanager
+    def _table(self, table: str) -> Iterator[Any]:
+        opened = self.java.connection.getTable(self._path(table))
+        try:
+            yield opened
+        finally:
+            opened.close()
+
+    # writes
+
+    def upsert(self, table: str, rows: Iterable[Row]) -> None:
+        """``rows`` written (a column left out is null), flushed, every write acknowledged."""
+        with self._table(table) as opened:
+            writer = opened.newUpsert().createWriter()
+            row_type = opened.getTableInfo().getRowType()
+            self._all_acked([writer.upsert(self._row(row_type, row)) for row in rows])
+
+    def delete(self, table: str, keys: Iterable[Row]) -> None:
+        """The rows of ``keys`` (dicts of the primary-key columns) deleted, every delete acknowledged."""
+        with self._table(table) as opened:
+            writer = opened.newUpsert().createWriter()
+            row_type = opened.getTableInfo().getRowType()
+            self._all_acked([writer.delete(self._row(row_type, key)) for key in keys])
+
+    def _all_acked(self, futures: list[Any]) -> None:
+        array = self.java.gateway.new_array(self.jvm.java.util.concurrent.CompletableFuture, len(futures))
+        for i, future in enumerate(futures):
+            array[i] = future
+        self._call(self.jvm.java.util.concurrent.CompletableFuture.allOf(array))
+
+    def _row(self, row_type: Any, values: Row) -> Any:
+        """``values`` as a Fluss row of ``row_type``, built inside the JVM by Fluss's own row writer:
+        a boxed value would come back to Python as an int (py4j unboxes every ``Byte``, ``Short``,
+        ``Long`` it returns), and Fluss's rows cast, not convert, what they hold."""
+        names = list(row_type.getFieldNames())
+        unknown = set(values) - set(names)
+        if unknown:
+            raise AssertionError(f"no column {sorted(unknown)} in {names}")
+        writer = self.jvm.org.apache.fluss.row.compacted.CompactedRowWriter(len(names))
+        types = self.java.gateway.new_array(self.jvm.org.apache.fluss.types.DataType, len(names))
+        for i, name in enumerate(names):
+            types[i] = row_type.getTypeAt(i)
+            value = values.get(name)
+            if value is None:
+                writer.setNullAt(i)
+            else:
+                self._write(writer, types[i], value)
+        row = self.jvm.org.apache.fluss.row.compacted.CompactedRow(types)
+        row.pointTo(writer.segment(), 0, writer.position())
+        return row
+
+    def _write(self, writer: Any, data_type: Any, value: Any) -> None:
+        """``value`` written as Fluss's internal data structure of ``data_type`` holds it."""
+        root, row = data_type.getTypeRoot().name(), self.jvm.org.apache.fluss.row
+        simple = {
+            "BOOLEAN": writer.writeBoolean,
+            "TINYINT": writer.writeByte,
+            "SMALLINT": writer.writeShort,
+            "INTEGER": writer.writeInt,
+            "BIGINT": writer.writeLong,
+            "FLOAT": writer.writeFloat,
+            "DOUBLE": writer.writeDouble,
+            "BYTES": lambda v: writer.writeBytes(bytearray(v)),
+            "STRING": lambda v: writer.writeString(row.BinaryString.fromString(v)),
+            "DATE": lambda v: writer.writeInt((v - _EPOCH_DAY).days),
+            "TIME_WITHOUT_TIME_ZONE": lambda v: writer.writeInt(_millis_of_day(v)),
+        }
+        if root in simple:
+            simple[root](value)
+        elif root == "CHAR":
+            writer.writeChar(row.BinaryString.fromString(value), data_type.getLength())
+        elif root == "BINARY":
+            writer.writeBinary(bytearray(value), data_type.getLength())
+        elif root == "DECIMAL":
+            precision = data_type.getPrecision()
+            exact = self.jvm.java.math.BigDecimal(str(value))
+            writer.writeDecimal(row.Decimal.fromBigDecimal(exact, precision, data_type.getScale()), precision)
+        elif root == "TIMESTAMP_WITHOUT_TIME_ZONE":
+            writer.writeTimestampNtz(row.TimestampNtz.fromMicros((value - _EPOCH) // _MICRO), data_type.getPrecision())
+        elif root == "TIMESTAMP_WITH_LOCAL_TIME_ZONE":
+            instant = row.TimestampLtz.fromEpochMicros((value - _EPOCH_UTC) // _MICRO)
+            writer.writeTimestampLtz(instant, data_type.getPrecision())
+        else:
+            raise AssertionError(f"no test writer for Fluss type {data_type.toString()}")
+
+    # reads
+
+    def lookup(self, table: str, keys: Iterable[Row]) -> list[Row | None]:
+        """The rows of ``keys`` (dicts of the primary-key columns) by the Java client's KV lookup,
+        None for a key the table does not hold."""
+        with self._table(table) as opened:
+            info = opened.getTableInfo()
+            row_type = info.getRowType()
+            key_type = row_type.project(self._strings_list(info.getPrimaryKeys()))
+            lookuper = opened.newLookup().createLookuper()
+            futures = [lookuper.lookup(self._row(key_type, key)) for key in keys]
+            found = [self._call(future).getSingletonRow() for future in futures]
+            return [None if row is None else self._python_row(row_type, row) for row in found]
+
+    def current_rows(self, table: str) -> list[Row]:
+        """The ORACLE: the table's rows, sorted by primary key; the table is not written meanwhile.
+
+        The keys are replayed from each bucket's whole changelog up to its log end, the primary-key
+        columns alone (a projected ``LogScanner``: ``+I``/``+U`` add a key, ``-D`` removes it), and
+        each key's row is looked up in the KV store. Only keys come from the log: Fluss 0.9.1's
+        Java client fails to read a TIMESTAMP(p>3) before 1970 with a fraction of a millisecond from
+        a changelog (a negative nanosecond of the millisecond), a value its KV lookup reads."""
+        with self._table(table) as opened:
+            info = opened.getTableInfo()
+            key_names = list(info.getPrimaryKeys())
+            if not key_names:
+                raise AssertionError(f"Fluss table {table!r} has no primary key: no current rows to replay")
+            buckets = list(range(info.getNumBuckets()))
+            starts, ends = self._offsets(table, buckets, "EarliestSpec"), self._offsets(table, buckets, "LatestSpec")
+            trimmed = {b: s for b, s in starts.items() if s != 0}
+            if trimmed:
+                raise AssertionError(f"Fluss table {table!r}: changelog trimmed, buckets start at {trimmed}")
+            projected = self._strings_list(key_names)
+            key_type = info.getRowType().project(projected)
+            scanner = opened.newScan().project(projected).createLogScanner()
+            try:
+                for bucket in buckets:
+                    if ends[bucket]:
+                        scanner.subscribeFromBeginning(bucket)
+                keys = self._replay(table, scanner, key_type, ends)
+            finally:
+                scanner.close()
+        ordered = sorted(keys, key=_sort_key)
+        rows = self.lookup(table, [dict(zip(key_names, key, strict=True)) for key in ordered])
+        missing = [key for key, row in zip(ordered, rows, strict=True) if row is None]
+        if missing:
+            raise AssertionError(
+                f"Fluss table {table!r}: keys {missing[:5]} live in the changelog, not in the KV store"
+            )
+        return [row for row in rows if row is not None]
+
+    def _replay(self, table: str, scanner: Any, key_type: Any, ends: dict[int, int]) -> set[tuple[Any, ...]]:
+        """The keys live at the log ends: the changelog's records up to them, applied in order."""
+        keys: set[tuple[Any, ...]] = set()
+        reached = {b: 0 for b, end in ends.items() if end}
+        deadline = time.monotonic() + _REPLAY_DEADLINE_S
+        while any(reached[b] < ends[b] for b in reached):
+            if time.monotonic() > deadline:
+                raise AssertionError(f"Fluss table {table!r}: replay reached {reached} of the log ends {ends}")
+            polled = scanner.poll(self.jvm.java.time.Duration.ofSeconds(_POLL_S))
+            for table_bucket in polled.buckets():
+                bucket = table_bucket.getBucket()
+                for record in polled.records(table_bucket):
+                    offset = record.logOffset()
+                    if offset >= ends[bucket]:
+                        continue
+                    reached[bucket] = max(reached[bucket], offset + 1)
+                    key = tuple(self._python_row(key_type, record.getRow()).values())
+                    kind = record.getChangeType().shortString()
+                    if kind == "-D":
+                        keys.discard(key)
+                    elif kind in ("+I", "+U"):  # -U: the row a +U replaces, whose key the +U keeps
+                        keys.add(key)
+        return keys
+
+    def _offsets(self, table: str, buckets: list[int], spec: str) -> dict[int, int]:
+        chosen = self.jvm.java.util.ArrayList()
+        for bucket in buckets:
+            chosen.add(bucket)  # a small int crosses py4j as an Integer, as Collection<Integer> wants
+        offset_spec = getattr(self.jvm.org.apache.fluss.client.admin.OffsetSpec, spec)()
+        answer = self._call(self.java.admin.listOffsets(self._path(table), chosen, offset_spec).all())
+        return {b: answer.get(b) for b in buckets}
+
+    def _strings_list(self, items: Iterable[str]) -> Any:
+        chosen = self.jvm.java.util.ArrayList()
+        for item in items:
+            chosen.add(item)
+        return chosen
+
+    def _python_row(self, row_type: Any, row: Any) -> Row:
+        names = list(row_type.getFieldNames())
+        getters = self.jvm.org.apache.fluss.row.InternalRow.createFieldGetters(row_type)
+        return {
+            name: _python(row_type.getTypeAt(i).getTypeRoot().name(), getters[i].getFieldOrNull(row))
+            for i, name in enumerate(names)
+        }
+
+
+def _python(root: str, value: Any) -> Any:
+    """A Fluss field's value (as py4j hands it over) as a Delta read gives it."""
+    if value is None or root in ("BOOLEAN", "TINYINT", "SMALLINT", "INTEGER", "BIGINT", "DOUBLE"):
+        return value
+    if root == "FLOAT":  # py4j reads a Float through its shortest text: back to the float32 it is
+        return struct.unpack("f", struct.pack("f", value))[0]
+    if root in ("BINARY", "BYTES"):
+        return bytes(value)
+    if root == "DECIMAL":
+        return value.toBigDecimal()  # py4j hands a java.math.BigDecimal over as a decimal.Decimal
+    if root in ("CHAR", "STRING"):
+        return value.toString()
+    if root == "DATE":
+        return _EPOCH_DAY + dt.timedelta(days=value)
+    if root == "TIME_WITHOUT_TIME_ZONE":
+        return (dt.datetime.combine(_EPOCH_DAY, dt.time()) + dt.timedelta(milliseconds=value)).time()
+    if root == "TIMESTAMP_WITHOUT_TIME_ZONE":
+        return _EPOCH + dt.timedelta(
+            milliseconds=value.getMillisecond(), microseconds=value.getNanoOfMillisecond() // 1000
+        )
+    if root == "TIMESTAMP_WITH_LOCAL_TIME_ZONE":
+        micros = value.getNanoOfMillisecond() // 1000
+        return _EPOCH_UTC + dt.timedelta(milliseconds=value.getEpochMillisecond(), microseconds=micros)
+    raise AssertionError(f"no oracle value for Fluss type {root}")
+
+
+def _millis_of_day(value: dt.time) -> int:
+    return ((value.hour * 60 + value.minute) * 60 + value.second) * 1000 + value.microsecond // 1000
+
+
+def _sort_key(key: tuple[Any, ...]) -> tuple[tuple[bool, Any], ...]:
+    return tuple((part is None, part) for part in key)
