@@ -45,8 +45,20 @@ from tiering.errors import (
 from tiering.fluss.jvm import FlussJvm, java_set, long_map
 from tiering.fluss.types import store_column
 from tiering.kvstore import retry
-from tiering.kvstore.contract import BucketId, BucketLog, SnapshotRef, StoreTable, TableLog, changelog_schema
-from tiering.kvstore.protocol import DELETE, INSERT, OFFSET_COLUMN, OP_COLUMN, TIMESTAMP_COLUMN, UPDATE
+from tiering.kvstore.contract import (
+    DELETE,
+    INSERT,
+    OFFSET_COLUMN,
+    OP_COLUMN,
+    TIMESTAMP_COLUMN,
+    UPDATE,
+    BucketId,
+    BucketLog,
+    SnapshotRef,
+    StoreTable,
+    TableLog,
+    changelog_schema,
+)
 
 __all__ = ["FlussStore", "FlussBucketReader"]
 

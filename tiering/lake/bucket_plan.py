@@ -19,7 +19,7 @@ from tiering.delta_log.lake import LakeFile
 from tiering.enumerator.positions import LakePosition
 from tiering.enumerator.splits import LogSplit, SnapshotSplit, Split
 from tiering.errors import LakeCommitError
-from tiering.kvstore.models import TableInfo
+from tiering.kvstore.contract import StoreTable
 
 __all__ = ["BucketBase", "BucketPlan", "plan_buckets", "heavy"]
 
@@ -113,7 +113,7 @@ def heavy(plans: Sequence[BucketPlan]) -> bool:
 
 
 def plan_buckets(
-    table: TableInfo,
+    table: StoreTable,
     splits: Sequence[Split],
     files: Mapping[Split, Sequence[str]],
     lake: LakePosition | None,
@@ -146,7 +146,7 @@ def plan_buckets(
 
 
 def _plan_bucket(
-    table: TableInfo,
+    table: StoreTable,
     bucket: int,
     snapshot: SnapshotSplit | None,
     logs: list[LogSplit],
@@ -185,7 +185,7 @@ def _plan_bucket(
     )
 
 
-def _check_split(table: TableInfo, split: Split, files: Mapping[Split, Sequence[str]]) -> None:
+def _check_split(table: StoreTable, split: Split, files: Mapping[Split, Sequence[str]]) -> None:
     if split.table != table.name or split.table_id != table.table_id:
         raise LakeCommitError(
             f"split {split} does not belong to table {table.name!r} (table_id {table.table_id})",

@@ -10,8 +10,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from tiering.delta_log.layout import BUCKET_COLUMN
-from tiering.kvstore.changelog import apply_changes
-from tiering.kvstore.protocol import OP_COLUMN, UPDATE
+from tiering.kvstore.contract import OP_COLUMN, UPDATE
+from tiering.kvstore.contract.changes import apply_changes
 from tiering.lake.bucket_plan import BucketBase
 from tiering.lake.buckets.reads import BATCH_ROWS, latest_changes, read_batches
 from tiering.lake.buckets.task import BucketTask, file_schema

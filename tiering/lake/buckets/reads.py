@@ -15,8 +15,8 @@ import pyarrow.compute as pc
 import pyarrow.dataset as pads
 import pyarrow.parquet as pq
 
-from tiering.kvstore.changelog import newest_per_key
-from tiering.kvstore.protocol import OFFSET_COLUMN, OP_COLUMN
+from tiering.kvstore.contract import OFFSET_COLUMN, OP_COLUMN
+from tiering.kvstore.contract.changes import newest_per_key
 from tiering.lake.buckets.task import BucketTask, file_schema
 from tiering.objectstore.object_store import ObjectStore
 

@@ -3,7 +3,7 @@
 round's target.
 
 Rows already sorted by one integer key — a file this package wrote; checked, not assumed — get
-their few changes spliced in (:func:`~tiering.kvstore.changelog.apply_sorted`): the rows between
+their few changes spliced in (:func:`~tiering.kvstore.contract.changes.apply_sorted`): the rows between
 two changed keys are kept as slices, so nothing is copied before the encoding, which is most of
 a rewrite's time. Other rows (a byte-copied snapshot file, overlapping files, a composite or
 non-integer key, changes in more places than the splice pays for) are filtered and sorted.
@@ -23,7 +23,7 @@ from operator import itemgetter
 
 import pyarrow as pa
 
-from tiering.kvstore.changelog import apply_changes, apply_sorted
+from tiering.kvstore.contract.changes import apply_changes, apply_sorted
 from tiering.lake.buckets.encoding import SAMPLE_ROWS, Encoding
 from tiering.lake.buckets.key_ranges import rewrite_groups
 from tiering.lake.buckets.new_files import file_name, landing, written_file
