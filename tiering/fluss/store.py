@@ -27,7 +27,7 @@ import asyncio
 import datetime
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -87,17 +87,20 @@ class _Connections:
     """A private event loop with a pyfluss connection on it, and a Fluss JVM: both made on first
     use and dropped when pickled (a Spark task makes its own)."""
 
-    def __init__(self, bootstrap_servers: str, database: str, client_jar: Path | None) -> None:
+    def __init__(
+        self, bootstrap_servers: str, database: str, client_jar: Path | None, options: Mapping[str, str]
+    ) -> None:
         self.bootstrap_servers = bootstrap_servers
         self.database = database
         self.client_jar = client_jar
+        self.options = dict(options)
         self._lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._connection: Any = None
         self._java: FlussJvm | None = None
 
     def __getstate__(self) -> dict[str, Any]:
-        return {k: self.__dict__[k] for k in ("bootstrap_servers", "database", "client_jar")}
+        return {k: self.__dict__[k] for k in ("bootstrap_servers", "database", "client_jar", "options")}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__init__(**state)  # type: ignore[misc]
@@ -125,7 +128,7 @@ class _Connections:
         import fluss
 
         if self._connection is None:
-            config = fluss.Config({"bootstrap.servers": self.bootstrap_servers})
+            config = fluss.Config({**_python_options(self.options), "bootstrap.servers": self.bootstrap_servers})
             self._connection = await fluss.FlussConnection.create(config)
         return await make(self._connection, *args)
 
@@ -133,7 +136,7 @@ class _Connections:
     def java(self) -> FlussJvm:
         with self._lock:
             if self._java is None:
-                self._java = FlussJvm.open(self.bootstrap_servers, self.client_jar)
+                self._java = FlussJvm.open(self.bootstrap_servers, self.client_jar, self.options)
             return self._java
 
     def close(self) -> None:
@@ -145,6 +148,15 @@ class _Connections:
             if self._java is not None:
                 self._java.close()
             self._loop = self._connection = self._java = None
+
+
+def _python_options(options: Mapping[str, str]) -> dict[str, str]:
+    """The client options pyfluss knows (it refuses any other; Fluss's Java client takes them all):
+    a key known to it is an attribute of its ``Config``, spelt with ``_`` for ``.`` and ``-``."""
+    import fluss
+
+    known = set(dir(fluss.Config))
+    return {k: v for k, v in options.items() if k.replace(".", "_").replace("-", "_") in known}
 
 
 async def _closed(connection: Any) -> None:
@@ -162,10 +174,17 @@ def _store_error(error: Any, servers: str, table: str | None) -> StoreError:
 
 class FlussStore(_Connections):
     """:class:`~tiering.kvstore.contract.PlanningStore` of one Fluss database. ``client_jar``:
-    fluss-client, for a JVM of its own where the process has no SparkContext."""
+    fluss-client, for a JVM of its own where the process has no SparkContext; ``options``: Fluss
+    client options, for the Java client and the ones pyfluss knows."""
 
-    def __init__(self, bootstrap_servers: str, database: str, client_jar: Path | None = None) -> None:
-        super().__init__(bootstrap_servers, database, client_jar)
+    def __init__(
+        self,
+        bootstrap_servers: str,
+        database: str,
+        client_jar: Path | None = None,
+        options: Mapping[str, str] | None = None,
+    ) -> None:
+        super().__init__(bootstrap_servers, database, client_jar, options or {})
         self._epochs: dict[str, int] = {}
         self._leases: dict[str, tuple[int, Any]] = {}
 
@@ -284,7 +303,7 @@ class FlussStore(_Connections):
         return None
 
     def bucket_reader(self) -> FlussBucketReader:
-        return FlussBucketReader(self.bootstrap_servers, self.database, self.client_jar)
+        return FlussBucketReader(self.bootstrap_servers, self.database, self.client_jar, self.options)
 
 
 class FlussBucketReader(_Connections):
