@@ -3,8 +3,9 @@ and the changelog; Fluss's Java client (:mod:`tiering.fluss.jvm`) for snapshots,
 for now, a snapshot's rows.
 
 How Fluss maps onto the seam (docs/DESIGN.md §3, "The store seam"): the store is one Fluss
-database, a table its primary-key tables (log tables are not listed); a table's id is Fluss's
-table id (new when re-created); offsets are Fluss's log offsets. A changelog read drops ``-U``
+database, a table its primary-key tables (a log table is left out of the listing, with one
+warning naming it per process); a table's id is Fluss's table id (new when re-created); offsets
+are Fluss's log offsets. A changelog read drops ``-U``
 records (a ``+U`` follows each, holding the new row), so offsets in a read have gaps. A snapshot is
 ``getLatestKvSnapshots``' per bucket, its ``log_offset`` the offset it covers up to.
 
@@ -25,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime
+import logging
 import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -61,6 +63,8 @@ from tiering.kvstore.contract import (
 )
 
 __all__ = ["FlussStore", "FlussBucketReader"]
+
+log = logging.getLogger(__name__)
 
 #: pyfluss's error code for a table the database does not hold (``fluss.ErrorCode.TABLE_NOT_EXIST``)
 _TABLE_NOT_EXIST = 7
@@ -187,6 +191,8 @@ class FlussStore(_Connections):
         super().__init__(bootstrap_servers, database, client_jar, options or {})
         self._epochs: dict[str, int] = {}
         self._leases: dict[str, tuple[int, Any]] = {}
+        #: the log tables already warned of: one warning each per process, not one per round
+        self._skipped: set[str] = set()
 
     def __repr__(self) -> str:
         return f"FlussStore({self.bootstrap_servers!r}, {self.database!r})"
@@ -202,7 +208,15 @@ class FlussStore(_Connections):
             names = await admin.list_tables(self.database)
             return await asyncio.gather(*(admin.get_table_info(self._path(name)) for name in names))
 
-        return [_store_table(info) for info in self._run(listed) if info.has_primary_key()]
+        infos = self._run(listed)
+        for info in infos:
+            name = info.table_path.table_name
+            if not info.has_primary_key() and name not in self._skipped:
+                self._skipped.add(name)
+                log.warning(
+                    "Fluss table %s.%s has no primary key: skipped (only primary-key tables tier)", self.database, name
+                )
+        return [_store_table(info) for info in infos if info.has_primary_key()]
 
     def table(self, name: str) -> StoreTable:
         info = self._run(lambda connection: connection.get_admin().get_table_info(self._path(name)), table=name)
