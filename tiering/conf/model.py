@@ -675,12 +675,19 @@ class TieringConfig(BaseModel):
         return flatten_spark(v) if isinstance(v, Mapping) else v
 
     @model_validator(mode="after")
-    def _groups_need_the_reference_store(self) -> TieringConfig:
+    def _what_needs_the_reference_store(self) -> TieringConfig:
+        kind = self.kvstore.kind
         # a group's table epochs fence the reference store's acquires and lake reports; Fluss takes neither
-        if self.job.group is not None and self.kvstore.kind != "http":
+        if self.job.group is not None and kind != "http":
             raise ValueError(
                 f"job.group: tiering groups need [kvstore] kind = 'http' (the reference store fences a "
-                f"group's tables), not kind = {self.kvstore.kind!r}"
+                f"group's tables), not kind = {kind!r}"
+            )
+        # delta-spark reads the store's files with Spark; Fluss has none a task can open
+        if self.lake.writer == "delta-spark" and kind != "http":
+            raise ValueError(
+                f"lake.writer: 'delta-spark' reads the store's files and kind = {kind!r} has none; "
+                "expected 'delta-rs' (its bucket tasks read through the store's reader)"
             )
         return self
 

@@ -499,3 +499,14 @@ def test_a_tiering_group_over_fluss_is_refused_naming_job_group(tmp_path: Path) 
     path = write(tmp_path, FLUSS.replace("[job]", '[job]\ngroup = "shop-tiering"'))
     (problem,) = problems(path)
     assert problem.startswith("job.group: tiering groups need [kvstore] kind = 'http'"), problem
+
+
+def test_the_delta_spark_writer_over_fluss_is_refused_naming_lake_writer(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        FLUSS.replace(
+            'root = "/data/lake"', 'root = "/data/lake"\nwriter = "delta-spark"\ndelta_spark_single_driver = true'
+        ),
+    )
+    (problem,) = problems(path)
+    assert problem.startswith("lake.writer: 'delta-spark' reads the store's files and kind = 'fluss' has none"), problem
