@@ -19,6 +19,7 @@ from tiering.enumerator.splits import LogSplit, SnapshotSplit
 from tiering.kvstore.contract import BucketId, SnapshotRef, StoreTable
 from tiering.lake.bucket_plan import BucketBase, BucketPlan, plan_buckets
 from tiering.lake.buckets import BucketTask, write_bucket
+from tiering.lake.executor_writes import run_bucket_tasks
 from tiering.objectstore.object_store import ObjectStore
 
 pytestmark = pytest.mark.integration
@@ -154,3 +155,44 @@ def test_a_bare_fluss_snapshot_is_rows_written_with_its_offset_and_no_store_time
     assert [(r["id"], r["name"], r["__offset"], r["__timestamp"]) for r in rows] == [
         (k, None, ref.log_offset - 1, None) for k in range(5)
     ]
+
+
+def test_each_fluss_bucket_is_read_and_written_by_its_own_spark_task(spark, fluss_cluster, database, store, tmp_path):
+    """On the executors, as a bootstrap runs: the plans travel pickled with their reader, and each
+    task's Python worker reads its bucket's snapshot (a JVM of its own, from the client jar) and
+    changelog itself; nothing of the rows passes through the driver."""
+
+    async def create():
+        connection, _, _, _ = await new_table(
+            fluss_cluster, database, "orders", fluss.Schema(SCHEMA, primary_keys=["id"]), 2
+        )
+        await connection.close()
+
+    asyncio.run(create())
+    write(fluss_cluster, database, [{"id": k, "name": f"v{k}", "n": k} for k in range(30)], [])
+    table = store.table("orders")
+    ends = {b: log.end for b, log in store.log_ends(["orders"])["orders"].buckets.items()}
+    refs = wait_until(
+        lambda: (
+            (s := store.latest_snapshots("orders")) and all(s.get(b) and s[b].log_offset >= ends[b] for b in ends) and s
+        ),
+        "snapshots of both buckets",
+        **SNAPSHOT_WAIT,
+    )
+    store.create(LEASE, 1, 60_000)
+    assert store.acquire(LEASE, 1, 60_000, list(refs.values())) == []
+    write(fluss_cluster, database, [{"id": k, "name": "late", "n": 0} for k in range(0, 30, 3)], deletes=[1, 2])
+    ends = {b: log.end for b, log in store.log_ends(["orders"])["orders"].buckets.items()}
+    splits = [SnapshotSplit("orders", b, table.table_id, r.snapshot_id, r.log_offset) for b, r in refs.items()]
+    splits += [LogSplit("orders", b, table.table_id, refs[b].log_offset, ends[b]) for b in ends]
+    objects = ObjectStore.of(str(tmp_path / "lake"))
+    plans = plan_buckets(table, splits, {}, None, {}, reader=store.bucket_reader())
+    try:
+        results = run_bucket_tasks(spark, [BucketTask(table, objects.uri(table.name), p, objects) for p in plans])
+    finally:
+        store.drop(LEASE, 1)
+
+    (written,) = results.values()
+    assert sorted(r.bucket for r in written) == [0, 1] and [r.error for r in written] == [None, None]
+    rows = lake_rows(objects, table, [f for r in written for f in r.files], SCHEMA.names)
+    assert rows == looked_up(fluss_cluster, database, range(30))
