@@ -56,18 +56,21 @@ def bench_planning(args, work: Path, store) -> dict:
     from tiering.enumerator.planner import RoundPlanner, TableInput
     from tiering.enumerator.positions import LakePosition
     from tiering.kvstore.models import BucketLog, Snapshot, TableInfo
+    from tiering.kvstore.reference import store_table
     from tiering.source import checkpoint
 
     inputs = []
     for t in range(args.tables):
-        info = TableInfo.model_validate(
-            {
-                "name": f"t{t:04d}",
-                "table_id": t + 1,
-                "schema": SCHEMA,
-                "primary_key": ["id"],
-                "num_buckets": args.buckets,
-            }
+        info = store_table(
+            TableInfo.model_validate(
+                {
+                    "name": f"t{t:04d}",
+                    "table_id": t + 1,
+                    "schema": SCHEMA,
+                    "primary_key": ["id"],
+                    "num_buckets": args.buckets,
+                }
+            )
         )
         tiered = t % 2 == 0  # half the tables are tiered (log splits), half bootstrap (snapshot + log)
         snaps = [

@@ -70,11 +70,14 @@ def load_table(client, name: str, ids: range, buckets: int) -> None:
 
 
 def table_info(buckets: int):
-    """The store's description of a :data:`SCHEMA` table of ``buckets`` buckets."""
+    """The store's description of a :data:`SCHEMA` table of ``buckets`` buckets, as the seam has it."""
     from tiering.kvstore.models import TableInfo
+    from tiering.kvstore.reference import store_table
 
-    return TableInfo.model_validate(
-        {"name": "b", "table_id": 1, "schema": SCHEMA, "primary_key": ["id"], "num_buckets": buckets}
+    return store_table(
+        TableInfo.model_validate(
+            {"name": "b", "table_id": 1, "schema": SCHEMA, "primary_key": ["id"], "num_buckets": buckets}
+        )
     )
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import sys
+from collections.abc import Mapping
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -24,16 +25,17 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from tiering.conf.fields import WITH_SECRETS
 from tiering.conf.model import KvStoreConfig, TieringConfig
-from tiering.errors import ConfigError
+from tiering.errors import ConfigError, UsageError
 
 if TYPE_CHECKING:
     from tiering.coord.ownership import Ownership
     from tiering.delta_log.lake import Lake
     from tiering.kvstore.client import KvStoreClient
+    from tiering.kvstore.contract import PlanningStore
     from tiering.lease.job_lease import JobLease
     from tiering.state.checkpoint_store import CheckpointStore
 
-__all__ = ["TermContext", "store_client", "stderr_log_level"]
+__all__ = ["TermContext", "store_client", "planning_store", "fluss_client_jar", "stderr_log_level"]
 
 
 def stderr_log_level() -> int | None:
@@ -47,12 +49,45 @@ def stderr_log_level() -> int | None:
 def store_client(
     kvstore: KvStoreConfig, timeout_s: float = 30.0, retry_deadline_s: float | None = None
 ) -> KvStoreClient:
-    """The store client of a config (the token, when set, goes with every call)."""
+    """The reference store's client of a config (the token, when set, goes with every call);
+    ``UsageError`` naming ``kvstore.kind`` for another store: what calls this needs the
+    reference store's own API."""
     from tiering.kvstore.client import KvStoreClient
 
+    if kvstore.kind != "http":
+        raise UsageError(
+            f"kvstore.kind = {kvstore.kind!r}: this command needs the reference store's HTTP API "
+            "([kvstore] kind = 'http'); with Apache Fluss it is not available yet"
+        )
     return KvStoreClient(
-        kvstore.url, kvstore.token.get_secret_value() or None, timeout_s=timeout_s, retry_deadline_s=retry_deadline_s
+        kvstore.http_url,
+        kvstore.token.get_secret_value() or None,
+        timeout_s=timeout_s,
+        retry_deadline_s=retry_deadline_s,
     )
+
+
+def planning_store(
+    config: TieringConfig, timeout_s: float = 30.0, retry_deadline_s: float | None = None
+) -> PlanningStore:
+    """The store of a config behind the store seam: the reference store's client, or one Fluss
+    database (its Java client from the ``fluss-client`` jar on ``[spark] spark.jars``, for a
+    process without a SparkContext; ``[kvstore.client]`` passed through)."""
+    kvstore = config.kvstore
+    if kvstore.kind == "fluss":
+        from tiering.fluss.store import FlussStore
+
+        servers, database = kvstore.fluss_database
+        return FlussStore(servers, database, fluss_client_jar(config.spark), options=kvstore.client)
+    from tiering.kvstore.reference import ReferenceStore
+
+    return ReferenceStore(store_client(kvstore, timeout_s, retry_deadline_s))
+
+
+def fluss_client_jar(spark: Mapping[str, str]) -> Path | None:
+    """The ``fluss-client`` jar among ``spark.jars`` (None when it lists none)."""
+    jars = [Path(j.strip().removeprefix("file://")) for j in spark.get("spark.jars", "").split(",") if j.strip()]
+    return next((j for j in jars if j.name.startswith("fluss-client-") and j.suffix == ".jar"), None)
 
 
 class TermContext(BaseModel):

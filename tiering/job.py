@@ -503,6 +503,7 @@ def resync_as_leader(config: TieringConfig, table: str, *, wait_s: float = 5.0) 
     the store does not have or the job does not tier is a :class:`UsageError`, one another job
     tiers (its lake report is that job's) a ``ConflictError`` naming it, a driver leading the
     job a :class:`TieringError`: all before anything is written."""
+    from tiering.kvstore.reference import store_table
     from tiering.lake.writers import make_round_writer
     from tiering.round.resync import resync_table
     from tiering.state.lease_file import new_lease_id
@@ -532,7 +533,7 @@ def resync_as_leader(config: TieringConfig, table: str, *, wait_s: float = 5.0) 
         try:
             writer = make_round_writer(build_spark(config), config.lake, job)
             with renewer:  # the snapshots stay held however long the rebuild takes
-                return resync_table(info, writer, Lake.of(config.lake), lease, fence=fence)
+                return resync_table(store_table(info), writer, Lake.of(config.lake), lease, fence=fence)
         finally:
             _drop_quietly(lease)
     finally:

@@ -32,10 +32,9 @@ from tiering.context import TermContext
 from tiering.delta_log.freshness import freshness_s, oldest_untiered_write_ms
 from tiering.enumerator.positions import LakePosition
 from tiering.errors import TieringError
-from tiering.kvstore.client import KvStoreClient
-from tiering.kvstore.models import NamedTableLog
+from tiering.kvstore.contract import PlanningStore, TableLog
+from tiering.kvstore.reference import ReferenceStore
 from tiering.lease.job_lease import JobLease
-from tiering.objectstore.object_store import ObjectStore
 from tiering.round.outcome import RoundOutcome
 from tiering.round.table_states import FailureCause
 
@@ -55,8 +54,8 @@ log = logging.getLogger("tiering.progress")
 class FreshnessCollector(Collector):
     """``kv_tiering_freshness_seconds``, computed when Prometheus scrapes, not after each round.
 
-    Freshness needs the store's log ends and, for a table that lags, its first untiered record
-    (a log segment read): work per table that would otherwise sit in every round's path. A
+    Freshness needs the store's log ends and, for a table that lags, its first untiered change
+    (a changelog read through the store seam): work per table that would otherwise sit in every round's path. A
     round only records the table's new position; a scrape (every 15-60 s) pays the reads, in
     the metrics server's thread. A table whose store or files are out of reach at scrape time
     has no sample rather than a wrong one.
@@ -66,12 +65,12 @@ class FreshnessCollector(Collector):
     _HELP = "Age of the oldest store write the lake lacks (0: none)."
 
     def __init__(self) -> None:
-        self._tables: dict[tuple[str, str], tuple[LakePosition, KvStoreClient, ObjectStore]] = {}
+        self._tables: dict[tuple[str, str], tuple[LakePosition, PlanningStore]] = {}
         self._lock = threading.Lock()
 
-    def track(self, job: str, table: str, position: LakePosition, client: KvStoreClient, store: ObjectStore) -> None:
+    def track(self, job: str, table: str, position: LakePosition, store: PlanningStore) -> None:
         with self._lock:
-            self._tables[(job, table)] = (position, client, store)
+            self._tables[(job, table)] = (position, store)
 
     def forget(self, job: str, table: str) -> None:
         with self._lock:
@@ -86,28 +85,28 @@ class FreshnessCollector(Collector):
             tables = sorted(self._tables.items())
         now_ms = int(time.time() * 1000)
         logs = self._log_ends(tables)
-        for (job, table), (position, client, store) in tables:
-            found = logs.get(id(client), {}).get(table)
+        for (job, table), (position, store) in tables:
+            found = logs.get(id(store), {}).get(table)
             if found is None:
                 continue
             try:
-                oldest = oldest_untiered_write_ms(client, store, table, position, found.buckets)
+                oldest = oldest_untiered_write_ms(store, table, position, found.buckets.values())
             except (TieringError, OSError):
                 continue
             family.add_metric([job, table], freshness_s(oldest, now_ms))
         yield family
 
     @staticmethod
-    def _log_ends(tables) -> dict[int, dict[str, NamedTableLog]]:
-        """Every tracked table's log ends, one store call per client (a scrape of a job with a
-        thousand tables must not make a thousand calls); a client's store that fails answers none."""
-        names: dict[int, tuple[KvStoreClient, list[str]]] = {}
-        for (_, table), (_, client, _) in tables:
-            names.setdefault(id(client), (client, []))[1].append(table)
-        logs: dict[int, dict[str, NamedTableLog]] = {}
-        for key, (client, wanted) in names.items():
+    def _log_ends(tables) -> dict[int, dict[str, TableLog]]:
+        """Every tracked table's log ends, one store call per store (a scrape of a job with a
+        thousand tables must not make a thousand calls); a store that fails answers none."""
+        names: dict[int, tuple[PlanningStore, list[str]]] = {}
+        for (_, table), (_, store) in tables:
+            names.setdefault(id(store), (store, []))[1].append(table)
+        logs: dict[int, dict[str, TableLog]] = {}
+        for key, (store, wanted) in names.items():
             try:
-                logs[key] = client.logs(wanted)
+                logs[key] = store.log_ends(wanted)
             except TieringError:
                 logs[key] = {}
         return logs
@@ -336,7 +335,8 @@ class RoundObserver:
         self._lease = lease
         self._metrics = metrics or default_metrics()
         self._listeners = list(listeners)
-        self._store = context.lake.store
+        #: the store as the seam has it, one for the job's tables: a scrape reads their log ends at once
+        self._planning = ReferenceStore(lease.client)
         self._tables = context.config.tables
         self._metrics.epoch.labels(self.job).set(self.epoch)
         self._metrics.leader.labels(self.job).set(1)
@@ -379,9 +379,7 @@ class RoundObserver:
                 m.unreported.labels(self.job, table).inc()
             m.lake_version.labels(self.job, table).set(commit.delta_version)
             m.leased.labels(self.job, table).set(leased)
-            m.freshness.track(
-                self.job, table, LakePosition(commit.table_id, commit.positions), self._lease.client, self._store
-            )
+            m.freshness.track(self.job, table, LakePosition(commit.table_id, commit.positions), self._planning)
             log.info(
                 "job=%s round=%d table=%s status=%s snapshot_buckets=%d log_buckets=%d changes=%d rows_written=%d "
                 "offsets=%s lag=%s delta_version=%d epoch=%d lease=%s leased_snapshots=%d",

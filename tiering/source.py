@@ -66,11 +66,11 @@ except ImportError:  # Spark 4.0, 4.1: latestOffset() gets no start and no limit
 
 if TYPE_CHECKING:
     from tiering.context import TermContext
-    from tiering.coord.ownership import Ownership
+    from tiering.coord.ownership import Ownership, TableClaims
     from tiering.enumerator.planner import RoundPlan, TableInput
     from tiering.enumerator.positions import LakePosition
     from tiering.enumerator.schedule import FreshnessSchedule, Identity
-    from tiering.kvstore.models import BucketLog, TableOwners
+    from tiering.kvstore.models import BucketLog
 
 log = logging.getLogger(__name__)
 
@@ -334,7 +334,7 @@ class KvTieringStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
                 max(0.0, min(schedule.held.values())),
             )
 
-    def _owners(self, plan: RoundPlan) -> TableOwners | None:
+    def _owners(self, plan: RoundPlan) -> TableClaims | None:
         """In a tiering group, the table epochs of the tables whose snapshots ``plan`` holds: the
         store refuses the acquire when one of them moved to another member."""
         owned = self.context.ownership()
@@ -494,11 +494,13 @@ class KvTieringStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         if schedule is not None and not schedule.after_read(info.name, identity, position, self._own_target(info.name)):
             return None
         from tiering.enumerator.planner import TableInput, needs_bootstrap
+        from tiering.kvstore.reference import store_table
 
         # snapshots serve a bootstrap, or estimate a log record's bytes under a byte limit
-        wanted = self.context.config.limits.max_bytes_per_trigger or needs_bootstrap(info, logs, position)
+        table = store_table(info)
+        wanted = self.context.config.limits.max_bytes_per_trigger or needs_bootstrap(table, logs, position)
         snapshots = self.client.latest_snapshots(info.name).buckets if wanted else []
-        return TableInput(info=info, snapshots=snapshots, logs=logs, lake=position)
+        return TableInput(info=table, snapshots=snapshots, logs=logs, lake=position)
 
     def _capped(self, table: str, logs: list[BucketLog]) -> list[BucketLog]:
         if self._targets is None:

@@ -39,6 +39,7 @@ from tiering.errors import (
 )
 from tiering.kvstore.client import KvStoreClient
 from tiering.kvstore.models import LakeReport, Lease, TableInfo
+from tiering.kvstore.reference import ReferenceStore, bucket_log
 from tiering.lease.job_lease import serves_leases
 from tiering.round.health import TableHealth, read_health
 from tiering.state.checkpoint_store import checkpoint_of
@@ -205,7 +206,7 @@ def _table_status(
     loaded, lake_error = _read_lake(lake, info.name)
     position, lake_fields = _lake_side(loaded, info.table_id)
     try:
-        oldest = oldest_untiered_write_ms(client, lake.store, info.name, position, logs)
+        oldest = oldest_untiered_write_ms(ReferenceStore(client), info.name, position, map(bucket_log, logs))
         freshness: float | None = freshness_s(oldest, now_ms)
     except (OSError, StoreError):
         # the store's files out of this host's reach, or its segment lookup failing (as it may for

@@ -16,6 +16,7 @@ the registration did not reach the metastore.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import json
 import os
@@ -85,7 +86,7 @@ def write(directory: Path) -> dict:
     before = writer.catalog.location("orders")
 
     fresh = make_round_writer(spark, config, JOB)
-    recreated = ORDERS.model_copy(update={"table_id": 2})
+    recreated = dataclasses.replace(ORDERS, table_id=2)
     rows = [(row(i, name, price), offset) for i, (name, price, offset) in RECREATED.items()]
     snap = write_snapshot(directory / "r", recreated, rows)
     split = SnapshotSplit("orders", 0, 2, snapshot_id=1, log_offset=len(rows))

@@ -9,8 +9,7 @@ import uuid
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from tiering.kvstore.models import TableInfo
-from tiering.kvstore.types import arrow_type
+from tiering.kvstore.contract import StoreTable
 
 EPOCH0 = dt.datetime(2024, 1, 1, tzinfo=dt.UTC)
 
@@ -20,14 +19,14 @@ def ts(offset: int) -> dt.datetime:
     return EPOCH0 + dt.timedelta(seconds=offset)
 
 
-def _schema(table: TableInfo, with_op: bool) -> pa.Schema:
-    fields = [pa.field(c.name, arrow_type(c.type)) for c in table.columns] + [pa.field("__offset", pa.int64())]
+def _schema(table: StoreTable, with_op: bool) -> pa.Schema:
+    fields = [pa.field(c.name, c.arrow_type) for c in table.columns] + [pa.field("__offset", pa.int64())]
     if with_op:
         fields.append(pa.field("__op", pa.string()))
     return pa.schema(fields + [pa.field("__timestamp", pa.timestamp("us", tz="UTC"))])
 
 
-def write_snapshot(directory, table: TableInfo, rows: list[tuple[dict, int]]) -> str:
+def write_snapshot(directory, table: StoreTable, rows: list[tuple[dict, int]]) -> str:
     """``rows``: (user row, offset that last wrote it)."""
     schema = _schema(table, with_op=False)
     data = {c.name: [r[c.name] for r, _ in rows] for c in table.columns}
@@ -36,7 +35,7 @@ def write_snapshot(directory, table: TableInfo, rows: list[tuple[dict, int]]) ->
     return _write(directory, "snapshot", pa.table(data, schema=schema))
 
 
-def write_log(directory, table: TableInfo, changes: list[tuple[int, str, dict]]) -> str:
+def write_log(directory, table: StoreTable, changes: list[tuple[int, str, dict]]) -> str:
     """``changes``: (offset, op, row); a delete's row holds only the key."""
     schema = _schema(table, with_op=True)
     data = {c.name: [row.get(c.name) for _, _, row in changes] for c in table.columns}

@@ -16,6 +16,7 @@ from tiering.delta_log.lake import Lake
 from tiering.enumerator.splits import sort_key
 from tiering.errors import ConfigError
 from tiering.kvstore.models import TableInfo
+from tiering.kvstore.reference import store_table
 from tiering.lake.delta_jars import check_delta_jars
 
 #: Every writer, by data path: (id, driver_max_changes for delta-rs).
@@ -47,16 +48,18 @@ WRITTEN_BY = {
 }
 
 JOB = "test-job"
-ORDERS = TableInfo(
-    name="orders",
-    table_id=1,
-    schema=[
-        {"name": "id", "type": "bigint"},
-        {"name": "name", "type": "string"},
-        {"name": "price", "type": "decimal(10,2)"},
-    ],
-    primary_key=["id"],
-    num_buckets=4,
+ORDERS = store_table(
+    TableInfo(
+        name="orders",
+        table_id=1,
+        schema=[
+            {"name": "id", "type": "bigint"},
+            {"name": "name", "type": "string"},
+            {"name": "price", "type": "decimal(10,2)"},
+        ],
+        primary_key=["id"],
+        num_buckets=4,
+    )
 )
 
 

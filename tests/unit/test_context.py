@@ -16,9 +16,11 @@ import pytest
 from pydantic import ValidationError
 
 from tiering.conf.loader import load_config
-from tiering.context import TermContext, store_client
+from tiering.context import TermContext, planning_store, store_client
 from tiering.delta_log.lake import Lake
-from tiering.errors import ConfigError
+from tiering.errors import ConfigError, UsageError
+from tiering.fluss.store import FlussStore
+from tiering.kvstore.reference import ReferenceStore
 from tiering.state.checkpoint_store import checkpoint_of
 from tiering.state.lease_file import read_lease_id
 
@@ -159,3 +161,32 @@ def test_the_planning_process_logs_to_stderr_only_where_the_driver_does(tmp_path
         for how in ("INFO", "WARNING", "file")
     ]
     assert levels == ["20", "30", "None"]
+
+
+def test_the_terms_store_is_the_configured_kind_and_only_the_http_one_has_a_client(tmp_path):
+    reference = planning_store(config(tmp_path))
+    assert isinstance(reference, ReferenceStore) and reference.client.url == "http://127.0.0.1:1"
+
+    client_jar = "/opt/jars/fluss-client-0.9.1-incubating.jar"
+    fluss = load_config(
+        None,
+        {},
+        {
+            "job.name": "orders-job",
+            "job.checkpoint": str(tmp_path / "ckpt"),
+            "kvstore.kind": "fluss",
+            "kvstore.bootstrap_servers": "127.0.0.1:9123",
+            "kvstore.database": "shop",
+            "zookeeper.hosts": "127.0.0.1:1",
+            "lake.root": str(tmp_path / "lake"),
+            "spark.spark.jars": f"/opt/jars/fluss-snapshot-source-0.1.jar, file://{client_jar}",
+        },
+        settings={"kvstore.client.client.request-timeout": "60s"},
+    )
+    store = planning_store(fluss)
+    assert isinstance(store, FlussStore)
+    assert (store.bootstrap_servers, store.database, str(store.client_jar)) == ("127.0.0.1:9123", "shop", client_jar)
+    assert store.options == {"client.request-timeout": "60s"} == store.bucket_reader().options
+    with pytest.raises(UsageError) as refused:
+        store_client(fluss.kvstore)
+    assert str(refused.value).startswith("kvstore.kind = 'fluss': this command needs the reference store's HTTP API")

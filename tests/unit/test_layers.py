@@ -53,6 +53,11 @@ PENDING: Mapping[tuple[str, str], str] = {
     ("fluss/", "tiering.coord.embedded"): "find_java moves below coord/ in the renovation's next step",
 }
 
+#: DESIGN §3's store seam: these units reach a KV store only through it, in store-neutral values
+#: (a second store is a second implementation of the seam, never a second job).
+SEAM_USERS = ("lake/", "delta_log/", "coord/")
+SEAM = "tiering.kvstore.contract"
+
 #: Test folders that test no one module or package but the pieces together.
 CROSS_CUTTING: Mapping[str, str] = {
     "pipeline": "the whole job against real services, round after round",
@@ -190,6 +195,32 @@ def test_imports_point_down_the_rows():
         if _row(_unit(b)) < _row(_unit(a)) and (a, b) not in UPWARD and (_unit(a), b) not in PENDING
     )
     assert not upward, "imports pointing up docs/DESIGN.md §2's rows:\n" + "\n".join(upward)
+
+
+def _within(module: str, package: str) -> bool:
+    return module == package or module.startswith(f"{package}.")
+
+
+def _beside_the_seam(target: str) -> bool:
+    """Whether ``target`` is a store's own module: the reference store's but its seam, or Fluss's."""
+    reference = _within(target, "tiering.kvstore") and not _within(target, SEAM)
+    return reference or _within(target, "tiering.fluss")
+
+
+def test_the_lake_the_delta_log_and_coordination_reach_a_store_only_through_its_seam():
+    leaks = sorted(
+        f"{a} -> {b}"
+        for a, targets in _graph().items()
+        if _unit(a) in SEAM_USERS
+        for b in targets
+        if _beside_the_seam(b)
+    )
+    assert not leaks, f"imports past the store seam ({SEAM}, docs/DESIGN.md §3):\n" + "\n".join(leaks)
+
+
+def test_the_seam_rule_tells_the_seam_from_a_store():
+    assert [t for t in (SEAM, f"{SEAM}.changes", "tiering.kvstoreish") if _beside_the_seam(t)] == []
+    assert all(map(_beside_the_seam, ("tiering.kvstore.models", "tiering.kvstore.protocol", "tiering.fluss.store")))
 
 
 def test_each_named_upward_edge_exists_and_status_reaches_no_writer():

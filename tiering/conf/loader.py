@@ -256,13 +256,21 @@ def _parse_text(info: FieldInfo, text: str) -> Any:
 
 
 def _describe(err: ErrorDetails, sources: Mapping[tuple[str, str], str]) -> str:
-    """One pydantic error as one line: key (source): expected ..., got ..."""
+    """One pydantic error as one line: key (source): expected ..., got ... (a rule across sections
+    names its keys itself)."""
+    if not err["loc"]:
+        return str(err["ctx"]["error"])
     section, kind, loc = str(err["loc"][0]), err["type"], err["loc"]
     if len(loc) == 1:
         where = sorted({src for (s, _), src in sources.items() if s == section})
         head = f"{section} ({', '.join(where)})" if where else section
         if kind == "value_error":
-            return f"{head}: {err['ctx']['error']}"
+            text = str(err["ctx"]["error"])
+            key, known, rest = text.partition(": ")
+            if known and key in SECTIONS[section].model_fields:  # a rule across keys, naming the one at fault
+                source = sources.get((section, key))
+                return f"{section}.{key}" + (f" ({source})" if source else "") + f": {rest}"
+            return f"{head}: {text}"
         return f"{head}: expected a [{section}] table, got {err['input']!r}"
     key = str(loc[1])
     name = f"{section}.{key}" + "".join(f"[{i}]" for i in loc[2:])

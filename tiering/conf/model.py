@@ -66,6 +66,18 @@ _HOST_PORT = re.compile(r"(?P<host>[A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\]):(?P<port>\
 S3_TABLE_PARALLELISM = 32
 
 
+def _host_port_list(v: str) -> str:
+    """Comma-separated ``host:port`` pairs, spaces around them dropped."""
+    pairs = [p.strip() for p in v.split(",")]
+    for pair in pairs:
+        match = _HOST_PORT.fullmatch(pair)
+        if match is None:
+            raise ValueError(f"{pair!r} is not host:port" if len(pairs) > 1 else "")
+        if not 1 <= int(match["port"]) <= 65535:
+            raise ValueError(f"port {match['port']} is out of range 1-65535")
+    return ",".join(pairs)
+
+
 class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
@@ -129,23 +141,100 @@ class JobConfig(_Section):
         return v
 
 
-class KvStoreConfig(_Section):
-    """[kvstore] — the upstream store speaking the HTTP protocol of docs/DESIGN.md §3."""
+#: ``[kvstore]``'s keys by the ``kind`` they belong to: one set to other than its default under
+#: another kind is refused, naming it
+_KIND_KEYS: dict[str, tuple[str, ...]] = {
+    "http": ("url", "token"),
+    "fluss": ("bootstrap_servers", "database", "client"),
+}
+_REQUIRED_KEYS: dict[str, tuple[str, ...]] = {"http": ("url",), "fluss": ("bootstrap_servers", "database")}
 
-    url: str = setting("Base URL of the KV store, without the `/v1` prefix.", label="http(s) URL")
+
+class KvStoreConfig(_Section):
+    """[kvstore] — the upstream store: the reference store's HTTP protocol (docs/DESIGN.md §3) or
+    one database of an Apache Fluss cluster."""
+
+    kind: Literal["http", "fluss"] = setting(
+        "The store: `http`, the reference store's HTTP protocol at `url`; or `fluss`, the primary-key "
+        "tables of one Apache Fluss `database` at `bootstrap_servers`.",
+        "http",
+    )
+    url: str | None = setting(
+        "kind `http`: base URL of the KV store, without the `/v1` prefix.", None, label="http(s) URL"
+    )
     token: Secret = setting(
-        "Bearer token sent to the store; empty means no authentication. Never logged.",
+        "kind `http`: bearer token sent to the store; empty means no authentication. Never logged.",
         SecretStr(""),
         secret=True,
+    )
+    bootstrap_servers: str | None = setting(
+        "kind `fluss`: the Fluss cluster's coordinator, comma-separated `host:port` pairs.",
+        None,
+        label="host:port[,host:port...]",
+    )
+    database: str | None = setting(
+        "kind `fluss`: the Fluss database whose tables the job tiers (picked by `[tables]`).",
+        None,
+        label="non-empty string",
+        min_length=1,
+    )
+    client: dict[str, str] = setting(
+        "kind `fluss`: Fluss client options passed through as-is, as `[spark]`'s are "
+        '(`[kvstore.client]`, e.g. `"client.request-timeout" = "60s"`): to Fluss\'s Java client, '
+        "and to the Python client for the options it knows.",
+        {},
+        label="table of strings",
     )
 
     @field_validator("url")
     @classmethod
-    def _http_url(cls, v: str) -> str:
+    def _http_url(cls, v: str | None) -> str | None:
+        if v is None:
+            return v
         parts = urlsplit(v)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ValueError("like 'http://127.0.0.1:8420'")
         return v.rstrip("/")
+
+    @field_validator("bootstrap_servers")
+    @classmethod
+    def _servers(cls, v: str | None) -> str | None:
+        return v if v is None else _host_port_list(v)
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> KvStoreConfig:
+        # each message opens with the key at fault: the loader names it, with its source
+        missing = [k for k in _REQUIRED_KEYS[self.kind] if getattr(self, k) is None]
+        if missing:
+            also = f"; so is {', '.join(missing[1:])}" if missing[1:] else ""
+            raise ValueError(f"{missing[0]}: required with kind = {self.kind!r}, missing{also}")
+        defaults = {k: f.default for k, f in type(self).model_fields.items()}
+        other = [
+            k for kind, keys in _KIND_KEYS.items() if kind != self.kind for k in keys if getattr(self, k) != defaults[k]
+        ]
+        if other:
+            also = f" (nor is {', '.join(other[1:])})" if other[1:] else ""
+            raise ValueError(f"{other[0]}: not a setting of kind = {self.kind!r}{also}")
+        return self
+
+    @property
+    def http_url(self) -> str:
+        """``url`` of an ``http`` store (the model refuses one without it)."""
+        if self.url is None:
+            raise ValueError(f"[kvstore] kind = {self.kind!r} has no url")
+        return self.url
+
+    @property
+    def fluss_database(self) -> tuple[str, str]:
+        """``(bootstrap_servers, database)`` of a ``fluss`` store (the model refuses one without them)."""
+        if self.bootstrap_servers is None or self.database is None:
+            raise ValueError(f"[kvstore] kind = {self.kind!r} has no Fluss database")
+        return self.bootstrap_servers, self.database
+
+    @property
+    def where(self) -> str:
+        """The store in words, for a message: its URL, or the Fluss database and its servers."""
+        return self.http_url if self.kind == "http" else f"Fluss database {self.database!r} at {self.bootstrap_servers}"
 
 
 class ZooKeeperConfig(_Section):
@@ -175,14 +264,7 @@ class ZooKeeperConfig(_Section):
     @field_validator("hosts")
     @classmethod
     def _host_ports(cls, v: str) -> str:
-        pairs = [p.strip() for p in v.split(",")]
-        for pair in pairs:
-            match = _HOST_PORT.fullmatch(pair)
-            if match is None:
-                raise ValueError(f"{pair!r} is not host:port" if len(pairs) > 1 else "")
-            if not 1 <= int(match["port"]) <= 65535:
-                raise ValueError(f"port {match['port']} is out of range 1-65535")
-        return ",".join(pairs)
+        return _host_port_list(v)
 
     @model_validator(mode="after")
     def _consistent(self) -> ZooKeeperConfig:
@@ -591,6 +673,23 @@ class TieringConfig(BaseModel):
     @classmethod
     def _spark_strings(cls, v: Any) -> Any:
         return flatten_spark(v) if isinstance(v, Mapping) else v
+
+    @model_validator(mode="after")
+    def _what_needs_the_reference_store(self) -> TieringConfig:
+        kind = self.kvstore.kind
+        # a group's table epochs fence the reference store's acquires and lake reports; Fluss takes neither
+        if self.job.group is not None and kind != "http":
+            raise ValueError(
+                f"job.group: tiering groups need [kvstore] kind = 'http' (the reference store fences a "
+                f"group's tables), not kind = {kind!r}"
+            )
+        # delta-spark reads the store's files with Spark; Fluss has none a task can open
+        if self.lake.writer == "delta-spark" and kind != "http":
+            raise ValueError(
+                f"lake.writer: 'delta-spark' reads the store's files and kind = {kind!r} has none; "
+                "expected 'delta-rs' (its bucket tasks read through the store's reader)"
+            )
+        return self
 
     def redacted(self) -> dict[str, Any]:
         """The config as plain data for logs: a set secret shows as ``***``, an empty one as ``""``."""

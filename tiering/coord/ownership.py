@@ -18,9 +18,19 @@ from pathlib import Path
 
 from tiering.atomic_file import replace_file
 from tiering.errors import CoordinationError
-from tiering.kvstore.models import TableEpoch, TableOwners
 
-__all__ = ["Ownership"]
+__all__ = ["Ownership", "TableClaims"]
+
+
+@dataclass(frozen=True)
+class TableClaims:
+    """A group member's claim on some tables: ``epochs`` maps table_id -> the table epoch it got.
+    A store that takes claims (the reference store's lease acquire) refuses one whose epoch is
+    below the highest it has seen for the table: the table moved to another member."""
+
+    group: str
+    job: str
+    epochs: Mapping[int, int]
 
 
 @dataclass(frozen=True)
@@ -35,12 +45,12 @@ class Ownership:
         """The table's epoch while this member owns it, else None."""
         return self.tables.get(table)
 
-    def claims(self, tables: Mapping[int, str]) -> TableOwners | None:
+    def claims(self, tables: Mapping[int, str]) -> TableClaims | None:
         """This member's claim on ``tables`` (table_id -> name) for a lease acquire: the owned ones'
         table epochs, so that the store refuses the acquire when one of them moved; None when it
         owns none of them."""
-        epochs = [TableEpoch(table_id=i, table_epoch=e) for i, t in sorted(tables.items()) if (e := self.epoch(t))]
-        return TableOwners(group=self.group, job=self.job, tables=epochs) if epochs else None
+        epochs = {i: e for i, t in sorted(tables.items()) if (e := self.epoch(t))}
+        return TableClaims(self.group, self.job, epochs) if epochs else None
 
     def write(self, path: Path) -> None:
         """Replace the file at ``path`` with this ownership, atomically."""

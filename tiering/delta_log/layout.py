@@ -12,9 +12,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from tiering.kvstore.models import TableInfo
-from tiering.kvstore.protocol import OFFSET_COLUMN, OFFSET_TYPE, TIMESTAMP_COLUMN, TIMESTAMP_TYPE
-from tiering.kvstore.types import arrow_type
+from tiering.kvstore.contract import OFFSET_COLUMN, OFFSET_TYPE, TIMESTAMP_COLUMN, TIMESTAMP_TYPE, StoreTable
 
 __all__ = [
     "BUCKET_COLUMN",
@@ -34,7 +32,7 @@ __all__ = [
 ]
 
 BUCKET_COLUMN = "__bucket"
-#: The lake's system columns: its own ``__bucket``, and the store's (tiering.kvstore.protocol)
+#: The lake's system columns: its own ``__bucket``, and the store's (tiering.kvstore.contract.columns)
 #: that every row keeps (``__op`` never reaches the lake).
 SYSTEM_COLUMNS = (BUCKET_COLUMN, OFFSET_COLUMN, TIMESTAMP_COLUMN)
 
@@ -112,13 +110,13 @@ def epoch_round(version: int) -> tuple[int, int]:
     return version >> ROUND_BITS, version & _MAX_ROUND
 
 
-def lake_schema(table: TableInfo) -> pa.Schema:
+def lake_schema(table: StoreTable) -> pa.Schema:
     """User columns (store types), then ``__bucket`` (partition), ``__offset``, ``__timestamp``.
 
     Every field is nullable: Spark writes nullable Parquet columns, and a non-null Delta
     column would make Delta readers check what the store already guarantees.
     """
-    fields = [pa.field(c.name, arrow_type(c.type)) for c in table.columns]
+    fields = [pa.field(c.name, c.arrow_type) for c in table.columns]
     fields += [
         pa.field(BUCKET_COLUMN, pa.int32()),
         pa.field(OFFSET_COLUMN, OFFSET_TYPE),

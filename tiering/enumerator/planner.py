@@ -43,7 +43,8 @@ from dataclasses import dataclass, field, replace
 from tiering.enumerator.positions import BucketPosition, LakePosition
 from tiering.enumerator.splits import LogSplit, SnapshotSplit, Split, sort_key
 from tiering.errors import DataLossError
-from tiering.kvstore.models import BucketLog, Snapshot, SnapshotRef, TableInfo
+from tiering.kvstore.contract import StoreTable
+from tiering.kvstore.models import BucketLog, Snapshot, SnapshotRef
 
 __all__ = [
     "TableInput",
@@ -71,7 +72,7 @@ DEFAULT_RECORD_BYTES = 128
 class TableInput:
     """What the planner needs to know about one table, as the store and the lake report it."""
 
-    info: TableInfo
+    info: StoreTable
     snapshots: Sequence[Snapshot]
     logs: Sequence[BucketLog]
     lake: LakePosition | None = None
@@ -269,7 +270,7 @@ class RoundPlanner:
         return work, skipped
 
     @staticmethod
-    def _bootstrap(info: TableInfo, snap: Snapshot, log: BucketLog, record_bytes: float) -> _Work:
+    def _bootstrap(info: StoreTable, snap: Snapshot, log: BucketLog, record_bytes: float) -> _Work:
         splits: list[Split] = [SnapshotSplit(info.name, snap.bucket, info.table_id, snap.snapshot_id, snap.log_offset)]
         est: float = snap.size_bytes
         if log.log_end_offset > snap.log_offset:
@@ -317,7 +318,7 @@ class RoundPlanner:
         )
 
 
-def needs_bootstrap(info: TableInfo, logs: Sequence[BucketLog], lake: LakePosition | None) -> bool:
+def needs_bootstrap(info: StoreTable, logs: Sequence[BucketLog], lake: LakePosition | None) -> bool:
     """Whether a bucket of the table may be planned from a snapshot (never tiered by this
     incarnation, or its log truncated past the lake): only then does a plan read snapshots,
     besides estimating a round's bytes."""
@@ -325,14 +326,14 @@ def needs_bootstrap(info: TableInfo, logs: Sequence[BucketLog], lake: LakePositi
     return any(b.bucket not in reached or b.log_start_offset > reached[b.bucket] for b in logs)
 
 
-def _same_incarnation(info: TableInfo, lake: LakePosition | None) -> Mapping[int, int]:
+def _same_incarnation(info: StoreTable, lake: LakePosition | None) -> Mapping[int, int]:
     """The lake's offsets if they belong to this table id; another id's offsets mean nothing."""
     if lake is None or not lake.belongs_to(info.table_id):
         return {}
     return {b: p for b, p in lake.buckets.items() if b < info.num_buckets}
 
 
-def _logs_by_bucket(info: TableInfo, logs: Sequence[BucketLog]) -> dict[int, BucketLog]:
+def _logs_by_bucket(info: StoreTable, logs: Sequence[BucketLog]) -> dict[int, BucketLog]:
     by_bucket: dict[int, BucketLog] = {}
     for log in logs:
         if not 0 <= log.bucket < info.num_buckets:
@@ -353,7 +354,7 @@ def _logs_by_bucket(info: TableInfo, logs: Sequence[BucketLog]) -> dict[int, Buc
     return by_bucket
 
 
-def _latest_snapshots(info: TableInfo, snapshots: Sequence[Snapshot]) -> dict[int, Snapshot]:
+def _latest_snapshots(info: StoreTable, snapshots: Sequence[Snapshot]) -> dict[int, Snapshot]:
     latest: dict[int, Snapshot] = {}
     for snap in snapshots:
         if not 0 <= snap.bucket < info.num_buckets:

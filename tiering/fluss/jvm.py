@@ -43,32 +43,39 @@ class FlussJvm:
 
     Owned (``owned``): a gateway JVM this object started, shut down by :meth:`close`."""
 
-    def __init__(self, gateway: Any, bootstrap_servers: str, *, owned: bool) -> None:
+    def __init__(
+        self, gateway: Any, bootstrap_servers: str, *, owned: bool, options: Mapping[str, str] | None = None
+    ) -> None:
         self.gateway = gateway
         self.jvm = gateway.jvm
         self.owned = owned
         self.bootstrap_servers = bootstrap_servers
         settings = self.jvm.java.util.HashMap()
+        for key, value in (options or {}).items():
+            settings.put(key, value)
         settings.put("bootstrap.servers", bootstrap_servers)
         configuration = self.jvm.org.apache.fluss.config.Configuration.fromMap(settings)
         self.connection = self.jvm.org.apache.fluss.client.ConnectionFactory.createConnection(configuration)
         self.admin = self.connection.getAdmin()
 
     @classmethod
-    def open(cls, bootstrap_servers: str, client_jar: Path | None) -> FlussJvm:
+    def open(
+        cls, bootstrap_servers: str, client_jar: Path | None, options: Mapping[str, str] | None = None
+    ) -> FlussJvm:
         """The active SparkContext's JVM when it has fluss-client (on ``spark.jars``), else a gateway
-        JVM of its own started from ``client_jar``; ``FlussClientError`` naming both when neither."""
+        JVM of its own started from ``client_jar``; ``FlussClientError`` naming both when neither.
+        ``options``: Fluss client options for its connection."""
         pyspark = sys.modules.get("pyspark")  # not imported: no SparkContext can be active
         context = pyspark.SparkContext._active_spark_context if pyspark is not None else None
         if context is not None and _has_client(context._gateway):
-            return cls(context._gateway, bootstrap_servers, owned=False)
+            return cls(context._gateway, bootstrap_servers, owned=False, options=options)
         if client_jar is None or not client_jar.is_file():
             where = "the Spark driver's JVM has none" if context is not None else "no SparkContext is active"
             raise FlussClientError(
                 f"no JVM with Fluss's client ({_PROBE}): {where} (put the fluss-client jar on spark.jars), "
                 f"and no fluss-client jar at {client_jar} to start one with"
             )
-        return cls(_launch(client_jar), bootstrap_servers, owned=True)
+        return cls(_launch(client_jar), bootstrap_servers, owned=True, options=options)
 
     def path(self, database: str, table: str) -> Any:
         return self.jvm.org.apache.fluss.metadata.TablePath.of(database, table)

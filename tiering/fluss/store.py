@@ -3,8 +3,9 @@ and the changelog; Fluss's Java client (:mod:`tiering.fluss.jvm`) for snapshots,
 for now, a snapshot's rows.
 
 How Fluss maps onto the seam (docs/DESIGN.md §3, "The store seam"): the store is one Fluss
-database, a table its primary-key tables (log tables are not listed); a table's id is Fluss's
-table id (new when re-created); offsets are Fluss's log offsets. A changelog read drops ``-U``
+database, a table its primary-key tables (a log table is left out of the listing, with one
+warning naming it per process); a table's id is Fluss's table id (new when re-created); offsets
+are Fluss's log offsets. A changelog read drops ``-U``
 records (a ``+U`` follows each, holding the new row), so offsets in a read have gaps. A snapshot is
 ``getLatestKvSnapshots``' per bucket, its ``log_offset`` the offset it covers up to.
 
@@ -25,9 +26,10 @@ from __future__ import annotations
 
 import asyncio
 import datetime
+import logging
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -45,10 +47,24 @@ from tiering.errors import (
 from tiering.fluss.jvm import FlussJvm, java_set, long_map
 from tiering.fluss.types import store_column
 from tiering.kvstore import retry
-from tiering.kvstore.contract import BucketId, BucketLog, SnapshotRef, StoreTable, TableLog, changelog_schema
-from tiering.kvstore.protocol import DELETE, INSERT, OFFSET_COLUMN, OP_COLUMN, TIMESTAMP_COLUMN, UPDATE
+from tiering.kvstore.contract import (
+    DELETE,
+    INSERT,
+    OFFSET_COLUMN,
+    OP_COLUMN,
+    TIMESTAMP_COLUMN,
+    UPDATE,
+    BucketId,
+    BucketLog,
+    SnapshotRef,
+    StoreTable,
+    TableLog,
+    changelog_schema,
+)
 
 __all__ = ["FlussStore", "FlussBucketReader"]
+
+log = logging.getLogger(__name__)
 
 #: pyfluss's error code for a table the database does not hold (``fluss.ErrorCode.TABLE_NOT_EXIST``)
 _TABLE_NOT_EXIST = 7
@@ -75,17 +91,20 @@ class _Connections:
     """A private event loop with a pyfluss connection on it, and a Fluss JVM: both made on first
     use and dropped when pickled (a Spark task makes its own)."""
 
-    def __init__(self, bootstrap_servers: str, database: str, client_jar: Path | None) -> None:
+    def __init__(
+        self, bootstrap_servers: str, database: str, client_jar: Path | None, options: Mapping[str, str]
+    ) -> None:
         self.bootstrap_servers = bootstrap_servers
         self.database = database
         self.client_jar = client_jar
+        self.options = dict(options)
         self._lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._connection: Any = None
         self._java: FlussJvm | None = None
 
     def __getstate__(self) -> dict[str, Any]:
-        return {k: self.__dict__[k] for k in ("bootstrap_servers", "database", "client_jar")}
+        return {k: self.__dict__[k] for k in ("bootstrap_servers", "database", "client_jar", "options")}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__init__(**state)  # type: ignore[misc]
@@ -113,7 +132,7 @@ class _Connections:
         import fluss
 
         if self._connection is None:
-            config = fluss.Config({"bootstrap.servers": self.bootstrap_servers})
+            config = fluss.Config({**_python_options(self.options), "bootstrap.servers": self.bootstrap_servers})
             self._connection = await fluss.FlussConnection.create(config)
         return await make(self._connection, *args)
 
@@ -121,7 +140,7 @@ class _Connections:
     def java(self) -> FlussJvm:
         with self._lock:
             if self._java is None:
-                self._java = FlussJvm.open(self.bootstrap_servers, self.client_jar)
+                self._java = FlussJvm.open(self.bootstrap_servers, self.client_jar, self.options)
             return self._java
 
     def close(self) -> None:
@@ -133,6 +152,15 @@ class _Connections:
             if self._java is not None:
                 self._java.close()
             self._loop = self._connection = self._java = None
+
+
+def _python_options(options: Mapping[str, str]) -> dict[str, str]:
+    """The client options pyfluss knows (it refuses any other; Fluss's Java client takes them all):
+    a key known to it is an attribute of its ``Config``, spelt with ``_`` for ``.`` and ``-``."""
+    import fluss
+
+    known = set(dir(fluss.Config))
+    return {k: v for k, v in options.items() if k.replace(".", "_").replace("-", "_") in known}
 
 
 async def _closed(connection: Any) -> None:
@@ -150,12 +178,21 @@ def _store_error(error: Any, servers: str, table: str | None) -> StoreError:
 
 class FlussStore(_Connections):
     """:class:`~tiering.kvstore.contract.PlanningStore` of one Fluss database. ``client_jar``:
-    fluss-client, for a JVM of its own where the process has no SparkContext."""
+    fluss-client, for a JVM of its own where the process has no SparkContext; ``options``: Fluss
+    client options, for the Java client and the ones pyfluss knows."""
 
-    def __init__(self, bootstrap_servers: str, database: str, client_jar: Path | None = None) -> None:
-        super().__init__(bootstrap_servers, database, client_jar)
+    def __init__(
+        self,
+        bootstrap_servers: str,
+        database: str,
+        client_jar: Path | None = None,
+        options: Mapping[str, str] | None = None,
+    ) -> None:
+        super().__init__(bootstrap_servers, database, client_jar, options or {})
         self._epochs: dict[str, int] = {}
         self._leases: dict[str, tuple[int, Any]] = {}
+        #: the log tables already warned of: one warning each per process, not one per round
+        self._skipped: set[str] = set()
 
     def __repr__(self) -> str:
         return f"FlussStore({self.bootstrap_servers!r}, {self.database!r})"
@@ -171,7 +208,15 @@ class FlussStore(_Connections):
             names = await admin.list_tables(self.database)
             return await asyncio.gather(*(admin.get_table_info(self._path(name)) for name in names))
 
-        return [_store_table(info) for info in self._run(listed) if info.has_primary_key()]
+        infos = self._run(listed)
+        for info in infos:
+            name = info.table_path.table_name
+            if not info.has_primary_key() and name not in self._skipped:
+                self._skipped.add(name)
+                log.warning(
+                    "Fluss table %s.%s has no primary key: skipped (only primary-key tables tier)", self.database, name
+                )
+        return [_store_table(info) for info in infos if info.has_primary_key()]
 
     def table(self, name: str) -> StoreTable:
         info = self._run(lambda connection: connection.get_admin().get_table_info(self._path(name)), table=name)
@@ -272,7 +317,7 @@ class FlussStore(_Connections):
         return None
 
     def bucket_reader(self) -> FlussBucketReader:
-        return FlussBucketReader(self.bootstrap_servers, self.database, self.client_jar)
+        return FlussBucketReader(self.bootstrap_servers, self.database, self.client_jar, self.options)
 
 
 class FlussBucketReader(_Connections):

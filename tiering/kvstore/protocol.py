@@ -1,43 +1,12 @@
-"""The names the store's files and the lake's share: system columns and op codes (docs/DESIGN.md §3).
-
-Failure mode this guards against: two modules spelling them differently. A ``-D`` read as
-anything else resurrects a deleted row; an ``__offset`` spelt otherwise makes the oldest change
-of a key win. The store writes these into its log and snapshot files (see
-:mod:`tiering.kvstore.models`), the lake keeps ``__offset`` and ``__timestamp`` in its rows, and
-other tools read both: they are written down once, here, for the store server and the lake
-writers alike. (The lake's own ``__bucket`` is in :mod:`tiering.delta_log.layout`; user column
-names may not start with ``__``, so none of these can clash with a user column.)
+"""The system columns and op codes as the reference store's files and HTTP protocol name them:
+the seam's own (:mod:`tiering.kvstore.contract.columns`), which the store writes into its log and
+snapshot files (see :mod:`tiering.kvstore.models`). Failure mode it prevents: the store and the
+lake spelling a column or an op code two ways; there is one spelling, the seam's.
 """
 
 from __future__ import annotations
 
-import pyarrow as pa
+from tiering.kvstore.contract import columns
+from tiering.kvstore.contract.columns import *  # noqa: F403 - the seam's names, re-exported whole
 
-__all__ = [
-    "OFFSET_COLUMN",
-    "OP_COLUMN",
-    "TIMESTAMP_COLUMN",
-    "OFFSET_TYPE",
-    "TIMESTAMP_TYPE",
-    "INSERT",
-    "UPDATE",
-    "DELETE",
-    "OPS",
-]
-
-#: Offset of the change that wrote the row (bigint): dense and unique within a bucket's log.
-OFFSET_COLUMN = "__offset"
-#: The change's op code (string); only in log files, never in snapshots nor in the lake.
-OP_COLUMN = "__op"
-#: Store time of the change (timestamp, UTC, microseconds).
-TIMESTAMP_COLUMN = "__timestamp"
-OFFSET_TYPE = pa.int64()
-TIMESTAMP_TYPE = pa.timestamp("us", tz="UTC")
-
-#: An upsert of a key the bucket did not hold.
-INSERT = "+I"
-#: An upsert of a key the bucket held.
-UPDATE = "+U"
-#: A delete: the row carries only the key, its other columns are null.
-DELETE = "-D"
-OPS = (INSERT, UPDATE, DELETE)
+__all__ = columns.__all__

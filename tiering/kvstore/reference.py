@@ -21,6 +21,7 @@ from tiering.errors import NotFoundError, SnapshotUnavailableError
 from tiering.kvstore import models
 from tiering.kvstore.client import KvStoreClient
 from tiering.kvstore.contract import (
+    OFFSET_COLUMN,
     BucketId,
     BucketLog,
     BucketReader,
@@ -31,10 +32,9 @@ from tiering.kvstore.contract import (
     TableLog,
     changelog_schema,
 )
-from tiering.kvstore.protocol import OFFSET_COLUMN
 from tiering.kvstore.types import arrow_type
 
-__all__ = ["ReferenceStore", "ReferenceBucketReader", "store_table"]
+__all__ = ["ReferenceStore", "ReferenceBucketReader", "store_table", "bucket_log"]
 
 
 def store_table(info: models.TableInfo) -> StoreTable:
@@ -43,6 +43,11 @@ def store_table(info: models.TableInfo) -> StoreTable:
         StoreColumn(c.name, c.type, arrow_type(c.type), nullable=c.name not in info.primary_key) for c in info.columns
     )
     return StoreTable(info.name, info.table_id, columns, tuple(info.primary_key), info.num_buckets)
+
+
+def bucket_log(log: models.BucketLog) -> BucketLog:
+    """The store's answer for one bucket's log as the seam's value."""
+    return BucketLog(log.bucket, log.log_start_offset, log.log_end_offset)
 
 
 class ReferenceStore:
@@ -63,10 +68,7 @@ class ReferenceStore:
     def log_ends(self, tables: Sequence[str]) -> dict[str, TableLog]:
         found = self.client.logs(list(tables)) if tables else {}
         return {
-            name: TableLog(
-                log.table_id, {b.bucket: BucketLog(b.bucket, b.log_start_offset, b.log_end_offset) for b in log.buckets}
-            )
-            for name, log in found.items()
+            name: TableLog(log.table_id, {b.bucket: bucket_log(b) for b in log.buckets}) for name, log in found.items()
         }
 
     def latest_snapshots(self, table: str) -> dict[int, SnapshotRef]:

@@ -6,20 +6,25 @@ re-applying changes the base already holds (trimmed: the changes read for a buck
 exactly at its base's offset); mixing inputs of another table or incarnation (refused);
 a log split without segment files (refused, naming the split; a snapshot of an empty bucket
 may have none). Overlapping log splits are fine.
+
+A bucket's store input is files a task opens (the reference store's Parquet: a bare snapshot is
+then a byte copy), or, for a store without such files (Apache Fluss), reads through the store's
+:class:`~tiering.kvstore.contract.BucketReader`, which the plan carries to the task: the snapshot's
+rows and the changelog ``[log_from, log_to)``, read where the task runs.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 
 from tiering.delta_log.lake import LakeFile
 from tiering.enumerator.positions import LakePosition
 from tiering.enumerator.splits import LogSplit, SnapshotSplit, Split
 from tiering.errors import LakeCommitError
-from tiering.kvstore.models import TableInfo
+from tiering.kvstore.contract import BucketReader, StoreTable
 
 __all__ = ["BucketBase", "BucketPlan", "plan_buckets", "heavy"]
 
@@ -62,6 +67,9 @@ class BucketPlan:
     log_to: int
     snapshot_id: int | None = None
     lake_files: tuple[LakeFile, ...] = ()
+    #: the store's reader of the bucket's snapshot and changes, when they are not files (None: the
+    #: files above); picklable, it connects where the task runs
+    reader: BucketReader | None = None
 
     @property
     def by_file(self) -> bool:
@@ -78,7 +86,9 @@ class BucketPlan:
 
     @property
     def num_changes(self) -> int:
-        """Changes the bucket's range holds: offsets are dense, one change each."""
+        """At most this many changes in the bucket's range: offsets increase by at least one per
+        change, not by exactly one (Fluss's log holds ``-U`` records a read drops). An upper
+        bound, so a rewrite is never taken for lighter than it is."""
         return max(0, self.log_to - self.log_from)
 
     @property
@@ -88,8 +98,9 @@ class BucketPlan:
 
     @property
     def bare_snapshot(self) -> bool:
-        """A snapshot with no change on top: a byte copy when its files have the lake's columns."""
-        return self.base is BucketBase.SNAPSHOT and not self.has_changes
+        """A snapshot's files with no change on top: a byte copy when they have the lake's columns
+        (a snapshot read through a reader is rows to write)."""
+        return self.base is BucketBase.SNAPSHOT and not self.has_changes and self.reader is None
 
     @property
     def rewrites(self) -> bool:
@@ -113,22 +124,24 @@ def heavy(plans: Sequence[BucketPlan]) -> bool:
 
 
 def plan_buckets(
-    table: TableInfo,
+    table: StoreTable,
     splits: Sequence[Split],
     files: Mapping[Split, Sequence[str]],
     lake: LakePosition | None,
     lake_files: Mapping[int, Sequence[LakeFile]],
+    reader: BucketReader | None = None,
 ) -> list[BucketPlan]:
     """One plan per bucket the splits touch, ordered by bucket.
 
     ``lake`` is the table's position before the round (None: nothing of this ``table_id``
     tiered, e.g. a replaced table); ``lake_files`` its current Delta files per bucket (none for
-    a table the round replaces).
+    a table the round replaces). With ``reader``, the splits are read through it and ``files``
+    may name none.
     """
     snapshots: dict[int, SnapshotSplit] = {}
     logs: dict[int, list[LogSplit]] = defaultdict(list)
     for split in splits:
-        _check_split(table, split, files)
+        _check_split(table, split, files if reader is None else None)
         if isinstance(split, SnapshotSplit):
             if split.bucket in snapshots:
                 raise LakeCommitError(
@@ -141,12 +154,13 @@ def plan_buckets(
             logs[split.bucket].append(split)
     plans = []
     for bucket in sorted(set(snapshots) | set(logs)):
-        plans.append(_plan_bucket(table, bucket, snapshots.get(bucket), sorted(logs[bucket]), files, lake, lake_files))
+        plan = _plan_bucket(table, bucket, snapshots.get(bucket), sorted(logs[bucket]), files, lake, lake_files)
+        plans.append(plan if reader is None else replace(plan, reader=reader))
     return plans
 
 
 def _plan_bucket(
-    table: TableInfo,
+    table: StoreTable,
     bucket: int,
     snapshot: SnapshotSplit | None,
     logs: list[LogSplit],
@@ -156,7 +170,7 @@ def _plan_bucket(
 ) -> BucketPlan:
     current = tuple(lake_files.get(bucket, ()))
     if snapshot is not None:
-        base, base_files, start = BucketBase.SNAPSHOT, tuple(files[snapshot]), snapshot.log_offset
+        base, base_files, start = BucketBase.SNAPSHOT, tuple(files.get(snapshot, ())), snapshot.log_offset
     elif lake is not None and bucket in lake.buckets:
         base, base_files, start = BucketBase.LAKE, tuple(f.uri for f in current), lake.buckets[bucket]
     else:
@@ -172,7 +186,7 @@ def _plan_bucket(
             )
         if log.end_offset > reached:
             reached = log.end_offset
-            log_files += [f for f in files[log] if f not in log_files]
+            log_files += [f for f in files.get(log, ()) if f not in log_files]
     return BucketPlan(
         bucket=bucket,
         base=base,
@@ -185,7 +199,9 @@ def _plan_bucket(
     )
 
 
-def _check_split(table: TableInfo, split: Split, files: Mapping[Split, Sequence[str]]) -> None:
+def _check_split(table: StoreTable, split: Split, files: Mapping[Split, Sequence[str]] | None) -> None:
+    """``split`` is of ``table``; with ``files`` (None: read through the store's reader), they
+    name the split's, and a log split's are not none."""
     if split.table != table.name or split.table_id != table.table_id:
         raise LakeCommitError(
             f"split {split} does not belong to table {table.name!r} (table_id {table.table_id})",
@@ -196,6 +212,8 @@ def _check_split(table: TableInfo, split: Split, files: Mapping[Split, Sequence[
             f"split {split}: bucket {split.bucket} is outside table {table.name!r}'s {table.num_buckets} buckets",
             table=table.name,
         )
+    if files is None:
+        return
     if split not in files:
         raise LakeCommitError(f"table {table.name!r}: no files given for split {split}", table=table.name)
     if isinstance(split, LogSplit) and not files[split]:

@@ -19,19 +19,18 @@ from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from tiering.delta_log.layout import BUCKET_COLUMN
-from tiering.kvstore.models import TableInfo
-from tiering.kvstore.protocol import DELETE, OFFSET_COLUMN, OP_COLUMN, TIMESTAMP_COLUMN, UPDATE
+from tiering.kvstore.contract import DELETE, OFFSET_COLUMN, OP_COLUMN, TIMESTAMP_COLUMN, UPDATE, StoreTable
 from tiering.lake.bucket_plan import BucketBase, BucketPlan
 
 __all__ = ["bucket_rows", "merge_rows", "output_columns"]
 
 
-def output_columns(table: TableInfo) -> list[str]:
+def output_columns(table: StoreTable) -> list[str]:
     """Column order of the rows written (``__bucket`` last: it becomes the directory)."""
     return [c.name for c in table.columns] + [OFFSET_COLUMN, TIMESTAMP_COLUMN, BUCKET_COLUMN]
 
 
-def bucket_rows(spark: SparkSession, table: TableInfo, plans: Sequence[BucketPlan]) -> DataFrame | None:
+def bucket_rows(spark: SparkSession, table: StoreTable, plans: Sequence[BucketPlan]) -> DataFrame | None:
     """The buckets' new rows; None when every planned bucket ends up empty without reading anything."""
     row_ddl = _ddl(table, with_op=False)
     bases = [_read(spark, p.base_files, row_ddl, p.bucket) for p in plans if p.base_files]
@@ -48,7 +47,7 @@ def bucket_rows(spark: SparkSession, table: TableInfo, plans: Sequence[BucketPla
     return kept.select(*columns).unionByName(upserts)
 
 
-def merge_rows(spark: SparkSession, table: TableInfo, plans: Sequence[BucketPlan]) -> DataFrame | None:
+def merge_rows(spark: SparkSession, table: StoreTable, plans: Sequence[BucketPlan]) -> DataFrame | None:
     """The source of a MERGE of the buckets into the lake: :func:`output_columns` and ``__op``.
     A bucket the round bootstraps from a snapshot gives its whole new content, each row an
     upsert (the MERGE tells which differ from the lake's by ``__offset``); any other bucket its
@@ -62,7 +61,7 @@ def merge_rows(spark: SparkSession, table: TableInfo, plans: Sequence[BucketPlan
     return _union([p.select(*columns) for p in parts])
 
 
-def _latest_changes(spark: SparkSession, table: TableInfo, plans: Sequence[BucketPlan]) -> DataFrame | None:
+def _latest_changes(spark: SparkSession, table: StoreTable, plans: Sequence[BucketPlan]) -> DataFrame | None:
     """The buckets' newest change per key in ``[log_from, log_to)``, with ``__op``."""
     changes = _union(
         [
@@ -83,9 +82,9 @@ def _read(spark: SparkSession, files: Sequence[str], ddl: str, bucket: int) -> D
     return spark.read.schema(ddl).parquet(*files).withColumn(BUCKET_COLUMN, F.lit(bucket).cast("int"))
 
 
-def _ddl(table: TableInfo, *, with_op: bool) -> str:
+def _ddl(table: StoreTable, *, with_op: bool) -> str:
     """The Parquet schema of the store's files (and of the lake's files, which lack ``__op``)."""
-    columns = [f"`{c.name}` {c.type}" for c in table.columns]
+    columns = [f"`{c.name}` {c.spark_type}" for c in table.columns]
     columns.append(f"`{OFFSET_COLUMN}` bigint")
     if with_op:
         columns.append(f"`{OP_COLUMN}` string")

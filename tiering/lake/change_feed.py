@@ -38,7 +38,7 @@ from deltalake.transaction import CommitProperties
 
 from tiering.delta_log.layout import BUCKET_COLUMN, lake_schema
 from tiering.errors import LakeCommitError
-from tiering.kvstore.protocol import DELETE, OFFSET_COLUMN, OP_COLUMN
+from tiering.kvstore.contract import DELETE, OFFSET_COLUMN, OP_COLUMN
 from tiering.lake.bucket_plan import BucketBase
 from tiering.lake.buckets import BucketTask, base_rows, merge_batches
 from tiering.lake.compression import delta_rs_properties

@@ -49,7 +49,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 from tiering.delta_log.layout import BUCKET_COLUMN, lake_schema
 from tiering.errors import ConfigError
-from tiering.kvstore.protocol import DELETE, OFFSET_COLUMN, OP_COLUMN
+from tiering.kvstore.contract import DELETE, OFFSET_COLUMN, OP_COLUMN
 from tiering.lake.bucket_plan import BucketBase
 from tiering.lake.bucket_rows import merge_rows, output_columns
 from tiering.lake.round_protocol import PreparedRound

@@ -71,7 +71,7 @@ from tiering.delta_log.lake import Lake, LakeTable, has_deletion_vectors
 from tiering.delta_log.layout import BUCKET_COLUMN, DELETION_VECTORS_PROPERTY, lake_schema
 from tiering.enumerator.splits import Split
 from tiering.errors import ConfigError, SchemaMismatchError
-from tiering.kvstore.models import TableInfo
+from tiering.kvstore.contract import StoreTable
 from tiering.lake.bucket_plan import BucketPlan
 from tiering.lake.bucket_rows import bucket_rows
 from tiering.lake.change_feed import CHANGE_FEED_PROPERTY, needs_merge
@@ -143,7 +143,7 @@ class DeltaSparkRoundWriter(RoundWriter):
 
     def prepare(
         self,
-        table: TableInfo,
+        table: StoreTable,
         splits: Sequence[Split],
         files: Mapping[Split, Sequence[str]],
         current: LakeTable | None,
@@ -190,7 +190,7 @@ class DeltaSparkRoundWriter(RoundWriter):
         self._ensure_landed(prepared, _error_of(lambda: writer.save(prepared.path)))
         return self._landed(prepared, rows_out=lambda commit: output_rows(commit, "numOutputRows"))
 
-    def _rows(self, session: SparkSession, table: TableInfo, plans: Sequence[BucketPlan]) -> DataFrame:
+    def _rows(self, session: SparkSession, table: StoreTable, plans: Sequence[BucketPlan]) -> DataFrame:
         """The buckets' new rows in the lake's column order, in ``session`` (whose settings the
         write takes).
 
@@ -212,7 +212,7 @@ def _error_of(write: Callable[[], object]) -> Exception | None:
     return None
 
 
-def _check_column_names(table: TableInfo) -> None:
+def _check_column_names(table: StoreTable) -> None:
     """:class:`SchemaMismatchError` naming every column delta-spark would refuse to write."""
     refused = [c.name for c in table.columns if any(ch in DELTA_INVALID_NAME_CHARACTERS for ch in c.name)]
     if refused:

@@ -67,7 +67,7 @@ from tiering.errors import (
     SchemaMismatchError,
     one_line,
 )
-from tiering.kvstore.models import TableInfo
+from tiering.kvstore.contract import StoreTable
 from tiering.lake.bucket_plan import BucketBase, BucketPlan, plan_buckets
 from tiering.lake.buckets import BucketResult, BucketTask, WrittenFile
 from tiering.lake.catalog import TableCatalog
@@ -129,7 +129,7 @@ class TableCommit:
 class PreparedRound:
     """A round checked against the lake and planned per bucket, ready to be committed."""
 
-    table: TableInfo
+    table: StoreTable
     path: str
     app: str
     version: int
@@ -230,7 +230,7 @@ class RoundWriter(ABC):
 
     def write_table_round(
         self,
-        table: TableInfo,
+        table: StoreTable,
         splits: Sequence[Split],
         files: Mapping[Split, Sequence[str]],
         current: LakeTable | None,
@@ -246,7 +246,7 @@ class RoundWriter(ABC):
 
     def prepare(
         self,
-        table: TableInfo,
+        table: StoreTable,
         splits: Sequence[Split],
         files: Mapping[Split, Sequence[str]],
         current: LakeTable | None,
@@ -494,7 +494,7 @@ def _foreign_commit(table: str, commit: ForeignCommit, epoch: int) -> ForeignCom
     )
 
 
-def _skipped(table: TableInfo, dt: DeltaTable | None, info: LakeCommitInfo | None) -> TableCommit:
+def _skipped(table: StoreTable, dt: DeltaTable | None, info: LakeCommitInfo | None) -> TableCommit:
     return TableCommit(
         table=table.name,
         table_id=info.position.table_id if info is not None else table.table_id,
@@ -504,7 +504,7 @@ def _skipped(table: TableInfo, dt: DeltaTable | None, info: LakeCommitInfo | Non
     )
 
 
-def _check_compatible(dt: DeltaTable, table: TableInfo, info: LakeCommitInfo | None) -> tuple[str, ...]:
+def _check_compatible(dt: DeltaTable, table: StoreTable, info: LakeCommitInfo | None) -> tuple[str, ...]:
     """The Delta table must hold this incarnation, be partitioned by bucket and be able to follow
     the KV table's schema; the columns the round adds to it."""
     if info is not None and info.position.table_id != table.table_id:

@@ -22,9 +22,10 @@ import logging
 import threading
 from collections.abc import Callable, Iterable, Mapping
 
+from tiering.coord.ownership import TableClaims
 from tiering.errors import LeaseNotFoundError, NotFoundError, RetryableError, StoreError
 from tiering.kvstore.client import KvStoreClient
-from tiering.kvstore.models import BucketRef, Lease, SnapshotRef, TableOwners
+from tiering.kvstore.models import BucketRef, Lease, SnapshotRef, TableEpoch, TableOwners
 
 __all__ = ["JobLease", "LeaseRenewer", "serves_leases"]
 
@@ -70,13 +71,13 @@ class JobLease:
         #: :meth:`state`; None before the first and after a drop (the lease-expiry metric reads it)
         self.expires_at_ms: int | None = None
 
-    def acquire(self, refs: list[SnapshotRef], owners: TableOwners | None = None) -> list[SnapshotRef]:
+    def acquire(self, refs: list[SnapshotRef], owners: TableClaims | None = None) -> list[SnapshotRef]:
         """Hold ``refs`` (creating or renewing the lease); returns the ones whose files are
         already gone: plan those buckets from a newer snapshot. ``owners``: in a tiering group, the
         table epochs of their tables (TableEpochFencedError when one of them moved)."""
         if not self.enabled:
             return []
-        result = self.client.acquire_lease(self.lease_id, self.epoch, self.duration_ms, refs, owners)
+        result = self.client.acquire_lease(self.lease_id, self.epoch, self.duration_ms, refs, _wire(owners))
         self.expires_at_ms = result.expires_at_ms
         return list(result.unavailable)
 
@@ -247,3 +248,11 @@ class LeaseRenewer:
                 return
             if renewed:
                 self.renewals += 1
+
+
+def _wire(claims: TableClaims | None) -> TableOwners | None:
+    """A group member's claims as the store's acquire takes them."""
+    if claims is None:
+        return None
+    tables = [TableEpoch(table_id=i, table_epoch=e) for i, e in sorted(claims.epochs.items())]
+    return TableOwners(group=claims.group, job=claims.job, tables=tables)

@@ -52,8 +52,9 @@ import logging
 import threading
 from collections.abc import Iterable, Mapping
 
+from tiering.coord.ownership import TableClaims
 from tiering.errors import NotLeaderError, StoreError, TieringError
-from tiering.kvstore.models import SnapshotRef, TableOwners
+from tiering.kvstore.models import SnapshotRef
 from tiering.lease.job_lease import JobLease
 
 __all__ = ["LeaseReleases", "by_bucket", "without_buckets"]
@@ -95,7 +96,7 @@ class LeaseReleases:
         self._lost: set[SnapshotRef] = set()
         self._refused: dict[int, set[int]] = {}
 
-    def hold(self, refs: list[SnapshotRef], owners: TableOwners | None = None) -> list[SnapshotRef]:
+    def hold(self, refs: list[SnapshotRef], owners: TableClaims | None = None) -> list[SnapshotRef]:
         """Acquire the round's snapshots right before they are read; returns the ones already
         gone. The rest are the round in flight until released. A refused release of a bucket the
         round holds again is dropped: it would let go of the round's new hold. ``owners``: in a

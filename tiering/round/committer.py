@@ -66,7 +66,7 @@ from typing import TypeVar
 
 from tiering import failpoints
 from tiering.context import TermContext
-from tiering.coord.ownership import Ownership
+from tiering.coord.ownership import Ownership, TableClaims
 from tiering.delta_log.commits import round_commit_info
 from tiering.delta_log.lake import LakeTables
 from tiering.delta_log.layout import app_id, epoch_round
@@ -87,7 +87,9 @@ from tiering.errors import (
     one_line,
 )
 from tiering.kvstore.client import KvStoreClient, segment
-from tiering.kvstore.models import LakeReport, LogRange, LogSegment, SnapshotRef, TableInfo, TableOwners
+from tiering.kvstore.contract import StoreTable
+from tiering.kvstore.models import LakeReport, LogRange, LogSegment, SnapshotRef
+from tiering.kvstore.reference import store_table
 from tiering.lake.buckets import BucketResult
 from tiering.lake.round_protocol import RoundWriter, TableCommit
 from tiering.lake.table_fence import fence_table
@@ -193,7 +195,7 @@ class RoundCommitter:
                     table.advance(TableState.ACQUIRED)
             # One call for the round, made after the round's offsets were planned: every change the
             # round reads was written before it, so a column a change carries is in these schemas.
-            infos = {info.name: info for info in self._client.list_tables()}
+            infos = {info.name: store_table(info) for info in self._client.list_tables()}
             holders = _answers(self._holders, dict.fromkeys(t.name for t in tables))
             each(lambda t: self._trim(t, infos, gone, holders.get(t.name)), TableState.ACQUIRED)
             segments = self._segments([t for t in tables if t.state is TableState.ACQUIRED])
@@ -273,7 +275,7 @@ class RoundCommitter:
                 continue
             return {(r.table_id, r.bucket, r.snapshot_id) for r in gone}
 
-    def _claims(self, tables: list[TableRound]) -> TableOwners | None:
+    def _claims(self, tables: list[TableRound]) -> TableClaims | None:
         """In a group, this member's table epochs of the tables whose snapshots ``tables`` read."""
         if self._owned is None:
             return None
@@ -295,7 +297,7 @@ class RoundCommitter:
     def _trim(
         self,
         table: TableRound,
-        infos: dict[str, TableInfo],
+        infos: dict[str, StoreTable],
         gone: _Gone,
         holder: tuple[str | None, str | None] | StoreError | None,
     ) -> None:
@@ -353,7 +355,7 @@ class RoundCommitter:
     def _prepare(
         self,
         table: TableRound,
-        info: TableInfo,
+        info: StoreTable,
         segments: list[list[LogSegment]] | StoreError | None,
         outcome: RoundOutcome,
     ) -> None:

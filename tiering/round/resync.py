@@ -36,7 +36,8 @@ from tiering.enumerator.planner import RoundPlan, RoundPlanner, TableInput
 from tiering.enumerator.splits import LogSplit, SnapshotSplit, Split
 from tiering.errors import NotLeaderError, SnapshotUnavailableError, StoreError, TableRecreatedError, TieringError
 from tiering.kvstore.client import KvStoreClient
-from tiering.kvstore.models import LakeReport, LogRange, Snapshot, TableInfo
+from tiering.kvstore.contract import StoreTable
+from tiering.kvstore.models import LakeReport, LogRange, Snapshot
 from tiering.lake.round_protocol import RoundWriter, TableCommit
 from tiering.lease.job_lease import JobLease
 
@@ -67,7 +68,7 @@ class TableResync:
 
 
 def resync_table(
-    table: TableInfo,
+    table: StoreTable,
     writer: RoundWriter,
     lake: Lake,
     lease: JobLease,
@@ -128,7 +129,7 @@ def _bootstrap_plan(table: TableInput) -> RoundPlan:
 
 
 def _files(
-    client: KvStoreClient, table: TableInfo, splits: list[Split], snapshots: dict[int, Snapshot]
+    client: KvStoreClient, table: StoreTable, splits: list[Split], snapshots: dict[int, Snapshot]
 ) -> dict[Split, list[str]]:
     """Every split's Parquet files: the snapshots' from the snapshot answer, the log's segments
     in one call."""
@@ -141,7 +142,7 @@ def _files(
     return files
 
 
-def _report(client: KvStoreClient, table: TableInfo, job: str, epoch: int, commit: TableCommit) -> bool:
+def _report(client: KvStoreClient, table: StoreTable, job: str, epoch: int, commit: TableCommit) -> bool:
     """The new lake offsets to the store; one it refuses is left to the job's next round (the
     commit has landed: the store's report only bounds its log's garbage collection)."""
     buckets = {str(b): offset for b, offset in sorted(commit.positions.items())}

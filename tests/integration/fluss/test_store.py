@@ -7,6 +7,7 @@ pickled reader in Spark tasks.
 from __future__ import annotations
 
 import asyncio
+import logging
 import uuid
 from collections.abc import Iterator
 
@@ -52,10 +53,16 @@ def create(cluster, database: str, table: str, schema: pa.Schema, rows: list[dic
     asyncio.run(scenario())
 
 
-def test_a_log_table_is_not_listed_and_is_refused_by_name(fluss_cluster, database, store):
+def test_a_log_table_is_not_listed_with_one_warning_naming_it_and_is_refused_by_name(
+    fluss_cluster, database, store, caplog
+):
     create(fluss_cluster, database, "events", pa.schema([("id", pa.int32()), ("name", pa.string())]), [])
 
-    assert "events" not in {t.name for t in store.tables()}
+    with caplog.at_level(logging.WARNING, logger="tiering.fluss.store"):
+        listed = [{t.name for t in store.tables()} for _ in range(3)]
+    assert all("events" not in names for names in listed)
+    warned = [r.getMessage() for r in caplog.records if "events" in r.getMessage()]
+    assert warned == [f"Fluss table {database}.events has no primary key: skipped (only primary-key tables tier)"]
     with pytest.raises(SchemaMismatchError, match="'events' has no primary key"):
         store.table("events")
 

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pyarrow as pa
@@ -11,19 +12,23 @@ import pytest
 
 from tests.support.store_files import write_log, write_snapshot
 from tiering.delta_log.lake import LakeFile
+from tiering.kvstore.contract import StoreTable
 from tiering.kvstore.models import TableInfo
+from tiering.kvstore.reference import store_table
 from tiering.lake.bucket_plan import BucketBase, BucketPlan
 from tiering.lake.buckets import BucketTask, file_schema, run_task, write_bucket
 from tiering.objectstore.object_store import ObjectStore
 
 pytestmark = pytest.mark.integration
 
-TABLE = TableInfo(
-    name="t",
-    table_id=1,
-    num_buckets=2,
-    primary_key=["id"],
-    schema=[{"name": "id", "type": "bigint"}, {"name": "v", "type": "string"}],
+TABLE = store_table(
+    TableInfo(
+        name="t",
+        table_id=1,
+        num_buckets=2,
+        primary_key=["id"],
+        schema=[{"name": "id", "type": "bigint"}, {"name": "v", "type": "string"}],
+    )
 )
 
 
@@ -34,7 +39,7 @@ def store(request, tmp_path) -> ObjectStore:
     return ObjectStore.of(request.getfixturevalue("s3_root"), request.getfixturevalue("s3_server").storage_options())
 
 
-def task(store: ObjectStore, plan: BucketPlan, table: TableInfo = TABLE) -> BucketTask:
+def task(store: ObjectStore, plan: BucketPlan, table: StoreTable = TABLE) -> BucketTask:
     return BucketTask(table, store.uri(table.name), plan, store)
 
 
@@ -93,7 +98,7 @@ def test_changes_on_a_snapshot_are_applied_newest_first(store, tmp_path):
 
 
 def test_a_snapshot_from_before_a_new_column_is_rewritten_with_nulls(store, tmp_path):
-    old = TABLE.model_copy(update={"columns": TABLE.columns[:1]})
+    old = dataclasses.replace(TABLE, columns=TABLE.columns[:1])
     snap = write_snapshot(tmp_path / "s", old, [({"id": 1}, 0)])
     plan = BucketPlan(
         bucket=0, base=BucketBase.SNAPSHOT, base_files=(snap,), log_files=(), log_from=1, log_to=1, snapshot_id=1

@@ -10,6 +10,7 @@ in memory; one case runs on a Hive metastore (embedded Derby) in processes of it
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import logging
 import shutil
@@ -32,7 +33,7 @@ from tiering.lake.writers import make_round_writer
 pytestmark = pytest.mark.integration
 
 #: a reserved word: registered only when quoted
-ORDER = ORDERS.model_copy(update={"name": "order"})
+ORDER = dataclasses.replace(ORDERS, name="order")
 
 
 def catalog_rows(spark, name: str) -> dict[int, tuple]:
@@ -111,7 +112,7 @@ def test_a_tiered_table_is_registered_once_and_another_session_reads_the_lake(sp
     assert catalog_rows(spark, name) == expected, "the entry still reads the copy"
 
     # the upstream table re-created: its round replaces the Delta table and re-points the entry
-    recreated = ORDER.model_copy(update={"table_id": 2})
+    recreated = dataclasses.replace(ORDER, table_id=2)
     snap = write_snapshot(tmp_path / "r", recreated, [(row(7, "new"), 0)])
     commit(
         fresh,
@@ -127,7 +128,7 @@ def test_a_tiered_table_is_registered_once_and_another_session_reads_the_lake(sp
 @pytest.mark.delta_jars
 def test_a_name_the_catalog_refuses_is_a_warning_and_the_round_commits(spark, tmp_path, caplog):
     skip_without_delta_jars(spark)
-    table = ORDERS.model_copy(update={"name": "or-ders"})
+    table = dataclasses.replace(ORDERS, name="or-ders")
     writer = make_round_writer(spark, LakeConfig(root=str(tmp_path / "lake"), catalog_database="tiered_refused"), JOB)
     snap = write_snapshot(tmp_path / "s", table, [(row(1, "a"), 0)])
 

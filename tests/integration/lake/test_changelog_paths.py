@@ -30,8 +30,10 @@ from hypothesis import strategies as st
 from tests.support.store_files import ts, write_log, write_snapshot
 from tiering.delta_log.lake import Lake, LakeFile
 from tiering.delta_log.layout import BUCKET_COLUMN, lake_schema
+from tiering.kvstore.contract import StoreTable
 from tiering.kvstore.models import LogSegment, Snapshot, TableInfo
 from tiering.kvstore.protocol import DELETE, INSERT, OFFSET_COLUMN, OPS, TIMESTAMP_COLUMN, TIMESTAMP_TYPE, UPDATE
+from tiering.kvstore.reference import store_table
 from tiering.kvstore.server.files import live_state
 from tiering.lake.bucket_plan import BucketBase, BucketPlan
 from tiering.lake.bucket_rows import bucket_rows
@@ -42,20 +44,31 @@ from tiering.lake.round_protocol import PreparedRound
 
 pytestmark = pytest.mark.integration
 
-ONE = TableInfo(
-    name="one",
-    table_id=1,
-    num_buckets=1,
-    primary_key=["id"],
-    schema=[{"name": "id", "type": "bigint"}, {"name": "v", "type": "string"}, {"name": "n", "type": "bigint"}],
-)
-TWO = TableInfo(
-    name="two",
-    table_id=2,
-    num_buckets=1,
-    primary_key=["id", "part"],
-    schema=[{"name": "id", "type": "bigint"}, {"name": "part", "type": "string"}, {"name": "v", "type": "string"}],
-)
+#: The tables as the store describes them (its own snapshot reads them so) and as the lake has them
+INFOS = {
+    info.name: info
+    for info in (
+        TableInfo(
+            name="one",
+            table_id=1,
+            num_buckets=1,
+            primary_key=["id"],
+            schema=[{"name": "id", "type": "bigint"}, {"name": "v", "type": "string"}, {"name": "n", "type": "bigint"}],
+        ),
+        TableInfo(
+            name="two",
+            table_id=2,
+            num_buckets=1,
+            primary_key=["id", "part"],
+            schema=[
+                {"name": "id", "type": "bigint"},
+                {"name": "part", "type": "string"},
+                {"name": "v", "type": "string"},
+            ],
+        ),
+    )
+}
+ONE, TWO = store_table(INFOS["one"]), store_table(INFOS["two"])
 #: A row as every path is compared: key -> (other columns..., __offset, __timestamp in µs).
 Rows = dict[tuple, tuple]
 
@@ -65,7 +78,7 @@ class Case:
     """One bucket: ``base`` rows (written by offsets 0..), then ``segments`` of (op, row) changes,
     and whether the lake writers find the base in a snapshot or in the lake."""
 
-    table: TableInfo
+    table: StoreTable
     base: tuple[dict, ...]
     segments: tuple[tuple[tuple[str, dict], ...], ...]
     base_kind: str
@@ -221,7 +234,7 @@ def test_every_path_applies_a_changelog_to_its_base_alike(spark, tmp_path_factor
     (executors,) = run_bucket_tasks(spark, [task])[table.name]
 
     paths = {
-        "store snapshot": live_state(table, store_snapshot, segments),
+        "store snapshot": live_state(INFOS[table.name], store_snapshot, segments),
         "executor rewrite": _written(task, executors),
         "driver rewrite": _written(task, run_task(task)),
         "Spark rows": bucket_rows(spark, table, [plan]).toArrow(),
@@ -242,7 +255,7 @@ def _file_layout(directory: Path, case: Case) -> list[str]:
     return [write_snapshot(directory, case.table, rows[i : i + size]) for i in range(0, max(len(rows), 1), size)]
 
 
-def _lake_table(lake: Lake, table: TableInfo, snapshots: list[str]) -> tuple[LakeFile, ...]:
+def _lake_table(lake: Lake, table: StoreTable, snapshots: list[str]) -> tuple[LakeFile, ...]:
     """A Delta table holding the base in bucket 0, each snapshot file copied into it as a
     bootstrap writes it (ranges from its footer); its data files as a round plans them."""
     plan = BucketPlan(
@@ -267,7 +280,7 @@ def _written(task: BucketTask, result: BucketResult) -> pa.Table:
     return pa.concat_tables(parts) if parts else pa.table({})
 
 
-def _merged(lake: Lake, table: TableInfo, task: BucketTask) -> pa.Table:
+def _merged(lake: Lake, table: StoreTable, task: BucketTask) -> pa.Table:
     loaded = lake.load(table.name)
     prepared = PreparedRound(
         table=table,
@@ -286,7 +299,7 @@ def _merged(lake: Lake, table: TableInfo, task: BucketTask) -> pa.Table:
     return lake.load(table.name).to_arrow()
 
 
-def _rows(table: TableInfo, data: pa.Table) -> Rows:
+def _rows(table: StoreTable, data: pa.Table) -> Rows:
     """``data``'s rows by key; a key twice fails."""
     if not data.num_rows:
         return {}

@@ -12,7 +12,9 @@ their name.
 
 from __future__ import annotations
 
+import dataclasses
 import json
+from collections.abc import Iterable
 from decimal import Decimal
 
 import pyarrow.fs as pafs
@@ -38,7 +40,10 @@ from tiering.delta_log.layout import app_id, fence_property, txn_version
 from tiering.enumerator.positions import LakePosition
 from tiering.enumerator.splits import LogSplit, SnapshotSplit
 from tiering.errors import FencedEpochError, LakeCommitError, NotLeaderError, SchemaMismatchError
+from tiering.kvstore.contract import StoreColumn, StoreTable
 from tiering.kvstore.models import Column, TableInfo
+from tiering.kvstore.reference import store_table
+from tiering.kvstore.types import arrow_type
 from tiering.lake import delta_rs_writer
 from tiering.lake.delta_rs_writer import DeltaRsRoundWriter
 from tiering.lake.delta_spark_writer import DeltaSparkRoundWriter
@@ -229,18 +234,20 @@ def test_a_driver_round_big_enough_for_bucket_threads_writes_the_same_rows(spark
     }
 
 
-def events(payload: str = "Payload Text") -> TableInfo:
+def events(payload: str = "Payload Text") -> StoreTable:
     """A table keyed by two mixed-case columns; its third column named ``payload``."""
-    return TableInfo(
-        name="events",
-        table_id=7,
-        schema=[
-            {"name": "Region", "type": "string"},
-            {"name": "Id", "type": "bigint"},
-            {"name": payload, "type": "string"},
-        ],
-        primary_key=["Region", "Id"],
-        num_buckets=2,
+    return store_table(
+        TableInfo(
+            name="events",
+            table_id=7,
+            schema=[
+                {"name": "Region", "type": "string"},
+                {"name": "Id", "type": "bigint"},
+                {"name": payload, "type": "string"},
+            ],
+            primary_key=["Region", "Id"],
+            num_buckets=2,
+        )
     )
 
 
@@ -338,7 +345,7 @@ def test_another_writers_fence_is_in_its_own_epochs_and_refuses_no_round_of_this
 
 def test_replace_table_replaces_every_bucket_and_the_schema(writer, lake, round1, tmp_path):
     commit(writer, round1)
-    recreated = ORDERS.model_copy(update={"table_id": 7, "columns": ORDERS.columns[:2]})
+    recreated = dataclasses.replace(ORDERS, table_id=7, columns=ORDERS.columns[:2])
     snap = write_snapshot(tmp_path / "s2", recreated, [({"id": 50, "name": "new"}, 0)])
     files = {SnapshotSplit("orders", 3, 7, snapshot_id=1, log_offset=1): [snap]}
 
@@ -355,9 +362,14 @@ REGION = Column(name="region", type="string")
 SCORE = Column(name="score", type="int")
 
 
-def grown(table: TableInfo, *columns: Column) -> TableInfo:
+def grown(table: StoreTable, *columns: Column) -> StoreTable:
     """``table`` after ``columns`` were appended upstream (``POST /v1/tables/{t}/columns``)."""
-    return table.model_copy(update={"columns": [*table.columns, *columns]})
+    return dataclasses.replace(table, columns=(*table.columns, *store_columns(columns)))
+
+
+def store_columns(columns: Iterable[Column]) -> tuple[StoreColumn, ...]:
+    """Columns a table's description names, as the seam has them (nullable: none is a key)."""
+    return tuple(StoreColumn(c.name, c.type, arrow_type(c.type)) for c in columns)
 
 
 def column(lake: Lake, name: str, table: str = "orders") -> dict[int, object]:
@@ -439,7 +451,7 @@ def test_a_snapshot_older_than_the_column_bootstraps_with_nulls(writer, lake, tm
 def test_a_schema_change_the_lake_cannot_follow_commits_nothing(writer, lake, round1, tmp_path, columns, message):
     commit(writer, round1)
     files_before = data_files(lake)
-    changed = ORDERS.model_copy(update={"columns": [Column(**c) for c in columns]})
+    changed = dataclasses.replace(ORDERS, columns=store_columns(Column(**c) for c in columns))
     log = write_log(tmp_path / "s", changed, [(3, "+I", {"id": 11, "name": "y"})])
 
     with pytest.raises(LakeCommitError) as err:
@@ -452,7 +464,7 @@ def test_a_schema_change_the_lake_cannot_follow_commits_nothing(writer, lake, ro
 
 def test_other_table_id_without_replace_is_refused(writer, lake, round1, tmp_path):
     commit(writer, round1)
-    recreated = ORDERS.model_copy(update={"table_id": 2})
+    recreated = dataclasses.replace(ORDERS, table_id=2)
     snap = write_snapshot(tmp_path / "s", recreated, [(row(1, "z"), 0)])
 
     with pytest.raises(LakeCommitError, match="table_id 1.*replace_table"):

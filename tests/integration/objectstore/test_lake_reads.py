@@ -14,6 +14,7 @@ from tests.support.fault_proxy import FaultProxy, Respond, Rule
 from tests.support.store_files import write_log
 from tiering.delta_log.lake import LakeFile
 from tiering.kvstore.models import TableInfo
+from tiering.kvstore.reference import store_table
 from tiering.lake.bucket_plan import BucketBase, BucketPlan
 from tiering.lake.buckets import BucketTask, file_schema, run_task
 from tiering.lake.buckets.reads import read_batches
@@ -21,12 +22,14 @@ from tiering.objectstore.object_store import ObjectStore
 
 pytestmark = pytest.mark.integration
 
-TABLE = TableInfo(
-    name="t",
-    table_id=1,
-    num_buckets=1,
-    primary_key=["id"],
-    schema=[{"name": "id", "type": "bigint"}, {"name": "v", "type": "string"}],
+TABLE = store_table(
+    TableInfo(
+        name="t",
+        table_id=1,
+        num_buckets=1,
+        primary_key=["id"],
+        schema=[{"name": "id", "type": "bigint"}, {"name": "v", "type": "string"}],
+    )
 )
 
 

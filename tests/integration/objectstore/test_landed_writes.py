@@ -8,6 +8,7 @@ when destroying file"). The bucket writer no longer goes through it.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 
 import pyarrow.fs as pafs
@@ -18,18 +19,21 @@ from tests.integration.objectstore.conftest import RefusingS3
 from tests.support.store_files import write_snapshot
 from tiering.errors import ObjectWriteError
 from tiering.kvstore.models import TableInfo
+from tiering.kvstore.reference import store_table
 from tiering.lake.bucket_plan import BucketBase, BucketPlan
 from tiering.lake.buckets import BucketTask, run_task, write_bucket
 from tiering.objectstore.object_store import ObjectStore
 
 pytestmark = pytest.mark.integration
 
-TABLE = TableInfo(
-    name="t",
-    table_id=1,
-    num_buckets=1,
-    primary_key=["id"],
-    schema=[{"name": "id", "type": "bigint"}, {"name": "v", "type": "string"}],
+TABLE = store_table(
+    TableInfo(
+        name="t",
+        table_id=1,
+        num_buckets=1,
+        primary_key=["id"],
+        schema=[{"name": "id", "type": "bigint"}, {"name": "v", "type": "string"}],
+    )
 )
 #: Past pyarrow's S3 part size: the file goes up as a multipart upload.
 _BIG_ROWS = 4000
@@ -87,7 +91,7 @@ def test_the_same_store_takes_a_small_file_in_one_put(refusing_s3, tmp_path):
 
 def test_a_rewritten_bucket_refused_by_the_store_fails_naming_the_put(refusing_s3, tmp_path):
     store = _store(refusing_s3, "no-put", "rewrite")
-    snap = write_snapshot(tmp_path / "s", TABLE.model_copy(update={"columns": TABLE.columns[:1]}), [({"id": 1}, 0)])
+    snap = write_snapshot(tmp_path / "s", dataclasses.replace(TABLE, columns=TABLE.columns[:1]), [({"id": 1}, 0)])
     plan = BucketPlan(
         bucket=0, base=BucketBase.SNAPSHOT, base_files=(snap,), log_files=(), log_from=1, log_to=1, snapshot_id=1
     )

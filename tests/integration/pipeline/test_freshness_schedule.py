@@ -23,6 +23,7 @@ from tests.support.waiting import wait_until
 from tiering.delta_log.freshness import freshness_s, oldest_untiered_write_ms
 from tiering.delta_log.lake import Lake
 from tiering.job import run_as_leader
+from tiering.kvstore.reference import ReferenceStore, bucket_log
 from tiering.round.outcome import RoundOutcome
 from tiering.status import job_status
 
@@ -96,6 +97,6 @@ def _sample(client, lake: Lake, tables: list[TableOracle], stalest: dict[str, fl
         for table in tables:
             loaded = lake.load(table.name)
             position = None if loaded is None else loaded.position(table.info.table_id)
-            logs = client.log_info(table.name).buckets
-            oldest = oldest_untiered_write_ms(client, lake.store, table.name, position, logs)
+            logs = map(bucket_log, client.log_info(table.name).buckets)
+            oldest = oldest_untiered_write_ms(ReferenceStore(client), table.name, position, logs)
             stalest[table.name] = max(stalest[table.name], freshness_s(oldest, int(time.time() * 1000)))

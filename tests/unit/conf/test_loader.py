@@ -235,7 +235,7 @@ def test_missing_required_keys_each_reported(tmp_path: Path) -> None:
     path = write(
         tmp_path, MINIMAL.replace('url = "http://127.0.0.1:8420"', "").replace('[lake]\nroot = "/data/lake"', "")
     )
-    assert problems(path) == ["kvstore.url: required, missing", "lake.root: required, missing"]
+    assert problems(path) == ["kvstore.url: required with kind = 'http', missing", "lake.root: required, missing"]
 
 
 def test_malformed_toml_names_file_and_line(tmp_path: Path) -> None:
@@ -433,3 +433,80 @@ def test_a_new_key_set_beside_the_old_one_wins_and_the_old_one_is_checked_like_i
         f"lake.driver_max_changes ({bad}, as lake.merge_max_changes): expected integer >= 0, got -1",
         f"lake.merge_max_rows ({bad}, as lake.merge_max_changes): expected integer >= 0, got -1",
     ]
+
+
+FLUSS = MINIMAL.replace(
+    'url = "http://127.0.0.1:8420"',
+    'kind = "fluss"\nbootstrap_servers = "127.0.0.1:9123"\ndatabase = "shop"\n[kvstore.client]\n'
+    '"client.request-timeout" = "60s"',
+)
+
+
+def test_a_fluss_store_is_a_database_at_its_servers_with_client_options_passed_through(tmp_path: Path) -> None:
+    c = load_config(write(tmp_path, FLUSS), env={}, settings={"kvstore.client.writer.acks": "all"})
+    assert (c.kvstore.kind, c.kvstore.bootstrap_servers, c.kvstore.database) == ("fluss", "127.0.0.1:9123", "shop")
+    assert c.kvstore.client == {"client.request-timeout": "60s", "writer.acks": "all"}
+    assert c.kvstore.url is None and c.kvstore.where == "Fluss database 'shop' at 127.0.0.1:9123"
+
+
+def test_the_reference_store_stays_the_default_kind(tmp_path: Path) -> None:
+    c = load_config(write(tmp_path, MINIMAL), env={})
+    assert (c.kvstore.kind, c.kvstore.url, c.kvstore.client) == ("http", "http://127.0.0.1:8420", {})
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "problem"),
+    [
+        (
+            'database = "shop"\n',
+            "",
+            "kvstore.database: required with kind = 'fluss', missing",
+        ),
+        (
+            'kind = "fluss"',
+            'kind = "fluss"\nurl = "http://127.0.0.1:8420"',
+            "kvstore.url ({path}): not a setting of kind = 'fluss'",
+        ),
+        ('kind = "fluss"', 'kind = "flus"', "kvstore.kind ({path}): expected one of 'http', 'fluss', got 'flus'"),
+        (
+            "bootstrap_servers",
+            "bootstrap_server",
+            "kvstore.bootstrap_server ({path}): unknown key; did you mean 'bootstrap_servers'?",
+        ),
+        (
+            '"127.0.0.1:9123"',
+            '"localhost"',
+            "kvstore.bootstrap_servers ({path}): expected host:port[,host:port...], got 'localhost'",
+        ),
+        ('"60s"', "60", "kvstore.client[client.request-timeout] ({path}): expected string, got 60"),
+    ],
+    ids=["no-database", "an-http-key", "kind-typo", "key-typo", "not-host-port", "not-a-string"],
+)
+def test_a_bad_fluss_store_names_the_key(tmp_path: Path, old: str, new: str, problem: str) -> None:
+    path = write(tmp_path, FLUSS.replace(old, new))
+    found = problems(path)
+    assert any(p.startswith(problem.format(path=path)) for p in found), found
+
+
+def test_an_http_store_names_its_missing_url_and_a_fluss_key_it_does_not_take(tmp_path: Path) -> None:
+    path = write(tmp_path, MINIMAL.replace('url = "http://127.0.0.1:8420"', 'database = "shop"'))
+    assert problems(path) == ["kvstore.url: required with kind = 'http', missing"]
+    path = write(tmp_path, MINIMAL.replace("[zookeeper]", 'database = "shop"\n[zookeeper]'))
+    assert problems(path) == [f"kvstore.database ({path}): not a setting of kind = 'http'"]
+
+
+def test_a_tiering_group_over_fluss_is_refused_naming_job_group(tmp_path: Path) -> None:
+    path = write(tmp_path, FLUSS.replace("[job]", '[job]\ngroup = "shop-tiering"'))
+    (problem,) = problems(path)
+    assert problem.startswith("job.group: tiering groups need [kvstore] kind = 'http'"), problem
+
+
+def test_the_delta_spark_writer_over_fluss_is_refused_naming_lake_writer(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        FLUSS.replace(
+            'root = "/data/lake"', 'root = "/data/lake"\nwriter = "delta-spark"\ndelta_spark_single_driver = true'
+        ),
+    )
+    (problem,) = problems(path)
+    assert problem.startswith("lake.writer: 'delta-spark' reads the store's files and kind = 'fluss' has none"), problem

@@ -40,7 +40,7 @@ def test_defaults_of_every_optional_key() -> None:
 
 def test_every_field_has_a_description() -> None:
     fields = [(s, k, f) for s, m in SECTIONS.items() for k, f in m.model_fields.items()]
-    assert len(fields) == 40
+    assert len(fields) == 44
     assert [f"{s}.{k}" for s, k, f in fields if not (f.description or "").strip()] == []
     assert TieringConfig.model_fields["spark"].description
 
@@ -122,7 +122,14 @@ def test_frozen() -> None:
 def test_redacted_masks_set_secrets_and_nothing_prints_them() -> None:
     c = config(kvstore={"token": "s3cret-token"}, zookeeper={"auth_user": "u", "auth_password": "pw-hunter2"})
     data = c.redacted()
-    assert data["kvstore"] == {"url": "http://127.0.0.1:8420", "token": "***"}
+    assert data["kvstore"] == {
+        "kind": "http",
+        "url": "http://127.0.0.1:8420",
+        "token": "***",
+        "bootstrap_servers": None,
+        "database": None,
+        "client": {},
+    }
     assert (data["zookeeper"]["auth_user"], data["zookeeper"]["auth_password"]) == ("u", "***")
     assert data["job"] == {**REQUIRED["job"], "group": None}
     for text in (str(data), repr(c), str(c), c.model_dump_json(), str(c.model_dump())):

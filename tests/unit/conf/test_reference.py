@@ -24,7 +24,7 @@ def test_every_field_has_exactly_one_row_in_model_order() -> None:
 def test_rows_carry_type_default_and_description() -> None:
     table = rows()
     assert table["job.name"][:2] == ["name matching [A-Za-z0-9._-]+", "required"]
-    assert table["kvstore.url"][:2] == ["http(s) URL", "required"]
+    assert table["kvstore.url"][:2] == ["http(s) URL", "unset"]
     assert table["kvstore.token"][:2] == ["string (secret)", '`""`']
     assert table["zookeeper.session_timeout_s"][:2] == ["number > 0", "`10`"]
     assert table["zookeeper.auth_password"][:2] == ["string (secret)", "unset"]

@@ -7,6 +7,7 @@ import pytest
 
 from tiering.delta_log.layout import app_id, epoch_round, lake_directory, lake_schema, txn_version
 from tiering.kvstore.models import TableInfo
+from tiering.kvstore.reference import store_table
 
 pytestmark = pytest.mark.unit
 
@@ -35,16 +36,18 @@ def test_app_id():
 
 
 def test_lake_schema_puts_system_columns_after_user_columns():
-    table = TableInfo(
-        name="t",
-        table_id=1,
-        num_buckets=2,
-        primary_key=["k"],
-        schema=[
-            {"name": "k", "type": "int"},
-            {"name": "d", "type": "decimal(5,1)"},
-            {"name": "at", "type": "timestamp"},
-        ],
+    table = store_table(
+        TableInfo(
+            name="t",
+            table_id=1,
+            num_buckets=2,
+            primary_key=["k"],
+            schema=[
+                {"name": "k", "type": "int"},
+                {"name": "d", "type": "decimal(5,1)"},
+                {"name": "at", "type": "timestamp"},
+            ],
+        )
     )
     assert lake_schema(table) == pa.schema(
         [

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pyarrow as pa
 import pytest
 
 from tiering.enumerator.planner import (
@@ -16,19 +17,15 @@ from tiering.enumerator.planner import (
 from tiering.enumerator.positions import BucketPosition, LakePosition
 from tiering.enumerator.splits import LogSplit, SnapshotSplit
 from tiering.errors import DataLossError
-from tiering.kvstore.models import BucketLog, Snapshot, SnapshotRef, TableInfo
+from tiering.kvstore.contract import StoreColumn, StoreTable
+from tiering.kvstore.models import BucketLog, Snapshot, SnapshotRef
 
 pytestmark = pytest.mark.unit
 
 
-def info(name: str = "orders", table_id: int = 3, num_buckets: int = 1) -> TableInfo:
-    return TableInfo(
-        name=name,
-        table_id=table_id,
-        schema=[{"name": "id", "type": "bigint"}, {"name": "v", "type": "string"}],
-        primary_key=["id"],
-        num_buckets=num_buckets,
-    )
+def info(name: str = "orders", table_id: int = 3, num_buckets: int = 1) -> StoreTable:
+    columns = (StoreColumn("id", "bigint", pa.int64(), nullable=False), StoreColumn("v", "string", pa.string()))
+    return StoreTable(name, table_id, columns, ("id",), num_buckets)
 
 
 def snap(bucket: int, snapshot_id: int, log_offset: int, rows: int = 10, size: int = 1000) -> Snapshot:

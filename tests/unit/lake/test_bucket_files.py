@@ -14,26 +14,29 @@ import pytest
 from tests.support.lake import codecs
 from tests.support.store_files import EPOCH0, write_log
 from tiering.delta_log.lake import LakeFile
-from tiering.kvstore import changelog
-from tiering.kvstore.changelog import splice_changes
+from tiering.kvstore.contract import changes as changelog
+from tiering.kvstore.contract.changes import splice_changes
 from tiering.kvstore.models import TableInfo
+from tiering.kvstore.reference import store_table
 from tiering.lake.bucket_plan import BucketBase, BucketPlan
 from tiering.lake.buckets import BucketTask, WrittenFile, run_task
 from tiering.objectstore.object_store import ObjectStore
 
 pytestmark = pytest.mark.unit
 
-TABLE = TableInfo(
-    name="t",
-    table_id=1,
-    num_buckets=1,
-    primary_key=["id"],
-    schema=[
-        {"name": "id", "type": "bigint"},
-        {"name": "name", "type": "string"},
-        {"name": "colour", "type": "string"},
-        {"name": "qty", "type": "int"},
-    ],
+TABLE = store_table(
+    TableInfo(
+        name="t",
+        table_id=1,
+        num_buckets=1,
+        primary_key=["id"],
+        schema=[
+            {"name": "id", "type": "bigint"},
+            {"name": "name", "type": "string"},
+            {"name": "colour", "type": "string"},
+            {"name": "qty", "type": "int"},
+        ],
+    )
 )
 ROWS = 120_000
 TARGET = 128 * 1024

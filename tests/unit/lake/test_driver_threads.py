@@ -11,6 +11,7 @@ import pytest
 
 from tiering.delta_log.lake import Lake, LakeFile
 from tiering.kvstore.models import TableInfo
+from tiering.kvstore.reference import store_table
 from tiering.lake import delta_rs_writer
 from tiering.lake.bucket_plan import BucketBase, BucketPlan, heavy
 from tiering.lake.buckets import BucketResult
@@ -65,8 +66,10 @@ def test_the_driver_writes_two_tables_big_rounds_at_a_time(tmp_path, monkeypatch
     writer = DeltaRsRoundWriter(spark, Lake.at(str(tmp_path)), "j")
 
     def big_round(name: str) -> PreparedRound:
-        table = TableInfo(
-            name=name, table_id=1, num_buckets=4, primary_key=["id"], schema=[{"name": "id", "type": "bigint"}]
+        table = store_table(
+            TableInfo(
+                name=name, table_id=1, num_buckets=4, primary_key=["id"], schema=[{"name": "id", "type": "bigint"}]
+            )
         )
         return PreparedRound(
             table,

@@ -8,7 +8,9 @@ from deltalake import Schema
 
 from tiering.delta_log.layout import lake_schema
 from tiering.errors import LakeCommitError
+from tiering.kvstore.contract import StoreTable
 from tiering.kvstore.models import TableInfo
+from tiering.kvstore.reference import store_table
 from tiering.lake.schema_change import added_columns
 
 pytestmark = pytest.mark.unit
@@ -16,20 +18,22 @@ pytestmark = pytest.mark.unit
 URI = "file:///lake/orders"
 
 
-def kv_table(*columns: tuple[str, str]) -> TableInfo:
-    return TableInfo(
-        name="orders",
-        table_id=1,
-        num_buckets=2,
-        primary_key=["id"],
-        schema=[{"name": n, "type": t} for n, t in columns],
+def kv_table(*columns: tuple[str, str]) -> StoreTable:
+    return store_table(
+        TableInfo(
+            name="orders",
+            table_id=1,
+            num_buckets=2,
+            primary_key=["id"],
+            schema=[{"name": n, "type": t} for n, t in columns],
+        )
     )
 
 
 ORDERS = kv_table(("id", "bigint"), ("price", "decimal(10,2)"))
 
 
-def schema(table: TableInfo, *extra: pa.Field) -> Schema:
+def schema(table: StoreTable, *extra: pa.Field) -> Schema:
     """The table's lake schema as Delta holds it, with ``extra`` after the user columns."""
     lake = lake_schema(table)
     for f in extra:
@@ -37,7 +41,7 @@ def schema(table: TableInfo, *extra: pa.Field) -> Schema:
     return Schema.from_arrow(lake)
 
 
-def grown(*columns: tuple[str, str]) -> TableInfo:
+def grown(*columns: tuple[str, str]) -> StoreTable:
     return kv_table(("id", "bigint"), ("price", "decimal(10,2)"), *columns)
 
 

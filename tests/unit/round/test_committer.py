@@ -12,7 +12,7 @@ import pytest
 
 from tiering.conf.loader import load_config
 from tiering.context import TermContext
-from tiering.coord.ownership import Ownership
+from tiering.coord.ownership import Ownership, TableClaims
 from tiering.enumerator.splits import LogSplit, SnapshotSplit, Split
 from tiering.errors import (
     BucketWriteError,
@@ -26,7 +26,8 @@ from tiering.errors import (
     TableEpochFencedError,
     TableNotFoundError,
 )
-from tiering.kvstore.models import LakeReport, SnapshotRef, TableEpoch, TableInfo, TableOwners
+from tiering.kvstore.contract import StoreTable
+from tiering.kvstore.models import LakeReport, SnapshotRef, TableInfo
 from tiering.lake.round_protocol import TableCommit, WritePath
 from tiering.lease.release import LeaseReleases
 from tiering.round.committer import RoundCommitter, other_job
@@ -62,7 +63,7 @@ TABLES = {"a": info("a", 1), "b": info("b", 2), "c": info("c", 3)}
 class Prepared:
     """What the fake writer hands from ``prepare`` to ``commit``."""
 
-    table: TableInfo
+    table: StoreTable
     splits: tuple[Split, ...]
 
 
@@ -79,7 +80,7 @@ class FakeWriter:
         if (step, table) in self.fail:
             raise self.fail[(step, table)]
 
-    def prepare(self, table: TableInfo, splits, files, current, *, epoch, round_id, lease_id, replace_table=False):
+    def prepare(self, table: StoreTable, splits, files, current, *, epoch, round_id, lease_id, replace_table=False):
         self._maybe_fail("prepare", table.name)
         assert set(files) == set(splits), "every split's files are resolved"
         if table.name in self.replayed:
@@ -195,13 +196,13 @@ class FakeLease:
     calls: int = 0
     #: (table_id, table_epoch) the store has seen a higher table epoch for: a claim of one is refused
     moved: set[tuple[int, int]] = field(default_factory=set)
-    claims: list[TableOwners | None] = field(default_factory=list)
+    claims: list[TableClaims | None] = field(default_factory=list)
 
-    def acquire(self, refs: list[SnapshotRef], owners: TableOwners | None = None) -> list[SnapshotRef]:
+    def acquire(self, refs: list[SnapshotRef], owners: TableClaims | None = None) -> list[SnapshotRef]:
         """Refused whole, as the store does, when ``owners`` claims a table of ``moved``."""
         if "acquire" in self.fail:
             raise self.fail["acquire"]
-        claimed = {(owned.table_id, owned.table_epoch) for owned in owners.tables} if owners is not None else set()
+        claimed = set(owners.epochs.items()) if owners is not None else set()
         if claimed & self.moved:
             raise TableEpochFencedError(f"acquire at {sorted(claimed)} refused: moved", code="TABLE_EPOCH_FENCED")
         self.acquired.extend(refs)
@@ -494,7 +495,7 @@ def test_a_table_that_moved_since_planning_is_refused_at_the_re_acquire_and_fail
     }
     assert sorted(outcome.committed) == ["b"] and r.writer.committed == ["b"]
     assert lease.acquired == [SnapshotRef(table_id=2, bucket=1, snapshot_id=6)], "only b's snapshot is held"
-    assert lease.claims[-1] == TableOwners(group="g", job="unit", tables=[TableEpoch(table_id=2, table_epoch=5)])
+    assert lease.claims[-1] == TableClaims("g", "unit", {2: 5})
     assert releases_of(lease) == {1: [(0,)], 3: [(0,)], 2: [(1,)]}, "each table's leased buckets released once"
     assert [(t, rep.table_epoch) for t, rep in r.store.reports] == [("b", 5)]
 

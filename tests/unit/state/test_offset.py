@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 
+import pyarrow as pa
 import pytest
 
 from tiering.enumerator.planner import RoundPlanner, TableInput
 from tiering.enumerator.positions import LakePosition
 from tiering.enumerator.splits import LogSplit, SnapshotSplit
-from tiering.kvstore.models import BucketLog, Snapshot, TableInfo
+from tiering.kvstore.contract import StoreColumn, StoreTable
+from tiering.kvstore.models import BucketLog, Snapshot
 from tiering.source import checkpoint
 from tiering.state.offset import TieringOffset
 
@@ -79,9 +81,7 @@ def test_initial_offset():
 
 
 def test_after_round_checkpoints_the_plan():
-    info = TableInfo(
-        name="orders", table_id=3, schema=[{"name": "id", "type": "bigint"}], primary_key=["id"], num_buckets=2
-    )
+    info = StoreTable("orders", 3, (StoreColumn("id", "bigint", pa.int64(), nullable=False),), ("id",), 2)
     snap = Snapshot(bucket=1, snapshot_id=5, log_offset=40, files=["f"], row_count=1, size_bytes=1)
     logs = [
         BucketLog(bucket=0, log_start_offset=0, log_end_offset=60),

@@ -10,7 +10,7 @@ write of the same offsets. Layout (see tiering.kvstore.models for the columns)::
 
 A bucket's live state is *derived*: its latest snapshot plus the log segments after it,
 merged so the change with the highest offset per key wins and ``-D`` removes the key
-(:mod:`tiering.kvstore.changelog`, the lake writers' merge too).
+(:mod:`tiering.kvstore.contract.changes`, the lake writers' merge too).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from tiering.atomic_file import replacing
-from tiering.kvstore.changelog import apply_changes, newest_per_key
+from tiering.kvstore.contract.changes import apply_changes, newest_per_key
 from tiering.kvstore.models import LogSegment, Snapshot, TableInfo
 from tiering.kvstore.protocol import OFFSET_COLUMN, OFFSET_TYPE, OP_COLUMN, TIMESTAMP_COLUMN
 from tiering.kvstore.protocol import TIMESTAMP_TYPE as TIMESTAMP

@@ -15,7 +15,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from tiering.delta_log.lake import LakeFile
-from tiering.kvstore.protocol import DELETE, OP_COLUMN
+from tiering.kvstore.contract import DELETE, OP_COLUMN
 
 __all__ = ["RewriteGroup", "rewrite_groups"]
 

@@ -10,10 +10,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from tiering.delta_log.layout import BUCKET_COLUMN
-from tiering.kvstore.changelog import apply_changes
-from tiering.kvstore.protocol import OP_COLUMN, UPDATE
+from tiering.kvstore.contract import OP_COLUMN, UPDATE
+from tiering.kvstore.contract.changes import apply_changes
 from tiering.lake.bucket_plan import BucketBase
-from tiering.lake.buckets.reads import BATCH_ROWS, latest_changes, read_batches
+from tiering.lake.buckets.reads import BATCH_ROWS, base_batches, latest_changes
 from tiering.lake.buckets.task import BucketTask, file_schema
 
 __all__ = ["merge_batches", "base_rows"]
@@ -34,9 +34,7 @@ def merge_batches(task: BucketTask, schema: pa.Schema) -> Iterator[pa.RecordBatc
         rows: Iterator[pa.RecordBatch] = iter(changes.to_batches(BATCH_ROWS) if changes is not None else ())
     else:
         columns = file_schema(task.table)  # the base's rows minus the changed keys, then the upserts
-        rows = apply_changes(
-            read_batches(task.store, plan.base_files, columns), changes, task.table.primary_key, columns
-        )
+        rows = apply_changes(base_batches(task, columns), changes, task.table.primary_key, columns)
     bucket = pa.scalar(plan.bucket, schema.field(BUCKET_COLUMN).type)
     for batch in rows:
         if batch.num_rows:

@@ -1,9 +1,11 @@
-"""Reading Parquet files into a bucket task: base rows, and the bucket's newest changes.
+"""Reading a bucket task's inputs: base rows, and the bucket's newest changes, from Parquet files
+or through the store's reader (:attr:`~tiering.lake.bucket_plan.BucketPlan.reader`).
 
 An input column whose type differs from the table's fails the read (:class:`TypeError`), the
 task, and the table's round with it; nothing is committed. A change applied twice or out of
 order cannot happen: only ``[log_from, log_to)`` is read, and the newest ``__offset`` per key
-wins.
+wins. A snapshot read through a reader has the user columns only: each row gets the snapshot's
+last offset (``log_from - 1``: every change read on top of it is newer) and no store time.
 """
 
 from __future__ import annotations
@@ -15,12 +17,12 @@ import pyarrow.compute as pc
 import pyarrow.dataset as pads
 import pyarrow.parquet as pq
 
-from tiering.kvstore.changelog import newest_per_key
-from tiering.kvstore.protocol import OFFSET_COLUMN, OP_COLUMN
+from tiering.kvstore.contract import OFFSET_COLUMN, OP_COLUMN, TIMESTAMP_COLUMN, SnapshotRef
+from tiering.kvstore.contract.changes import newest_per_key
 from tiering.lake.buckets.task import BucketTask, file_schema
 from tiering.objectstore.object_store import ObjectStore
 
-__all__ = ["BATCH_ROWS", "read_batches", "latest_changes"]
+__all__ = ["BATCH_ROWS", "read_batches", "base_batches", "latest_changes"]
 
 #: Rows of a record batch read, and of a row group written (:mod:`~tiering.lake.buckets.rewrite`).
 BATCH_ROWS = 256 * 1024
@@ -32,6 +34,10 @@ def latest_changes(task: BucketTask) -> pa.Table:
     """The newest change per key in ``[log_from, log_to)`` of the bucket's log files."""
     plan = task.plan
     schema = file_schema(task.table).append(pa.field(OP_COLUMN, pa.string()))
+    if plan.reader is not None:
+        read = plan.reader.changelog(task.table, plan.bucket, plan.log_from, plan.log_to)
+        changes = pa.Table.from_batches([_aligned(b.select(schema.names), schema) for b in read], schema)
+        return newest_per_key(changes, task.table.primary_key)
     changes = pa.Table.from_batches(list(read_batches(task.store, plan.log_files, schema)), schema)
     offsets = changes[OFFSET_COLUMN]
     read = pc.min_max(offsets)
@@ -40,6 +46,22 @@ def latest_changes(task: BucketTask) -> pa.Table:
         low, high = pa.scalar(plan.log_from, pa.int64()), pa.scalar(plan.log_to, pa.int64())
         changes = changes.filter(pc.and_(pc.greater_equal(offsets, low), pc.less(offsets, high)))
     return newest_per_key(changes, task.table.primary_key)
+
+
+def base_batches(task: BucketTask, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
+    """The bucket's base rows with ``schema``'s columns: its base files' (a snapshot's or the
+    lake's), or, with a reader, the snapshot's rows it reads."""
+    plan = task.plan
+    if plan.reader is None or plan.snapshot_id is None:
+        yield from read_batches(task.store, plan.base_files, schema, {f.uri: f.size for f in plan.lake_files})
+        return
+    ref = SnapshotRef(task.table.table_id, plan.bucket, plan.snapshot_id, plan.log_from)
+    offset = pa.scalar(plan.log_from - 1, schema.field(OFFSET_COLUMN).type)
+    for batch in plan.reader.snapshot_rows(task.table, ref):
+        columns = {n: batch.column(n) for n in batch.schema.names}
+        columns[OFFSET_COLUMN] = pa.repeat(offset, batch.num_rows)
+        columns[TIMESTAMP_COLUMN] = pa.nulls(batch.num_rows, schema.field(TIMESTAMP_COLUMN).type)
+        yield _aligned(pa.RecordBatch.from_pydict(columns), schema)
 
 
 def read_batches(

@@ -3,7 +3,7 @@
 round's target.
 
 Rows already sorted by one integer key — a file this package wrote; checked, not assumed — get
-their few changes spliced in (:func:`~tiering.kvstore.changelog.apply_sorted`): the rows between
+their few changes spliced in (:func:`~tiering.kvstore.contract.changes.apply_sorted`): the rows between
 two changed keys are kept as slices, so nothing is copied before the encoding, which is most of
 a rewrite's time. Other rows (a byte-copied snapshot file, overlapping files, a composite or
 non-integer key, changes in more places than the splice pays for) are filtered and sorted.
@@ -18,16 +18,16 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from operator import itemgetter
 
 import pyarrow as pa
 
-from tiering.kvstore.changelog import apply_changes, apply_sorted
+from tiering.kvstore.contract.changes import apply_changes, apply_sorted
 from tiering.lake.buckets.encoding import SAMPLE_ROWS, Encoding
 from tiering.lake.buckets.key_ranges import rewrite_groups
 from tiering.lake.buckets.new_files import file_name, landing, written_file
-from tiering.lake.buckets.reads import BATCH_ROWS, latest_changes, read_batches
+from tiering.lake.buckets.reads import BATCH_ROWS, base_batches, latest_changes, read_batches
 from tiering.lake.buckets.stats import FileStats
 from tiering.lake.buckets.task import MIB, BucketTask, WrittenFile
 
@@ -44,27 +44,31 @@ def rewrite(task: BucketTask, schema: pa.Schema) -> tuple[list[WrittenFile], tup
     plan = task.plan
     changes = latest_changes(task) if plan.has_changes else None
     if not plan.by_file:
-        return _write_rows(task, schema, plan.base_files, changes, None)[0], ()
+        return _write_rows(task, schema, base_batches(task, schema), changes, None)[0], ()
     written: list[WrittenFile] = []
     encoding = None  # the first group's, for all: one bucket's rows have one shape
     groups = rewrite_groups(plan.lake_files, changes, task.table.primary_key[0]) if changes is not None else []
     for group in groups:
-        files, encoding = _write_rows(task, schema, [f.uri for f in group.files], group.changes, encoding)
+        base = read_batches(task.store, [f.uri for f in group.files], schema, {f.uri: f.size for f in group.files})
+        files, encoding = _write_rows(task, schema, base, group.changes, encoding)
         written += files
     return written, tuple(f.path for g in groups for f in g.files)
 
 
 def _write_rows(
-    task: BucketTask, schema: pa.Schema, files: Sequence[str], changes: pa.Table | None, encoding: Encoding | None
+    task: BucketTask,
+    schema: pa.Schema,
+    base: Iterator[pa.RecordBatch],
+    changes: pa.Table | None,
+    encoding: Encoding | None,
 ) -> tuple[list[WrittenFile], Encoding | None]:
-    """``files``' rows with ``changes`` applied, written as files of about the task's target:
+    """``base`` rows with ``changes`` applied, written as files of about the task's target:
     sorted by key (:func:`apply_sorted`: spliced into already sorted rows, else filtered and
     sorted) when the files' rows and the changes take at most :data:`SORT_MAX_BYTES` decoded,
     else streamed as they come; encoded with ``encoding``, or as :class:`Encoding` chooses from
     their first rows when it is None. Returns the files and the encoding used (``encoding`` when
     no row is left)."""
     keys = task.table.primary_key
-    base = read_batches(task.store, files, schema, {f.uri: f.size for f in task.plan.lake_files})
     held: list[pa.RecordBatch] = []
     decoded = changes.nbytes if changes is not None else 0  # the changes are held either way
     while decoded <= SORT_MAX_BYTES and (batch := next(base, None)) is not None:

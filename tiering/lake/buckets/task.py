@@ -11,7 +11,7 @@ from deltalake.transaction import AddAction
 
 from tiering.conf.defaults import DEFAULT_COMPRESSION, DEFAULT_TARGET_FILE_MB
 from tiering.delta_log.layout import BUCKET_COLUMN, lake_schema
-from tiering.kvstore.models import TableInfo
+from tiering.kvstore.contract import StoreTable
 from tiering.lake.bucket_plan import BucketPlan
 from tiering.objectstore.object_store import ObjectStore
 
@@ -24,7 +24,7 @@ MIB = 1024 * 1024
 class BucketTask:
     """Everything a task needs to rewrite one bucket (picklable: it travels to an executor)."""
 
-    table: TableInfo
+    table: StoreTable
     table_uri: str
     plan: BucketPlan
     store: ObjectStore
@@ -69,7 +69,7 @@ class BucketResult:
     replaced: tuple[str, ...] = ()
 
 
-def file_schema(table: TableInfo) -> pa.Schema:
+def file_schema(table: StoreTable) -> pa.Schema:
     """The columns of a lake data file: the lake's, without the ``__bucket`` partition column."""
     lake = lake_schema(table)
     return lake.remove(lake.get_field_index(BUCKET_COLUMN))

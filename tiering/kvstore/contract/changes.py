@@ -1,10 +1,10 @@
-"""Applying a bucket's changelog to its base rows, as the store writes both (models.py: files).
+"""Applying a bucket's changes (the seam's columns, :mod:`~tiering.kvstore.contract.columns`) to its base rows.
 
 The one pyarrow implementation, shared by the reference store (its snapshots and live state)
 and the lake writers (a bucket's rewrite, on an executor or in the driver, and a MERGE's
 source), so all of them agree on which change of a key wins. Failure modes: a key applied
-twice or out of order (offsets are dense and unique within one bucket, so the change holding a
-key's highest offset is its newest; across buckets offsets repeat, so callers pass one bucket
+twice or out of order (offsets are increasing and unique within one bucket, so the change
+holding a key's highest offset is its newest; across buckets offsets repeat, so callers pass one bucket
 at a time); a resurrected row (a ``-D`` removes the key from the base and leaves no row; a
 ``-D`` of a key the base lacks does nothing).
 
@@ -24,7 +24,7 @@ from typing import Literal
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from tiering.kvstore.protocol import DELETE, OFFSET_COLUMN, OP_COLUMN
+from tiering.kvstore.contract.columns import DELETE, OFFSET_COLUMN, OP_COLUMN
 
 __all__ = ["newest_per_key", "apply_changes", "apply_sorted", "splice_changes", "SPLICE_ROWS_PER_CUT"]
 

@@ -15,7 +15,7 @@ Split by where it runs (docs/DESIGN.md §3, "The store seam"):
   the job-scoped lease (:class:`SnapshotLease`) and, where the store takes one, the lake
   progress report (:class:`LakeProgressReport`);
 - :class:`BucketReader`, an executor's: one bucket's snapshot rows and one bucket's changelog
-  range as Arrow batches with the system columns of :mod:`tiering.kvstore.protocol`. It is
+  range as Arrow batches with the system columns of :mod:`tiering.kvstore.contract.columns`. It is
   pickled into Spark's Python workers: it holds no connection, only what makes one.
 
 Offsets are a bucket's changelog positions: increasing and unique within the bucket, not
@@ -35,7 +35,17 @@ from typing import Protocol, runtime_checkable
 
 import pyarrow as pa
 
-from tiering.kvstore.protocol import OFFSET_COLUMN, OFFSET_TYPE, OP_COLUMN, TIMESTAMP_COLUMN, TIMESTAMP_TYPE
+from tiering.kvstore.contract.columns import (
+    DELETE,
+    INSERT,
+    OFFSET_COLUMN,
+    OFFSET_TYPE,
+    OP_COLUMN,
+    OPS,
+    TIMESTAMP_COLUMN,
+    TIMESTAMP_TYPE,
+    UPDATE,
+)
 
 __all__ = [
     "StoreColumn",
@@ -51,6 +61,15 @@ __all__ = [
     "PlanningStore",
     "BucketReader",
     "changelog_schema",
+    "OFFSET_COLUMN",
+    "OP_COLUMN",
+    "TIMESTAMP_COLUMN",
+    "OFFSET_TYPE",
+    "TIMESTAMP_TYPE",
+    "INSERT",
+    "UPDATE",
+    "DELETE",
+    "OPS",
 ]
 
 

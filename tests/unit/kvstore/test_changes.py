@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tiering.kvstore.changelog import apply_changes, apply_sorted, newest_per_key, splice_changes
+from tiering.kvstore.contract.changes import apply_changes, apply_sorted, newest_per_key, splice_changes
 from tiering.kvstore.protocol import DELETE, INSERT, OFFSET_COLUMN, OP_COLUMN, OPS, UPDATE
 
 pytestmark = pytest.mark.unit
