@@ -3,12 +3,12 @@
 # what the main suite needs: with no arguments, the Airflow DAG tests in their own venvs
 # (scripts/test_airflow.sh) beside the main suite in .venv (made by scripts/setup.sh) on the
 # newest supported pyspark, while .venv-oldest and .venv-delta are made (setup_tests.sh's oldest
-# and delta parts: downloads, mostly); then, at the same time, the tests that touch Spark again on
-# the oldest, in .venv-oldest (scripts/test_oldest.sh), and the tests that need Delta's JVM jars,
-# in .venv-delta (scripts/test_delta.sh). The main suite prints as it goes; each other part's
-# output is printed whole when it ends (scripts/lanes.sh). Arguments go to the main pytest run
-# and skip the Airflow, oldest and Delta parts, e.g. `scripts/test.sh -m unit`; only what is
-# missing of the main suite's needs is made then.
+# and delta parts: downloads, mostly); then, at the same time, the tests of what differs between
+# Spark versions on the oldest, in .venv-oldest (scripts/test_oldest.sh), and the tests that need
+# Delta's JVM jars, in .venv-delta (scripts/test_delta.sh). The main suite prints as it goes; each
+# other part's output is printed whole when it ends (scripts/lanes.sh). Arguments go to the main
+# pytest run and skip the Airflow, oldest and Delta parts, e.g. `scripts/test.sh -m unit`; only
+# what is missing of the main suite's needs is made then.
 # pytest's "no tests collected" (exit 5) is not a failure; a failure in any part fails the
 # whole. The main suite runs in TEST_WORKERS (default 2) pytest-xdist workers, a test module per
 # worker at a time (--dist loadfile): most of its time is spent waiting on JVM starts, processes
