@@ -4,8 +4,7 @@ re-created table re-points its entry, and a registration that fails fails nothin
 
 The catalog cases need Delta's jars and catalog in the session (scripts/test_delta.sh); without
 them the setting must be refused before anything is written. The shared test session's catalog is
-in memory; one case runs on a Hive metastore (embedded Derby) in processes of its own
-(tests/support/hive_catalog.py), where a second process reads what the first registered.
+in memory; the Hive metastore's case is test_catalog_hive.py's.
 """
 
 from __future__ import annotations
@@ -19,12 +18,9 @@ from decimal import Decimal
 import pytest
 from pydantic import ValidationError
 
-from tests.support import hive_catalog
-from tests.support.delta_spark import jars_configured
 from tests.support.store_files import ts, write_log, write_snapshot
 from tests.support.writers import JOB, ORDERS, commit, missing_delta_jars, orders_rows, row, skip_without_delta_jars
 from tiering.conf.model import LakeConfig
-from tiering.delta_log.lake import Lake
 from tiering.enumerator.splits import LogSplit, SnapshotSplit
 from tiering.errors import ConfigError
 from tiering.lake.catalog import TableCatalog
@@ -138,31 +134,3 @@ def test_a_name_the_catalog_refuses_is_a_warning_and_the_round_commits(spark, tm
     assert not result.skipped and orders_rows(writer.lake, "or-ders") == {1: (0, "a", Decimal("1.00"), 0, ts(0))}
     assert "table=or-ders: not registered as `tiered_refused`.`or-ders` in the session catalog" in caplog.text
     assert "is not a valid name" in caplog.text
-
-
-@pytest.mark.delta_jars
-def test_on_a_hive_metastore_another_process_reads_the_registered_table_re_pointed_after_a_re_creation(tmp_path):
-    if not jars_configured():
-        pytest.skip("the Delta jars are not on the classpath (scripts/test_delta.sh puts them there)")
-    lake = Lake.at(str(tmp_path / "lake"))
-
-    wrote = hive_catalog.run("write", tmp_path)
-    found = hive_catalog.run("read", tmp_path)
-
-    assert wrote["before"].rstrip("/").endswith(str(tmp_path / "elsewhere")), "the entry pointed at the copy"
-    assert found["location"].removeprefix("file:").rstrip("/") == lake.path("orders"), "re-pointed in the metastore"
-    expected = {
-        i: (0, name, Decimal(price), offset, ts(offset)) for i, (name, price, offset) in hive_catalog.RECREATED.items()
-    }
-    assert orders_rows(lake) == expected
-    read = {
-        r["id"]: (
-            r["__bucket"],
-            r["name"],
-            Decimal(r["price"]),
-            r["__offset"],
-            dt.datetime.fromisoformat(r["__timestamp"]),
-        )
-        for r in found["rows"]
-    }
-    assert read == expected and len(found["rows"]) == len(expected)
