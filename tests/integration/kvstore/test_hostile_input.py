@@ -10,6 +10,7 @@ import pytest
 import requests
 
 from tiering.kvstore.models import TableSpec
+from tiering.kvstore.server.process import StoreProcess
 
 pytestmark = pytest.mark.integration
 
@@ -32,8 +33,11 @@ def _with_lying_offsets() -> bytes:
     return bytes(body)
 
 
-@pytest.fixture
-def store(kv_store):
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    """One store for every case: each checks that it is alive and unchanged after its request,
+    so a case that broke it fails there, not in the next; a process per case cost its start."""
+    kv_store = StoreProcess.start(tmp_path_factory.mktemp("kvstore"))
     client = kv_store.client()
     client.create_table(
         TableSpec(
@@ -56,7 +60,8 @@ def store(kv_store):
             num_buckets=1,
         )
     )
-    return kv_store
+    yield kv_store
+    kv_store.stop()
 
 
 ARROW = {"Content-Type": "application/vnd.apache.arrow.stream"}
