@@ -8,6 +8,8 @@ fenced commits) costs much more than the copy it wraps. It starts a Fluss cluste
 - bootstrap: the rows of each bucket's latest KV snapshot (covering the whole load) into a new
   Delta table. BASELINE, by hand: Fluss's Java client (``KvSnapshotBatchScanner``, through py4j:
   only the JVM reads a snapshot's RocksDB files) -> pyarrow -> one delta-rs ``write_deltalake``.
+  ARROW, beside it on the same snapshots: the job's reader (:mod:`tiering.fluss.snapshot_arrow`:
+  our JVM writer -> an Arrow IPC file -> mapped batches) -> the same delta-rs write.
 - changelog: ``--updates`` updates of existing keys (a ``+U``, after a ``-U``, each) applied to
   that table. BASELINE, by hand: pyfluss's log scanner reads each bucket from the offset the
   snapshot covers to the log end -> pyarrow (the last change of each key) -> one delta-rs MERGE.
@@ -17,7 +19,10 @@ the same database, timed against the same steps, a ratio per step (baseline s / 
 job refuses that config, the report says "not yet" with the config's own words and the run ends
 well (exit 0): the baseline's figures stand alone.
 
-Run: .venv/bin/python -m benchmarks.bench_fluss [--rows N] [--updates M] [--buckets B] [--out FILE]
+``--bootstrap-only`` stops after the bootstrap step (no changelog, no job).
+
+Run: .venv/bin/python -m benchmarks.bench_fluss [--rows N] [--updates M] [--buckets B] [--bootstrap-only]
+[--out FILE]
 """
 
 from __future__ import annotations
@@ -129,6 +134,22 @@ def baseline_bootstrap(java: Any, table_id: int, snapshots: dict[int, int], lake
     return {"rows": rows.num_rows, "read_s": read_s, "total_s": time.perf_counter() - started}
 
 
+def arrow_bootstrap(store: Any, snapshots: dict[int, Any], lake_dir: Path) -> dict[str, float]:
+    """Each bucket's snapshot read as Arrow by our JVM writer (the job's snapshot reader); the same
+    delta-rs write. The read and the write timed apart."""
+    from deltalake import write_deltalake
+
+    from tiering.fluss.snapshot_arrow import snapshot_batches
+
+    started = time.perf_counter()
+    table = store.table(TABLE)
+    batches = [batch for ref in snapshots.values() for batch in snapshot_batches(store.java, DATABASE, table, ref)]
+    rows = pa.Table.from_batches(batches, table.arrow_schema)
+    read_s = time.perf_counter() - started
+    write_deltalake(str(lake_dir), rows)
+    return {"rows": rows.num_rows, "read_s": read_s, "total_s": time.perf_counter() - started}
+
+
 async def _changes(servers: str, starts: dict[int, int], ends: dict[int, int]) -> pa.Table:
     """Every bucket's records in [start, end) by pyfluss's log scanner, ``-U`` left out, as one
     table with the change kind (``__op``) and the offset order kept."""
@@ -228,8 +249,12 @@ def bench_fluss(args: argparse.Namespace, work: Path) -> dict[str, Any]:
         ends = _log_ends(store)
         snapshots = _covering_snapshots(store, ends)
         table_id = next(iter(snapshots.values())).table_id
+        arrow = arrow_bootstrap(store, snapshots, work / "lake-arrow")
+        assert arrow["rows"] == args.rows, (arrow["rows"], args.rows)
         boot = baseline_bootstrap(store.java, table_id, {b: s.snapshot_id for b, s in snapshots.items()}, work / "lake")
         assert boot["rows"] == args.rows, (boot["rows"], args.rows)
+        if args.bootstrap_only:
+            return _bootstrap_report(args, load_s, boot, arrow)
 
         asyncio.run(_load(cluster.bootstrap_servers, range(args.updates), 1, args.buckets))
         starts = {b: s.log_offset for b, s in snapshots.items()}
@@ -240,14 +265,8 @@ def bench_fluss(args: argparse.Namespace, work: Path) -> dict[str, Any]:
         store.close()
         cluster.stop()
     return {
-        "rows": args.rows,
+        **_bootstrap_report(args, load_s, boot, arrow),
         "updates": args.updates,
-        "buckets": args.buckets,
-        "load_rows_per_s": round(args.rows / load_s),
-        "baseline_bootstrap": "fluss-java-client(py4j)-pyarrow-delta-rs",
-        "baseline_bootstrap_s": round(boot["total_s"], 3),
-        "baseline_bootstrap_read_s": round(boot["read_s"], 3),
-        "baseline_bootstrap_rows_per_s": round(args.rows / boot["total_s"]),
         "baseline_changelog": "pyfluss-pyarrow-delta-rs-merge",
         "baseline_changelog_s": round(round_["total_s"], 3),
         "baseline_changelog_read_s": round(round_["read_s"], 3),
@@ -257,11 +276,32 @@ def bench_fluss(args: argparse.Namespace, work: Path) -> dict[str, Any]:
     }
 
 
+def _bootstrap_report(
+    args: argparse.Namespace, load_s: float, boot: dict[str, float], arrow: dict[str, float]
+) -> dict[str, Any]:
+    return {
+        "rows": args.rows,
+        "buckets": args.buckets,
+        "load_rows_per_s": round(args.rows / load_s),
+        "baseline_bootstrap": "fluss-java-client(py4j)-pyarrow-delta-rs",
+        "baseline_bootstrap_s": round(boot["total_s"], 3),
+        "baseline_bootstrap_read_s": round(boot["read_s"], 3),
+        "baseline_bootstrap_rows_per_s": round(args.rows / boot["total_s"]),
+        "baseline_bootstrap_read_rows_per_s": round(args.rows / boot["read_s"]),
+        "arrow_bootstrap": "arrow-snapshot-writer(jvm)-ipc-file-pyarrow-delta-rs",
+        "arrow_bootstrap_s": round(arrow["total_s"], 3),
+        "arrow_bootstrap_read_s": round(arrow["read_s"], 3),
+        "arrow_bootstrap_rows_per_s": round(args.rows / arrow["total_s"]),
+        "arrow_bootstrap_read_rows_per_s": round(args.rows / arrow["read_s"]),
+    }
+
+
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.bench_fluss", description=__doc__.split("\n")[0])
     parser.add_argument("--rows", type=int, default=2_000_000, help="rows bootstrapped from a snapshot")
     parser.add_argument("--updates", type=int, default=1_000_000, help="updates in the changelog round")
     parser.add_argument("--buckets", type=int, default=4)
+    parser.add_argument("--bootstrap-only", action="store_true", help="stop after the bootstrap step")
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results/fluss.json"))
     args = parser.parse_args(argv)
     work = Path(tempfile.mkdtemp(prefix="bench-fluss-"))

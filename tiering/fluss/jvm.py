@@ -4,8 +4,9 @@ snapshots, the snapshot lease, reading a snapshot's rows).
 Failure modes it guards against:
 - a process with no JVM (the source's planning process has no SparkContext) or a driver's JVM
   without fluss-client (``spark.jars`` lacks it) left without the calls: it gets a small gateway
-  JVM of its own (fluss-client on its classpath, killed with the process that started it); with
-  neither, one clear error naming both instead of a failure deep in a call;
+  JVM of its own (fluss-client on its classpath, and our jvm/fluss-snapshot-source jar when it is
+  built (:func:`snapshot_source_jar`), killed with the process that started it); with neither,
+  one clear error naming both instead of a failure deep in a call;
 - a failure read as another: pyspark, once a SparkContext lives in the process, reads every py4j
   gateway's thrown Java exceptions through Spark's JVM, where another gateway's object ids are
   other objects. So futures hand their failures over as values (:meth:`FlussJvm.outcome`), never
@@ -18,6 +19,7 @@ Failure modes it guards against:
 from __future__ import annotations
 
 import logging
+import os
 import sys
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -28,12 +30,14 @@ from py4j.java_gateway import JavaObject
 from tiering.coord.embedded import find_java
 from tiering.errors import FlussClientError
 
-__all__ = ["FlussJvm", "long_map", "java_set"]
+__all__ = ["FlussJvm", "has_class", "long_map", "java_set", "snapshot_source_jar"]
 
 log = logging.getLogger(__name__)
 
 #: a class of fluss-client, to tell whether a JVM has it
 _PROBE = "org.apache.fluss.client.ConnectionFactory"
+#: where a checkout's Maven build puts our JVM module's jar (scripts/setup_fluss_source.sh)
+_SOURCE_TARGET = Path(__file__).resolve().parents[2] / "jvm" / "fluss-snapshot-source" / "target"
 #: the gateway JVM's settings: small, and Fluss's Arrow memory needs java.nio opened
 _JAVA_OPTIONS = ("-Xmx256m", "-XX:+UseSerialGC", "--add-opens=java.base/java.nio=ALL-UNNAMED")
 
@@ -118,21 +122,36 @@ class FlussJvm:
 
 
 def _has_client(gateway: Any) -> bool:
+    return has_class(gateway, _PROBE)
+
+
+def has_class(gateway: Any, name: str) -> bool:
+    """Whether the gateway's JVM loads class ``name`` (through its context class loader, which
+    holds a Spark driver's ``spark.jars``)."""
     try:
         loader = gateway.jvm.java.lang.Thread.currentThread().getContextClassLoader()
-        gateway.jvm.java.lang.Class.forName(_PROBE, False, loader)
+        gateway.jvm.java.lang.Class.forName(name, False, loader)
     except Exception:  # py4j's Py4JJavaError around a ClassNotFoundException
         return False
     return True
 
 
+def snapshot_source_jar() -> Path | None:
+    """Our JVM module's jar (jvm/fluss-snapshot-source: the Spark source and the Arrow snapshot
+    writer) as a checkout's Maven build leaves it, None when it is not built."""
+    built = sorted(_SOURCE_TARGET.glob("fluss-snapshot-source-*.jar"))
+    return built[-1] if built else None
+
+
 def _launch(client_jar: Path) -> Any:
+    """A gateway JVM with ``client_jar`` and, when built, :func:`snapshot_source_jar` on its classpath."""
     from py4j.java_gateway import GatewayParameters, JavaGateway, launch_gateway
 
+    jars = [client_jar, *filter(None, [snapshot_source_jar()])]
     port = launch_gateway(
-        classpath=str(client_jar), java_path=find_java(), javaopts=list(_JAVA_OPTIONS), die_on_exit=True
+        classpath=os.pathsep.join(map(str, jars)), java_path=find_java(), javaopts=list(_JAVA_OPTIONS), die_on_exit=True
     )
-    log.info("started a gateway JVM with %s on port %d", client_jar.name, port)
+    log.info("started a gateway JVM with %s on port %d", ", ".join(jar.name for jar in jars), port)
     return JavaGateway(gateway_parameters=GatewayParameters(port=port, auto_convert=False))
 
 

@@ -10,15 +10,11 @@ from __future__ import annotations
 import datetime as dt
 import math
 import re
-import uuid
-from collections.abc import Iterator
 from decimal import Decimal
 
 import pyarrow as pa
 import pytest
 
-from tests.support.fluss import client_jar
-from tests.support.fluss_rows import FlussRows
 from tests.support.store_sides import SNAPSHOT_WAIT
 from tests.support.waiting import wait_until
 from tiering.errors import SchemaMismatchError, StoreError
@@ -106,25 +102,6 @@ LOW = {
 }
 NULLS = {name: None for name in COLUMNS} | {"id": 3}
 ROWS = [HIGH, LOW, NULLS]
-
-
-@pytest.fixture(scope="module")
-def database() -> str:
-    return f"types_{uuid.uuid4().hex[:8]}"
-
-
-@pytest.fixture(scope="module")
-def writer(fluss_cluster, database) -> Iterator[FlussRows]:
-    made = FlussRows(fluss_cluster.bootstrap_servers, database)
-    yield made
-    made.close()
-
-
-@pytest.fixture(scope="module")
-def store(fluss_cluster, database, writer) -> Iterator[FlussStore]:
-    made = FlussStore(fluss_cluster.bootstrap_servers, database, client_jar())
-    yield made
-    made.close()
 
 
 def read_back(store: FlussStore, table_name: str) -> tuple[pa.Table, pa.Table]:

@@ -8,7 +8,6 @@ import java.util.Deque;
 import org.apache.fluss.client.Connection;
 import org.apache.fluss.client.table.Table;
 import org.apache.fluss.client.table.scanner.batch.BatchScanner;
-import org.apache.fluss.exception.KvSnapshotNotExistException;
 import org.apache.fluss.metadata.TableBucket;
 import org.apache.fluss.metadata.TableInfo;
 import org.apache.fluss.utils.CloseableIterator;
@@ -57,7 +56,8 @@ final class BucketSnapshotReader implements PartitionReader<InternalRow> {
                         + " since the read was planned: " + schema.simpleString() + " -> " + now.simpleString());
             }
             rows = SparkRows.of(options.tablePath(), info.getRowType());
-            scanner = open(scanner(table, new TableBucket(tableId, bucket), snapshot.snapshotId()));
+            scanner = open(SnapshotScanners.open(
+                    table, new TableBucket(tableId, bucket), snapshot.snapshotId(), "fluss-snapshot read of " + split));
         } catch (RuntimeException e) {
             closeQuietly(e);
             throw e;
@@ -106,20 +106,6 @@ final class BucketSnapshotReader implements PartitionReader<InternalRow> {
         }
         if (failed != null) {
             throw failed;
-        }
-    }
-
-    private BatchScanner scanner(Table table, TableBucket tableBucket, long snapshotId) {
-        try {
-            return table.newScan().createBatchScanner(tableBucket, snapshotId);
-        } catch (RuntimeException e) {
-            for (Throwable cause = e; cause != null; cause = cause.getCause()) {
-                if (cause instanceof KvSnapshotNotExistException) {
-                    throw new IllegalStateException("fluss-snapshot read of " + split + ": the snapshot does not"
-                            + " exist (not taken yet, or deleted since: only a lease keeps it)", e);
-                }
-            }
-            throw e;
         }
     }
 
