@@ -1,6 +1,6 @@
 """Apache Fluss behind the store seam (:mod:`tiering.kvstore.contract`): pyfluss for tables, log ends
-and the changelog; Fluss's Java client (:mod:`tiering.fluss.jvm`) for snapshots, the lease and,
-for now, a snapshot's rows.
+and the changelog; Fluss's Java client (:mod:`tiering.fluss.jvm`) for snapshots, the lease and
+a snapshot's rows.
 
 How Fluss maps onto the seam (docs/DESIGN.md §3, "The store seam"): the store is one Fluss
 database, a table its primary-key tables (a log table is left out of the listing, with one
@@ -16,16 +16,15 @@ so an acquire looks each snapshot up after holding it and returns the ones that 
 lease has no epoch: the epoch is checked here, by the store object that calls (the highest seen
 per lease id; a lower one is ``FencedEpochError``); a renewal of a dropped or lapsed lease is silently accepted by
 Fluss, so ``renew`` cannot report one. An unclean tablet restart can lose acked writes and move a
-log end back; this module reports what Fluss says. Reading a snapshot's rows goes through the
-JVM of the process that reads, row by row: fine for the driver and the tests; the executors' read
-comes with a JVM data source. Fluss takes the lake's progress only through its coordinator's
-internal calls, so :attr:`FlussStore.lake_progress` is None.
+log end back; this module reports what Fluss says. A snapshot's rows are read in the JVM of the
+process that reads (an executor's Python worker starts a gateway JVM of its own), written there as
+Arrow by our writer and mapped here (:mod:`tiering.fluss.snapshot_arrow`). Fluss takes the lake's
+progress only through its coordinator's internal calls, so :attr:`FlussStore.lake_progress` is None.
 """
 
 from __future__ import annotations
 
 import asyncio
-import datetime
 import logging
 import threading
 import time
@@ -45,6 +44,7 @@ from tiering.errors import (
     one_line,
 )
 from tiering.fluss.jvm import FlussJvm, java_set, long_map
+from tiering.fluss.snapshot_arrow import snapshot_batches
 from tiering.fluss.types import store_column
 from tiering.kvstore import retry
 from tiering.kvstore.contract import (
@@ -83,8 +83,6 @@ _TABLE_NOT_EXIST_JAVA = "org.apache.fluss.exception.TableNotExistException"
 _SNAPSHOT_NOT_EXIST = "KvSnapshotNotExistException"
 #: a lease handle made only to release or drop with: Fluss sends a duration with acquire and renew only
 _UNUSED_DURATION_MS = 1
-#: how long a snapshot scanner's poll waits for the next batch
-_SCAN_POLL_S = 5
 
 
 class _Connections:
@@ -346,36 +344,9 @@ class FlussBucketReader(_Connections):
                     yield _changes(schema, kept)
 
     def snapshot_rows(self, table: StoreTable, ref: SnapshotRef) -> Iterator[pa.RecordBatch]:
-        """Read in this process's JVM, row by row (``KvSnapshotBatchScanner``)."""
-        java = self.java
-        fluss_table = java.connection.getTable(java.path(self.database, table.name))
-        try:
-            if not _snapshot_exists(java, ref):
-                raise SnapshotUnavailableError(
-                    f"Fluss table {table.name!r}: snapshot {ref.snapshot_id} of bucket {ref.bucket} is gone",
-                    table=table.name,
-                )
-            getters = java.jvm.org.apache.fluss.row.InternalRow.createFieldGetters(
-                fluss_table.getTableInfo().getRowType()
-            )
-            scanner = fluss_table.newScan().createBatchScanner(java.bucket(ref.table_id, ref.bucket), ref.snapshot_id)
-            values: list[list[Any]] = [[] for _ in table.columns]
-            try:
-                while (batch := scanner.pollBatch(java.jvm.java.time.Duration.ofSeconds(_SCAN_POLL_S))) is not None:
-                    while batch.hasNext():
-                        row = batch.next()
-                        for column, getter in zip(values, getters, strict=True):
-                            column.append(getter.getFieldOrNull(row))
-                    batch.close()
-            finally:
-                scanner.close()
-        finally:
-            fluss_table.close()
-        schema = table.arrow_schema
-        arrays = [
-            pa.array([_python(v, f.type) for v in column], f.type) for column, f in zip(values, schema, strict=True)
-        ]
-        yield pa.RecordBatch.from_arrays(arrays, schema=schema)
+        """Written as Arrow by our JVM writer in this process's JVM and mapped here
+        (:mod:`tiering.fluss.snapshot_arrow`): never a py4j call per row."""
+        yield from snapshot_batches(self.java, self.database, table, ref)
 
 
 def _path_of(database: str, name: str) -> Any:
@@ -473,23 +444,3 @@ def _snapshot_exists(java: FlussJvm, ref: SnapshotRef) -> bool:
             return False
         raise
     return True
-
-
-_EPOCH = datetime.datetime(1970, 1, 1)
-
-
-def _python(value: Any, arrow_type: pa.DataType) -> Any:
-    """A Fluss field's value (as py4j hands it over) as Arrow takes it for ``arrow_type``."""
-    if value is None or isinstance(value, (bool, int, float, bytes, bytearray)):
-        if pa.types.is_time(arrow_type) and isinstance(value, int):
-            return value * 1000  # Fluss keeps a time as milliseconds of the day
-        return value
-    if pa.types.is_decimal(arrow_type):
-        return value.toBigDecimal()  # py4j hands a java.math.BigDecimal over as a decimal.Decimal
-    if pa.types.is_timestamp(arrow_type):
-        if arrow_type.tz is None:  # TimestampNtz: milliseconds and nanoseconds of the wall clock
-            micros = value.getMillisecond() * 1000 + value.getNanoOfMillisecond() // 1000
-            return _EPOCH + datetime.timedelta(microseconds=micros)
-        micros = value.getEpochMillisecond() * 1000 + value.getNanoOfMillisecond() // 1000
-        return datetime.datetime.fromtimestamp(0, datetime.UTC) + datetime.timedelta(microseconds=micros)
-    return value.toString()  # BinaryString
