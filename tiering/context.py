@@ -170,6 +170,10 @@ class TermContext(BaseModel):
     def store_client(self) -> KvStoreClient:
         return store_client(self.config.kvstore)
 
+    def planning_store(self) -> PlanningStore:
+        """The term's store behind the seam (:func:`planning_store`)."""
+        return planning_store(self.config)
+
     def job_lease(self, client: KvStoreClient) -> JobLease:
         """The term's lease handle: every call carries this term's epoch."""
         from tiering.lease.job_lease import JobLease

@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, TypeVar
 from tiering import spark_version
 from tiering.allocator import ALLOCATOR_ENV
 from tiering.conf.model import TieringConfig
-from tiering.context import TermContext, store_client
+from tiering.context import TermContext, planning_store, store_client
 from tiering.delta_log.lake import Lake
 from tiering.enumerator.splits import SnapshotSplit
 from tiering.errors import (
@@ -69,6 +69,7 @@ from tiering.state.offset_log import replayed_offset
 if TYPE_CHECKING:
     from tiering.coord.ownership import Ownership
     from tiering.coord.rebalancer import GroupRebalancer
+    from tiering.kvstore.contract import StoreCatalog
     from tiering.round.resync import TableResync
 from tiering.source import ADMISSION_CONTROL, CONTEXT_OPTION, KvTieringDataSource
 from tiering.state.checkpoint_check import check_checkpoint
@@ -184,7 +185,8 @@ class JobResult:
 
 class TieringJob:
     """One leadership term's query. ``fence`` raises :class:`NotLeaderError` once this driver
-    no longer leads; ``lease`` defaults to the context's."""
+    no longer leads; ``lease`` and ``store`` (the catalog the maintainer's passes list the tables
+    from) default to the context's."""
 
     def __init__(
         self,
@@ -192,12 +194,14 @@ class TieringJob:
         context: TermContext,
         *,
         lease: JobLease | None = None,
+        store: StoreCatalog | None = None,
         fence: Callable[[], None] = lambda: None,
         on_round: RoundListener = lambda outcome: None,
     ) -> None:
         self.spark = spark
         self.context = context
         self.lease = lease or context.job_lease(context.store_client())
+        self._store = store
         self.result = JobResult()
         self._releases = LeaseReleases(self.lease)
         self._fence = fence
@@ -393,12 +397,19 @@ class TieringJob:
         if self._maintainer is not None:
             self._maintain(self._maintainer, outcome)
 
+    @property
+    def store(self) -> StoreCatalog:
+        """The store's catalog, made when first needed (a term without maintenance never lists)."""
+        if self._store is None:
+            self._store = self.context.planning_store()
+        return self._store
+
     def _maintain(self, maintainer: LakeMaintainer, outcome: RoundOutcome) -> None:
         """Hand the round's commits to the maintainer (a replayed or empty round committed
         nothing), and run a pass after every ``every_rounds``-th round."""
         maintainer.changed(table for table, commit in outcome.committed.items() if not commit.skipped)
         if outcome.round_id % self.context.config.maintenance.every_rounds == 0:
-            maintainer.run(included_tables(self.context.config, self.lease.client))
+            maintainer.run(included_tables(self.context.config, self.store))
 
     def _record_health(self, outcome: RoundOutcome, owned: Ownership | None) -> None:
         """Keep every table's health in the checkpoint for ``tiering status`` (advisory: a write
@@ -433,18 +444,18 @@ def _let_trigger_end(query, wait_s: float, poll_s: float = 0.05) -> None:
         time.sleep(poll_s)
 
 
-def included_tables(config: TieringConfig, client) -> list[str]:
+def included_tables(config: TieringConfig, store: StoreCatalog) -> list[str]:
     """The store's tables the job tiers (``[tables]``), by name."""
-    return sorted(t.name for t in client.list_tables() if config.tables.selects(t.name))
+    return sorted(t.name for t in store.tables() if config.tables.selects(t.name))
 
 
-def log_size_classes(client, tables: list[str]) -> dict[str, int]:
+def log_size_classes(store: StoreCatalog, tables: list[str]) -> dict[str, int]:
     """Each table's weight in its group's balance (coord/assignment.py): the size class of its log
     in the store, the bit length of the changes it ever took (2**20 changes weigh 21, none 1), from
     one store call. A log's end only grows, so the class changes at powers of two and members
     reading it a moment apart agree; a lag, back near 0 after each commit, would have them hand
     tables back and forth."""
-    ends = {name: sum(b.log_end_offset for b in found.buckets) for name, found in client.logs(tables).items()}
+    ends = {name: sum(b.end for b in found.buckets.values()) for name, found in store.log_ends(tables).items()}
     return {name: max(1, end.bit_length()) for name, end in ends.items()}
 
 
@@ -473,7 +484,7 @@ def maintain_as_leader(config: TieringConfig, *, wait_s: float = 5.0) -> Mainten
     )
     term = _term_of_its_own(config, "maintain", busy, wait_s)
     try:
-        tables = included_tables(config, store_client(config.kvstore))
+        tables = included_tables(config, planning_store(config))
         # a maintainer of its own knows no history: its pass covers every table
         return LakeMaintainer(
             Lake.of(config.lake),
@@ -605,7 +616,7 @@ def run_as_leader(
         check_checkpoint(checkpoint_of(config), config.job.name)  # before the term writes to it
         context = TermContext.begin(config, term.epoch)
         if config.job.group is not None:
-            group = _group_member(config, config.job.group, term, context.store_client())
+            group = _group_member(config, config.job.group, term, context.planning_store())
             context = context.model_copy(update={"group_file": str(group.path)})
             if config.trigger.available_now:  # its rounds end at the first with nothing owned: join first
                 group.start()
@@ -644,7 +655,7 @@ def run_as_leader(
         term.resign()
 
 
-def _group_member(config: TieringConfig, group: str, term, client) -> GroupRebalancer:
+def _group_member(config: TieringConfig, group: str, term, store: StoreCatalog) -> GroupRebalancer:
     """This term's member of tiering group ``group``, not joined yet (:meth:`GroupRebalancer.start`
     joins); ConfigError now when its ``[tables]`` selection is not the group's."""
     from tiering.coord.group import GroupMember
@@ -657,10 +668,10 @@ def _group_member(config: TieringConfig, group: str, term, client) -> GroupRebal
     grace = StartGrace.of_session(term.session_timeout_s)  # the server's, which peers' sessions expire by
     return GroupRebalancer(
         member,
-        lambda: included_tables(config, client),
+        lambda: included_tables(config, store),
         every_s,
         grace,
-        weights=lambda tables: log_size_classes(client, tables),
+        weights=lambda tables: log_size_classes(store, tables),
     )
 
 

@@ -33,7 +33,6 @@ from tiering.delta_log.freshness import freshness_s, oldest_untiered_write_ms
 from tiering.enumerator.positions import LakePosition
 from tiering.errors import TieringError
 from tiering.kvstore.contract import PlanningStore, TableLog
-from tiering.kvstore.reference import ReferenceStore
 from tiering.lease.job_lease import JobLease
 from tiering.round.outcome import RoundOutcome
 from tiering.round.table_states import FailureCause
@@ -336,7 +335,7 @@ class RoundObserver:
         self._metrics = metrics or default_metrics()
         self._listeners = list(listeners)
         #: the store as the seam has it, one for the job's tables: a scrape reads their log ends at once
-        self._planning = ReferenceStore(lease.client)
+        self._planning = context.planning_store()
         self._tables = context.config.tables
         self._metrics.epoch.labels(self.job).set(self.epoch)
         self._metrics.leader.labels(self.job).set(1)

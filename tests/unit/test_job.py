@@ -8,6 +8,7 @@ import threading
 import time
 from types import SimpleNamespace
 
+import pyarrow as pa
 import pytest
 
 from tiering.conf.loader import load_config
@@ -21,6 +22,7 @@ from tiering.job import (
     included_tables,
     log_size_classes,
 )
+from tiering.kvstore.contract import BucketLog, StoreColumn, StoreTable, TableLog
 from tiering.lake.maintenance import LakeMaintainer
 from tiering.lake.round_protocol import TableCommit
 from tiering.round.outcome import RoundOutcome
@@ -43,18 +45,30 @@ def config(**tables):
     )
 
 
-class Store:
-    """A client's ``list_tables``, in the store's order."""
+def table(name: str) -> StoreTable:
+    return StoreTable(name, 1, (StoreColumn("id", "bigint", pa.int64(), nullable=False),), ("id",), 1)
 
-    def __init__(self, *names: str) -> None:
+
+class Catalog:
+    """A store's catalog (the seam's ``tables`` and ``log_ends``), in the store's order."""
+
+    def __init__(self, *names: str, ends: dict[str, list[int]] | None = None) -> None:
         self.names = names
+        self.ends = ends or {}
 
-    def list_tables(self):
-        return [SimpleNamespace(name=n) for n in self.names]
+    def tables(self) -> list[StoreTable]:
+        return [table(n) for n in self.names]
+
+    def log_ends(self, tables) -> dict[str, TableLog]:
+        return {
+            t: TableLog(1, {b: BucketLog(b, 0, end) for b, end in enumerate(self.ends[t])})
+            for t in tables
+            if t in self.ends
+        }
 
 
 def test_included_tables_are_the_stores_tables_the_config_selects_sorted():
-    store = Store("users", "orders_tmp", "orders", "orders_eu", "audit")
+    store = Catalog("users", "orders_tmp", "orders", "orders_eu", "audit")
 
     assert included_tables(config(), store) == ["audit", "orders", "orders_eu", "orders_tmp", "users"]
     assert included_tables(config(include=["orders*"], exclude=["*_tmp"]), store) == ["orders", "orders_eu"]
@@ -62,15 +76,9 @@ def test_included_tables_are_the_stores_tables_the_config_selects_sorted():
 
 
 def test_a_tables_weight_is_its_logs_size_class():
-    def logs(tables):
-        ends = {"quiet": [0, 0], "small": [2, 1], "big": [1 << 19, 1 << 19]}
-        return {t: SimpleNamespace(buckets=[SimpleNamespace(log_end_offset=e) for e in ends[t]]) for t in tables}
+    store = Catalog(ends={"quiet": [0, 0], "small": [2, 1], "big": [1 << 19, 1 << 19]})
 
-    assert log_size_classes(SimpleNamespace(logs=logs), ["quiet", "small", "big"]) == {
-        "quiet": 1,
-        "small": 2,
-        "big": 21,
-    }
+    assert log_size_classes(store, ["quiet", "small", "big"]) == {"quiet": 1, "small": 2, "big": 21}
 
 
 def test_a_run_is_ok_only_without_failed_tables():
@@ -175,7 +183,7 @@ def test_a_pass_covers_every_table_first_then_the_ones_rounds_committed_to_since
         "maintenance.every_rounds": 2,
     }
     context = TermContext(config=load_config(None, {}, settings), epoch=1, lease_id="l")
-    job = TieringJob(None, context, lease=SimpleNamespace(client=Store("a", "b", "c")))
+    job = TieringJob(None, context, lease=SimpleNamespace(), store=Catalog("a", "b", "c"))
     passes, run = [], LakeMaintainer.run
     monkeypatch.setattr(LakeMaintainer, "run", lambda self, tables: passes.append(run(self, tables)) or passes[-1])
     rounds = [{"a": _commit("a")}, {}, {"b": _commit("b"), "c": _commit("c", skipped=True)}, {}]
