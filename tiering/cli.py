@@ -601,9 +601,12 @@ def _parser() -> argparse.ArgumentParser:
         help="try each dependency once: ZooKeeper, the store, the lake root, the checkpoint",
         description="Try each dependency of the job once, without retries, and print one verdict each: "
         "ZooKeeper (connect, read the job's znodes), the KV store (health, API version, the tables [tables] "
-        "selects: an include pattern that matches no table fails, naming the store's tables), the lake root "
+        "selects: an include pattern that matches no table fails, naming the store's tables; for Apache Fluss "
+        "its servers, the database (a missing one named, with those Fluss has), the tables selected (log "
+        "tables skipped, named) and the snapshot lease API, a lease created and dropped: a server without "
+        "it is a WARN, the job tiers on without leases), the lake root "
         "(a scratch table committed twice: the second commit of one version must be refused) and the "
-        f"checkpoint. Exit {EXIT_OK} when all pass, {EXIT_FAILURE} naming the first that failed.",
+        f"checkpoint. Exit {EXIT_OK} when all pass (or warn), {EXIT_FAILURE} naming the first that failed.",
     )
     _conf_arg(check)
     check.add_argument("--json", action="store_true", help="print the verdicts as JSON")
