@@ -34,12 +34,13 @@ LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 #: Libraries whose INFO is connection chatter: at WARNING or quieter unless ``--log-level DEBUG``.
 LIBRARY_LOGGERS = ("kazoo", "urllib3", "tenacity", "py4j")
 #: Commands a person waits on: a dependency that is down is their one error line, so the
-#: reconnects and retries on the way there (kazoo's, the store client's) are not logged.
+#: reconnects and retries on the way there (kazoo's, the store client's) are not logged, nor
+#: what the Fluss store says on its way (the log tables it skips: check's verdict names them).
 OPERATOR_COMMANDS = ("status", "group", "leases", "take-over", "check")
 #: What ZooKeeper and the store each have to answer those commands (``--timeout``): less than the
 #: job waits, since a person does.
 OPERATOR_TIMEOUT_S = 10.0
-RETRY_LOGGERS = ("kazoo", "tiering.kvstore.retry")
+RETRY_LOGGERS = ("kazoo", "tiering.kvstore.retry", "tiering.fluss")
 
 
 def _zk(args: argparse.Namespace) -> int:

@@ -79,6 +79,7 @@ def test_check_probes_servers_database_tables_and_the_lease_api(
     assert "1 of 1 tables selected (orders)" in line
     assert "log tables skipped (no primary key): events" in line
     assert "snapshot lease API: a lease created and dropped" in line
+    assert result.stderr == "", "the verdict names the skipped log tables: no store log lines besides"
 
 
 def test_a_missing_database_is_named_with_the_databases_fluss_has(
