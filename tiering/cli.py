@@ -34,12 +34,13 @@ LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 #: Libraries whose INFO is connection chatter: at WARNING or quieter unless ``--log-level DEBUG``.
 LIBRARY_LOGGERS = ("kazoo", "urllib3", "tenacity", "py4j")
 #: Commands a person waits on: a dependency that is down is their one error line, so the
-#: reconnects and retries on the way there (kazoo's, the store client's) are not logged.
+#: reconnects and retries on the way there (kazoo's, the store client's) are not logged, nor
+#: what the Fluss store says on its way (the log tables it skips: check's verdict names them).
 OPERATOR_COMMANDS = ("status", "group", "leases", "take-over", "check")
 #: What ZooKeeper and the store each have to answer those commands (``--timeout``): less than the
 #: job waits, since a person does.
 OPERATOR_TIMEOUT_S = 10.0
-RETRY_LOGGERS = ("kazoo", "tiering.kvstore.retry")
+RETRY_LOGGERS = ("kazoo", "tiering.kvstore.retry", "tiering.fluss")
 
 
 def _zk(args: argparse.Namespace) -> int:
@@ -601,9 +602,12 @@ def _parser() -> argparse.ArgumentParser:
         help="try each dependency once: ZooKeeper, the store, the lake root, the checkpoint",
         description="Try each dependency of the job once, without retries, and print one verdict each: "
         "ZooKeeper (connect, read the job's znodes), the KV store (health, API version, the tables [tables] "
-        "selects: an include pattern that matches no table fails, naming the store's tables), the lake root "
+        "selects: an include pattern that matches no table fails, naming the store's tables; for Apache Fluss "
+        "its servers, the database (a missing one named, with those Fluss has), the tables selected (log "
+        "tables skipped, named) and the snapshot lease API, a lease created and dropped: a server without "
+        "it is a WARN, the job tiers on without leases), the lake root "
         "(a scratch table committed twice: the second commit of one version must be refused) and the "
-        f"checkpoint. Exit {EXIT_OK} when all pass, {EXIT_FAILURE} naming the first that failed.",
+        f"checkpoint. Exit {EXIT_OK} when all pass (or warn), {EXIT_FAILURE} naming the first that failed.",
     )
     _conf_arg(check)
     check.add_argument("--json", action="store_true", help="print the verdicts as JSON")

@@ -7,7 +7,8 @@ its way, reused: ZooKeeper (connect, read the job's znodes: :func:`tiering.coord
 whether the configured digest credentials may write them, from their ACL),
 the KV store (``GET /v1/health``, then the API version its OpenAPI document gives, when it serves
 one, then the tables ``[tables]`` selects: an include pattern that matches no table fails, naming
-what the store has), the lake root (:meth:`ObjectStore.check` with the conditional-put probe of
+what the store has; for Apache Fluss, :func:`_fluss`: its servers, the database, the tables, the
+snapshot lease API), the lake root (:meth:`ObjectStore.check` with the conditional-put probe of
 :mod:`tiering.objectstore.commit_probe`: two commits of one version, the second must be refused), and the
 checkpoint (:func:`tiering.state.checkpoint_check.check_checkpoint`). Nothing is left behind: the
 probe table is removed, a lake root or checkpoint not made yet is not made.
@@ -22,12 +23,25 @@ from __future__ import annotations
 import fnmatch
 import logging
 import os
+import uuid
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from tiering.conf.model import TieringConfig
-from tiering.errors import ConfigError, CoordinationError, LakeStorageError, StoreUnavailableError, one_line
+from tiering.errors import (
+    ConfigError,
+    CoordinationError,
+    LakeStorageError,
+    StoreError,
+    StoreUnavailableError,
+    one_line,
+)
+
+if TYPE_CHECKING:
+    from tiering.conf.model import TablesConfig
+    from tiering.fluss.store import FlussStore
 
 __all__ = ["Verdict", "preflight", "CHECKS", "Selection", "table_selection", "before_run"]
 
@@ -39,18 +53,23 @@ CHECKS = ("zookeeper", "kvstore", "lake", "checkpoint")
 TIMEOUT_S = 10.0
 #: At most this many of the store's table names in a line that lists them.
 LISTED_TABLES = 20
+#: What Fluss's Java client says of a call the server does not know: a server without the lease API
+_NO_LEASE_API = "UnsupportedVersionException"
 
 
 @dataclass(frozen=True)
 class Verdict:
-    """One dependency's outcome: ``detail`` says what was found, or why it failed."""
+    """One dependency's outcome: ``detail`` says what was found, or why it failed. ``warning``: it
+    passed, with something a run goes on without (a Fluss server without the lease API)."""
 
     name: str
     ok: bool
     detail: str
+    warning: bool = False
 
     def line(self) -> str:
-        return f"{'ok' if self.ok else 'FAILED':<6} {self.name:<10} {self.detail}"
+        status = "FAILED" if not self.ok else "WARN" if self.warning else "ok"
+        return f"{status:<6} {self.name:<10} {self.detail}"
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -58,7 +77,7 @@ class Verdict:
 
 def preflight(config: TieringConfig, timeout_s: float = TIMEOUT_S) -> list[Verdict]:
     """A verdict for each of :data:`CHECKS`, each dependency tried once within ``timeout_s``."""
-    checks: dict[str, Callable[[TieringConfig, float], str]] = {
+    checks: dict[str, Callable[[TieringConfig, float], str | Verdict]] = {
         "zookeeper": _zookeeper,
         "kvstore": _kvstore,
         "lake": _lake,
@@ -68,10 +87,11 @@ def preflight(config: TieringConfig, timeout_s: float = TIMEOUT_S) -> list[Verdi
 
 
 def _verdict(
-    name: str, check: Callable[[TieringConfig, float], str], config: TieringConfig, timeout_s: float
+    name: str, check: Callable[[TieringConfig, float], str | Verdict], config: TieringConfig, timeout_s: float
 ) -> Verdict:
     try:
-        return Verdict(name, True, check(config, timeout_s))
+        found = check(config, timeout_s)
+        return found if isinstance(found, Verdict) else Verdict(name, True, found)
     except Exception as e:  # noqa: BLE001 - every dependency gets its verdict; the error is that verdict
         log.debug("check %s failed", name, exc_info=True)
         return Verdict(name, False, one_line(e) or type(e).__name__)
@@ -126,7 +146,9 @@ def _writable(config: TieringConfig, timeout_s: float) -> str:
     )
 
 
-def _kvstore(config: TieringConfig, timeout_s: float) -> str:
+def _kvstore(config: TieringConfig, timeout_s: float) -> str | Verdict:
+    if config.kvstore.kind == "fluss":
+        return _fluss(config, timeout_s)
     import requests
 
     from tiering.context import store_client
@@ -180,14 +202,80 @@ def _names(names: tuple[str, ...]) -> str:
 
 def table_selection(config: TieringConfig, timeout_s: float = TIMEOUT_S) -> Selection:
     """The store's tables and what ``[tables]`` selects of them, asked once (no retries):
-    :class:`StoreUnavailableError` naming the store when it does not answer within ``timeout_s``."""
+    :class:`StoreUnavailableError` naming the store when it does not answer within ``timeout_s``;
+    for Fluss, :class:`ConfigError` naming the database when the cluster has no such database."""
+    if config.kvstore.kind == "fluss":
+        store = _fluss_store(config, timeout_s)
+        try:
+            return _fluss_selection(config, store)
+        finally:
+            store.close()
     from tiering.context import store_client
 
     client = store_client(config.kvstore, timeout_s=timeout_s, retry_deadline_s=0)
-    tables = tuple(sorted(t.name for t in client.list_tables()))
-    tables_config = config.tables
+    return _selection(config.tables, client.url, tuple(sorted(t.name for t in client.list_tables())))
+
+
+def _selection(tables_config: TablesConfig, store: str, tables: tuple[str, ...]) -> Selection:
     unmatched = tuple(p for p in tables_config.include if not any(fnmatch.fnmatchcase(t, p) for t in tables))
-    return Selection(client.url, tables, tuple(t for t in tables if tables_config.selects(t)), unmatched)
+    return Selection(store, tables, tuple(t for t in tables if tables_config.selects(t)), unmatched)
+
+
+def _fluss(config: TieringConfig, timeout_s: float) -> Verdict:
+    """The Fluss cluster reached, the database there, the tables selected (log tables skipped,
+    named), and a lease created and dropped: a server without the lease API is a warning, since
+    the job tiers on without leases (docs/DESIGN.md §3)."""
+    store = _fluss_store(config, timeout_s)
+    try:
+        selection = _fluss_selection(config, store)
+        selection.check()
+        found = f"{config.kvstore.where}: reachable; {selection.summary()}"
+        if store.log_tables:
+            found += f"; log tables skipped (no primary key): {_names(tuple(sorted(store.log_tables)))}"
+        lease, warning = _fluss_lease(config.job.name, store, timeout_s)
+        return Verdict("kvstore", True, f"{found}; {lease}", warning=warning)
+    finally:
+        store.close()
+
+
+def _fluss_store(config: TieringConfig, timeout_s: float) -> FlussStore:
+    """The config's Fluss store for one question each: no retries (Fluss's clients retry for long by
+    default), and the Java client's connection and requests given ``timeout_s`` unless
+    ``[kvstore.client]`` says otherwise (pyfluss's connect fails at once when nothing listens)."""
+    from tiering.context import fluss_client_jar
+    from tiering.fluss.store import FlussStore
+    from tiering.kvstore.retry import NO_RETRY
+
+    servers, database = config.kvstore.fluss_database
+    bound = f"{max(1, int(timeout_s))}s"
+    options = {"client.connect-timeout": bound, "client.request-timeout": bound, **config.kvstore.client}
+    return FlussStore(servers, database, fluss_client_jar(config.spark), options, retrying=NO_RETRY)
+
+
+def _fluss_selection(config: TieringConfig, store: FlussStore) -> Selection:
+    databases = tuple(store.databases())
+    if store.database not in databases:
+        raise ConfigError(
+            [
+                f"kvstore.database: Fluss at {store.bootstrap_servers} has no database {store.database!r}; "
+                f"it has {len(databases)}: {_names(databases)}"
+            ]
+        )
+    return _selection(config.tables, config.kvstore.where, tuple(sorted(t.name for t in store.tables())))
+
+
+def _fluss_lease(job: str, store: FlussStore, timeout_s: float) -> tuple[str, bool]:
+    """A lease of the job's created and dropped (it lapses by itself within ``timeout_s`` when the
+    drop fails): what was found, and whether it is a warning."""
+    lease_id = f"{job}-{uuid.uuid4().hex}"
+    try:
+        store.create(lease_id, 0, int(timeout_s * 1000))
+        store.drop(lease_id, 0)
+    except StoreError as e:
+        if _NO_LEASE_API not in e.message:
+            raise
+        return f"snapshot lease API: none ({one_line(e)}); a run tiers WITHOUT snapshot leases", True
+    return "snapshot lease API: a lease created and dropped", False
 
 
 def before_run(config: TieringConfig, timeout_s: float = TIMEOUT_S) -> None:

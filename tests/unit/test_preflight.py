@@ -11,7 +11,7 @@ import pytest
 from tests.support.config import make_config, write_conf
 from tiering.cli import EXIT_FAILURE, main
 from tiering.ports import free_port
-from tiering.preflight import CHECKS, preflight
+from tiering.preflight import CHECKS, Verdict, preflight
 
 pytestmark = pytest.mark.unit
 
@@ -93,3 +93,11 @@ def test_the_command_prints_each_verdict_and_exits_1_naming_the_first_failure(no
         ("lake", True),
         ("checkpoint", True),
     ]
+
+
+def test_a_warning_verdict_passes_and_says_so():
+    """A Fluss server without the lease API: the run goes on, the line says WARN."""
+    verdict = Verdict("kvstore", True, "snapshot lease API: none", warning=True)
+
+    assert verdict.line().split()[:2] == ["WARN", "kvstore"]
+    assert verdict.as_dict() == {"name": "kvstore", "ok": True, "detail": "snapshot lease API: none", "warning": True}

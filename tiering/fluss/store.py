@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+from tenacity import Retrying
 
 from tiering.errors import (
     FencedEpochError,
@@ -83,6 +84,8 @@ _TABLE_NOT_EXIST_JAVA = "org.apache.fluss.exception.TableNotExistException"
 _SNAPSHOT_NOT_EXIST = "KvSnapshotNotExistException"
 #: a lease handle made only to release or drop with: Fluss sends a duration with acquire and renew only
 _UNUSED_DURATION_MS = 1
+#: how long pyfluss's own threads take to wind a failed connect down (see :meth:`_Connections.close`)
+_FAILED_CONNECT_SETTLE_S = 0.2
 
 
 class _Connections:
@@ -90,12 +93,19 @@ class _Connections:
     use and dropped when pickled (a Spark task makes its own)."""
 
     def __init__(
-        self, bootstrap_servers: str, database: str, client_jar: Path | None, options: Mapping[str, str]
+        self,
+        bootstrap_servers: str,
+        database: str,
+        client_jar: Path | None,
+        options: Mapping[str, str],
+        retrying: Retrying | None = None,
     ) -> None:
         self.bootstrap_servers = bootstrap_servers
         self.database = database
         self.client_jar = client_jar
         self.options = dict(options)
+        #: the pyfluss calls' retry policy: ``STORE_RETRY`` unless given (a probe asks once)
+        self.retrying = retrying
         self._lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._connection: Any = None
@@ -111,7 +121,7 @@ class _Connections:
         """``make(connection, *args)``'s coroutine run to its end on the private loop; pyfluss's
         errors as the seam's, the retryable ones retried as every store call is (``STORE_RETRY``:
         a bucket whose leader is not elected yet, a tablet restarting)."""
-        return retry.STORE_RETRY.copy()(self._run_once, make, *args, table=table)
+        return (self.retrying or retry.STORE_RETRY).copy()(self._run_once, make, *args, table=table)
 
     def _run_once(self, make: Any, *args: Any, table: str | None = None) -> Any:
         import fluss
@@ -145,6 +155,8 @@ class _Connections:
         with self._lock:
             if self._connection is not None and self._loop is not None:
                 self._loop.run_until_complete(_closed(self._connection))
+            elif self._loop is not None:  # a connect that failed: pyfluss winds it down on its own threads,
+                time.sleep(_FAILED_CONNECT_SETTLE_S)  # and a process that exits meanwhile aborts (SIGABRT)
             if self._loop is not None:
                 self._loop.close()
             if self._java is not None:
@@ -185,8 +197,9 @@ class FlussStore(_Connections):
         database: str,
         client_jar: Path | None = None,
         options: Mapping[str, str] | None = None,
+        retrying: Retrying | None = None,
     ) -> None:
-        super().__init__(bootstrap_servers, database, client_jar, options or {})
+        super().__init__(bootstrap_servers, database, client_jar, options or {}, retrying)
         self._epochs: dict[str, int] = {}
         self._leases: dict[str, tuple[int, Any]] = {}
         #: the log tables already warned of: one warning each per process, not one per round
@@ -215,6 +228,15 @@ class FlussStore(_Connections):
                     "Fluss table %s.%s has no primary key: skipped (only primary-key tables tier)", self.database, name
                 )
         return [_store_table(info) for info in infos if info.has_primary_key()]
+
+    def databases(self) -> list[str]:
+        """The cluster's databases: what ``tiering check`` names when the configured one is missing."""
+        return sorted(self._run(lambda connection: connection.get_admin().list_databases()))
+
+    @property
+    def log_tables(self) -> frozenset[str]:
+        """The log tables (no primary key) :meth:`tables` has left out so far."""
+        return frozenset(self._skipped)
 
     def table(self, name: str) -> StoreTable:
         info = self._run(lambda connection: connection.get_admin().get_table_info(self._path(name)), table=name)
