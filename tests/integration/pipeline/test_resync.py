@@ -26,6 +26,7 @@ from tiering.delta_log.lake import Lake
 from tiering.delta_log.layout import lake_schema
 from tiering.job import resync_as_leader, run_as_leader
 from tiering.kvstore.models import LakeReport
+from tiering.kvstore.reference import store_table
 from tiering.round.table_states import FailureCause
 
 pytestmark = pytest.mark.integration
@@ -101,7 +102,9 @@ def test_resync_replaces_a_delta_schema_altered_by_hand(spark, kv_store, conf, t
 
     assert not resync.commit.skipped and resync.reported
     dt = lake.load("orders").dt
-    assert dt.schema().to_arrow() == lake_schema(client.get_table("orders")), "the KV table's schema, 'legacy' gone"
+    assert dt.schema().to_arrow() == lake_schema(store_table(client.get_table("orders"))), (
+        "the KV table's schema, 'legacy' gone"
+    )
     assert_equal_to_store(client, lake, orders)
     orders.churn(20, key_space=200)
     assert tier(conf).ok

@@ -24,6 +24,7 @@ from tiering.context import TermContext
 from tiering.delta_log.lake import Lake
 from tiering.delta_log.layout import lake_schema
 from tiering.job import JobResult, TieringJob
+from tiering.kvstore.reference import store_table
 from tiering.round.outcome import RoundOutcome
 from tiering.round.table_states import FailureCause, TableState
 from tiering.verify import check_table
@@ -167,7 +168,7 @@ def test_a_change_the_lake_cannot_follow_fails_that_table_only(spark, kv_store, 
     for t in (orders, users):
         t.upsert(range(50))
     lake = Lake.of(config.lake)
-    schema = fabricate(lake_schema(orders.info))
+    schema = fabricate(lake_schema(store_table(orders.info)))
     write_deltalake(lake.path("orders"), schema.empty_table(), partition_by=["__bucket"])
     before = data_files(tmp_path / "lake" / "orders")
 
