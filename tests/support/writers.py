@@ -11,12 +11,11 @@ from decimal import Decimal
 
 import pytest
 
+from tests.support.tables import kv_table
 from tiering.conf.defaults import DEFAULT_DRIVER_MAX_CHANGES
 from tiering.delta_log.lake import Lake
 from tiering.enumerator.splits import sort_key
 from tiering.errors import ConfigError
-from tiering.kvstore.models import TableInfo
-from tiering.kvstore.reference import store_table
 from tiering.lake.delta_jars import check_delta_jars
 
 #: Every writer, by data path: (id, driver_max_changes for delta-rs).
@@ -48,19 +47,7 @@ WRITTEN_BY = {
 }
 
 JOB = "test-job"
-ORDERS = store_table(
-    TableInfo(
-        name="orders",
-        table_id=1,
-        schema=[
-            {"name": "id", "type": "bigint"},
-            {"name": "name", "type": "string"},
-            {"name": "price", "type": "decimal(10,2)"},
-        ],
-        primary_key=["id"],
-        num_buckets=4,
-    )
-)
+ORDERS = kv_table({"id": "bigint", "name": "string", "price": "decimal(10,2)"}, name="orders", num_buckets=4)
 
 
 def row(i: int, name: str, price: str = "1.00") -> dict:

@@ -11,25 +11,16 @@ import pyarrow.parquet as pq
 import pytest
 
 from tests.support.store_files import write_log, write_snapshot
+from tests.support.tables import kv_table
 from tiering.delta_log.lake import LakeFile
 from tiering.kvstore.contract import StoreTable
-from tiering.kvstore.models import TableInfo
-from tiering.kvstore.reference import store_table
 from tiering.lake.bucket_plan import BucketBase, BucketPlan
 from tiering.lake.buckets import BucketTask, file_schema, run_task, write_bucket
 from tiering.objectstore.object_store import ObjectStore
 
 pytestmark = pytest.mark.integration
 
-TABLE = store_table(
-    TableInfo(
-        name="t",
-        table_id=1,
-        num_buckets=2,
-        primary_key=["id"],
-        schema=[{"name": "id", "type": "bigint"}, {"name": "v", "type": "string"}],
-    )
-)
+TABLE = kv_table({"id": "bigint", "v": "string"}, num_buckets=2)
 
 
 @pytest.fixture(params=["local", "s3"])

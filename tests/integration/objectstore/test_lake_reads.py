@@ -12,9 +12,8 @@ import pytest
 
 from tests.support.fault_proxy import FaultProxy, Respond, Rule
 from tests.support.store_files import write_log
+from tests.support.tables import kv_table
 from tiering.delta_log.lake import LakeFile
-from tiering.kvstore.models import TableInfo
-from tiering.kvstore.reference import store_table
 from tiering.lake.bucket_plan import BucketBase, BucketPlan
 from tiering.lake.buckets import BucketTask, file_schema, run_task
 from tiering.lake.buckets.reads import read_batches
@@ -22,15 +21,7 @@ from tiering.objectstore.object_store import ObjectStore
 
 pytestmark = pytest.mark.integration
 
-TABLE = store_table(
-    TableInfo(
-        name="t",
-        table_id=1,
-        num_buckets=1,
-        primary_key=["id"],
-        schema=[{"name": "id", "type": "bigint"}, {"name": "v", "type": "string"}],
-    )
-)
+TABLE = kv_table({"id": "bigint", "v": "string"})
 
 
 def test_a_lake_file_of_known_size_is_read_without_a_head(s3_server, tmp_path):

@@ -17,24 +17,15 @@ import pytest
 
 from tests.integration.objectstore.conftest import RefusingS3
 from tests.support.store_files import write_snapshot
+from tests.support.tables import kv_table
 from tiering.errors import ObjectWriteError
-from tiering.kvstore.models import TableInfo
-from tiering.kvstore.reference import store_table
 from tiering.lake.bucket_plan import BucketBase, BucketPlan
 from tiering.lake.buckets import BucketTask, run_task, write_bucket
 from tiering.objectstore.object_store import ObjectStore
 
 pytestmark = pytest.mark.integration
 
-TABLE = store_table(
-    TableInfo(
-        name="t",
-        table_id=1,
-        num_buckets=1,
-        primary_key=["id"],
-        schema=[{"name": "id", "type": "bigint"}, {"name": "v", "type": "string"}],
-    )
-)
+TABLE = kv_table({"id": "bigint", "v": "string"})
 #: Past pyarrow's S3 part size: the file goes up as a multipart upload.
 _BIG_ROWS = 4000
 

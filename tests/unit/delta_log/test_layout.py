@@ -5,9 +5,8 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
+from tests.support.tables import kv_table
 from tiering.delta_log.layout import app_id, epoch_round, lake_directory, lake_schema, txn_version
-from tiering.kvstore.models import TableInfo
-from tiering.kvstore.reference import store_table
 
 pytestmark = pytest.mark.unit
 
@@ -36,19 +35,7 @@ def test_app_id():
 
 
 def test_lake_schema_puts_system_columns_after_user_columns():
-    table = store_table(
-        TableInfo(
-            name="t",
-            table_id=1,
-            num_buckets=2,
-            primary_key=["k"],
-            schema=[
-                {"name": "k", "type": "int"},
-                {"name": "d", "type": "decimal(5,1)"},
-                {"name": "at", "type": "timestamp"},
-            ],
-        )
-    )
+    table = kv_table({"k": "int", "d": "decimal(5,1)", "at": "timestamp"}, key=("k",), num_buckets=2)
     assert lake_schema(table) == pa.schema(
         [
             ("k", pa.int32()),

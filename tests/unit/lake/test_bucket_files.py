@@ -13,31 +13,17 @@ import pytest
 
 from tests.support.lake import codecs
 from tests.support.store_files import EPOCH0, write_log
+from tests.support.tables import kv_table
 from tiering.delta_log.lake import LakeFile
 from tiering.kvstore.contract import changes as changelog
 from tiering.kvstore.contract.changes import splice_changes
-from tiering.kvstore.models import TableInfo
-from tiering.kvstore.reference import store_table
 from tiering.lake.bucket_plan import BucketBase, BucketPlan
 from tiering.lake.buckets import BucketTask, WrittenFile, run_task
 from tiering.objectstore.object_store import ObjectStore
 
 pytestmark = pytest.mark.unit
 
-TABLE = store_table(
-    TableInfo(
-        name="t",
-        table_id=1,
-        num_buckets=1,
-        primary_key=["id"],
-        schema=[
-            {"name": "id", "type": "bigint"},
-            {"name": "name", "type": "string"},
-            {"name": "colour", "type": "string"},
-            {"name": "qty", "type": "int"},
-        ],
-    )
-)
+TABLE = kv_table({"id": "bigint", "name": "string", "colour": "string", "qty": "int"})
 ROWS = 120_000
 TARGET = 128 * 1024
 #: ``lake.compression`` values and the codec pyarrow's metadata names for each (lz4 is LZ4_RAW).

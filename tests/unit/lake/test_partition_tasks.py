@@ -10,24 +10,15 @@ import pyarrow.parquet as pq
 import pytest
 
 from tests.support.store_files import write_log, write_snapshot
+from tests.support.tables import kv_table
 from tiering.delta_log.lake import LakeFile
-from tiering.kvstore.models import TableInfo
-from tiering.kvstore.reference import store_table
 from tiering.lake.bucket_plan import BucketBase, BucketPlan
 from tiering.lake.buckets import BucketTask, light, rewrite, run_task, run_tasks, schedule
 from tiering.objectstore.object_store import ObjectStore
 
 pytestmark = pytest.mark.unit
 
-TABLE = store_table(
-    TableInfo(
-        name="t",
-        table_id=1,
-        num_buckets=8,
-        primary_key=["id"],
-        schema=[{"name": "id", "type": "bigint"}, {"name": "name", "type": "string"}],
-    )
-)
+TABLE = kv_table({"id": "bigint", "name": "string"}, num_buckets=8)
 MIB = 1024 * 1024
 
 
@@ -87,9 +78,7 @@ def test_a_partition_returns_each_tasks_result_once_as_run_alone(tmp_path, monke
 def test_snapshots_that_cannot_be_copied_are_decoded_one_at_a_time(tmp_path, monkeypatch):
     """A snapshot taken before a column was added lacks it: not a byte copy, but a rewrite
     of rows of unknown size, so the partition's threads take turns."""
-    before = store_table(
-        TableInfo(name="t", table_id=1, num_buckets=8, primary_key=["id"], schema=[{"name": "id", "type": "bigint"}])
-    )
+    before = kv_table({"id": "bigint"}, num_buckets=8)
     running, most = 0, 0
     lock = threading.Lock()
     write_rows = rewrite._write_rows

@@ -4,19 +4,16 @@ from __future__ import annotations
 
 import pytest
 
+from tests.support.tables import kv_table
 from tiering.delta_log.lake import LakeFile
 from tiering.enumerator.positions import LakePosition
 from tiering.enumerator.splits import LogSplit, SnapshotSplit
 from tiering.errors import LakeCommitError
-from tiering.kvstore.models import TableInfo
-from tiering.kvstore.reference import store_table
 from tiering.lake.bucket_plan import BucketBase, BucketPlan, plan_buckets
 
 pytestmark = pytest.mark.unit
 
-T = store_table(
-    TableInfo(name="t", table_id=3, num_buckets=4, primary_key=["k"], schema=[{"name": "k", "type": "bigint"}])
-)
+T = kv_table({"k": "bigint"}, key=("k",), num_buckets=4, table_id=3)
 LAKE = LakePosition(3, {1: 20, 2: 5})
 LAKE_FILES = {
     1: [LakeFile("/lake/t/__bucket=1/a.parquet", "__bucket=1/a.parquet", 100, 3, 1, 9)],
