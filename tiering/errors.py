@@ -34,6 +34,7 @@ __all__ = [
     "TableNotFoundError",
     "LeaseNotFoundError",
     "SnapshotUnavailableError",
+    "LeaseUnsupportedError",
     "ConflictError",
     "TableMovedError",
     "TableEpochFencedError",
@@ -133,6 +134,10 @@ class TableNotFoundError(NotFoundError):
 
 class LeaseNotFoundError(NotFoundError):
     """404 for a lease: unknown, dropped, or expired (an expired lease must be re-acquired)."""
+
+
+class LeaseUnsupportedError(StoreError):
+    """The store has no snapshot lease API (a release before it): the job tiers without holds."""
 
 
 class SnapshotUnavailableError(StoreError):

@@ -36,7 +36,9 @@ import pyarrow as pa
 from tenacity import Retrying
 
 from tiering.errors import (
+    ConfigError,
     FencedEpochError,
+    LeaseUnsupportedError,
     SchemaMismatchError,
     SnapshotUnavailableError,
     StoreError,
@@ -60,6 +62,7 @@ from tiering.kvstore.contract import (
     SnapshotRef,
     StoreTable,
     TableLog,
+    TableOwners,
     changelog_schema,
 )
 
@@ -82,6 +85,8 @@ _POLL_MS = 500
 _RETRIABLE = "org.apache.fluss.exception.RetriableException"
 _TABLE_NOT_EXIST_JAVA = "org.apache.fluss.exception.TableNotExistException"
 _SNAPSHOT_NOT_EXIST = "KvSnapshotNotExistException"
+#: what Fluss's Java client says of a call the server does not know (a server without the lease API)
+_NO_LEASE_API = "UnsupportedVersionException"
 #: a lease handle made only to release or drop with: Fluss sends a duration with acquire and renew only
 _UNUSED_DURATION_MS = 1
 #: how long pyfluss's own threads take to wind a failed connect down (see :meth:`_Connections.close`)
@@ -246,14 +251,17 @@ class FlussStore(_Connections):
             )
         return _store_table(info)
 
-    def log_ends(self, tables: Sequence[str]) -> dict[str, TableLog]:
+    def log_ends(self, tables: Sequence[str] | None = None) -> dict[str, TableLog]:
         """The tables' logs asked for at once (two ``list_offsets`` per table: its first and its
-        end offsets, every bucket in each)."""
+        end offsets, every bucket in each); None: every primary-key table's. Fluss keeps no lake
+        report a job made: none is ``reported``."""
+
+        names = [t.name for t in self.tables()] if tables is None else list(tables)
 
         async def ends(connection: Any) -> dict[str, TableLog]:
             admin = connection.get_admin()
-            logs = await asyncio.gather(*(_table_log(admin, self._path(name)) for name in tables))
-            return {name: log for name, log in zip(tables, logs, strict=True) if log is not None}
+            logs = await asyncio.gather(*(_table_log(admin, self._path(name)) for name in names))
+            return {name: log for name, log in zip(names, logs, strict=True) if log is not None}
 
         return self._run(ends)
 
@@ -298,8 +306,17 @@ class FlussStore(_Connections):
         _java_call(self.java, lease.renew, None, lease_id)
 
     def acquire(
-        self, lease_id: str, epoch: int, duration_ms: int, snapshots: Sequence[SnapshotRef]
+        self,
+        lease_id: str,
+        epoch: int,
+        duration_ms: int,
+        snapshots: Sequence[SnapshotRef],
+        owners: TableOwners | None = None,
     ) -> list[SnapshotRef]:
+        if owners is not None:
+            raise ConfigError(
+                [f"job.group: a tiering group takes the reference store, not Fluss at {self.bootstrap_servers}"]
+            )
         lease = self._lease(lease_id, epoch, duration_ms)
         java = self.java
         if not snapshots:
@@ -314,6 +331,10 @@ class FlussStore(_Connections):
     def renew(self, lease_id: str, epoch: int, duration_ms: int) -> None:
         lease = self._lease(lease_id, epoch, duration_ms)
         _java_call(self.java, lease.renew, None, lease_id)
+
+    def held(self, lease_id: str) -> None:
+        """None: Fluss lists no lease's holds."""
+        return None
 
     def _kept(self, lease_id: str) -> Any:
         """The lease's handle, or one made to release or drop with (its duration unused)."""
@@ -336,8 +357,17 @@ class FlussStore(_Connections):
     def lake_progress(self) -> None:
         return None
 
+    @property
+    def files(self) -> None:
+        """None: a Fluss snapshot is RocksDB files and its log is Fluss's own; both are read."""
+        return None
+
     def bucket_reader(self) -> FlussBucketReader:
         return FlussBucketReader(self.bootstrap_servers, self.database, self.client_jar, self.options)
+
+    def with_retry_deadline(self, seconds: float) -> FlussStore:
+        """This store: its calls keep the one retry policy it was made with."""
+        return self
 
 
 class FlussBucketReader(_Connections):
@@ -450,6 +480,8 @@ def _java_once(java: FlussJvm, start: Any, table: str | None, lease_id: str | No
         return value
     kinds, text = java.failure_kinds(failure)
     message = f"Fluss at {java.bootstrap_servers}: {text}"
+    if lease_id is not None and any(k.endswith(_NO_LEASE_API) for k in kinds):
+        raise LeaseUnsupportedError(message, lease_id=lease_id)
     if _TABLE_NOT_EXIST_JAVA in kinds:
         raise TableNotFoundError(message, code="TABLE_NOT_FOUND", table=table)
     kind = StoreUnavailableError if _RETRIABLE in kinds else StoreError

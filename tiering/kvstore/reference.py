@@ -10,14 +10,15 @@ only the client, which drops its session when pickled.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import TypeVar
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-from tiering.errors import NotFoundError, SnapshotUnavailableError
+from tiering.errors import LeaseUnsupportedError, NotFoundError, SnapshotUnavailableError, StoreError
 from tiering.kvstore import models
 from tiering.kvstore.client import KvStoreClient
 from tiering.kvstore.contract import (
@@ -30,11 +31,18 @@ from tiering.kvstore.contract import (
     StoreColumn,
     StoreTable,
     TableLog,
+    TableOwners,
     changelog_schema,
 )
 from tiering.kvstore.types import arrow_type
 
-__all__ = ["ReferenceStore", "ReferenceBucketReader", "store_table", "bucket_log"]
+__all__ = ["ReferenceStore", "ReferenceBucketReader", "store_table", "bucket_log", "serves_leases"]
+
+R = TypeVar("R")
+
+#: The statuses a store without the lease API answers its routes with (an unknown route, a method
+#: it does not serve there).
+_NO_ROUTE = frozenset({404, 405})
 
 
 def store_table(info: models.TableInfo) -> StoreTable:
@@ -48,6 +56,48 @@ def store_table(info: models.TableInfo) -> StoreTable:
 def bucket_log(log: models.BucketLog) -> BucketLog:
     """The store's answer for one bucket's log as the seam's value."""
     return BucketLog(log.bucket, log.log_start_offset, log.log_end_offset)
+
+
+def table_log(log: models.NamedTableLog) -> TableLog:
+    """The store's answer for one table's log, its last lake report with it, as the seam's value
+    (the report's version and epoch are not in that answer: 0)."""
+    reported = (
+        LakeProgress(
+            log.table_id,
+            epoch=0,
+            lake_version=0,
+            offsets={int(b): o for b, o in log.lake.items()},
+            job=log.lake_job,
+            group=log.lake_group,
+        )
+        if log.lake is not None
+        else None
+    )
+    return TableLog(log.table_id, {b.bucket: bucket_log(b) for b in log.buckets}, reported)
+
+
+def serves_leases(client: KvStoreClient) -> bool:
+    """Whether the store serves the lease API at all: its list answers, whoever holds what. Asked
+    only when a lease call got a 404 or 405 that is not the store's unknown lease."""
+    try:
+        client.list_leases()
+    except StoreError as e:
+        if e.status in _NO_ROUTE:
+            return False
+        raise
+    return True
+
+
+def _lease_call(client: KvStoreClient, call: Callable[[], R]) -> R:
+    """``call()``, a store without the lease API found out: ``LeaseUnsupportedError``."""
+    try:
+        return call()
+    except StoreError as e:
+        if e.status not in _NO_ROUTE or e.code == "LEASE_NOT_FOUND" or serves_leases(client):
+            raise
+        raise LeaseUnsupportedError(
+            f"the KV store at {client.url} has no lease API ({e})", status=e.status, lease_id=e.lease_id
+        ) from e
 
 
 class ReferenceStore:
@@ -65,15 +115,16 @@ class ReferenceStore:
     def table(self, name: str) -> StoreTable:
         return store_table(self.client.get_table(name))
 
-    def log_ends(self, tables: Sequence[str]) -> dict[str, TableLog]:
-        found = self.client.logs(list(tables)) if tables else {}
-        return {
-            name: TableLog(log.table_id, {b.bucket: bucket_log(b) for b in log.buckets}) for name, log in found.items()
-        }
+    def log_ends(self, tables: Sequence[str] | None = None) -> dict[str, TableLog]:
+        found = self.client.logs(None if tables is None else list(tables)) if tables is None or tables else {}
+        return {name: table_log(log) for name, log in found.items()}
 
     def latest_snapshots(self, table: str) -> dict[int, SnapshotRef]:
         answer = self.client.latest_snapshots(table)
-        return {s.bucket: SnapshotRef(answer.table_id, s.bucket, s.snapshot_id, s.log_offset) for s in answer.buckets}
+        return {
+            s.bucket: SnapshotRef(answer.table_id, s.bucket, s.snapshot_id, s.log_offset, s.row_count, s.size_bytes)
+            for s in answer.buckets
+        }
 
     def snapshot_available(self, table: str, ref: SnapshotRef) -> bool:
         try:
@@ -83,43 +134,97 @@ class ReferenceStore:
         return True
 
     def create(self, lease_id: str, epoch: int, duration_ms: int) -> None:
-        self.client.acquire_lease(lease_id, epoch, duration_ms, [])
+        _lease_call(self.client, lambda: self.client.acquire_lease(lease_id, epoch, duration_ms, []))
 
     def acquire(
-        self, lease_id: str, epoch: int, duration_ms: int, snapshots: Sequence[SnapshotRef]
+        self,
+        lease_id: str,
+        epoch: int,
+        duration_ms: int,
+        snapshots: Sequence[SnapshotRef],
+        owners: TableOwners | None = None,
     ) -> list[SnapshotRef]:
         by_key = {(s.table_id, s.bucket, s.snapshot_id): s for s in snapshots}
         refs = [models.SnapshotRef(table_id=s.table_id, bucket=s.bucket, snapshot_id=s.snapshot_id) for s in snapshots]
-        result = self.client.acquire_lease(lease_id, epoch, duration_ms, refs)
+        wired = _owners(owners)
+        result = _lease_call(self.client, lambda: self.client.acquire_lease(lease_id, epoch, duration_ms, refs, wired))
         return [by_key[(u.table_id, u.bucket, u.snapshot_id)] for u in result.unavailable]
 
     def renew(self, lease_id: str, epoch: int, duration_ms: int) -> None:
-        self.client.renew_lease(lease_id, epoch, duration_ms)
+        _lease_call(self.client, lambda: self.client.renew_lease(lease_id, epoch, duration_ms))
+
+    def held(self, lease_id: str) -> list[BucketId] | None:
+        try:
+            lease = _lease_call(self.client, lambda: self.client.get_lease(lease_id))
+        except NotFoundError as e:
+            if e.code != "LEASE_NOT_FOUND":
+                raise
+            return []
+        return sorted({BucketId(s.table_id, s.bucket) for s in lease.snapshots}, key=lambda b: (b.table_id, b.bucket))
 
     def release(self, lease_id: str, epoch: int, buckets: Sequence[BucketId]) -> None:
         refs = [models.BucketRef(table_id=b.table_id, bucket=b.bucket) for b in buckets]
-        self.client.release_lease(lease_id, epoch, refs)
+        _lease_call(self.client, lambda: self.client.release_lease(lease_id, epoch, refs))
 
     def drop(self, lease_id: str, epoch: int) -> None:
-        self.client.drop_lease(lease_id, epoch)
+        _lease_call(self.client, lambda: self.client.drop_lease(lease_id, epoch))
 
     @property
     def lake_progress(self) -> ReferenceStore:
         return self
 
-    def report(self, table: str, job: str, progress: LakeProgress) -> None:
-        buckets = {str(bucket): offset for bucket, offset in progress.offsets.items()}
-        report = models.LakeReport(
-            table_id=progress.table_id,
-            epoch=progress.epoch,
-            lake_version=progress.lake_version,
-            buckets=buckets,
-            job=job,
-        )
-        self.client.report_lake(table, report)
+    def report(self, progress: Mapping[str, LakeProgress]) -> dict[str, StoreError | None]:
+        reports = {
+            table: models.LakeReport(
+                table_id=p.table_id,
+                epoch=p.epoch,
+                lake_version=p.lake_version,
+                buckets={str(bucket): offset for bucket, offset in sorted(p.offsets.items())},
+                job=p.job,
+                group=p.group,
+                table_epoch=p.table_epoch,
+            )
+            for table, p in progress.items()
+        }
+        return self.client.report_lakes(reports)
+
+    @property
+    def files(self) -> ReferenceStore:
+        return self
+
+    def snapshot_files(self, table: str, ref: SnapshotRef) -> list[str]:
+        return list(self.client.get_snapshot(table, ref.bucket, ref.snapshot_id).files)
+
+    def log_files(
+        self, ranges: Mapping[str, Sequence[tuple[int, int, int]]]
+    ) -> dict[str, list[list[str]] | StoreError]:
+        requests = {
+            table: [models.LogRange(bucket=b, from_offset=start, to_offset=end) for b, start, end in wanted]
+            for table, wanted in ranges.items()
+            if wanted
+        }
+        answers = self.client.segments(requests)
+        return {
+            table: answer if isinstance(answer, StoreError) else [[seg.file for seg in found] for found in answer]
+            for table, answer in answers.items()
+        }
 
     def bucket_reader(self) -> BucketReader:
         return ReferenceBucketReader(self.client)
+
+    def with_retry_deadline(self, seconds: float) -> ReferenceStore:
+        return ReferenceStore(self.client.with_retry_deadline(seconds))
+
+    def close(self) -> None:
+        """Nothing held: the client's session closes with the process."""
+
+
+def _owners(owners: TableOwners | None) -> models.TableOwners | None:
+    """A group member's claims as the store's acquire takes them."""
+    if owners is None:
+        return None
+    tables = [models.TableEpoch(table_id=i, table_epoch=e) for i, e in sorted(owners.table_epochs.items())]
+    return models.TableOwners(group=owners.group, job=owners.job, tables=tables)
 
 
 class ReferenceBucketReader:

@@ -22,7 +22,7 @@ import pytest
 from tests.support.store_sides import SNAPSHOT_WAIT, FlussSide, ReferenceSide
 from tests.support.waiting import wait_until
 from tiering.errors import FencedEpochError, TableNotFoundError
-from tiering.kvstore.contract import BucketId, BucketReader, PlanningStore, StoreTable
+from tiering.kvstore.contract import BucketId, BucketReader, LakeProgress, PlanningStore, StoreTable
 from tiering.kvstore.protocol import DELETE, INSERT, OFFSET_COLUMN, OP_COLUMN, UPDATE
 from tiering.kvstore.server.process import StoreProcess
 
@@ -205,3 +205,37 @@ def test_the_lease_keeps_a_snapshot_past_retention_until_released_or_dropped(sid
     store.drop(lease, 2)
     newer_snapshots(1, key=5)
     gone(dropped)
+
+
+def test_the_optional_parts_answer_or_say_the_store_has_none(side):
+    """Holds listed, the lake's progress taken and read back, files named: where the store has
+    them, they answer for the same objects as the rest; where it has none, it says None."""
+    store: PlanningStore = side.store
+    table = new_table(side, buckets=1)
+    side.write(table, [row(k) for k in range(1, 4)])
+    info = store.table(table)
+    ref = side.fresh_snapshots(table)[0]
+    lease = f"contract-{uuid.uuid4().hex}"
+    assert table in store.log_ends() and store.log_ends()[table].reported is None
+
+    store.create(lease, 1, LEASE_MS)
+    assert store.acquire(lease, 1, LEASE_MS, [ref]) == []
+    held = store.held(lease)
+    assert held is None or held == [BucketId(info.table_id, 0)]
+    store.drop(lease, 1)
+    assert store.held(lease) in (None, [])
+
+    end = store.log_ends([table])[table].buckets[0].end
+    progress = store.lake_progress
+    if progress is not None:
+        answer = progress.report({table: LakeProgress(info.table_id, 1, 0, {0: end}, job="contract-job")})
+        assert answer == {table: None}
+        reported = store.log_ends([table])[table].reported
+        assert reported is not None and (reported.offsets, reported.job) == ({0: end}, "contract-job")
+
+    files = store.files
+    if files is not None:
+        assert files.snapshot_files(table, ref)
+        found = files.log_files({table: [(0, 0, end)]})[table]
+        assert not isinstance(found, Exception) and len(found) == 1 and found[0]
+    assert (progress is None, files is None, held is None) == (side.name == "fluss",) * 3

@@ -35,6 +35,7 @@ from typing import Protocol, runtime_checkable
 
 import pyarrow as pa
 
+from tiering.errors import StoreError
 from tiering.kvstore.contract.columns import (
     DELETE,
     INSERT,
@@ -55,6 +56,8 @@ __all__ = [
     "SnapshotRef",
     "BucketId",
     "LakeProgress",
+    "TableOwners",
+    "StoreFiles",
     "StoreCatalog",
     "SnapshotLease",
     "LakeProgressReport",
@@ -133,20 +136,30 @@ class BucketLog:
 
 @dataclass(frozen=True)
 class TableLog:
-    """Every bucket's log of one table, read in one call, for ``table_id``."""
+    """Every bucket's log of one table, read in one call, for ``table_id``. ``reported``: the
+    store's last lake report of the table (this ``table_id``'s), where the store keeps reports
+    (:class:`LakeProgressReport`); None before the first and from a store that keeps none. A
+    planner starting cold tells an idle table from one to read by it, without opening its lake,
+    and a round finds out from it which job tiers the table."""
 
     table_id: int
     buckets: Mapping[int, BucketLog] = field(default_factory=dict)
+    reported: LakeProgress | None = None
 
 
 @dataclass(frozen=True)
 class SnapshotRef:
-    """A bucket's snapshot: it holds every change of the bucket below ``log_offset`` (exclusive)."""
+    """A bucket's snapshot: it holds every change of the bucket below ``log_offset`` (exclusive).
+    ``row_count`` and ``size_bytes``: what the store says of its size, where it says (a round's
+    byte limit estimates with them); None: the store does not say. They are not part of the
+    snapshot's identity."""
 
     table_id: int
     bucket: int
     snapshot_id: int
     log_offset: int
+    row_count: int | None = field(default=None, compare=False)
+    size_bytes: int | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)
@@ -158,12 +171,28 @@ class BucketId:
 @dataclass(frozen=True)
 class LakeProgress:
     """What a job's lake holds of a table: per bucket the exclusive log offset tiered, as of the
-    lake's ``lake_version``, reported under the job's ``epoch``."""
+    lake's ``lake_version``, reported under the job's ``epoch`` by ``job`` (None: a report that
+    names none). ``group`` and ``table_epoch`` come together: a tiering group member's report,
+    ordered among the group's members by the table's epoch."""
 
     table_id: int
     epoch: int
     lake_version: int
     offsets: Mapping[int, int]
+    job: str | None = None
+    group: str | None = None
+    table_epoch: int | None = None
+
+
+@dataclass(frozen=True)
+class TableOwners:
+    """A tiering group member's claim on tables: ``table_epochs`` by table id. A store that
+    orders a group's members refuses a lease call carrying a lower table epoch than it has seen
+    (``TableEpochFencedError``): the table moved to another member."""
+
+    group: str
+    job: str
+    table_epochs: Mapping[int, int]
 
 
 @runtime_checkable
@@ -178,10 +207,10 @@ class StoreCatalog(Protocol):
         """One table; ``TableNotFoundError`` naming it when the store does not hold it."""
         ...
 
-    def log_ends(self, tables: Sequence[str]) -> dict[str, TableLog]:
-        """Every bucket's log of each of ``tables``, by name, in one call; a name the store does not
-        hold (dropped meanwhile) is absent. An ``end`` may move back after a store lost acked writes
-        (an unclean restart): telling that from progress is the caller's."""
+    def log_ends(self, tables: Sequence[str] | None = None) -> dict[str, TableLog]:
+        """Every bucket's log of each of ``tables`` (None: every table), by name, in one call; a
+        name the store does not hold (dropped meanwhile) is absent. An ``end`` may move back after
+        a store lost acked writes (an unclean restart): telling that from progress is the caller's."""
         ...
 
     def latest_snapshots(self, table: str) -> dict[int, SnapshotRef]:
@@ -201,18 +230,32 @@ class SnapshotLease(Protocol):
     Every verb carries the term's ``epoch``; a lower epoch than the lease has seen is refused
     with ``FencedEpochError``. A store without epochs on its leases (Fluss) has them checked on
     this side, in the process that calls: a weaker fence, which the job's ZooKeeper epoch backs.
-    A hold lasts ``duration_ms`` after the last acquire or renewal, then the store may collect."""
+    A hold lasts ``duration_ms`` after the last acquire or renewal, then the store may collect.
+    A store without the lease API raises ``LeaseUnsupportedError`` from any verb: the job then
+    tiers without holds, after one warning."""
 
     def create(self, lease_id: str, epoch: int, duration_ms: int) -> None:
         """Make the lease known, holding nothing (a no-op for a lease already there)."""
         ...
 
     def acquire(
-        self, lease_id: str, epoch: int, duration_ms: int, snapshots: Sequence[SnapshotRef]
+        self,
+        lease_id: str,
+        epoch: int,
+        duration_ms: int,
+        snapshots: Sequence[SnapshotRef],
+        owners: TableOwners | None = None,
     ) -> list[SnapshotRef]:
         """Hold ``snapshots`` (one per bucket: a newer one replaces the bucket's hold) and renew the
         lease; returns the ones that are unavailable, their files already gone: plan those
-        buckets from a newer snapshot. The others are held when this returns."""
+        buckets from a newer snapshot. The others are held when this returns. ``owners``: a group
+        member's claims on the snapshots' tables (``ConfigError`` from a store without groups)."""
+        ...
+
+    def held(self, lease_id: str) -> list[BucketId] | None:
+        """The buckets the lease holds now (empty: an unknown or lapsed lease); None: the store
+        cannot list a lease's holds, and a caller that must let go of strays releases every
+        bucket it does not need."""
         ...
 
     def renew(self, lease_id: str, epoch: int, duration_ms: int) -> None:
@@ -231,11 +274,34 @@ class SnapshotLease(Protocol):
 
 @runtime_checkable
 class LakeProgressReport(Protocol):
-    """Where a store takes the lake's progress (its log GC may then follow the lake)."""
+    """Where a store takes the lake's progress (its log GC may then follow the lake). What it
+    holds reads back as :attr:`TableLog.reported`."""
 
-    def report(self, table: str, job: str, progress: LakeProgress) -> None:
-        """Store ``progress`` as ``job``'s; ``FencedEpochError`` under a stale epoch,
-        ``ConflictError`` (``OTHER_JOB``) when another job's report holds the table."""
+    def report(self, progress: Mapping[str, LakeProgress]) -> dict[str, StoreError | None]:
+        """Store each table's ``progress`` (named by its ``job``), in one call: per table None
+        (stored) or the error its own report would raise, returned (``TableNotFoundError`` for a
+        dropped table, ``ConflictError`` ``OTHER_JOB`` when another job's report holds it,
+        ``TableEpochFencedError`` when the table moved to another member of the group). A stale
+        epoch raises ``FencedEpochError`` and stores none: the term is over."""
+        ...
+
+
+@runtime_checkable
+class StoreFiles(Protocol):
+    """Where a store keeps snapshots and changelog as Parquet files a round may read directly
+    (whole files copied into the lake, row groups read by fragment), not only through a
+    :class:`BucketReader`."""
+
+    def snapshot_files(self, table: str, ref: SnapshotRef) -> list[str]:
+        """The snapshot's files (URIs or local paths); ``SnapshotUnavailableError`` once collected."""
+        ...
+
+    def log_files(
+        self, ranges: Mapping[str, Sequence[tuple[int, int, int]]]
+    ) -> dict[str, list[list[str]] | StoreError]:
+        """For each table, per ``(bucket, start, end)`` range in the order given, the files holding
+        it, in one call; what the store cannot answer for a table is that table's error, returned
+        (``SnapshotUnavailableError`` for a truncated log)."""
         ...
 
 
@@ -265,6 +331,21 @@ class PlanningStore(StoreCatalog, SnapshotLease, Protocol):
         """Where the lake's progress goes; None: the store takes none."""
         ...
 
+    @property
+    def files(self) -> StoreFiles | None:
+        """The store's files, where a round may read them directly; None: only through
+        :meth:`bucket_reader`."""
+        ...
+
     def bucket_reader(self) -> BucketReader:
         """A reader of this store's buckets, to pickle into tasks."""
+        ...
+
+    def with_retry_deadline(self, seconds: float) -> PlanningStore:
+        """The same store, an unavailable store's calls retried for at most ``seconds``: a round's
+        per-table calls, so one table the store keeps refusing does not hold the round."""
+        ...
+
+    def close(self) -> None:
+        """Let go of the connections this object made."""
         ...
