@@ -4,9 +4,10 @@ snapshots, the snapshot lease, reading a snapshot's rows).
 Failure modes it guards against:
 - a process with no JVM (the source's planning process has no SparkContext) or a driver's JVM
   without fluss-client (``spark.jars`` lacks it) left without the calls: it gets a small gateway
-  JVM of its own (fluss-client on its classpath, and our jvm/fluss-snapshot-source jar when it is
-  built (:func:`snapshot_source_jar`), killed with the process that started it); with neither,
-  one clear error naming both instead of a failure deep in a call;
+  JVM of its own (fluss-client on its classpath, and our jvm/fluss-snapshot-source jar when the
+  install carries it or the checkout built it (:func:`snapshot_source_jar`), killed with the
+  process that started it); with neither, one clear error naming both instead of a failure deep
+  in a call;
 - a failure read as another: pyspark, once a SparkContext lives in the process, reads every py4j
   gateway's thrown Java exceptions through Spark's JVM, where another gateway's object ids are
   other objects. So futures hand their failures over as values (:meth:`FlussJvm.outcome`), never
@@ -21,7 +22,7 @@ from __future__ import annotations
 import logging
 import os
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -30,14 +31,29 @@ from py4j.java_gateway import JavaObject
 from tiering.coord.embedded import find_java
 from tiering.errors import FlussClientError
 
-__all__ = ["FlussJvm", "has_class", "long_map", "java_set", "snapshot_source_jar"]
+__all__ = [
+    "FlussJvm",
+    "has_class",
+    "long_map",
+    "java_set",
+    "snapshot_source_jar",
+    "SNAPSHOT_SOURCE_PLACES",
+    "SNAPSHOT_SOURCE_JAR",
+]
 
 log = logging.getLogger(__name__)
 
 #: a class of fluss-client, to tell whether a JVM has it
 _PROBE = "org.apache.fluss.client.ConnectionFactory"
-#: where a checkout's Maven build puts our JVM module's jar (scripts/setup_fluss_source.sh)
-_SOURCE_TARGET = Path(__file__).resolve().parents[2] / "jvm" / "fluss-snapshot-source" / "target"
+#: our JVM module's jar, as Maven names it (its version follows)
+SNAPSHOT_SOURCE_JAR = "fluss-snapshot-source-*.jar"
+#: where :func:`snapshot_source_jar` looks, in order: the package's copy (an installed wheel's
+#: package data; scripts/setup_fluss_source.sh puts it there in a checkout), then the checkout's
+#: Maven target, which the same script builds
+SNAPSHOT_SOURCE_PLACES = (
+    Path(__file__).resolve().parents[1] / "resources" / "jvm",
+    Path(__file__).resolve().parents[2] / "jvm" / "fluss-snapshot-source" / "target",
+)
 #: the gateway JVM's settings: small, and Fluss's Arrow memory needs java.nio opened
 _JAVA_OPTIONS = ("-Xmx256m", "-XX:+UseSerialGC", "--add-opens=java.base/java.nio=ALL-UNNAMED")
 
@@ -136,15 +152,18 @@ def has_class(gateway: Any, name: str) -> bool:
     return True
 
 
-def snapshot_source_jar() -> Path | None:
+def snapshot_source_jar(places: Sequence[Path] = SNAPSHOT_SOURCE_PLACES) -> Path | None:
     """Our JVM module's jar (jvm/fluss-snapshot-source: the Spark source and the Arrow snapshot
-    writer) as a checkout's Maven build leaves it, None when it is not built."""
-    built = sorted(_SOURCE_TARGET.glob("fluss-snapshot-source-*.jar"))
-    return built[-1] if built else None
+    writer) from the first of ``places`` that holds one, None when none does."""
+    for place in places:
+        found = sorted(place.glob(SNAPSHOT_SOURCE_JAR))
+        if found:
+            return found[-1]
+    return None
 
 
 def _launch(client_jar: Path) -> Any:
-    """A gateway JVM with ``client_jar`` and, when built, :func:`snapshot_source_jar` on its classpath."""
+    """A gateway JVM with ``client_jar`` and, when found, :func:`snapshot_source_jar` on its classpath."""
     from py4j.java_gateway import GatewayParameters, JavaGateway, launch_gateway
 
     jars = [client_jar, *filter(None, [snapshot_source_jar()])]

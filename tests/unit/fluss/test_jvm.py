@@ -1,0 +1,48 @@
+"""Where our JVM module's jar is found: the copy an installed wheel carries as package data first,
+then a checkout's Maven target; None when neither has one."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tiering.fluss.jvm import SNAPSHOT_SOURCE_PLACES, snapshot_source_jar
+
+pytestmark = pytest.mark.unit
+
+JAR = "fluss-snapshot-source-0.1.0.jar"
+
+
+def places(root: Path) -> tuple[Path, Path]:
+    packaged, target = root / "package" / "resources" / "jvm", root / "checkout" / "target"
+    packaged.mkdir(parents=True)
+    target.mkdir(parents=True)
+    return packaged, target
+
+
+def test_the_package_s_copy_is_found_before_the_checkout_s_build(tmp_path):
+    packaged, target = places(tmp_path)
+    (packaged / JAR).touch()
+    (target / JAR).touch()
+
+    assert snapshot_source_jar((packaged, target)) == packaged / JAR
+
+
+def test_a_checkout_without_the_package_s_copy_finds_its_maven_build(tmp_path):
+    packaged, target = places(tmp_path)
+    (target / JAR).touch()
+    (target / "original-fluss-snapshot-source.jar").touch()
+
+    assert snapshot_source_jar((packaged, target)) == target / JAR
+
+
+def test_neither_is_none(tmp_path):
+    assert snapshot_source_jar(places(tmp_path)) is None
+
+
+def test_the_places_are_the_package_s_resources_then_the_checkout_s_target():
+    packaged, target = SNAPSHOT_SOURCE_PLACES
+    tiering = Path(__file__).resolve().parents[3] / "tiering"
+    assert packaged == tiering / "resources" / "jvm"
+    assert target == tiering.parent / "jvm" / "fluss-snapshot-source" / "target"
