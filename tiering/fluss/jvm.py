@@ -152,14 +152,30 @@ def has_class(gateway: Any, name: str) -> bool:
     return True
 
 
-def snapshot_source_jar(places: Sequence[Path] = SNAPSHOT_SOURCE_PLACES) -> Path | None:
+def snapshot_source_jar(places: Sequence[Path] | None = None) -> Path | None:
     """Our JVM module's jar (jvm/fluss-snapshot-source: the Spark source and the Arrow snapshot
-    writer) from the first of ``places`` that holds one, None when none does."""
-    for place in places:
+    writer) from the first of ``places`` (:data:`SNAPSHOT_SOURCE_PLACES` by default) that holds
+    one, None when none does."""
+    for place in SNAPSHOT_SOURCE_PLACES if places is None else places:
         found = sorted(place.glob(SNAPSHOT_SOURCE_JAR))
         if found:
             return found[-1]
     return None
+
+
+def snapshot_source_hint(owned: bool) -> str:
+    """How to give a JVM that lacks our JVM module's classes the jar: a Spark JVM (not ``owned``)
+    takes it on ``spark.jars``; a gateway JVM of our own was started where none was found."""
+    found = snapshot_source_jar()
+    if not owned:
+        return f"put {found or SNAPSHOT_SOURCE_JAR} on spark.jars beside fluss-client"
+    if found is None:
+        looked = " or ".join(map(str, SNAPSHOT_SOURCE_PLACES))
+        return (
+            f"no {SNAPSHOT_SOURCE_JAR} in {looked} to start it with (a kv-tiering wheel built after "
+            "scripts/setup_fluss_source.sh carries it; in a checkout that script builds it)"
+        )
+    return f"it was started beside {found}, which lacks them: build it again with scripts/setup_fluss_source.sh"
 
 
 def _launch(client_jar: Path) -> Any:

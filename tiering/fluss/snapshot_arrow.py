@@ -11,8 +11,9 @@ Failure modes it guards against:
   snapshot; a table re-created since planning: ``TableRecreatedError``; rows whose Arrow schema is
   not ``StoreTable.arrow_schema`` (the table altered since planning): ``SchemaMismatchError``
   naming both schemas;
-- a JVM without the writer (a driver whose ``spark.jars`` lack our jar, a checkout where it is not
-  built): ``FlussClientError`` naming the class and the build.
+- a JVM without the writer: ``FlussClientError`` before any call into it, naming the class and
+  our jar (a Spark JVM whose ``spark.jars`` lack it: the copy to put there; a gateway JVM of our own
+  started where no copy was found: the places looked in, and the wheel or the build that has one).
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from tiering.errors import (
     TableNotFoundError,
     TableRecreatedError,
 )
-from tiering.fluss.jvm import FlussJvm, has_class
+from tiering.fluss.jvm import FlussJvm, has_class, snapshot_source_hint
 from tiering.kvstore.contract import SnapshotRef, StoreTable
 
 __all__ = ["snapshot_batches"]
@@ -51,10 +52,7 @@ def snapshot_batches(java: FlussJvm, database: str, table: StoreTable, ref: Snap
     ``table.arrow_schema``, read in ``java``'s JVM. The snapshot is read whole when the first batch
     is asked for; its batches are then mapped from the file, one at a time."""
     if not has_class(java.gateway, _WRITER):
-        raise FlussClientError(
-            f"the JVM reading Fluss snapshots has no {_WRITER}: put jvm/fluss-snapshot-source's jar "
-            "(scripts/setup_fluss_source.sh builds it) on spark.jars, or beside a gateway JVM"
-        )
+        raise FlussClientError(f"the JVM reading Fluss snapshots has no {_WRITER}: {snapshot_source_hint(java.owned)}")
     fd, name = tempfile.mkstemp(prefix="fluss-snapshot-", suffix=".arrow")
     os.close(fd)
     try:

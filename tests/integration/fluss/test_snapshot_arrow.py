@@ -5,7 +5,9 @@ What must hold: every bucket's snapshot gives the rows the oracle (tests/support
 an independent read) says the table holds, every mapped type with its edge values and nulls, in
 batches of exactly ``StoreTable.arrow_schema``; a bucket larger than one Arrow batch comes whole;
 a gone snapshot is ``SnapshotUnavailableError`` naming table, bucket and snapshot, and a table
-re-created since planning ``TableRecreatedError``; no temporary file is left, read or failed.
+re-created since planning ``TableRecreatedError``; no temporary file is left, read or failed. A
+gateway JVM started where no copy of our jar is found fails the first read in one line naming the
+jar, the places looked in and how to get it.
 """
 
 from __future__ import annotations
@@ -18,11 +20,13 @@ import pyarrow as pa
 import pytest
 
 from tests.integration.fluss.test_types import COLUMNS, HIGH, LOW, NULLS
-from tests.support.fluss import connect
+from tests.support.fluss import client_jar, connect
 from tests.support.fluss_source import source_jar
 from tests.support.store_sides import SNAPSHOT_WAIT
 from tests.support.waiting import wait_until
-from tiering.errors import SnapshotUnavailableError, TableRecreatedError
+from tiering.errors import FlussClientError, SnapshotUnavailableError, TableRecreatedError
+from tiering.fluss import jvm
+from tiering.fluss.jvm import FlussJvm
 from tiering.kvstore.contract import SnapshotRef
 
 pytestmark = pytest.mark.integration
@@ -140,4 +144,25 @@ def test_a_table_re_created_since_planning_is_refused_naming_both_ids(writer, st
     with pytest.raises(TableRecreatedError, match=rf"table id {planned.table_id}, now {new_id}"):
         list(snapshot_batches(store.java, store.database, planned, ref))
 
+    assert list(temp_dir.iterdir()) == []
+
+
+def test_a_gateway_jvm_without_our_jar_fails_the_first_read_naming_the_jar_and_how_to_get_it(
+    fluss_cluster, writer, store, temp_dir, monkeypatch
+):
+    writer.create_table("nojar", {"id": "INT NOT NULL", "note": "STRING"}, ["id"])
+    planned = store.table("nojar")
+    monkeypatch.setattr(jvm, "SNAPSHOT_SOURCE_PLACES", (temp_dir / "package", temp_dir / "target"))
+    java = FlussJvm.open(fluss_cluster.bootstrap_servers, client_jar())
+    try:
+        with pytest.raises(FlussClientError) as refused:
+            next(snapshot_batches(java, store.database, planned, SnapshotRef(planned.table_id, 0, 1, 1)))
+    finally:
+        java.close()
+
+    assert str(refused.value) == (
+        "the JVM reading Fluss snapshots has no kvtiering.fluss.snapshot.ArrowSnapshotWriter: no "
+        f"fluss-snapshot-source-*.jar in {temp_dir / 'package'} or {temp_dir / 'target'} to start it with "
+        "(a kv-tiering wheel built after scripts/setup_fluss_source.sh carries it; in a checkout that script builds it)"
+    )
     assert list(temp_dir.iterdir()) == []

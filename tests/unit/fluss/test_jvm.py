@@ -1,5 +1,6 @@
 """Where our JVM module's jar is found: the copy an installed wheel carries as package data first,
-then a checkout's Maven target; None when neither has one."""
+then a checkout's Maven target; None when neither has one. And what a JVM without its classes is
+told: a Spark JVM the copy to put on spark.jars, a gateway JVM of ours where none was found."""
 
 from __future__ import annotations
 
@@ -7,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from tiering.fluss.jvm import SNAPSHOT_SOURCE_PLACES, snapshot_source_jar
+from tiering.fluss import jvm
+from tiering.fluss.jvm import SNAPSHOT_SOURCE_PLACES, snapshot_source_hint, snapshot_source_jar
 
 pytestmark = pytest.mark.unit
 
@@ -46,3 +48,13 @@ def test_the_places_are_the_package_s_resources_then_the_checkout_s_target():
     tiering = Path(__file__).resolve().parents[3] / "tiering"
     assert packaged == tiering / "resources" / "jvm"
     assert target == tiering.parent / "jvm" / "fluss-snapshot-source" / "target"
+
+
+def test_a_spark_jvm_is_told_to_put_the_found_copy_on_spark_jars(tmp_path, monkeypatch):
+    packaged, target = places(tmp_path)
+    (target / JAR).touch()
+    monkeypatch.setattr(jvm, "SNAPSHOT_SOURCE_PLACES", (packaged, target))
+
+    assert snapshot_source_hint(owned=False) == f"put {target / JAR} on spark.jars beside fluss-client"
+    monkeypatch.setattr(jvm, "SNAPSHOT_SOURCE_PLACES", ())
+    assert snapshot_source_hint(owned=False) == "put fluss-snapshot-source-*.jar on spark.jars beside fluss-client"
