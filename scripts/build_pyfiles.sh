@@ -34,6 +34,7 @@ PYEOF
 if [ "$WHEEL" = 1 ]; then
   packaged=(tiering/resources/jvm/fluss-snapshot-source-*.jar)
   [ -f "${packaged[0]}" ] || echo "build_pyfiles: the wheel carries no fluss-snapshot-source jar: it cannot read Apache Fluss snapshots (scripts/setup_fluss_source.sh builds it)" >&2
+  rm -rf build  # setuptools builds in build/lib and never removes from it: a file deleted since (an older jar) would ship
   "$PY" -m pip wheel -q --no-deps -w dist .
   echo "build_pyfiles: wheel in dist/: $(ls dist/*.whl)"
 fi

@@ -34,6 +34,7 @@ def _without_the_checkout() -> dict[str, str]:
 
 @dataclass(frozen=True)
 class InstalledWheel:
+    wheel: Path
     venv: Path
     home: Path  # a directory outside the checkout to run commands in
     seconds_to_install: float
@@ -77,4 +78,4 @@ def installed_wheel(tmp_path_factory) -> InstalledWheel:
     assert installed.returncode == 0, installed.stderr[-3000:]
     home = root / "home"
     home.mkdir()
-    return InstalledWheel(venv, home, time.monotonic() - started)
+    return InstalledWheel(wheel, venv, home, time.monotonic() - started)

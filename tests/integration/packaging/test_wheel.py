@@ -1,6 +1,7 @@
 """The built wheel installed in a fresh virtualenv, away from the checkout: what a user gets from
-`pip install dist/kv_tiering-*.whl` — the CLI, the example config, the preflight check against real
-services and a spark-submit of the job entry that tiers tables.
+`pip install dist/kv_tiering-*.whl` — the CLI, the example config, our Fluss snapshot reader's jar
+(found in the install), the preflight check against real services and a spark-submit of the job
+entry that tiers tables.
 
 The wheel and its virtualenv are the ``installed_wheel`` fixture's (this folder's conftest). The
 extras are not installed: the job and the operator commands must not need them.
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import re
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -17,6 +19,7 @@ import pytest
 from tests.support.config import write_conf
 from tests.support.oracle import TableOracle, assert_lake_equals
 from tiering.cli import EXIT_OK, EXIT_USAGE
+from tiering.fluss.jvm import SNAPSHOT_SOURCE_PLACES, snapshot_source_jar
 
 pytestmark = pytest.mark.integration
 
@@ -50,6 +53,29 @@ def test_init_writes_the_example_config_and_the_alert_rules_print(installed_whee
     application = re.search(r"^INSTALL = .*'application': '([^']+)'", dag.stdout, re.M)
     assert application and Path(application[1]).is_relative_to(installed_wheel.venv), dag.stdout[:2000]
     assert Path(application[1]).is_file(), "the DAG's spark-submit application is in the install"
+
+
+def test_the_wheel_carries_our_fluss_jar_and_the_install_finds_its_own_copy(installed_wheel):
+    packaged, target = SNAPSHOT_SOURCE_PLACES
+    built = snapshot_source_jar([target])
+    if built is None:
+        pytest.skip(f"no fluss-snapshot-source jar in {target} (scripts/setup_fluss_source.sh builds it)")
+    with zipfile.ZipFile(installed_wheel.wheel) as wheel:
+        names = [name for name in wheel.namelist() if name.endswith(".jar")]
+    assert names == [f"tiering/resources/jvm/{built.name}"], f"{names}: scripts/setup_fluss_source.sh copies it"
+
+    probe = installed_wheel.run(
+        "python",
+        "-I",
+        "-c",
+        "import sysconfig; from tiering.fluss.jvm import snapshot_source_jar; "
+        "print(sysconfig.get_paths()['purelib']); print(snapshot_source_jar())",
+    )
+
+    site_packages, found = map(Path, probe.stdout.split())
+    assert site_packages.is_relative_to(installed_wheel.venv), probe.stdout + probe.stderr
+    assert found == site_packages / "tiering" / "resources" / "jvm" / built.name, probe.stdout + probe.stderr
+    assert found.read_bytes() == built.read_bytes(), f"{packaged}'s copy is not the build in {target}"
 
 
 def test_check_passes_against_the_services(installed_wheel, kv_store, zk_server, unique_job, tmp_path):
