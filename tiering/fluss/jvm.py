@@ -37,6 +37,7 @@ __all__ = [
     "long_map",
     "java_set",
     "snapshot_source_jar",
+    "snapshot_source_hint",
     "SNAPSHOT_SOURCE_PLACES",
     "SNAPSHOT_SOURCE_JAR",
 ]
@@ -175,7 +176,7 @@ def snapshot_source_hint(owned: bool) -> str:
             f"no {SNAPSHOT_SOURCE_JAR} in {looked} to start it with (a kv-tiering wheel built after "
             "scripts/setup_fluss_source.sh carries it; in a checkout that script builds it)"
         )
-    return f"it was started beside {found}, which lacks them: build it again with scripts/setup_fluss_source.sh"
+    return f"it was started with {found}, which lacks it: build it again with scripts/setup_fluss_source.sh"
 
 
 def _launch(client_jar: Path) -> Any:
