@@ -6,12 +6,13 @@ acquire re-establishes every snapshot of the round under the lease, right before
 read) -> prepared (its Delta table read once, splits trimmed to what the lake lacks, files
 resolved and planned per bucket, its write path decided) -> written (one Spark job writes every
 table's executor buckets; a table the driver writes itself is written after the fence) ->
-committed (its one Delta commit) -> reported (its lake offsets to the store, where the store takes
-them) -> released (its leased buckets let go). Tables are prepared and committed ``lake.table_parallelism`` at a time:
-delta-rs commits wait on I/O, and a round of hundreds of small tables must not pay for them one
-after the other. The store is asked once per step for all the round's tables (the listing, which job's lake
-report holds each, the log segments, the lake reports, the release, the log ends for the lag): a
-round of a thousand tables makes a handful of calls, not thousands.
+committed (its one Delta commit) -> reported (its lake offsets to the store, where the store
+takes them) -> released (its leased buckets let go). Tables are prepared and committed
+``lake.table_parallelism`` at a time: delta-rs commits wait on I/O, and a round of hundreds of
+small tables must not pay for them one after the other. The store is asked once per step for all
+the round's tables (the listing, which job's lake report holds each, the log files, the lake
+reports, the release, the log ends for the lag): a round of a thousand tables makes a handful of
+calls, not thousands.
 
 The store is any behind the seam (:class:`~tiering.kvstore.contract.PlanningStore`). Where it keeps
 its snapshots and changelog as files a round may read (:attr:`~tiering.kvstore.contract.PlanningStore.files`:
