@@ -249,7 +249,7 @@ class TieringJob:
         committer = RoundCommitter(
             make_round_writer(self.spark, config.lake, self.context.lake_writer, self.context.lake),
             self.context,
-            self.lease.client,
+            self.context.planning_store(),
             self._releases,
             fence=self._check,
             on_round=self._round_done,

@@ -149,7 +149,16 @@ class DeltaSparkRoundWriter(RoundWriter):
         current: LakeTable | None,
         **round_args: Any,
     ) -> PreparedRound | TableCommit:
-        """As every writer prepares, after checking that delta-spark can write ``table``'s columns."""
+        """As every writer prepares, after checking that delta-spark can write ``table``'s columns
+        and read the round's input: Spark reads a store's files, so a store read only through its
+        reader (``reader``: Apache Fluss) is refused, before anything is read or written."""
+        if round_args.get("reader") is not None:
+            raise ConfigError(
+                [
+                    f"lake.writer = \"delta-spark\" reads a round's store files with Spark; table {table.name!r}'s "
+                    'store has none (it is read through the store\'s reader): expected lake.writer = "delta-rs"'
+                ]
+            )
         _check_column_names(table)
         return super().prepare(table, splits, files, current, **round_args)
 

@@ -67,7 +67,7 @@ from tiering.errors import (
     SchemaMismatchError,
     one_line,
 )
-from tiering.kvstore.contract import StoreTable
+from tiering.kvstore.contract import BucketReader, StoreTable
 from tiering.lake.bucket_plan import BucketBase, BucketPlan, plan_buckets
 from tiering.lake.buckets import BucketResult, BucketTask, WrittenFile
 from tiering.lake.catalog import TableCatalog
@@ -255,11 +255,14 @@ class RoundWriter(ABC):
         round_id: int,
         lease_id: str,
         replace_table: bool = False,
+        reader: BucketReader | None = None,
     ) -> PreparedRound | TableCommit:
         """``splits`` of ``table`` as round ``round_id`` of term ``epoch``, planned per bucket;
         a skipped :class:`TableCommit` when the lake already has the round or it changes nothing.
 
-        ``files`` maps every split to its Parquet files; ``current`` is the Delta table as the
+        ``files`` maps every split to its Parquet files; with ``reader`` (a store without files a
+        round may read, as Apache Fluss) it names none, and every bucket plan carries the reader,
+        which reads the splits where the bucket is written. ``current`` is the Delta table as the
         round found it (None: none yet), read once by the caller. ``replace_table``: the table
         was re-created upstream (new ``table_id``), or is resynced; every existing file and the
         schema are replaced. Without it, a table another writer changed rows of since the job's
@@ -297,7 +300,7 @@ class RoundWriter(ABC):
             if current is not None and not replace_table
             else {}
         )
-        plans = tuple(p for p in plan_buckets(table, splits, files, lake, lake_files) if p.rewrites)
+        plans = tuple(p for p in plan_buckets(table, splits, files, lake, lake_files, reader) if p.rewrites)
         if added:  # the schema changes in an overwrite of whole buckets: no rewrite by file
             plans = tuple(replace(p, lake_files=()) for p in plans)
         if not plans:

@@ -6,12 +6,21 @@ acquire re-establishes every snapshot of the round under the lease, right before
 read) -> prepared (its Delta table read once, splits trimmed to what the lake lacks, files
 resolved and planned per bucket, its write path decided) -> written (one Spark job writes every
 table's executor buckets; a table the driver writes itself is written after the fence) ->
-committed (its one Delta commit) -> reported (its lake offsets to the store) -> released (its
-leased buckets let go). Tables are prepared and committed ``lake.table_parallelism`` at a time:
-delta-rs commits wait on I/O, and a round of hundreds of small tables must not pay for them one
-after the other. The store is asked once per step for all the round's tables (the listing, which job's lake
-report holds each, the log segments, the lake reports, the release, the log ends for the lag): a
-round of a thousand tables makes a handful of calls, not thousands.
+committed (its one Delta commit) -> reported (its lake offsets to the store, where the store
+takes them) -> released (its leased buckets let go). Tables are prepared and committed
+``lake.table_parallelism`` at a time: delta-rs commits wait on I/O, and a round of hundreds of
+small tables must not pay for them one after the other. The store is asked once per step for all
+the round's tables (the listing, which job's lake report holds each, the log files, the lake
+reports, the release, the log ends for the lag): a round of a thousand tables makes a handful of
+calls, not thousands.
+
+The store is any behind the seam (:class:`~tiering.kvstore.contract.PlanningStore`). Where it keeps
+its snapshots and changelog as files a round may read (:attr:`~tiering.kvstore.contract.PlanningStore.files`:
+the reference store's Parquet), the round asks for them, one call for every table's log ranges;
+where it does not (Apache Fluss), the writer's bucket plans carry the store's
+:class:`~tiering.kvstore.contract.BucketReader` and each bucket is read through it where it is
+written. A store that takes no lake report (``lake_progress`` None, as Fluss) is neither asked
+which job's report holds a table nor sent one: its tables go from committed to released.
 
 Failure modes and what happens:
 - a table fails before its commit landed (a schema change the lake cannot follow, snapshot
@@ -63,6 +72,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
+from urllib.parse import quote
 
 from tiering import failpoints
 from tiering.context import TermContext
@@ -71,7 +81,6 @@ from tiering.delta_log.commits import round_commit_info
 from tiering.delta_log.lake import LakeTables
 from tiering.delta_log.layout import app_id, epoch_round
 from tiering.delta_log.replay import missing_splits
-from tiering.enumerator.positions import LakePosition
 from tiering.enumerator.splits import LogSplit, SnapshotSplit, Split
 from tiering.errors import (
     ConflictError,
@@ -86,10 +95,15 @@ from tiering.errors import (
     TableRecreatedError,
     one_line,
 )
-from tiering.kvstore.client import KvStoreClient, segment
-from tiering.kvstore.contract import StoreTable
-from tiering.kvstore.models import LakeReport, LogRange, LogSegment, SnapshotRef
-from tiering.kvstore.reference import store_table
+from tiering.kvstore.contract import (
+    BucketLog,
+    BucketReader,
+    LakeProgress,
+    LakeProgressReport,
+    PlanningStore,
+    SnapshotRef,
+    StoreTable,
+)
 from tiering.lake.buckets import BucketResult
 from tiering.lake.round_protocol import RoundWriter, TableCommit
 from tiering.lake.table_fence import fence_table
@@ -105,6 +119,8 @@ __all__ = ["RoundCommitter", "other_job"]
 log = logging.getLogger(__name__)
 
 _Gone = set[tuple[int, int, int]]
+#: a table's log files: per log split, in its order, the files holding it
+_LogFiles = list[list[str]]
 R = TypeVar("R")
 A = TypeVar("A")
 
@@ -123,21 +139,28 @@ def other_job(table: str, job: str, holder: str) -> ConflictError:
         f"table {table!r} is tiered by job {holder!r} (the store's lake report of it is that job's); one table is "
         f"tiered by one job, so job {job!r} writes nothing of it. Exclude it from one of the two jobs, or hand it "
         f"over: stop job {holder!r} tiering it, then drop its report (`tiering take-over {table} --conf <job {job!r}'s "
-        f"config>`, or DELETE /v1/tables/{segment(table)}/lake)",
+        f"config>`, or DELETE /v1/tables/{_url_segment(table)}/lake)",
         code="OTHER_JOB",
         status=409,
         table=table,
     )
 
 
+def _url_segment(name: str) -> str:
+    """``name`` as one segment of the reference store's URLs (dots encoded too: a bare ``.`` or
+    ``..`` would be folded away by URL normalization)."""
+    return quote(name, safe="").replace(".", "%2E")
+
+
 class RoundCommitter:
-    """The ``foreachBatch`` function of the tiering query (one per term)."""
+    """The ``foreachBatch`` function of the tiering query (one per term), over any store behind
+    the seam."""
 
     def __init__(
         self,
         writer: RoundWriter,
         context: TermContext,
-        client: KvStoreClient,
+        store: PlanningStore,
         releases: LeaseReleases,
         *,
         fence: Callable[[], None] = lambda: None,
@@ -145,8 +168,11 @@ class RoundCommitter:
     ) -> None:
         self._writer = writer
         self._context = context
-        self._client = client
-        self._table_client = client.with_retry_deadline(TABLE_CALL_RETRY_S)
+        self._store = store
+        self._table_store = store.with_retry_deadline(TABLE_CALL_RETRY_S)
+        #: the reader the bucket plans carry when the store has no files a round may read (picklable:
+        #: each task connects on its own); made once per term
+        self._reader: BucketReader | None = store.bucket_reader() if store.files is None else None
         self._releases = releases
         self._fence = fence
         self._on_round = on_round
@@ -181,7 +207,9 @@ class RoundCommitter:
 
     def _run(self, tables: list[TableRound], outcome: RoundOutcome) -> None:
         self._owned = self._context.ownership()
-        self._deferred.retry(self._table_client.report_lakes)
+        progress = self._table_store.lake_progress
+        if progress is not None:
+            self._deferred.retry(progress.report)
         with ThreadPoolExecutor(self._parallelism, thread_name_prefix="round") as pool:
 
             def each(step: Callable[[TableRound], None], state: TableState) -> None:
@@ -195,11 +223,11 @@ class RoundCommitter:
                     table.advance(TableState.ACQUIRED)
             # One call for the round, made after the round's offsets were planned: every change the
             # round reads was written before it, so a column a change carries is in these schemas.
-            infos = {info.name: store_table(info) for info in self._client.list_tables()}
+            infos = {info.name: info for info in self._store.tables()}
             holders = _answers(self._holders, dict.fromkeys(t.name for t in tables))
             each(lambda t: self._trim(t, infos, gone, holders.get(t.name)), TableState.ACQUIRED)
-            segments = self._segments([t for t in tables if t.state is TableState.ACQUIRED])
-            each(lambda t: self._prepare(t, infos[t.name], segments.get(t.name), outcome), TableState.ACQUIRED)
+            log_files = self._log_files([t for t in tables if t.state is TableState.ACQUIRED])
+            each(lambda t: self._prepare(t, infos[t.name], log_files.get(t.name), outcome), TableState.ACQUIRED)
             prepared = [t for t in tables if t.state is TableState.PREPARED]
             results = self._writer.write_files([task for t in prepared for task in self._writer.tasks(t.prepared)])
             self._fence()
@@ -208,10 +236,15 @@ class RoundCommitter:
         self._finish([t for t in tables if t.state is TableState.COMMITTED], outcome)
 
     def _holders(self, tables: dict[str, None]) -> dict[str, tuple[str | None, str | None]]:
-        """The job holding each table's lake report and its group (asked for only in a group)."""
-        if self._owned is not None:
-            return self._table_client.lake_holder_groups(tables)
-        return {name: (job, None) for name, job in self._table_client.lake_holders(tables).items()}
+        """The job holding each table's lake report and its group, from one call; none from a
+        store that takes no report (no job can hold a table there)."""
+        if self._table_store.lake_progress is None:
+            return {}
+        logs = self._table_store.log_ends(list(tables))
+        return {
+            name: (log.reported.job, log.reported.group) if log.reported is not None else (None, None)
+            for name, log in logs.items()
+        }
 
     def _settle(self, table: TableRound, step: Callable[[TableRound], None], outcome: RoundOutcome) -> None:
         """Run one table's ``step``; a failure before its commit fails the table alone."""
@@ -265,7 +298,7 @@ class RoundCommitter:
         while True:
             live = [t for t in tables if t.state is TableState.PLANNED]
             try:
-                gone = self._releases.hold(_snapshot_refs(live), self._claims(live))
+                gone = self._releases.hold([s.ref for s in _snapshot_splits(live)], self._claims(live))
             except TableEpochFencedError:
                 moved = self._refused_claims(live)
                 if not moved:
@@ -279,7 +312,7 @@ class RoundCommitter:
         """In a group, this member's table epochs of the tables whose snapshots ``tables`` read."""
         if self._owned is None:
             return None
-        return self._owned.claims({t.table_id: t.name for t in tables if _snapshot_refs([t])})
+        return self._owned.claims({t.table_id: t.name for t in tables if _snapshot_splits([t])})
 
     def _refused_claims(self, tables: list[TableRound]) -> list[tuple[TableRound, TableEpochFencedError]]:
         """The tables whose claim alone the store refuses: they moved to another member."""
@@ -338,43 +371,23 @@ class RoundCommitter:
                 f"table {table.name!r}: snapshots gone before they were read: {lost}", table=table.name
             )
 
-    def _segments(self, tables: list[TableRound]) -> dict[str, list[list[LogSegment]] | StoreError]:
-        """Every table's log segments for its log splits, in one call for the round; what the
-        store could not answer for a table is that table's error (the whole call failing is every
-        table's)."""
+    def _log_files(self, tables: list[TableRound]) -> dict[str, _LogFiles | StoreError]:
+        """Every table's log files for its log splits, in one call for the round; what the store
+        could not answer for a table is that table's error (the whole call failing is every
+        table's). None from a store whose log is read through its reader."""
+        store_files = self._table_store.files
+        if store_files is None:
+            return {}
         ranges = {
-            t.name: [
-                LogRange(bucket=s.bucket, from_offset=s.start_offset, to_offset=s.end_offset)
-                for s in t.todo
-                if isinstance(s, LogSplit)
-            ]
+            t.name: [(s.bucket, s.start_offset, s.end_offset) for s in t.todo if isinstance(s, LogSplit)]
             for t in tables
         }
-        return _answers(self._table_client.segments, {name: wanted for name, wanted in ranges.items() if wanted})
+        return _answers(store_files.log_files, {name: wanted for name, wanted in ranges.items() if wanted})
 
     def _prepare(
-        self,
-        table: TableRound,
-        info: StoreTable,
-        segments: list[list[LogSegment]] | StoreError | None,
-        outcome: RoundOutcome,
+        self, table: TableRound, info: StoreTable, log_files: _LogFiles | StoreError | None, outcome: RoundOutcome
     ) -> None:
-        files: dict[Split, list[str]] = {
-            s: list(self._table_client.get_snapshot(table.name, s.bucket, s.snapshot_id).files)
-            for s in table.todo
-            if isinstance(s, SnapshotSplit)
-        }
-        logs = [s for s in table.todo if isinstance(s, LogSplit)]
-        if logs:
-            if isinstance(segments, StoreError):
-                raise segments
-            if segments is None or len(segments) != len(logs):  # a split without its files would lose changes
-                raise StoreError(
-                    f"table {table.name!r}: the store answered {len(segments or [])} segment lists "
-                    f"for {len(logs)} log ranges",
-                    table=table.name,
-                )
-            files.update({s: [seg.file for seg in found] for s, found in zip(logs, segments, strict=False)})
+        files = self._split_files(table, log_files)
         epoch = self._lake_epoch(table)
         position = table.position
         prepared = self._writer.prepare(
@@ -386,11 +399,37 @@ class RoundCommitter:
             round_id=outcome.round_id,
             lease_id=self._context.lease_id,
             replace_table=position is not None and not position.belongs_to(info.table_id),
+            reader=self._reader,
         )
         if isinstance(prepared, TableCommit):  # already in the lake: a replay; its report may be missing
             table.committed_as(prepared)
         else:
             table.prepared_as(prepared)
+
+    def _split_files(self, table: TableRound, log_files: _LogFiles | StoreError | None) -> dict[Split, list[str]]:
+        """Each split's files, where the store has files a round reads (none: the bucket plans read
+        through the store's reader): a snapshot's from the store, a log split's from the round's
+        one call (``log_files``, in the order of the table's log splits)."""
+        store_files = self._table_store.files
+        if store_files is None:
+            return {}
+        files: dict[Split, list[str]] = {
+            s: store_files.snapshot_files(table.name, SnapshotRef(s.table_id, s.bucket, s.snapshot_id, s.log_offset))
+            for s in table.todo
+            if isinstance(s, SnapshotSplit)
+        }
+        logs = [s for s in table.todo if isinstance(s, LogSplit)]
+        if logs:
+            if isinstance(log_files, StoreError):
+                raise log_files
+            if log_files is None or len(log_files) != len(logs):  # a split without its files would lose changes
+                raise StoreError(
+                    f"table {table.name!r}: the store answered {len(log_files or [])} file lists "
+                    f"for {len(logs)} log ranges",
+                    table=table.name,
+                )
+            files.update(zip(logs, log_files, strict=True))
+        return files
 
     def _lake_epoch(self, table: TableRound) -> int:
         """The epoch the table's Delta commit is fenced by: the term's, or in a group the table's.
@@ -431,8 +470,36 @@ class RoundCommitter:
         """The committed tables' reports, releases and lags: one store call each for the whole
         round. None of them can fail a table: its commit landed. What the store refuses waits
         for the next round."""
+        progress = self._table_store.lake_progress
+        if progress is not None:  # else the store takes no report: committed, then released
+            self._report(progress, committed, outcome)
+        failpoints.hit("after_store_report")
+        self._release_committed(committed)
+        lags = self._lags([t for t in committed if t.name not in outcome.dropped])
+        for table in committed:
+            commit, lag = table.commit, lags.get(table.name)
+            outcome.committed[table.name] = commit
+            if lag is not None:
+                outcome.lag[table.name] = lag
+            log.info(
+                "round=%d table=%s table_id=%d epoch=%d lease=%s splits=%d %s offsets=%s lag=%s in %.2fs",
+                outcome.round_id,
+                table.name,
+                table.table_id,
+                self._context.epoch,
+                self._context.lease_id,
+                len(table.splits),
+                commit,
+                dict(sorted(commit.positions.items())),
+                lag if lag is not None else "unknown",
+                table.elapsed(),
+            )
+
+    def _report(self, progress: LakeProgressReport, committed: list[TableRound], outcome: RoundOutcome) -> None:
+        """The committed tables' lake reports, in one call; a refused one waits for the next round
+        (one of a table dropped meanwhile, or moved to another member, is not sent again)."""
         reports = {t.name: report for t in committed if (report := self._lake_report(t.table_id, t.commit)) is not None}
-        answers = _answers(self._table_client.report_lakes, reports)
+        answers = _answers(progress.report, reports)
         for table in committed:
             error = answers.get(table.name)
             if error is None:
@@ -465,27 +532,6 @@ class RoundCommitter:
                 )
                 self._deferred.add_report(table.name, reports[table.name])
                 outcome.unreported.add(table.name)
-        failpoints.hit("after_store_report")
-        self._release_committed(committed)
-        lags = self._lags([t for t in committed if t.name not in outcome.dropped])
-        for table in committed:
-            commit, lag = table.commit, lags.get(table.name)
-            outcome.committed[table.name] = commit
-            if lag is not None:
-                outcome.lag[table.name] = lag
-            log.info(
-                "round=%d table=%s table_id=%d epoch=%d lease=%s splits=%d %s offsets=%s lag=%s in %.2fs",
-                outcome.round_id,
-                table.name,
-                table.table_id,
-                self._context.epoch,
-                self._context.lease_id,
-                len(table.splits),
-                commit,
-                dict(sorted(commit.positions.items())),
-                lag if lag is not None else "unknown",
-                table.elapsed(),
-            )
 
     def _release_committed(self, committed: list[TableRound]) -> None:
         """The committed tables' one release (one the store refuses is the lease's to send again)."""
@@ -505,27 +551,26 @@ class RoundCommitter:
         if not tables:
             return {}
         try:
-            logs = self._table_client.logs([t.name for t in tables])
+            logs = self._table_store.log_ends([t.name for t in tables])
         except StoreError as e:
             log.warning("tables %s: lag unknown this round: %s", [t.name for t in tables][:10], e)
             return {}
         return {
-            t.name: LakePosition(t.table_id, t.commit.positions).lag(logs[t.name].buckets)
+            t.name: _lag(t.commit.positions, logs[t.name].buckets.values())
             for t in tables
             if t.name in logs and logs[t.name].table_id == t.table_id
         }
 
-    def _lake_report(self, table_id: int, commit: TableCommit) -> LakeReport | None:
+    def _lake_report(self, table_id: int, commit: TableCommit) -> LakeProgress | None:
         """What the store is told of the lake after ``commit``; None when the lake has nothing yet."""
         if commit.delta_version < 0:
             return None
-        buckets = {str(b): offset for b, offset in sorted(commit.positions.items())}
         owned = self._owned
-        return LakeReport(
+        return LakeProgress(
             table_id=table_id,
             epoch=self._context.epoch,
             lake_version=commit.delta_version,
-            buckets=buckets,
+            offsets=dict(sorted(commit.positions.items())),
             job=self._context.job,
             group=owned.group if owned is not None else None,
             table_epoch=owned.epoch(commit.table) if owned is not None else None,
@@ -541,7 +586,7 @@ class RoundCommitter:
         if not unsure:
             return
         try:
-            present = {info.name for info in self._client.list_tables()}
+            present = {info.name for info in self._store.tables()}
         except StoreError as e:
             log.warning("cannot tell whether failed tables %s were dropped: %s", sorted(t.name for t, _ in unsure), e)
             return
@@ -550,9 +595,16 @@ class RoundCommitter:
                 table.failure = failure.as_dropped()
 
 
-def _snapshot_refs(tables: Iterable[TableRound]) -> list[SnapshotRef]:
-    """The snapshots ``tables`` read, which the round holds under the lease."""
-    return [s.ref for t in tables for s in t.splits if isinstance(s, SnapshotSplit)]
+def _snapshot_splits(tables: Iterable[TableRound]) -> list[SnapshotSplit]:
+    """The snapshot splits of ``tables``: their snapshots are what the round holds under the lease."""
+    return [s for t in tables for s in t.splits if isinstance(s, SnapshotSplit)]
+
+
+def _lag(positions: Mapping[int, int], logs: Iterable[BucketLog]) -> int:
+    """Changelog records the store holds beyond ``positions`` (bucket -> exclusive offset reached),
+    summed over ``logs``' buckets (a bucket never tiered lags by its whole log). An upper bound where
+    the store's offsets are not dense."""
+    return sum(max(0, b.end - positions.get(b.bucket, 0)) for b in logs)
 
 
 def _answers(call: Callable[[dict[str, R]], Mapping[str, A]], request: dict[str, R]) -> dict[str, A | StoreError]:

@@ -5,7 +5,8 @@ report a landed commit as failed; dropping the report would leave the store beli
 is behind (it keeps log segments it could delete and shows a lag that is not there) until the
 table changes again. So it is kept here, per term, and sent first thing in the next round; a
 report is superseded by a newer one of the same table. (A refused release is the lease's to
-send again: :mod:`tiering.lease.release`.)
+send again: :mod:`tiering.lease.release`.) A store that takes no report
+(:attr:`~tiering.kvstore.contract.PlanningStore.lake_progress` None, as Fluss) has none to keep.
 
 A refusal that no retry can turn (409 ``OTHER_JOB``: another job's lake report holds the table,
 docs/DESIGN.md §5) drops the report with an ERROR instead of sending it every round: the store
@@ -21,7 +22,7 @@ import logging
 from collections.abc import Callable, Mapping
 
 from tiering.errors import NotFoundError, NotLeaderError, StoreError, TableMovedError
-from tiering.kvstore.models import LakeReport
+from tiering.kvstore.contract import LakeProgress
 
 __all__ = ["DeferredEnds", "FINAL_REFUSALS"]
 
@@ -36,12 +37,12 @@ class DeferredEnds:
     adds to it after its round's threads are done, and retries between rounds)."""
 
     def __init__(self) -> None:
-        self.reports: dict[str, LakeReport] = {}
+        self.reports: dict[str, LakeProgress] = {}
 
-    def add_report(self, table: str, report: LakeReport) -> None:
+    def add_report(self, table: str, report: LakeProgress) -> None:
         self.reports[table] = report
 
-    def retry(self, report: Callable[[dict[str, LakeReport]], Mapping[str, StoreError | None]]) -> None:
+    def retry(self, report: Callable[[dict[str, LakeProgress]], Mapping[str, StoreError | None]]) -> None:
         """Send what waits, in one call; what the store refuses again waits for the round after. A
         table the store no longer has needs no report. :class:`NotLeaderError` propagates (the
         term is over)."""

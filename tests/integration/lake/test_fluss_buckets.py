@@ -13,13 +13,17 @@ import pyarrow.parquet as pq
 import pytest
 
 from tests.support.fluss import client_jar, connect, new_table
+from tests.support.lake import delta_rows
 from tests.support.store_sides import SNAPSHOT_WAIT
 from tests.support.waiting import wait_until
+from tiering.delta_log.lake import Lake
 from tiering.enumerator.splits import LogSplit, SnapshotSplit
 from tiering.kvstore.contract import BucketId, SnapshotRef, StoreTable
 from tiering.lake.bucket_plan import BucketBase, BucketPlan, plan_buckets
 from tiering.lake.buckets import BucketTask, write_bucket
+from tiering.lake.delta_rs_writer import DeltaRsRoundWriter
 from tiering.lake.executor_writes import run_bucket_tasks
+from tiering.lake.round_protocol import PreparedRound, TableCommit, WritePath
 from tiering.objectstore.object_store import ObjectStore
 
 pytestmark = pytest.mark.integration
@@ -196,3 +200,51 @@ def test_each_fluss_bucket_is_read_and_written_by_its_own_spark_task(spark, flus
     assert sorted(r.bucket for r in written) == [0, 1] and [r.error for r in written] == [None, None]
     rows = lake_rows(objects, table, [f for r in written for f in r.files], SCHEMA.names)
     assert rows == looked_up(fluss_cluster, database, range(30))
+
+
+def test_a_writer_prepares_a_fluss_tables_rounds_with_the_reader_and_merges_through_it(
+    spark, fluss_cluster, database, store, tmp_path
+):
+    """``RoundWriter.prepare(..., reader=)``: no files, every bucket plan carries the reader. With
+    the change data feed on, the bootstrap is a rewrite on the executors and the changelog round
+    after it one MERGE by the driver, whose source is read through the reader too."""
+    write(fluss_cluster, database, [{"id": k, "name": f"v{k}", "n": k} for k in range(20)], [], create=True)
+    table, ref = held_snapshot(store)
+    write(fluss_cluster, database, [{"id": k, "name": f"u{k}", "n": -k} for k in (0, 1, 25)], deletes=[2])
+    middle = store.log_ends(["orders"])["orders"].buckets[0].end
+    lake = Lake.at(str(tmp_path / "lake"))
+    writer = DeltaRsRoundWriter(spark, lake, "fluss-job", change_data_feed=True)
+
+    def commit(round_id: int, splits: list) -> TableCommit:
+        prepared = writer.prepare(
+            table,
+            splits,
+            {},
+            lake.load("orders"),
+            epoch=1,
+            round_id=round_id,
+            lease_id=LEASE,
+            reader=store.bucket_reader(),
+        )
+        assert isinstance(prepared, PreparedRound) and all(p.reader is not None for p in prepared.plans)
+        results = writer.write_files(writer.tasks(prepared)).get(table.name, [])
+        return writer.commit(prepared, writer.written_files(prepared, results))
+
+    try:
+        first = commit(
+            1,
+            [
+                SnapshotSplit("orders", 0, table.table_id, ref.snapshot_id, ref.log_offset),
+                LogSplit("orders", 0, table.table_id, ref.log_offset, middle),
+            ],
+        )
+        write(fluss_cluster, database, [{"id": k, "name": f"w{k}", "n": 7} for k in (3, 30)], deletes=[4, 25])
+        end = store.log_ends(["orders"])["orders"].buckets[0].end
+        second = commit(2, [LogSplit("orders", 0, table.table_id, middle, end)])
+    finally:
+        store.drop(LEASE, 1)
+
+    assert (first.written_by, second.written_by) == (WritePath.EXECUTORS, WritePath.DRIVER_MERGE)
+    assert (dict(first.positions), dict(second.positions)) == ({0: middle}, {0: end})
+    rows = sorted(delta_rows(lake.path("orders")).select(SCHEMA.names).to_pylist(), key=lambda r: r["id"])
+    assert rows == looked_up(fluss_cluster, database, range(40))

@@ -5,10 +5,13 @@ from __future__ import annotations
 import pyarrow.fs as pafs
 import pytest
 
-from tests.support.writers import JOB, missing_delta_jars
+from tests.support.writers import JOB, ORDERS, missing_delta_jars
 from tiering.conf.model import LakeConfig
 from tiering.delta_log.lake import Lake
+from tiering.enumerator.splits import SnapshotSplit
 from tiering.errors import ConfigError
+from tiering.kvstore.client import KvStoreClient
+from tiering.kvstore.reference import ReferenceBucketReader
 from tiering.lake.delta_rs_writer import DeltaRsRoundWriter
 from tiering.lake.delta_spark_writer import DeltaSparkRoundWriter
 from tiering.lake.writers import WRITERS, make_round_writer
@@ -44,6 +47,22 @@ def test_with_the_jars_the_factory_builds_the_delta_spark_writer(spark, tmp_path
     config = LakeConfig(root=str(tmp_path / "lake"), writer="delta-spark", delta_spark_single_driver=True)
     writer = make_round_writer(spark, config, JOB)
     assert isinstance(writer, DeltaSparkRoundWriter) and writer.job == JOB
+
+
+@pytest.mark.delta_jars
+def test_delta_spark_refuses_a_round_read_through_a_stores_reader_before_anything_is_written(spark, tmp_path):
+    """Spark reads a round's store files; a store without them (Fluss) would leave its buckets empty."""
+    if missing_delta_jars(spark) is not None:
+        pytest.skip("the Delta jars are not on the classpath (scripts/test_delta.sh puts them there)")
+    lake = tmp_path / "lake"
+    writer = DeltaSparkRoundWriter(spark, Lake.at(str(lake)), JOB)
+    split = SnapshotSplit("orders", 0, ORDERS.table_id, 5, 10)
+    reader = ReferenceBucketReader(KvStoreClient("http://127.0.0.1:9"))  # connects only when it reads
+    with pytest.raises(ConfigError) as err:
+        writer.prepare(ORDERS, [split], {}, None, epoch=1, round_id=1, lease_id="lease-1", reader=reader)
+    (problem,) = err.value.problems
+    assert problem.startswith('lake.writer = "delta-spark"') and "table 'orders'" in problem
+    assert problem.endswith('expected lake.writer = "delta-rs"') and not lake.exists()
 
 
 def test_without_the_jars_delta_spark_refuses_to_start(spark, tmp_path):

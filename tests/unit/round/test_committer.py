@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
+from tests.support.tables import kv_table
 from tiering.conf.loader import load_config
 from tiering.context import TermContext
 from tiering.coord.ownership import Ownership, TableClaims
@@ -26,8 +27,7 @@ from tiering.errors import (
     TableEpochFencedError,
     TableNotFoundError,
 )
-from tiering.kvstore.contract import StoreTable
-from tiering.kvstore.models import LakeReport, SnapshotRef, TableInfo
+from tiering.kvstore.contract import LakeProgress, SnapshotRef, StoreTable, TableLog
 from tiering.lake.round_protocol import TableCommit, WritePath
 from tiering.lease.release import LeaseReleases
 from tiering.round.committer import RoundCommitter, other_job
@@ -39,13 +39,10 @@ from tiering.state.offset import TieringOffset
 pytestmark = pytest.mark.unit
 
 EPOCH = 4
-SCHEMA = [{"name": "id", "type": "bigint"}]
 
 
-def info(name: str, table_id: int) -> TableInfo:
-    return TableInfo.model_validate(
-        {"name": name, "table_id": table_id, "schema": SCHEMA, "primary_key": ["id"], "num_buckets": 2}
-    )
+def info(name: str, table_id: int) -> StoreTable:
+    return kv_table({"id": "bigint"}, name=name, table_id=table_id, num_buckets=2)
 
 
 #: Three tables: "a" bootstraps bucket 0 from snapshot 5 and applies bucket 1's log; "b" and "c" apply logs.
@@ -57,6 +54,13 @@ SPLITS: tuple[Split, ...] = (
     LogSplit("c", 1, 3, 2, 9),
 )
 TABLES = {"a": info("a", 1), "b": info("b", 2), "c": info("c", 3)}
+#: The reader a store without files hands the round (any picklable value stands for one here).
+READER = "the store's bucket reader"
+
+
+def refs(held) -> list[tuple[int, int, int]]:
+    """Snapshots as (table_id, bucket, snapshot_id): what identifies a hold, whatever carries it."""
+    return [(r.table_id, r.bucket, r.snapshot_id) for r in held]
 
 
 @dataclass
@@ -75,14 +79,19 @@ class FakeWriter:
     replayed: set[str] = field(default_factory=set)
     committed: list[str] = field(default_factory=list)
     while_writing: Callable[[], None] = lambda: None
+    #: table -> the files and the reader its prepare was given
+    inputs: dict[str, tuple[dict, object]] = field(default_factory=dict)
 
     def _maybe_fail(self, step: str, table: str) -> None:
         if (step, table) in self.fail:
             raise self.fail[(step, table)]
 
-    def prepare(self, table: StoreTable, splits, files, current, *, epoch, round_id, lease_id, replace_table=False):
+    def prepare(
+        self, table: StoreTable, splits, files, current, *, epoch, round_id, lease_id, replace_table=False, reader=None
+    ):
         self._maybe_fail("prepare", table.name)
-        assert set(files) == set(splits), "every split's files are resolved"
+        self.inputs[table.name] = (dict(files), reader)
+        assert reader is not None or set(files) == set(splits), "every split's files are resolved"
         if table.name in self.replayed:
             return commit_of(table.name, skipped=True)
         return Prepared(table, tuple(splits))
@@ -121,20 +130,25 @@ def commit_of(table: str, skipped: bool = False) -> TableCommit:
 
 @dataclass
 class FakeStore:
-    """The store calls a round makes, each able to fail: ``fail[call] = error`` (or per table)."""
+    """The store seam's calls a round makes, each able to fail: ``fail[call] = error``, or only its
+    ``n``-th call: ``fail[f"{call}#{n}"]``, or one table's answer: ``fail[f"{call}:{table}"]``.
+    ``has_files`` False: a store read only through its reader (Fluss); ``takes_reports`` False:
+    one that takes no lake report."""
 
-    tables: dict[str, TableInfo] = field(default_factory=lambda: dict(TABLES))
-    listed_after: dict[str, TableInfo] | None = None
+    tables_by_name: dict[str, StoreTable] = field(default_factory=lambda: dict(TABLES))
+    listed_after: dict[str, StoreTable] | None = None
     fail: dict[str, Exception] = field(default_factory=dict)
-    reports: list[tuple[str, LakeReport]] = field(default_factory=list)
+    reports: list[tuple[str, LakeProgress]] = field(default_factory=list)
     #: table -> the job whose lake report the store holds (absent: none)
     holders: dict[str, str] = field(default_factory=dict)
+    has_files: bool = True
+    takes_reports: bool = True
     listings: int = 0
     calls: dict[str, int] = field(default_factory=dict)
 
-    def _maybe_fail(self, call: str, table: str = "") -> None:
+    def _maybe_fail(self, call: str) -> None:
         self.calls[call] = self.calls.get(call, 0) + 1
-        for key in (call, f"{call}:{table}"):
+        for key in (call, f"{call}#{self.calls[call]}"):
             if key in self.fail:
                 raise self.fail[key]
 
@@ -142,55 +156,65 @@ class FakeStore:
         assert 0 < seconds <= 30, "a table's calls give up sooner than the round's"
         return self
 
-    def list_tables(self) -> list[TableInfo]:
+    def tables(self) -> list[StoreTable]:
         self.listings += 1
         if self.listings > 1 and self.listed_after is not None:
             return list(self.listed_after.values())
-        return list(self.tables.values())
+        return list(self.tables_by_name.values())
 
-    def get_snapshot(self, table: str, bucket: int, snapshot_id: int):
-        return type("Snapshot", (), {"files": [f"{table}/{bucket}/{snapshot_id}.parquet"]})
-
-    def segments(self, requests: dict) -> dict:
-        """``fail["segments"]`` fails the call; ``fail["segments:<table>"]`` is that table's answer."""
-        self._maybe_fail("segments")
+    def log_ends(self, tables: list[str]) -> dict[str, TableLog]:
+        self._maybe_fail("log_ends")
         return {
-            table: self.fail.get(f"segments:{table}")
-            or [[type("Segment", (), {"file": f"{table}/{r.bucket}.log"})] for r in ranges]
-            for table, ranges in requests.items()
+            t: TableLog(self.tables_by_name[t].table_id, {}, self._reported(t))
+            for t in tables
+            if t in self.tables_by_name
         }
 
-    def report_lakes(self, reports: dict[str, LakeReport]) -> dict:
-        """``fail["report_lake"]`` fails the call; ``fail["report_lake:<table>"]`` is that table's answer."""
-        self._maybe_fail("report_lake")
+    def _reported(self, table: str) -> LakeProgress | None:
+        holder = self.holders.get(table)
+        return LakeProgress(self.tables_by_name[table].table_id, 1, 1, {}, job=holder) if holder else None
+
+    @property
+    def files(self) -> FakeStore | None:
+        return self if self.has_files else None
+
+    def snapshot_files(self, table: str, ref: SnapshotRef) -> list[str]:
+        self.calls["snapshot_files"] = self.calls.get("snapshot_files", 0) + 1
+        return [f"{table}/{ref.bucket}/{ref.snapshot_id}.parquet"]
+
+    def log_files(self, ranges: dict) -> dict:
+        """``fail["log_files"]`` fails the call; ``fail["log_files:<table>"]`` is that table's answer."""
+        self._maybe_fail("log_files")
+        return {
+            table: self.fail.get(f"log_files:{table}") or [[f"{table}/{bucket}.log"] for bucket, _, _ in wanted]
+            for table, wanted in ranges.items()
+        }
+
+    def bucket_reader(self) -> str:
+        return READER
+
+    @property
+    def lake_progress(self) -> FakeStore | None:
+        return self if self.takes_reports else None
+
+    def report(self, progress: dict[str, LakeProgress]) -> dict:
+        """``fail["report"]`` fails the call; ``fail["report:<table>"]`` is that table's answer."""
+        self._maybe_fail("report")
         answers = {}
-        for table, report in reports.items():
-            answers[table] = self.fail.get(f"report_lake:{table}")
+        for table, report in progress.items():
+            answers[table] = self.fail.get(f"report:{table}")
             if answers[table] is None:
                 self.reports.append((table, report))
         return answers
-
-    def lake_holders(self, tables) -> dict:
-        self._maybe_fail("lake_holders")
-        return {t: self.holders.get(t) for t in tables if t in self.tables}
-
-    def lake_holder_groups(self, tables) -> dict:
-        return {t: (job, None) for t, job in self.lake_holders(tables).items()}
-
-    def logs(self, tables: list[str]) -> dict:
-        self._maybe_fail("logs")
-        return {
-            t: type("Log", (), {"table_id": self.tables[t].table_id, "buckets": []}) for t in tables if t in self.tables
-        }
 
 
 @dataclass
 class FakeLease:
     """The job lease: what is acquired and released, each call able to fail."""
 
-    gone: list[SnapshotRef] = field(default_factory=list)
+    gone: list = field(default_factory=list)
     fail: dict[str, Exception] = field(default_factory=dict)
-    acquired: list[SnapshotRef] = field(default_factory=list)
+    acquired: list = field(default_factory=list)
     released: list[tuple[int, tuple[int, ...]]] = field(default_factory=list)
     lease_id: str = "lease-1"
     calls: int = 0
@@ -198,7 +222,7 @@ class FakeLease:
     moved: set[tuple[int, int]] = field(default_factory=set)
     claims: list[TableClaims | None] = field(default_factory=list)
 
-    def acquire(self, refs: list[SnapshotRef], owners: TableClaims | None = None) -> list[SnapshotRef]:
+    def acquire(self, refs: list, owners: TableClaims | None = None) -> list:
         """Refused whole, as the store does, when ``owners`` claims a table of ``moved``."""
         if "acquire" in self.fail:
             raise self.fail["acquire"]
@@ -278,16 +302,48 @@ def test_a_clean_round_commits_reports_and_releases_each_table_once(tmp_path):
     outcome = r.run(0)
 
     assert sorted(outcome.committed) == ["a", "b", "c"] and outcome.failed == {}
-    assert r.lease.acquired == [SnapshotRef(table_id=1, bucket=0, snapshot_id=5)], "one acquire, the round's snapshots"
+    assert refs(r.lease.acquired) == [(1, 0, 5)], "one acquire, the round's snapshots"
     assert releases_of(r.lease) == {1: [(0,)]} and r.lease.calls == 1, "one release for the round, the leased buckets"
-    assert r.store.calls == {"lake_holders": 1, "segments": 1, "report_lake": 1, "logs": 1}, (
-        "one store call per step for every table"
+    assert r.store.calls == {"log_ends": 2, "log_files": 1, "snapshot_files": 1, "report": 1}, (
+        "one store call per step for every table (the holders, the log files, the reports, the lags)"
     )
-    assert [(t, rep.epoch, rep.lake_version, rep.buckets, rep.job) for t, rep in r.store.reports] == [
-        (t, EPOCH, 3, {"0": 12, "1": 9}, "unit") for t in ("a", "b", "c")
+    assert [(t, rep.epoch, rep.lake_version, rep.offsets, rep.job) for t, rep in r.store.reports] == [
+        (t, EPOCH, 3, {0: 12, 1: 9}, "unit") for t in ("a", "b", "c")
     ], "each report names the job"
     assert outcome.lag == {"a": 0, "b": 0, "c": 0} and outcome.unreported == set()
     assert r.store.listings == 1, "no listing for dropped tables when nothing failed"
+
+
+def test_a_store_without_files_hands_its_reader_to_every_table_and_is_asked_for_no_files(tmp_path):
+    r = Round(tmp_path, store=FakeStore(has_files=False))
+    outcome = r.run(0)
+
+    assert sorted(outcome.committed) == ["a", "b", "c"] and outcome.failed == {}
+    assert r.writer.inputs == {t: ({}, READER) for t in ("a", "b", "c")}, "no files; the plans read through it"
+    assert "log_files" not in r.store.calls and "snapshot_files" not in r.store.calls
+
+
+def test_a_store_with_files_hands_every_split_its_files_and_no_reader(tmp_path):
+    r = Round(tmp_path)
+    r.run(0)
+
+    files, reader = r.writer.inputs["a"]
+    assert reader is None and files == {
+        SPLITS[0]: ["a/0/5.parquet"],
+        SPLITS[1]: ["a/0.log"],
+        SPLITS[2]: ["a/1.log"],
+    }
+
+
+def test_a_store_that_takes_no_lake_report_is_neither_asked_for_holders_nor_sent_reports(tmp_path):
+    store = FakeStore(takes_reports=False, holders={"a": "other"}, fail={"report": AssertionError("no report")})
+    r = Round(tmp_path, store=store)
+    outcome = r.run(0)
+    r.run(1, (LogSplit("b", 0, 2, 4, 6),))
+
+    assert sorted(outcome.committed) == ["a", "b", "c"] and outcome.failed == {} and outcome.unreported == set()
+    assert store.reports == [] and store.calls["log_ends"] == 2, "only the lags, once a round"
+    assert releases_of(r.lease) == {1: [(0,)]} and outcome.lag == {"a": 0, "b": 0, "c": 0}
 
 
 @pytest.mark.parametrize(
@@ -310,16 +366,16 @@ def test_a_failure_before_the_commit_fails_that_table_alone_with_its_typed_cause
     assert [t for t, _ in r.store.reports] == ["b", "c"]
 
 
-def test_the_store_refusing_one_tables_segments_fails_that_table_alone(tmp_path):
-    r = Round(tmp_path, store=FakeStore(fail={"segments:b": SnapshotUnavailableError("log truncated", status=410)}))
+def test_the_store_refusing_one_tables_log_files_fails_that_table_alone(tmp_path):
+    r = Round(tmp_path, store=FakeStore(fail={"log_files:b": SnapshotUnavailableError("log truncated", status=410)}))
     outcome = r.run(0)
 
     assert (outcome.failed["b"].cause, outcome.failed["b"].state) == (FailureCause.SNAPSHOT_GONE, TableState.ACQUIRED)
-    assert sorted(outcome.committed) == ["a", "c"] and r.store.calls["segments"] == 1
+    assert sorted(outcome.committed) == ["a", "c"] and r.store.calls["log_files"] == 1
 
 
-def test_the_segments_call_failing_fails_every_table_that_reads_the_log(tmp_path):
-    outcome = Round(tmp_path, store=FakeStore(fail={"segments": StoreUnavailableError("store down")})).run(0)
+def test_the_log_files_call_failing_fails_every_table_that_reads_the_log(tmp_path):
+    outcome = Round(tmp_path, store=FakeStore(fail={"log_files": StoreUnavailableError("store down")})).run(0)
 
     assert {t: f.cause for t, f in outcome.failed.items()} == {t: FailureCause.STORE for t in ("a", "b", "c")}
     assert outcome.committed == {}
@@ -342,13 +398,13 @@ def test_a_table_another_jobs_lake_report_holds_fails_alone_before_anything_is_w
 
 
 def test_the_holders_call_failing_fails_every_table_like_its_other_calls(tmp_path):
-    outcome = Round(tmp_path, store=FakeStore(fail={"lake_holders": StoreUnavailableError("store down")})).run(0)
+    outcome = Round(tmp_path, store=FakeStore(fail={"log_ends#1": StoreUnavailableError("store down")})).run(0)
 
     assert {t: f.cause for t, f in outcome.failed.items()} == {t: FailureCause.STORE for t in ("a", "b", "c")}
 
 
 def test_a_snapshot_gone_before_it_was_read_fails_its_table(tmp_path):
-    r = Round(tmp_path, lease=FakeLease(gone=[SnapshotRef(table_id=1, bucket=0, snapshot_id=5)]))
+    r = Round(tmp_path, lease=FakeLease(gone=[SPLITS[0].ref]))
     outcome = r.run(0)
 
     assert (outcome.failed["a"].cause, outcome.failed["a"].state) == (FailureCause.SNAPSHOT_GONE, TableState.ACQUIRED)
@@ -356,7 +412,7 @@ def test_a_snapshot_gone_before_it_was_read_fails_its_table(tmp_path):
 
 
 def test_a_dropped_or_recreated_table_fails_with_that_cause(tmp_path):
-    store = FakeStore(tables={"a": info("a", 11), "c": TABLES["c"]})  # "a" re-created, "b" dropped
+    store = FakeStore(tables_by_name={"a": info("a", 11), "c": TABLES["c"]})  # "a" re-created, "b" dropped
     outcome = Round(tmp_path, store=store).run(0)
 
     assert {t: f.cause for t, f in outcome.failed.items()} == {"a": FailureCause.RECREATED, "b": FailureCause.DROPPED}
@@ -374,7 +430,7 @@ def test_a_table_failing_for_another_reason_is_found_dropped_by_one_listing_afte
 
 
 def test_a_refused_report_after_the_commit_keeps_the_table_committed_and_is_sent_next_round(tmp_path):
-    store = FakeStore(fail={"report_lake:a": StoreUnavailableError("store blip")})
+    store = FakeStore(fail={"report:a": StoreUnavailableError("store blip")})
     r = Round(tmp_path, store=store)
     outcome = r.run(0)
 
@@ -382,7 +438,7 @@ def test_a_refused_report_after_the_commit_keeps_the_table_committed_and_is_sent
     assert releases_of(r.lease)[1] == [(0,)], "released once all the same"
     assert [t for t, _ in store.reports] == ["b", "c"]
 
-    del store.fail["report_lake:a"]
+    del store.fail["report:a"]
     second = r.run(1, (LogSplit("b", 0, 2, 4, 6),))
     assert [t for t, _ in store.reports] == ["b", "c", "a", "b"], "the deferred report first, then the round's"
     assert second.unreported == set() and releases_of(r.lease)[1] == [(0,)], "nothing released twice"
@@ -390,19 +446,19 @@ def test_a_refused_report_after_the_commit_keeps_the_table_committed_and_is_sent
 
 def test_a_report_another_job_holds_the_table_for_is_sent_once_more_then_dropped_not_retried_forever(tmp_path):
     other = ConflictError("table 'a' is tiered by job 'other'", code="OTHER_JOB", status=409, table="a")
-    store = FakeStore(fail={"report_lake:a": other})
+    store = FakeStore(fail={"report:a": other})
     r = Round(tmp_path, store=store)
     assert r.run(0).unreported == {"a"}
 
     r.run(1, (LogSplit("b", 0, 2, 4, 6),))
     r.run(2, (LogSplit("b", 0, 2, 6, 8),))
-    assert store.calls["report_lake"] == 4, "rounds 0 and 1 send a's report, round 2 no longer"
+    assert store.calls["report"] == 4, "rounds 0 and 1 send a's report, round 2 no longer"
     assert [t for t, _ in store.reports] == ["b", "c", "b", "b"]
 
 
 def test_a_report_refused_because_the_table_moved_is_superseded_neither_deferred_nor_failed(tmp_path, caplog):
     fenced = TableEpochFencedError("job 'x' owns the table at table epoch 9", code="TABLE_EPOCH_FENCED", status=409)
-    store = FakeStore(fail={"report_lake:a": fenced, "report_lake:b": StoreUnavailableError("store blip")})
+    store = FakeStore(fail={"report:a": fenced, "report:b": StoreUnavailableError("store blip")})
     r = Round(tmp_path, store=store, owned=Ownership("g", "unit", {"a": 3, "b": 3, "c": 3}))
     caplog.set_level(logging.INFO, logger="tiering.round")
     outcome = r.run(0)
@@ -411,16 +467,16 @@ def test_a_report_refused_because_the_table_moved_is_superseded_neither_deferred
     assert outcome.unreported == {"b"}, "a moved table's report is not deferred"
     assert any("Delta version 3 committed; its lake report is superseded" in m for m in caplog.messages)
 
-    store.fail["report_lake:b"] = fenced  # b moved before its deferred report went out
+    store.fail["report:b"] = fenced  # b moved before its deferred report went out
     r.run(1, (LogSplit("c", 1, 3, 9, 11),))
     r.run(2, (LogSplit("c", 1, 3, 11, 12),))
-    assert store.calls["report_lake"] == 4, "rounds 0 and 1 send b's report, round 2 no longer"
+    assert store.calls["report"] == 4, "rounds 0 and 1 send b's report, round 2 no longer"
     assert [t for t, _ in store.reports] == ["c", "c", "c"]
     assert any("superseded, not sent again" in m and m.startswith("table=b") for m in caplog.messages)
 
 
 def test_a_table_dropped_after_its_commit_is_committed_and_dropped_not_failed(tmp_path):
-    r = Round(tmp_path, store=FakeStore(fail={"report_lake:b": TableNotFoundError("table 'b' does not exist")}))
+    r = Round(tmp_path, store=FakeStore(fail={"report:b": TableNotFoundError("table 'b' does not exist")}))
     outcome = r.run(0)
 
     assert sorted(outcome.committed) == ["a", "b", "c"] and outcome.failed == {} and outcome.dropped == {"b"}
@@ -456,7 +512,7 @@ def test_a_snapshot_found_gone_when_a_lapsed_lease_is_held_again_fails_its_table
     r = Round(tmp_path, lease=lease)
 
     def lapse_while_writing() -> None:
-        lease.gone = [SnapshotRef(table_id=1, bucket=0, snapshot_id=5)]
+        lease.gone = [SPLITS[0].ref]
         r.releases.after_renewal(False)
 
     r.writer.while_writing = lapse_while_writing
@@ -464,12 +520,12 @@ def test_a_snapshot_found_gone_when_a_lapsed_lease_is_held_again_fails_its_table
 
     assert outcome.failed["a"].cause is FailureCause.SNAPSHOT_GONE and "lease lapsed" in str(outcome.failed["a"])
     assert "a" not in r.writer.committed and sorted(outcome.committed) == ["b", "c"]
-    assert lease.acquired.count(SnapshotRef(table_id=1, bucket=0, snapshot_id=5)) == 2, "held again at the lapse"
+    assert refs(lease.acquired).count((1, 0, 5)) == 2, "held again at the lapse"
     assert releases_of(lease)[1] == [(0,)], "the failed table's bucket released once"
 
 
 def test_an_unknown_lag_does_not_fail_a_committed_table(tmp_path):
-    outcome = Round(tmp_path, store=FakeStore(fail={"logs": StoreUnavailableError("slow")})).run(0)
+    outcome = Round(tmp_path, store=FakeStore(fail={"log_ends#2": StoreUnavailableError("slow")})).run(0)
 
     assert sorted(outcome.committed) == ["a", "b", "c"] and outcome.failed == {}
     assert outcome.lag == {} and outcome.unreported == set()
@@ -494,7 +550,7 @@ def test_a_table_that_moved_since_planning_is_refused_at_the_re_acquire_and_fail
         t: (FailureCause.MOVED, TableState.PLANNED, "TableEpochFencedError") for t in ("a", "c")
     }
     assert sorted(outcome.committed) == ["b"] and r.writer.committed == ["b"]
-    assert lease.acquired == [SnapshotRef(table_id=2, bucket=1, snapshot_id=6)], "only b's snapshot is held"
+    assert refs(lease.acquired) == [(2, 1, 6)], "only b's snapshot is held"
     assert lease.claims[-1] == TableClaims("g", "unit", {2: 5})
     assert releases_of(lease) == {1: [(0,)], 3: [(0,)], 2: [(1,)]}, "each table's leased buckets released once"
     assert [(t, rep.table_epoch) for t, rep in r.store.reports] == [("b", 5)]
