@@ -55,7 +55,7 @@ PENDING: Mapping[tuple[str, str], str] = {
 
 #: DESIGN §3's store seam: these units reach a KV store only through it, in store-neutral values
 #: (a second store is a second implementation of the seam, never a second job).
-SEAM_USERS = ("lake/", "delta_log/", "coord/")
+SEAM_USERS = ("lake/", "delta_log/", "coord/", "lease/")
 SEAM = "tiering.kvstore.contract"
 
 #: Test folders that test no one module or package but the pieces together.
