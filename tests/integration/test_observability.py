@@ -170,3 +170,22 @@ def test_a_table_that_moved_away_leaves_no_failure_streak_behind(tmp_path, store
     observer(RoundOutcome(round_id=2, epoch=5, table_ids={"users": 9}, failed={"users": moved}, health={}))
 
     assert sample(registry, "kv_tiering_table_consecutive_failures", job="obs-job", table="users") is None
+
+
+def test_a_store_that_lists_no_holds_leaves_the_leased_count_unknown(tmp_path, caplog, store_client):
+    """Fluss lists no lease's holds: the line says so and no sample is set, rather than a count of
+    0 that reads as nothing held (the Fluss store asks its cluster nothing for that)."""
+    from tiering.fluss.store import FlussStore
+
+    ctx = context(tmp_path, store_client.url)
+    lease = ctx.job_lease(FlussStore("127.0.0.1:9", "db", None))
+    registry = CollectorRegistry()
+    observer = RoundObserver(ctx, lease, metrics=TieringMetrics(registry))
+
+    with caplog.at_level(logging.INFO, logger="tiering.progress"):
+        observer(outcome())
+
+    lines = [r.getMessage() for r in caplog.records if r.name == "tiering.progress"]
+    assert lines[0].endswith("lease=obs-job-lease leased_snapshots=unknown"), lines
+    assert sample(registry, "kv_tiering_leased_snapshots", job="obs-job", table="orders") is None
+    assert sample(registry, "kv_tiering_lake_version", job="obs-job", table="orders") == 7, "the rest is recorded"
