@@ -21,7 +21,8 @@ from tiering.kvstore.models import TableSpec
 
 
 def bench_leases(args, work: Path, store) -> dict:
-    from tiering.kvstore.models import SnapshotRef
+    from tiering.kvstore.contract import SnapshotRef
+    from tiering.kvstore.reference import ReferenceStore
     from tiering.lease.job_lease import JobLease
 
     client = store.client()
@@ -32,8 +33,8 @@ def bench_leases(args, work: Path, store) -> dict:
     )
     client.write_arrow("leased", rows(pa.array(range(args.buckets * 4), pa.int64())))
     snaps = client.take_snapshots("leased").buckets
-    refs = [SnapshotRef(table_id=info.table_id, bucket=s.bucket, snapshot_id=s.snapshot_id) for s in snaps]
-    lease = JobLease(client, "bench-lease", 1, 600_000)
+    refs = [SnapshotRef(info.table_id, s.bucket, s.snapshot_id, s.log_offset) for s in snaps]
+    lease = JobLease(ReferenceStore(client), "bench-lease", 1, 600_000)
     acquire, release = [], []
     for _ in range(args.repeat):
         started = time.perf_counter()

@@ -174,10 +174,8 @@ class TermContext(BaseModel):
         """The term's store behind the seam (:func:`planning_store`)."""
         return planning_store(self.config)
 
-    def job_lease(self, client: KvStoreClient) -> JobLease:
-        """The term's lease handle: every call carries this term's epoch."""
+    def job_lease(self, store: PlanningStore) -> JobLease:
+        """The term's lease handle on ``store``: every call carries this term's epoch."""
         from tiering.lease.job_lease import JobLease
 
-        return JobLease(
-            client, self.lease_id, self.epoch, int(self.config.lease.duration_s * 1000), enabled=self.leases
-        )
+        return JobLease(store, self.lease_id, self.epoch, int(self.config.lease.duration_s * 1000), enabled=self.leases)

@@ -200,7 +200,7 @@ class TieringJob:
     ) -> None:
         self.spark = spark
         self.context = context
-        self.lease = lease or context.job_lease(context.store_client())
+        self.lease = lease or context.job_lease(context.planning_store())
         self._store = store
         self.result = JobResult()
         self._releases = LeaseReleases(self.lease)
@@ -305,7 +305,7 @@ class TieringJob:
             return
         planned = [s.ref for s in replayed.splits if isinstance(s, SnapshotSplit)] if replayed is not None else []
         try:
-            self._releases.reconcile(planned)
+            self._releases.reconcile(planned, self.store)
         except NotLeaderError:
             raise
         except TieringError as e:
@@ -514,7 +514,7 @@ def resync_as_leader(config: TieringConfig, table: str, *, wait_s: float = 5.0) 
     the store does not have or the job does not tier is a :class:`UsageError`, one another job
     tiers (its lake report is that job's) a ``ConflictError`` naming it, a driver leading the
     job a :class:`TieringError`: all before anything is written."""
-    from tiering.kvstore.reference import store_table
+    from tiering.kvstore.reference import ReferenceStore, store_table
     from tiering.lake.writers import make_round_writer
     from tiering.round.resync import resync_table
     from tiering.state.lease_file import new_lease_id
@@ -533,7 +533,7 @@ def resync_as_leader(config: TieringConfig, table: str, *, wait_s: float = 5.0) 
         raise other_job(table, job, holder)
     term = _term_of_its_own(config, "resync", "stop it to run `tiering resync`, then start it again", wait_s)
     try:
-        lease = JobLease(client, new_lease_id(job), term.epoch, int(config.lease.duration_s * 1000))
+        lease = JobLease(ReferenceStore(client), new_lease_id(job), term.epoch, int(config.lease.duration_s * 1000))
         lease.claim()
         renewer = LeaseRenewer(lease)
 
@@ -544,7 +544,7 @@ def resync_as_leader(config: TieringConfig, table: str, *, wait_s: float = 5.0) 
         try:
             writer = make_round_writer(build_spark(config), config.lake, job)
             with renewer:  # the snapshots stay held however long the rebuild takes
-                return resync_table(store_table(info), writer, Lake.of(config.lake), lease, fence=fence)
+                return resync_table(store_table(info), writer, Lake.of(config.lake), client, lease, fence=fence)
         finally:
             _drop_quietly(lease)
     finally:
@@ -621,7 +621,7 @@ def run_as_leader(
             if config.trigger.available_now:  # its rounds end at the first with nothing owned: join first
                 group.start()
         spark = build_spark(config)
-        lease = context.job_lease(context.store_client())
+        lease = context.job_lease(context.planning_store())
         observer = observability.RoundObserver(context, lease, listeners=listeners)
         progress = observability.ProgressListener(context.job)
         spark.streams.addListener(progress)

@@ -117,11 +117,11 @@ class LeaseCollector(Collector):
 
     Failure mode: a lease that lapses while the job runs (a renewer that died, a store that
     refuses or never receives renewals) no longer keeps the store's GC off the snapshots a round
-    reads. The expiry is what the store last answered this driver (:attr:`JobLease.expires_at_ms`:
-    acquire, renewal, the round's lease read), read when scraped. A renewed lease stays at least
-    two thirds of its duration ahead of now, so an expiry closer than a third means two renewals
-    missed; one in the past, a lease that lapsed. No sample before the store first answered, nor
-    after a clean stop dropped the lease.
+    reads. The expiry is ``lease.duration_s`` after this driver sent the last acquire or renewal
+    the store took (:attr:`JobLease.expires_at_ms`), never later than the store's own; read when
+    scraped. A renewed lease stays at least two thirds of its duration ahead of now, so an expiry
+    closer than a third means two renewals missed; one in the past, a lease that lapsed. No
+    sample before the store first took a call, nor after a clean stop dropped the lease.
     """
 
     _EXPIRY = ("kv_tiering_lease_expiry_timestamp_seconds", "When the job's lease expires unless renewed (Unix time).")
@@ -237,7 +237,7 @@ class TieringMetrics:
         )
         self.leased = Gauge(
             "kv_tiering_leased_snapshots",
-            "Snapshots the job's lease holds after the round.",
+            "Buckets whose snapshots the job's lease holds after the round (none where the store lists no holds).",
             by_table,
             registry=registry,
         )
@@ -355,8 +355,9 @@ class RoundObserver:
     def _observe(self, outcome: RoundOutcome) -> None:
         m = self._metrics
         lease_id = self._lease.lease_id
-        state = self._lease.state()
-        held = Tally(ref.table_id for ref in state.snapshots) if state is not None else Tally()
+        held = self._lease.held()
+        #: buckets held per table; None: the store lists no holds (Fluss), so the count is unknown
+        holds = None if held is None else Tally(b.table_id for b in held)
         m.rounds.labels(self.job).inc()
         m.round.labels(self.job).set(outcome.round_id)
         for table in outcome.table_ids:
@@ -367,7 +368,7 @@ class RoundObserver:
             splits = len(commit.bootstrap_buckets) + len(commit.log_buckets)
             offsets = dict(sorted(commit.positions.items()))
             lag = outcome.lag.get(table)
-            leased = held.get(commit.table_id, 0)
+            leased = None if holds is None else holds.get(commit.table_id, 0)
             m.table_rounds.labels(self.job, table, "committed").inc()
             m.splits.labels(self.job, table).inc(splits)
             m.rows.labels(self.job, table).inc(commit.rows_in)
@@ -377,11 +378,12 @@ class RoundObserver:
             if table in outcome.unreported:
                 m.unreported.labels(self.job, table).inc()
             m.lake_version.labels(self.job, table).set(commit.delta_version)
-            m.leased.labels(self.job, table).set(leased)
+            if leased is not None:
+                m.leased.labels(self.job, table).set(leased)
             m.freshness.track(self.job, table, LakePosition(commit.table_id, commit.positions), self._planning)
             log.info(
                 "job=%s round=%d table=%s status=%s snapshot_buckets=%d log_buckets=%d changes=%d rows_written=%d "
-                "offsets=%s lag=%s delta_version=%d epoch=%d lease=%s leased_snapshots=%d",
+                "offsets=%s lag=%s delta_version=%d epoch=%d lease=%s leased_snapshots=%s",
                 self.job,
                 outcome.round_id,
                 table,
@@ -395,7 +397,7 @@ class RoundObserver:
                 commit.delta_version,
                 self.epoch,
                 lease_id,
-                leased,
+                "unknown" if leased is None else leased,
             )
         for table, health in outcome.health.items():
             if health.last_commit_ms is not None:

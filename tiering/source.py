@@ -219,7 +219,7 @@ class KvTieringStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         lease (renewer, releases, drop): this one must exist because Spark runs the planning
         reader in a Python process of its own, which shares no object with the driver."""
         if self._lease is None:
-            self._lease = self.context.job_lease(self.client)
+            self._lease = self.context.job_lease(self.context.planning_store())
         return self._lease
 
     @property

@@ -39,8 +39,7 @@ from tiering.errors import (
 )
 from tiering.kvstore.client import KvStoreClient
 from tiering.kvstore.models import LakeReport, Lease, TableInfo
-from tiering.kvstore.reference import ReferenceStore, bucket_log
-from tiering.lease.job_lease import serves_leases
+from tiering.kvstore.reference import ReferenceStore, bucket_log, serves_leases
 from tiering.round.health import TableHealth, read_health
 from tiering.state.checkpoint_store import checkpoint_of
 from tiering.state.lease_file import job_of_lease, read_lease_id

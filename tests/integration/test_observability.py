@@ -1,6 +1,6 @@
 """The per-round hook: one log line per table with the numbers an operator needs, and metrics.
 
-The lease holdings come from the real store (``JobLease.state()``), so the store runs."""
+The lease holdings come from the real store (``JobLease.held()``), so the store runs."""
 
 from __future__ import annotations
 
@@ -14,7 +14,9 @@ from tiering.context import TermContext
 from tiering.coord.ownership import Ownership
 from tiering.kvstore import retry
 from tiering.kvstore.client import KvStoreClient
-from tiering.kvstore.models import SnapshotRef, TableSpec
+from tiering.kvstore.contract import SnapshotRef
+from tiering.kvstore.models import TableSpec
+from tiering.kvstore.reference import ReferenceStore
 from tiering.lake.round_protocol import TableCommit
 from tiering.observability import RoundObserver, TieringMetrics
 from tiering.round.health import TableHealth
@@ -86,8 +88,8 @@ def test_a_round_logs_one_line_per_table_and_sets_the_metrics(tmp_path, caplog, 
     store_client.upsert("orders", [{"id": i} for i in range(10)])
     snapshots = store_client.take_snapshots("orders").buckets
     ctx = context(tmp_path, store_client.url)
-    lease = ctx.job_lease(store_client)
-    lease.acquire([SnapshotRef(table_id=info.table_id, bucket=s.bucket, snapshot_id=s.snapshot_id) for s in snapshots])
+    lease = ctx.job_lease(ctx.planning_store())
+    lease.acquire([SnapshotRef(info.table_id, s.bucket, s.snapshot_id, s.log_offset) for s in snapshots])
     registry = CollectorRegistry()
     seen = []
     observer = RoundObserver(ctx, lease, metrics=TieringMetrics(registry), listeners=[seen.append])
@@ -129,7 +131,7 @@ def test_a_round_logs_one_line_per_table_and_sets_the_metrics(tmp_path, caplog, 
 def test_a_broken_store_does_not_fail_the_round(tmp_path, caplog, monkeypatch):
     """The hook asks the store (unreachable here) for the lease's holdings; it logs and goes on."""
     ctx = context(tmp_path)
-    lease = ctx.job_lease(KvStoreClient("http://127.0.0.1:9", timeout_s=0.5))
+    lease = ctx.job_lease(ReferenceStore(KvStoreClient("http://127.0.0.1:9", timeout_s=0.5)))
     seen = []
     observer = RoundObserver(ctx, lease, metrics=TieringMetrics(CollectorRegistry()), listeners=[seen.append])
     monkeypatch.setattr(retry, "STORE_RETRY", retry.instant(retry.STORE_RETRY))
@@ -159,7 +161,7 @@ def test_a_group_member_samples_the_tables_it_owns_at_their_table_epochs(tmp_pat
 def test_a_table_that_moved_away_leaves_no_failure_streak_behind(tmp_path, store_client):
     ctx = context(tmp_path, store_client.url, **{"job.group": "g"})
     registry = CollectorRegistry()
-    observer = RoundObserver(ctx, ctx.job_lease(store_client), metrics=TieringMetrics(registry))
+    observer = RoundObserver(ctx, ctx.job_lease(ctx.planning_store()), metrics=TieringMetrics(registry))
     stuck = TableHealth(table="users", table_id=9, consecutive_failures=3, last_failure="moved")
     observer(RoundOutcome(round_id=1, epoch=5, table_ids={"users": 9}, health={"users": stuck}))
     assert sample(registry, "kv_tiering_table_consecutive_failures", job="obs-job", table="users") == 3
@@ -168,3 +170,22 @@ def test_a_table_that_moved_away_leaves_no_failure_streak_behind(tmp_path, store
     observer(RoundOutcome(round_id=2, epoch=5, table_ids={"users": 9}, failed={"users": moved}, health={}))
 
     assert sample(registry, "kv_tiering_table_consecutive_failures", job="obs-job", table="users") is None
+
+
+def test_a_store_that_lists_no_holds_leaves_the_leased_count_unknown(tmp_path, caplog, store_client):
+    """Fluss lists no lease's holds: the line says so and no sample is set, rather than a count of
+    0 that reads as nothing held (the Fluss store asks its cluster nothing for that)."""
+    from tiering.fluss.store import FlussStore
+
+    ctx = context(tmp_path, store_client.url)
+    lease = ctx.job_lease(FlussStore("127.0.0.1:9", "db", None))
+    registry = CollectorRegistry()
+    observer = RoundObserver(ctx, lease, metrics=TieringMetrics(registry))
+
+    with caplog.at_level(logging.INFO, logger="tiering.progress"):
+        observer(outcome())
+
+    lines = [r.getMessage() for r in caplog.records if r.name == "tiering.progress"]
+    assert lines[0].endswith("lease=obs-job-lease leased_snapshots=unknown"), lines
+    assert sample(registry, "kv_tiering_leased_snapshots", job="obs-job", table="orders") is None
+    assert sample(registry, "kv_tiering_lake_version", job="obs-job", table="orders") == 7, "the rest is recorded"

@@ -112,11 +112,12 @@ def test_handles_act_for_this_term(tmp_path):
     context = TermContext.begin(config(tmp_path), 9)
 
     client = context.store_client()
-    lease = context.job_lease(client)
+    store = context.planning_store()
+    lease = context.job_lease(store)
 
     assert context.job == "orders-job"
     assert (client.url, client.token) == ("http://127.0.0.1:1", "store-s3cret")
-    assert (lease.client, lease.lease_id, lease.epoch, lease.duration_ms) == (client, context.lease_id, 9, 2500)
+    assert (lease.store, lease.lease_id, lease.epoch, lease.duration_ms) == (store, context.lease_id, 9, 2500)
     assert isinstance(context.lake, Lake) and context.lake == Lake.of(context.config.lake)
     assert context.lake.store.root == str(tmp_path / "lake")
 

@@ -55,7 +55,7 @@ PENDING: Mapping[tuple[str, str], str] = {
 
 #: DESIGN §3's store seam: these units reach a KV store only through it, in store-neutral values
 #: (a second store is a second implementation of the seam, never a second job).
-SEAM_USERS = ("lake/", "delta_log/", "coord/")
+SEAM_USERS = ("lake/", "delta_log/", "coord/", "lease/")
 #: Modules of other units held to the same rule: the round's committer and its deferred reports (the
 #: resync, a reference-store command, still takes the client).
 SEAM_MODULES = ("tiering.round.committer", "tiering.round.deferred")

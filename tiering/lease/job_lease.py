@@ -7,54 +7,43 @@ rather than hiding it, and callers re-acquire and re-check availability instead 
 the holds survived. A driver whose epoch was superseded must stop: :class:`FencedEpochError`
 always propagates, from the calls and from the renewer thread (via :meth:`LeaseRenewer.check`).
 
-A store that predates the lease API answers its routes 404: :meth:`JobLease.claim` finds that
-out once per term, says so in one WARNING and turns the lease off (every call a no-op), so the
-job tiers without protection from the store's GC instead of failing every round; a lease call
-failing for any other reason still fails as it did.
+A store without the lease API (a reference store that predates it, a Fluss server that does not
+know the calls) answers any lease call with :class:`LeaseUnsupportedError`: :meth:`JobLease.claim`
+finds that out as the term starts (any later call too), says so in one WARNING and turns the
+lease off (every call a no-op), so the job tiers without protection from the store's GC instead
+of failing every round; a lease call failing for any other reason still fails as it did.
 
-The per-table holdings live in the store; the source of truth is ``GET /v1/leases/{id}``
-(:meth:`JobLease.state`), so this object keeps no copy that could drift.
+Every call goes through the store seam (:class:`~tiering.kvstore.contract.SnapshotLease`). The
+per-table holdings live in the store (:meth:`JobLease.held`, where the store lists them), so this
+object keeps no copy that could drift; only the expiry is kept here, since the seam answers none.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Iterable, Mapping
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TypeVar
 
 from tiering.coord.ownership import TableClaims
-from tiering.errors import LeaseNotFoundError, NotFoundError, RetryableError, StoreError
-from tiering.kvstore.client import KvStoreClient
-from tiering.kvstore.models import BucketRef, Lease, SnapshotRef, TableEpoch, TableOwners
+from tiering.errors import LeaseNotFoundError, LeaseUnsupportedError, NotFoundError, RetryableError
+from tiering.kvstore.contract import BucketId, SnapshotLease, SnapshotRef, TableOwners
 
-__all__ = ["JobLease", "LeaseRenewer", "serves_leases"]
+__all__ = ["JobLease", "LeaseRenewer"]
 
 log = logging.getLogger(__name__)
 
-#: The statuses a store without the lease API answers its routes with (an unknown route, a method
-#: it does not serve there).
-_NO_ROUTE = frozenset({404, 405})
-
-
-def serves_leases(client: KvStoreClient) -> bool:
-    """Whether the store serves the lease API at all: its list answers, whoever holds what. Asked
-    only when a lease call got a 404 or 405 that is not the store's unknown lease."""
-    try:
-        client.list_leases()
-    except StoreError as e:
-        if e.status in _NO_ROUTE:
-            return False
-        raise
-    return True
+R = TypeVar("R")
 
 
 class JobLease:
-    """One job's lease for one leadership term: every call carries ``epoch``. ``enabled`` False:
-    the store has no lease API (found by :meth:`claim`, or by the term that passed it on), and
-    every call does nothing."""
+    """One job's lease for one leadership term, on ``store``: every call carries ``epoch``.
+    ``enabled`` False: the store has no lease API (found by a call, or by the term that passed it
+    on), and every call does nothing."""
 
     def __init__(
-        self, client: KvStoreClient, lease_id: str, epoch: int, duration_ms: int, *, enabled: bool = True
+        self, store: SnapshotLease, lease_id: str, epoch: int, duration_ms: int, *, enabled: bool = True
     ) -> None:
         if not lease_id:
             raise ValueError("lease_id is empty")
@@ -62,24 +51,26 @@ class JobLease:
             raise ValueError(f"lease {lease_id}: epoch must be >= 0, got {epoch}")
         if duration_ms <= 0:
             raise ValueError(f"lease {lease_id}: duration_ms must be > 0, got {duration_ms}")
-        self.client = client
+        self.store = store
         self.lease_id = lease_id
         self.epoch = epoch
         self.duration_ms = duration_ms
         self.enabled = enabled
-        #: when the store said the lease expires (epoch ms), as of the last acquire, renewal or
-        #: :meth:`state`; None before the first and after a drop (the lease-expiry metric reads it)
+        #: when the lease expires unless renewed (epoch ms): ``duration_ms`` after this driver sent
+        #: the last acquire, renewal or claim the store took, so never later than the store's own
+        #: expiry; None before the first and after a drop (the lease-expiry metric reads it)
         self.expires_at_ms: int | None = None
 
-    def acquire(self, refs: list[SnapshotRef], owners: TableClaims | None = None) -> list[SnapshotRef]:
+    def acquire(self, refs: Sequence[SnapshotRef], owners: TableClaims | None = None) -> list[SnapshotRef]:
         """Hold ``refs`` (creating or renewing the lease); returns the ones whose files are
         already gone: plan those buckets from a newer snapshot. ``owners``: in a tiering group, the
         table epochs of their tables (TableEpochFencedError when one of them moved)."""
         if not self.enabled:
             return []
-        result = self.client.acquire_lease(self.lease_id, self.epoch, self.duration_ms, refs, _wire(owners))
-        self.expires_at_ms = result.expires_at_ms
-        return list(result.unavailable)
+        claims = _owners(owners)
+        return self._call(
+            lambda: self.store.acquire(self.lease_id, self.epoch, self.duration_ms, refs, claims), [], extends=True
+        )
 
     def release_table(self, table_id: int, buckets: list[int]) -> None:
         """:meth:`release` of one table's buckets."""
@@ -91,15 +82,11 @@ class JobLease:
         An expired lease holds nothing: nothing left to release."""
         if not self.enabled:
             return
-        refs = [
-            BucketRef(table_id=table_id, bucket=b)
-            for table_id, buckets in sorted(held.items())
-            for b in sorted(buckets)
-        ]
-        if not refs:
+        buckets = [BucketId(table_id, b) for table_id, chosen in sorted(held.items()) for b in sorted(chosen)]
+        if not buckets:
             return
         try:
-            self.client.release_lease(self.lease_id, self.epoch, refs)
+            self._call(lambda: self.store.release(self.lease_id, self.epoch, buckets), None)
         except LeaseNotFoundError:
             log.debug(
                 "lease %s: release of table_ids %s found no lease (expired or dropped)", self.lease_id, sorted(held)
@@ -110,7 +97,7 @@ class JobLease:
         if not self.enabled:
             return True
         try:
-            self.expires_at_ms = self.client.renew_lease(self.lease_id, self.epoch, self.duration_ms).expires_at_ms
+            self._renew()
         except LeaseNotFoundError:
             return False
         return True
@@ -123,59 +110,66 @@ class JobLease:
         when no snapshot is read). An unknown lease has nothing to take over: the first acquire
         creates it with this epoch. A store out of reach is logged: the renewer and the
         round's acquires carry the epoch as soon as it answers. A store without the lease API
-        turns the lease off (:meth:`_turn_off`)."""
+        turns the lease off."""
         if not self.enabled:
             return
         try:
-            self.expires_at_ms = self.client.renew_lease(self.lease_id, self.epoch, self.duration_ms).expires_at_ms
+            self._renew()
         except RetryableError as e:
             log.warning(
                 "lease %s: could not claim it for epoch %d at the term's start: %s", self.lease_id, self.epoch, e
             )
             return
-        except NotFoundError as e:
-            if e.code != "LEASE_NOT_FOUND" and not serves_leases(self.client):
-                self._turn_off(e)
+        except NotFoundError:
             return
-        except StoreError as e:
-            if e.status not in _NO_ROUTE or serves_leases(self.client):
-                raise
-            self._turn_off(e)
-            return
-        log.info("lease %s: claimed for epoch %d", self.lease_id, self.epoch)
-
-    def _turn_off(self, answer: StoreError) -> None:
-        self.enabled = False
-        self.expires_at_ms = None
-        log.warning(
-            "lease %s: the KV store at %s has no lease API (%s); job tiers WITHOUT snapshot leases this term: "
-            "the store's GC may delete a snapshot while a bootstrap reads it, and that table's round then fails "
-            "(snapshot_gone) and bootstraps again from a newer snapshot",
-            self.lease_id,
-            self.client.url,
-            answer,
-        )
+        if self.enabled:
+            log.info("lease %s: claimed for epoch %d", self.lease_id, self.epoch)
 
     def drop(self) -> None:
         """End the lease on a clean stop; already gone counts as dropped."""
         if not self.enabled:
             return
         try:
-            self.client.drop_lease(self.lease_id, self.epoch)
+            self._call(lambda: self.store.drop(self.lease_id, self.epoch), None)
         except LeaseNotFoundError:
             log.debug("lease %s: already gone when dropped", self.lease_id)
         self.expires_at_ms = None
 
-    def state(self) -> Lease | None:
-        """What the store holds for this lease right now; None when unknown or expired."""
+    def held(self) -> list[BucketId] | None:
+        """The buckets the store holds for this lease right now (none when it is unknown or
+        expired, or the lease is off); None: the store cannot list a lease's holds."""
+        nothing: list[BucketId] | None = []
         if not self.enabled:
-            return None
+            return nothing
+        return self._call(lambda: self.store.held(self.lease_id), nothing)
+
+    def _renew(self) -> None:
+        self._call(lambda: self.store.renew(self.lease_id, self.epoch, self.duration_ms), None, extends=True)
+
+    def _call(self, verb: Callable[[], R], off: R, *, extends: bool = False) -> R:
+        """``verb()``; a store without the lease API turns the lease off and answers ``off``.
+        ``extends``: a call the store takes holds the lease for ``duration_ms`` from when it was sent."""
+        sent_ms = int(time.time() * 1000)
         try:
-            lease = self.client.get_lease(self.lease_id)
-        except LeaseNotFoundError:
-            return None
-        self.expires_at_ms = lease.expires_at_ms
-        return lease
+            answer = verb()
+        except LeaseUnsupportedError as e:
+            self._turn_off(e)
+            return off
+        if extends:
+            self.expires_at_ms = sent_ms + self.duration_ms
+        return answer
+
+    def _turn_off(self, answer: LeaseUnsupportedError) -> None:
+        self.enabled = False
+        self.expires_at_ms = None
+        log.warning(
+            "lease %s: %r has no lease API (%s); job tiers WITHOUT snapshot leases this term: "
+            "the store's GC may delete a snapshot while a bootstrap reads it, and that table's round then fails "
+            "(snapshot_gone) and bootstraps again from a newer snapshot",
+            self.lease_id,
+            self.store,
+            answer.__cause__ or answer,
+        )
 
 
 class LeaseRenewer:
@@ -250,9 +244,6 @@ class LeaseRenewer:
                 self.renewals += 1
 
 
-def _wire(claims: TableClaims | None) -> TableOwners | None:
-    """A group member's claims as the store's acquire takes them."""
-    if claims is None:
-        return None
-    tables = [TableEpoch(table_id=i, table_epoch=e) for i, e in sorted(claims.epochs.items())]
-    return TableOwners(group=claims.group, job=claims.job, tables=tables)
+def _owners(claims: TableClaims | None) -> TableOwners | None:
+    """A group member's claims as the store seam takes them."""
+    return None if claims is None else TableOwners(claims.group, claims.job, dict(claims.epochs))

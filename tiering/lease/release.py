@@ -24,7 +24,8 @@ files are read. They are let go at exactly these points (docs/DESIGN.md §1):
 - **unplanned** — a new term lets go of every hold no planned split needs
   (:meth:`LeaseReleases.reconcile`): a driver killed after the planner's acquire and before
   Spark logged the offset left holds that no round will ever release, under a lease id every
-  later term keeps renewing;
+  later term keeps renewing. A store that lists no lease's holds (Fluss) has every bucket of
+  every table it lists released but the planned ones: a bucket not held is no error there;
 - **expiry** — the store's backstop, ``lease.duration_s`` after the last renewal. It covers
   what no code can: a driver killed mid-round, Spark's ``commit(end)`` that runs one batch
   late and never for a run's last batch, and ``stop()`` that Spark does not call on SIGTERM —
@@ -50,14 +51,14 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from tiering.coord.ownership import TableClaims
 from tiering.errors import NotLeaderError, StoreError, TieringError
-from tiering.kvstore.models import SnapshotRef
+from tiering.kvstore.contract import BucketId, SnapshotRef, StoreCatalog, StoreTable
 from tiering.lease.job_lease import JobLease
 
-__all__ = ["LeaseReleases", "by_bucket", "without_buckets"]
+__all__ = ["LeaseReleases", "by_bucket", "without_buckets", "strays"]
 
 log = logging.getLogger(__name__)
 
@@ -65,7 +66,7 @@ log = logging.getLogger(__name__)
 Held = Mapping[int, Iterable[int]]
 
 
-def by_bucket(refs: Iterable[SnapshotRef]) -> dict[int, set[int]]:
+def by_bucket(refs: Iterable[SnapshotRef | BucketId]) -> dict[int, set[int]]:
     """``table_id -> buckets`` of ``refs``: what a release names (it lets go of a bucket whole)."""
     buckets: dict[int, set[int]] = {}
     for ref in refs:
@@ -79,6 +80,17 @@ def without_buckets(held: Held, refs: Iterable[SnapshotRef]) -> dict[int, set[in
     taken = by_bucket(refs)
     rest = {table_id: set(buckets) - taken.get(table_id, set()) for table_id, buckets in held.items()}
     return {table_id: buckets for table_id, buckets in rest.items() if buckets}
+
+
+def strays(
+    held: Iterable[BucketId] | None, tables: Callable[[], Iterable[StoreTable]], planned: Iterable[SnapshotRef]
+) -> dict[int, set[int]]:
+    """What a new term releases: the ``held`` buckets no ``planned`` snapshot is of; ``held`` None
+    (a store that lists no holds): every bucket of every table the store has (``tables()``, asked
+    only then) that no planned snapshot is of, since an earlier term may have left a hold on any."""
+    if held is not None:
+        return without_buckets(by_bucket(held), planned)
+    return without_buckets({t.table_id: set(range(t.num_buckets)) for t in tables()}, planned)
 
 
 class LeaseReleases:
@@ -96,7 +108,7 @@ class LeaseReleases:
         self._lost: set[SnapshotRef] = set()
         self._refused: dict[int, set[int]] = {}
 
-    def hold(self, refs: list[SnapshotRef], owners: TableClaims | None = None) -> list[SnapshotRef]:
+    def hold(self, refs: Sequence[SnapshotRef], owners: TableClaims | None = None) -> list[SnapshotRef]:
         """Acquire the round's snapshots right before they are read; returns the ones already
         gone. The rest are the round in flight until released. A refused release of a bucket the
         round holds again is dropped: it would let go of the round's new hold. ``owners``: in a
@@ -159,24 +171,24 @@ class LeaseReleases:
             self._hold_again()
         self.retry_refused()
 
-    def reconcile(self, planned: Iterable[SnapshotRef]) -> None:
+    def reconcile(self, planned: Iterable[SnapshotRef], catalog: StoreCatalog) -> None:
         """A new term's start: release every hold of the lease that no planned split needs
-        (``planned``: the snapshot splits of the round Spark will replay, if any). Buckets are
-        released whole, so a bucket with a planned snapshot keeps all of its holds."""
+        (``planned``: the snapshot splits of the round Spark will replay, if any; :func:`strays`,
+        the tables from ``catalog`` where the store lists no holds). Buckets are released whole,
+        so a bucket with a planned snapshot keeps all of its holds."""
         with self._calls:
-            state = self.lease.state()
-            if state is None:
-                return
-            stray = without_buckets(by_bucket(state.snapshots), planned)
+            held = self.lease.held()
+            stray = strays(held, catalog.tables, planned)
             if not stray:
                 return
             self.lease.release(stray)
-        log.info(
-            "lease %s: released %d holds no planned round needs (table_ids %s), left by an earlier term",
-            self.lease.lease_id,
-            sum(map(len, stray.values())),
-            sorted(stray),
+        line = (
+            "lease %s: released %d holds no planned round needs (table_ids %s), left by an earlier term"
+            if held is not None
+            else "lease %s: released the %d buckets no planned round needs (table_ids %s): the store lists no "
+            "holds, and an earlier term may have left one on any"
         )
+        log.info(line, self.lease.lease_id, sum(map(len, stray.values())), sorted(stray))
 
     def stopped(self) -> None:
         with self._calls:

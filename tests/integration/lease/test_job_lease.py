@@ -1,4 +1,5 @@
-"""JobLease and LeaseRenewer against the real reference store process (its own process, real GC)."""
+"""JobLease and LeaseRenewer against the real reference store process (its own process, real GC),
+through the store seam (``ReferenceStore``)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,9 @@ from tests.support.waiting import STORE_PACE, wait_until
 from tiering.errors import FencedEpochError, SnapshotUnavailableError
 from tiering.kvstore import retry
 from tiering.kvstore.client import KvStoreClient
-from tiering.kvstore.models import SnapshotRef, TableSpec
+from tiering.kvstore.contract import BucketId, SnapshotRef
+from tiering.kvstore.models import TableSpec
+from tiering.kvstore.reference import ReferenceStore
 from tiering.lease.job_lease import JobLease, LeaseRenewer
 
 pytestmark = pytest.mark.integration
@@ -37,7 +40,7 @@ def snapshot_refs(client: KvStoreClient, table: str, first_id: int = 0) -> list[
     client.upsert(table, [{"id": i, "v": f"v{i}"} for i in range(first_id, first_id + 20)])
     snaps = client.take_snapshots(table)
     return sorted(
-        (SnapshotRef(table_id=snaps.table_id, bucket=s.bucket, snapshot_id=s.snapshot_id) for s in snaps.buckets),
+        (SnapshotRef(snaps.table_id, s.bucket, s.snapshot_id, s.log_offset) for s in snaps.buckets),
         key=lambda r: r.bucket,
     )
 
@@ -46,44 +49,62 @@ def lease_id() -> str:
     return f"test-{uuid.uuid4().hex[:12]}"
 
 
+def job_lease(client: KvStoreClient, lease: str, epoch: int, duration_ms: int) -> JobLease:
+    return JobLease(ReferenceStore(client), lease, epoch=epoch, duration_ms=duration_ms)
+
+
+def snapshot_ids(refs) -> set[tuple[int, int, int]]:
+    """``(table_id, bucket, snapshot_id)`` of snapshot references, the store's or the seam's."""
+    return {(r.table_id, r.bucket, r.snapshot_id) for r in refs}
+
+
+def holding(client: KvStoreClient, lease: str) -> set[tuple[int, int, int]]:
+    """The snapshots the store holds for ``lease``, as :func:`snapshot_ids` names them."""
+    return snapshot_ids(client.get_lease(lease).snapshots)
+
+
+def buckets(refs: list[SnapshotRef]) -> list[BucketId]:
+    """What :meth:`JobLease.held` lists for ``refs``: their buckets, in order."""
+    return sorted({BucketId(r.table_id, r.bucket) for r in refs}, key=lambda b: (b.table_id, b.bucket))
+
+
 def test_acquire_holds_snapshots_visible_in_the_store(store_client):
     table = make_table(store_client, "orders_acq")
     refs = snapshot_refs(store_client, table) + snapshot_refs(store_client, table, 100)
-    lease = JobLease(store_client, lease_id(), epoch=3, duration_ms=LONG_MS)
+    lease = job_lease(store_client, lease_id(), epoch=3, duration_ms=LONG_MS)
 
     assert lease.acquire(refs[:2]) == []
     assert lease.acquire(refs[2:]) == []  # a second acquire adds holds, keeps the first ones
 
     held = store_client.get_lease(lease.lease_id)
     assert held.epoch == 3
-    assert sorted(held.snapshots, key=lambda r: (r.bucket, r.snapshot_id)) == sorted(
-        refs, key=lambda r: (r.bucket, r.snapshot_id)
-    )
+    assert snapshot_ids(held.snapshots) == snapshot_ids(refs)
     assert held.expires_at_ms > time.time() * 1000 + LONG_MS / 2
-    assert lease.state() == held
+    assert lease.expires_at_ms is not None and lease.expires_at_ms <= held.expires_at_ms, "never later than the store's"
+    assert lease.held() == buckets(refs), "two snapshots of a bucket: one bucket held"
     assert lease.lease_id in {x.lease_id for x in store_client.list_leases()}
 
 
 def test_release_table_frees_only_that_tables_buckets(store_client):
     orders = snapshot_refs(store_client, make_table(store_client, "orders_rel"))
     items = snapshot_refs(store_client, make_table(store_client, "items_rel"))
-    lease = JobLease(store_client, lease_id(), epoch=1, duration_ms=LONG_MS)
+    lease = job_lease(store_client, lease_id(), epoch=1, duration_ms=LONG_MS)
     assert lease.acquire(orders + items) == []
 
     lease.release_table(orders[0].table_id, [0])
-    assert set(lease.state().snapshots) == {orders[1], *items}
+    assert lease.held() == buckets([orders[1], *items])
 
     lease.release_table(items[0].table_id, [0, 1])
-    assert lease.state().snapshots == [orders[1]]
+    assert lease.held() == buckets([orders[1]])
     lease.release_table(items[0].table_id, [])  # nothing to release is not a call
-    assert lease.state().snapshots == [orders[1]]
+    assert holding(store_client, lease.lease_id) == snapshot_ids([orders[1]])
 
 
 def test_a_held_snapshot_survives_gc_until_released(store_factory):
     store = store_factory(num_retained=1, gc_interval_s=0.2)
     client = store.client()
     held = snapshot_refs(client, make_table(client, "orders_gc"))
-    lease = JobLease(client, lease_id(), epoch=1, duration_ms=LONG_MS)
+    lease = job_lease(client, lease_id(), epoch=1, duration_ms=LONG_MS)
     assert lease.acquire(held) == []
 
     superseded = snapshot_refs(client, "orders_gc", 100)  # never leased
@@ -107,42 +128,41 @@ def test_a_held_snapshot_survives_gc_until_released(store_factory):
 
 def test_renew_after_expiry_is_false_and_the_holds_are_gone(store_client):
     refs = snapshot_refs(store_client, make_table(store_client, "orders_exp"))
-    lease = JobLease(store_client, lease_id(), epoch=1, duration_ms=300)
+    lease = job_lease(store_client, lease_id(), epoch=1, duration_ms=300)
     assert lease.acquire(refs) == []
     assert lease.renew() is True
 
     time.sleep(0.5)
     assert lease.renew() is False
-    assert lease.state() is None
+    assert lease.held() == []
     lease.release_table(refs[0].table_id, [0])  # an expired lease holds nothing: no error
 
     # Re-acquire is the way back; the store re-checks every snapshot.
-    long_lease = JobLease(store_client, lease.lease_id, epoch=1, duration_ms=LONG_MS)
+    long_lease = job_lease(store_client, lease.lease_id, epoch=1, duration_ms=LONG_MS)
     assert long_lease.acquire(refs) == []
     assert long_lease.renew() is True
-    assert set(long_lease.state().snapshots) == set(refs)
+    assert holding(store_client, lease.lease_id) == snapshot_ids(refs)
 
 
 def test_renewer_keeps_the_lease_alive_past_its_duration(store_client):
     refs = snapshot_refs(store_client, make_table(store_client, "orders_renewer"))
-    lease = JobLease(store_client, lease_id(), epoch=2, duration_ms=600)
+    lease = job_lease(store_client, lease_id(), epoch=2, duration_ms=600)
     assert lease.acquire(refs) == []
 
     with LeaseRenewer(lease) as renewer:
         assert renewer.interval_s == pytest.approx(0.2)
         time.sleep(2.0)  # > 3 durations
-        assert lease.state() is not None
-        assert set(lease.state().snapshots) == set(refs)
+        assert lease.held() == buckets(refs)
         assert renewer.renewals >= 5
         renewer.check()
 
     time.sleep(0.8)  # stopped: nothing renews it any more
-    assert lease.state() is None
+    assert lease.held() == []
 
 
 def test_renewer_reports_a_lapsed_lease_and_keeps_going(store_client, caplog):
     caplog.set_level(logging.WARNING, logger="tiering.lease.job_lease")
-    lease = JobLease(store_client, lease_id(), epoch=1, duration_ms=200)
+    lease = job_lease(store_client, lease_id(), epoch=1, duration_ms=200)
     assert lease.acquire([]) == []
     renewer = LeaseRenewer(lease, interval_s=0.5).start()  # slower than the lease lives
     try:
@@ -151,7 +171,7 @@ def test_renewer_reports_a_lapsed_lease_and_keeps_going(store_client, caplog):
             what="the renewer to report the lapse",
             **STORE_PACE,
         )
-        assert lease.state() is None  # the store agrees: nothing is held any more
+        assert lease.held() == []  # the store agrees: nothing is held any more
         renewer.check()  # lapsing is not a failure: the committer re-acquires before it reads
         assert renewer._thread.is_alive()
     finally:
@@ -161,9 +181,9 @@ def test_renewer_reports_a_lapsed_lease_and_keeps_going(store_client, caplog):
 def test_lower_epoch_is_fenced_everywhere(store_client):
     refs = snapshot_refs(store_client, make_table(store_client, "orders_fence"))
     lid = lease_id()
-    current = JobLease(store_client, lid, epoch=5, duration_ms=LONG_MS)
+    current = job_lease(store_client, lid, epoch=5, duration_ms=LONG_MS)
     assert current.acquire(refs) == []
-    zombie = JobLease(store_client, lid, epoch=4, duration_ms=LONG_MS)
+    zombie = job_lease(store_client, lid, epoch=4, duration_ms=LONG_MS)
 
     calls = (
         zombie.renew,
@@ -174,9 +194,9 @@ def test_lower_epoch_is_fenced_everywhere(store_client):
     for call in calls:
         with pytest.raises(FencedEpochError):
             call()
-    assert set(current.state().snapshots) == set(refs)  # the zombie changed nothing
+    assert holding(store_client, lid) == snapshot_ids(refs)  # the zombie changed nothing
 
-    newer = JobLease(store_client, lid, epoch=6, duration_ms=LONG_MS)
+    newer = job_lease(store_client, lid, epoch=6, duration_ms=LONG_MS)
     assert newer.renew() is True
     assert store_client.get_lease(lid).epoch == 6
     with pytest.raises(FencedEpochError):
@@ -186,26 +206,29 @@ def test_lower_epoch_is_fenced_everywhere(store_client):
 def test_claim_fences_the_previous_term_at_once_and_creates_no_lease(store_client):
     refs = snapshot_refs(store_client, make_table(store_client, "orders_claim"))
     lid = lease_id()
-    previous = JobLease(store_client, lid, epoch=2, duration_ms=LONG_MS)
+    previous = job_lease(store_client, lid, epoch=2, duration_ms=LONG_MS)
     assert previous.acquire(refs) == []
 
-    JobLease(store_client, lid, epoch=3, duration_ms=LONG_MS).claim()
-    assert store_client.get_lease(lid).epoch == 3
-    assert set(store_client.get_lease(lid).snapshots) == set(refs), "a claim keeps the holds"
+    claimed = job_lease(store_client, lid, epoch=3, duration_ms=LONG_MS)
+    claimed.claim()
+    assert store_client.get_lease(lid).epoch == 3 and claimed.expires_at_ms is not None
+    assert holding(store_client, lid) == snapshot_ids(refs), "a claim keeps the holds"
     with pytest.raises(FencedEpochError):
         previous.release_table(refs[0].table_id, [0])
 
-    unknown = JobLease(store_client, lease_id(), epoch=1, duration_ms=LONG_MS)
+    unknown = job_lease(store_client, lease_id(), epoch=1, duration_ms=LONG_MS)
     unknown.claim()
-    assert unknown.state() is None, "nothing to take over: the first acquire creates the lease"
+    assert unknown.held() == [], "nothing to take over: the first acquire creates the lease"
+    assert unknown.lease_id not in {x.lease_id for x in store_client.list_leases()}
+    assert unknown.expires_at_ms is None, "no expiry before the store took a call"
     with pytest.raises(FencedEpochError):
-        JobLease(store_client, lid, epoch=1, duration_ms=LONG_MS).claim()
+        job_lease(store_client, lid, epoch=1, duration_ms=LONG_MS).claim()
 
 
 def test_renewer_stops_on_a_fenced_epoch_and_hands_it_to_the_caller(store_client):
     lid = lease_id()
-    JobLease(store_client, lid, epoch=9, duration_ms=LONG_MS).acquire([])
-    renewer = LeaseRenewer(JobLease(store_client, lid, epoch=8, duration_ms=LONG_MS), interval_s=0.05).start()
+    job_lease(store_client, lid, epoch=9, duration_ms=LONG_MS).acquire([])
+    renewer = LeaseRenewer(job_lease(store_client, lid, epoch=8, duration_ms=LONG_MS), interval_s=0.05).start()
     try:
         wait_until(lambda: renewer.failure is not None, what="the renewer to hit the fence", **STORE_PACE)
         with pytest.raises(FencedEpochError):
@@ -217,10 +240,10 @@ def test_renewer_stops_on_a_fenced_epoch_and_hands_it_to_the_caller(store_client
 
 def test_drop_ends_the_lease_and_is_idempotent(store_client):
     refs = snapshot_refs(store_client, make_table(store_client, "orders_drop"))
-    lease = JobLease(store_client, lease_id(), epoch=1, duration_ms=LONG_MS)
+    lease = job_lease(store_client, lease_id(), epoch=1, duration_ms=LONG_MS)
     assert lease.acquire(refs) == []
     lease.drop()
-    assert lease.state() is None
+    assert lease.held() == [] and lease.expires_at_ms is None
     assert lease.lease_id not in {x.lease_id for x in store_client.list_leases()}
     lease.drop()
     assert lease.renew() is False
@@ -233,7 +256,7 @@ def test_lease_and_renewer_survive_a_store_crash(kv_store, caplog, monkeypatch):
     caplog.set_level(logging.WARNING, logger="tiering.lease.job_lease")
     client = kv_store.client()
     refs = snapshot_refs(client, make_table(client, "orders_crash"))
-    lease = JobLease(client, lease_id(), epoch=1, duration_ms=30_000)
+    lease = job_lease(client, lease_id(), epoch=1, duration_ms=30_000)
     assert lease.acquire(refs) == []
 
     with LeaseRenewer(lease, interval_s=0.1) as renewer:
@@ -247,4 +270,4 @@ def test_lease_and_renewer_survive_a_store_crash(kv_store, caplog, monkeypatch):
         before = renewer.renewals
         wait_until(lambda: renewer.renewals > before + 1, what="renewals to resume after the restart", **STORE_PACE)
         renewer.check()  # an outage is not a failure: the renewer kept going
-    assert set(kv_store.client().get_lease(lease.lease_id).snapshots) == set(refs)
+    assert holding(kv_store.client(), lease.lease_id) == snapshot_ids(refs)

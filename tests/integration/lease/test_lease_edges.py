@@ -13,7 +13,16 @@ import time
 
 import pytest
 
-from tests.integration.lease.test_job_lease import LONG_MS, lease_id, make_table, snapshot_refs
+from tests.integration.lease.test_job_lease import (
+    LONG_MS,
+    buckets,
+    holding,
+    job_lease,
+    lease_id,
+    make_table,
+    snapshot_ids,
+    snapshot_refs,
+)
 from tests.support.config import make_config
 from tests.support.fault_proxy import Delay, FaultProxy, Respond, Rule
 from tests.support.oracle import TableOracle, assert_lake_equals
@@ -23,8 +32,8 @@ from tiering.errors import SnapshotUnavailableError
 from tiering.job import TieringJob, resync_as_leader
 from tiering.kvstore import retry
 from tiering.kvstore.client import KvStoreClient
-from tiering.kvstore.models import SnapshotRef
-from tiering.lease.job_lease import JobLease, LeaseRenewer
+from tiering.kvstore.contract import SnapshotRef
+from tiering.lease.job_lease import LeaseRenewer
 from tiering.lease.release import LeaseReleases
 from tiering.observability import LeaseCollector
 from tiering.state.lease_file import load_or_create_lease_id
@@ -84,9 +93,30 @@ def test_one_lease_call_answered_404_by_a_store_that_serves_leases_keeps_them_on
     """A 404 that is not the store's unknown lease turns leases off only when the API is absent."""
     with FaultProxy(kv_store.url) as proxy:
         proxy.add(Rule(NO_ROUTE, path=r"/v1/leases/[^/]+/renew"))
-        lease = JobLease(KvStoreClient(proxy.url), lease_id(), epoch=1, duration_ms=LONG_MS)
+        lease = job_lease(KvStoreClient(proxy.url), lease_id(), epoch=1, duration_ms=LONG_MS)
         lease.claim()
     assert lease.enabled is True
+
+
+def test_a_store_that_loses_the_lease_api_mid_term_turns_the_lease_off_at_the_next_call(kv_store, caplog):
+    """A store rolled back to a release without the lease API after the term's claim: the next
+    lease call, whichever verb, turns the lease off with the one WARNING instead of failing."""
+    caplog.set_level(logging.WARNING, logger="tiering.lease.job_lease")
+    client = kv_store.client()
+    refs = snapshot_refs(client, make_table(client, "rolled_back"))
+    with FaultProxy(kv_store.url) as proxy:
+        lease = job_lease(KvStoreClient(proxy.url), lease_id(), epoch=1, duration_ms=LONG_MS)
+        assert lease.acquire(refs[:1]) == [] and lease.enabled and lease.expires_at_ms is not None
+        proxy.add(Rule(NO_ROUTE, path=r"/v1/leases.*"))
+
+        assert lease.acquire(refs) == [], "nothing reported gone: nothing was asked"
+        assert lease.enabled is False and lease.expires_at_ms is None
+        assert lease.renew() is True and lease.held() == []
+        lease.release({refs[0].table_id: [0, 1]})
+        lease.drop()
+    warnings = [r.getMessage() for r in caplog.records if "has no lease API" in r.getMessage()]
+    assert len(warnings) == 1 and "WITHOUT snapshot leases" in warnings[0] and proxy.url in warnings[0]
+    assert holding(client, lease.lease_id) == snapshot_ids(refs[:1]), "the store never saw the later calls"
 
 
 def test_a_refused_release_is_sent_at_the_next_renewal_while_the_job_idles(kv_store, monkeypatch):
@@ -96,16 +126,16 @@ def test_a_refused_release_is_sent_at_the_next_renewal_while_the_job_idles(kv_st
     client = kv_store.client()
     refs = snapshot_refs(client, make_table(client, "idle"))
     with FaultProxy(kv_store.url) as proxy:
-        lease = JobLease(KvStoreClient(proxy.url), lease_id(), epoch=1, duration_ms=3000)
+        lease = job_lease(KvStoreClient(proxy.url), lease_id(), epoch=1, duration_ms=3000)
         releases = LeaseReleases(lease)
         assert releases.hold(refs) == []
         refusal = proxy.add(Rule(GATEWAY_503, method="POST", path=r"/v1/leases/[^/]+/release"))
         releases.finished({refs[0].table_id: [0, 1]})
-        assert refusal.injected >= 1 and set(client.get_lease(lease.lease_id).snapshots) == set(refs)
+        assert refusal.injected >= 1 and holding(client, lease.lease_id) == snapshot_ids(refs)
 
         with LeaseRenewer(lease, after=releases.after_renewal) as renewer:
             time.sleep(2.5)  # two renewals while the store still refuses: the holds stay
-            assert set(client.get_lease(lease.lease_id).snapshots) == set(refs), "renewed, still held"
+            assert holding(client, lease.lease_id) == snapshot_ids(refs), "renewed, still held"
             proxy.remove(refusal)
             wait_until(
                 lambda: client.get_lease(lease.lease_id).snapshots == [], what="the deferred release", timeout_s=10
@@ -126,7 +156,7 @@ def test_a_new_term_releases_the_holds_no_planned_round_needs(spark, kv_store, t
         **{"trigger.available_now": False, "tables.include": ["nothing-*"], "lease.duration_s": 30.0},
     )
     kept_id = load_or_create_lease_id(config.job.checkpoint, config.job.name)
-    assert JobLease(client, kept_id, 1, LONG_MS).acquire(stray) == []
+    assert job_lease(client, kept_id, 1, LONG_MS).acquire(stray) == []
 
     job = TieringJob(spark, TermContext.begin(config, 2))
     job.start()
@@ -141,7 +171,7 @@ def test_a_lease_that_lapsed_while_the_store_was_paused_holds_the_round_in_fligh
     store = store_factory()
     client = store.client()
     refs = snapshot_refs(client, make_table(client, "lapse"))
-    lease = JobLease(client, lease_id(), epoch=1, duration_ms=1500)
+    lease = job_lease(client, lease_id(), epoch=1, duration_ms=1500)
     releases = LeaseReleases(lease)
     assert releases.hold(refs) == []
     with LeaseRenewer(lease, interval_s=0.3, after=releases.after_renewal) as renewer:
@@ -151,7 +181,7 @@ def test_a_lease_that_lapsed_while_the_store_was_paused_holds_the_round_in_fligh
         finally:
             os.kill(store.pid, signal.SIGCONT)
         wait_until(
-            lambda: (state := lease.state()) is not None and set(state.snapshots) == set(refs),
+            lambda: lease.held() == buckets(refs),
             what="the round's snapshots held again",
             **STORE_PACE,
         )
@@ -163,7 +193,7 @@ def test_a_snapshot_collected_while_the_lease_was_lapsed_is_lost_never_read_unhe
     store = store_factory(num_retained=1, gc_interval_s=0.1)
     client = store.client()
     held = snapshot_refs(client, make_table(client, "lost"))
-    lease = JobLease(client, lease_id(), epoch=1, duration_ms=800)
+    lease = job_lease(client, lease_id(), epoch=1, duration_ms=800)
     releases = LeaseReleases(lease)
     assert releases.hold(held) == []
     snapshot_refs(client, "lost", 100)  # newer snapshots: only the lease kept the first ones
@@ -218,8 +248,8 @@ def test_two_jobs_leases_on_one_snapshot_one_dropped_gc_keeps_it_for_the_other(s
     store = store_factory(num_retained=1, gc_interval_s=0.1)
     client = store.client()
     held = snapshot_refs(client, make_table(client, "shared"))
-    first = JobLease(client, f"orders-{'a' * 32}", epoch=1, duration_ms=LONG_MS)
-    second = JobLease(client, f"orders-eu-{'b' * 32}", epoch=1, duration_ms=LONG_MS)
+    first = job_lease(client, f"orders-{'a' * 32}", epoch=1, duration_ms=LONG_MS)
+    second = job_lease(client, f"orders-eu-{'b' * 32}", epoch=1, duration_ms=LONG_MS)
     assert first.acquire(held) == [] and second.acquire(held) == []
     newer = snapshot_refs(client, "shared", 100)
     snapshot_refs(client, "shared", 200)

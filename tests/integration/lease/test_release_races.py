@@ -8,13 +8,20 @@ import threading
 
 import pytest
 
-from tests.integration.lease.test_job_lease import LONG_MS, lease_id, make_table, snapshot_refs
+from tests.integration.lease.test_job_lease import (
+    LONG_MS,
+    holding,
+    job_lease,
+    lease_id,
+    make_table,
+    snapshot_ids,
+    snapshot_refs,
+)
 from tests.integration.lease.test_lease_edges import GATEWAY_503
 from tests.support.fault_proxy import FaultProxy, Hold, Rule
 from tests.support.waiting import STORE_PACE, wait_until
 from tiering.kvstore import retry
 from tiering.kvstore.client import KvStoreClient
-from tiering.lease.job_lease import JobLease
 from tiering.lease.release import LeaseReleases
 
 pytestmark = pytest.mark.integration
@@ -46,10 +53,10 @@ def test_a_table_that_finishes_while_a_lapsed_lease_is_held_again_stays_released
     done = snapshot_refs(client, make_table(client, "race-done"))
     busy = snapshot_refs(client, make_table(client, "race-busy"))
     with FaultProxy(kv_store.url) as proxy:
-        lease = JobLease(KvStoreClient(proxy.url), lease_id(), epoch=1, duration_ms=500)
+        lease = job_lease(KvStoreClient(proxy.url), lease_id(), epoch=1, duration_ms=500)
         releases = LeaseReleases(lease)
         assert releases.hold(done + busy) == []
-        wait_until(lambda: lease.state() is None, what="the lease's lapse", **STORE_PACE)
+        wait_until(lambda: lease.held() == [], what="the lease's lapse", **STORE_PACE)
         lease.duration_ms = LONG_MS  # held again for longer than the test looks at it
 
         while_held(
@@ -59,7 +66,7 @@ def test_a_table_that_finishes_while_a_lapsed_lease_is_held_again_stays_released
             lambda: releases.finished({done[0].table_id: [0, 1]}),
         )
 
-    assert set(client.get_lease(lease.lease_id).snapshots) == set(busy), "only the round in flight is held"
+    assert holding(client, lease.lease_id) == snapshot_ids(busy), "only the round in flight is held"
     assert releases.lost() == frozenset()
 
 
@@ -68,7 +75,7 @@ def test_a_refused_release_sent_again_never_lets_go_of_the_next_rounds_hold(kv_s
     client = kv_store.client()
     refs = snapshot_refs(client, make_table(client, "race-again"))
     with FaultProxy(kv_store.url) as proxy:
-        lease = JobLease(KvStoreClient(proxy.url), lease_id(), epoch=1, duration_ms=LONG_MS)
+        lease = job_lease(KvStoreClient(proxy.url), lease_id(), epoch=1, duration_ms=LONG_MS)
         releases = LeaseReleases(lease)
         assert releases.hold(refs) == []
         refusal = proxy.add(Rule(GATEWAY_503, method="POST", path=r"/v1/leases/[^/]+/release"))
@@ -83,4 +90,4 @@ def test_a_refused_release_sent_again_never_lets_go_of_the_next_rounds_hold(kv_s
             lambda: releases.hold(refs),
         )
 
-    assert set(client.get_lease(lease.lease_id).snapshots) == set(refs), "the next round reads held snapshots"
+    assert holding(client, lease.lease_id) == snapshot_ids(refs), "the next round reads held snapshots"

@@ -5,11 +5,12 @@ from __future__ import annotations
 import pytest
 
 from tiering.kvstore.client import KvStoreClient
+from tiering.kvstore.reference import ReferenceStore
 from tiering.lease.job_lease import JobLease, LeaseRenewer
 
 pytestmark = pytest.mark.unit
 
-CLIENT = KvStoreClient("http://127.0.0.1:9")
+STORE = ReferenceStore(KvStoreClient("http://127.0.0.1:9"))
 
 
 @pytest.mark.parametrize(
@@ -22,11 +23,11 @@ CLIENT = KvStoreClient("http://127.0.0.1:9")
 )
 def test_bad_arguments_name_the_lease_and_field(lease_id, epoch, duration_ms, message):
     with pytest.raises(ValueError, match=message):
-        JobLease(CLIENT, lease_id, epoch, duration_ms)
+        JobLease(STORE, lease_id, epoch, duration_ms)
 
 
 def test_renewer_ticks_at_a_third_of_the_duration_unless_told():
-    lease = JobLease(CLIENT, "L", 1, 9000)
+    lease = JobLease(STORE, "L", 1, 9000)
     assert LeaseRenewer(lease).interval_s == 3.0
     assert LeaseRenewer(lease, interval_s=0.5).interval_s == 0.5
     with pytest.raises(ValueError, match="lease L: renew interval must be > 0"):
@@ -34,7 +35,7 @@ def test_renewer_ticks_at_a_third_of_the_duration_unless_told():
 
 
 def test_renewer_that_never_ran_has_nothing_to_report():
-    renewer = LeaseRenewer(JobLease(CLIENT, "L", 1, 9000))
+    renewer = LeaseRenewer(JobLease(STORE, "L", 1, 9000))
     renewer.stop()
     renewer.check()
     assert (renewer.renewals, renewer.failure) == (0, None)
