@@ -167,8 +167,9 @@ def test_partitions_depend_only_on_the_end_offset_one_for_the_round():
 def test_the_reader_pickles_without_its_clients():
     r = reader()
     r._targets = {"a": {0: 1}}
+    assert r.store is not None  # made, holding no connection yet
     copy = pickle.loads(pickle.dumps(r))
-    assert copy.context == r.context and copy._client is None and copy._targets is None
+    assert copy.context == r.context and copy._client is None and copy._store is None and copy._targets is None
 
 
 def test_available_now_caps_log_ends_at_the_targets():
