@@ -12,6 +12,7 @@ store's 304: an idle planner over 10,000 tables converts nothing).
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Generic, TypeVar
 
@@ -106,25 +107,34 @@ def _lease_call(client: KvStoreClient, call: Callable[[], R]) -> R:
 
 def _same(one: Sequence[object], other: Sequence[object]) -> bool:
     """Whether two answers hold the very same objects, in the same order."""
-    return len(one) == len(other) and all(a is b for a, b in zip(one, other, strict=True))
+    return len(one) == len(other) and all(map(operator.is_, one, other))
+
+
+def _store_tables(infos: list[models.TableInfo]) -> list[StoreTable]:
+    return [store_table(info) for info in infos]
+
+
+def _table_logs(logs: list[models.NamedTableLog]) -> dict[str, TableLog]:
+    return {log.name: table_log(log) for log in logs}
 
 
 class _Converted(Generic[A, V]):
-    """The seam's values of the client's last answer, kept with that answer's objects and replaced
+    """The seam's value of the client's last answer, kept with that answer's objects and replaced
     as one value (the planner's threads share a store): the client keeps its last answer by ETag
-    and hands back the same objects while the store answers 304."""
+    and hands back the same objects while the store answers 304. The value is shared: a caller
+    hands out a copy."""
 
-    def __init__(self, convert: Callable[[A], V]) -> None:
+    def __init__(self, convert: Callable[[list[A]], V]) -> None:
         self._convert = convert
-        self._last: tuple[list[A], list[V]] | None = None
+        self._last: tuple[list[A], V] | None = None
 
-    def __call__(self, answer: list[A]) -> list[V]:
+    def __call__(self, answer: list[A]) -> V:
         last = self._last
         if last is not None and _same(last[0], answer):
-            return list(last[1])
-        values = [self._convert(a) for a in answer]
-        self._last = (answer, values)
-        return list(values)
+            return last[1]
+        value = self._convert(answer)
+        self._last = (answer, value)
+        return value
 
 
 class ReferenceStore:
@@ -132,24 +142,22 @@ class ReferenceStore:
 
     def __init__(self, client: KvStoreClient) -> None:
         self.client = client
-        self._tables = _Converted(store_table)
-        self._logs = _Converted(table_log)
+        self._tables: _Converted[models.TableInfo, list[StoreTable]] = _Converted(_store_tables)
+        self._logs: _Converted[models.NamedTableLog, dict[str, TableLog]] = _Converted(_table_logs)
 
     def __repr__(self) -> str:
         return f"ReferenceStore({self.client.url!r})"
 
     def tables(self) -> list[StoreTable]:
-        return self._tables(self.client.list_tables())
+        return list(self._tables(self.client.list_tables()))
 
     def table(self, name: str) -> StoreTable:
         return store_table(self.client.get_table(name))
 
     def log_ends(self, tables: Sequence[str] | None = None) -> dict[str, TableLog]:
         if tables is None:
-            every = list(self.client.logs().values())
-            return {log.name: converted for log, converted in zip(every, self._logs(every), strict=True)}
-        found = self.client.logs(list(tables)) if tables else {}
-        return {name: table_log(log) for name, log in found.items()}
+            return dict(self._logs(list(self.client.logs().values())))
+        return _table_logs(list(self.client.logs(list(tables)).values())) if tables else {}
 
     def latest_snapshots(self, table: str) -> dict[int, SnapshotRef]:
         answer = self.client.latest_snapshots(table)
