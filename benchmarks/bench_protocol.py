@@ -56,7 +56,8 @@ def bench_leases(args, work: Path, store) -> dict:
 def bench_planning(args, work: Path, store) -> dict:
     from tiering.enumerator.planner import RoundPlanner, TableInput
     from tiering.enumerator.positions import LakePosition
-    from tiering.kvstore.models import BucketLog, Snapshot, TableInfo
+    from tiering.kvstore.contract import BucketLog, SnapshotRef
+    from tiering.kvstore.models import TableInfo
     from tiering.kvstore.reference import store_table
     from tiering.source import checkpoint
 
@@ -74,13 +75,8 @@ def bench_planning(args, work: Path, store) -> dict:
             )
         )
         tiered = t % 2 == 0  # half the tables are tiered (log splits), half bootstrap (snapshot + log)
-        snaps = [
-            Snapshot(
-                bucket=b, snapshot_id=3, log_offset=500, files=[f"/s/{t}/{b}.parquet"], row_count=500, size_bytes=50_000
-            )
-            for b in range(args.buckets)
-        ]
-        logs = [BucketLog(bucket=b, log_start_offset=0, log_end_offset=1000 + b) for b in range(args.buckets)]
+        snaps = [SnapshotRef(t + 1, b, 3, 500, row_count=500, size_bytes=50_000) for b in range(args.buckets)]
+        logs = [BucketLog(b, 0, 1000 + b) for b in range(args.buckets)]
         lake = LakePosition(t + 1, {b: 800 for b in range(args.buckets)}) if tiered else None
         inputs.append(TableInput(info=info, snapshots=snaps, logs=logs, lake=lake))
     planner = RoundPlanner()

@@ -167,9 +167,6 @@ class TermContext(BaseModel):
 
         return checkpoint_of(self.config)
 
-    def store_client(self) -> KvStoreClient:
-        return store_client(self.config.kvstore)
-
     def planning_store(self) -> PlanningStore:
         """The term's store behind the seam (:func:`planning_store`)."""
         return planning_store(self.config)

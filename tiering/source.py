@@ -31,7 +31,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import TracebackType
 from typing import TYPE_CHECKING
 
@@ -70,7 +70,8 @@ if TYPE_CHECKING:
     from tiering.enumerator.planner import RoundPlan, TableInput
     from tiering.enumerator.positions import LakePosition
     from tiering.enumerator.schedule import FreshnessSchedule, Identity
-    from tiering.kvstore.models import BucketLog
+    from tiering.enumerator.settled import Logs
+    from tiering.kvstore.contract import PlanningStore, StoreTable, TableLog
 
 log = logging.getLogger(__name__)
 
@@ -173,7 +174,7 @@ class KvTieringStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
     def __init__(self, option: str) -> None:
         self._option = option
         self._context: TermContext | None = None
-        self._client = None
+        self._store: PlanningStore | None = None
         self._lease = None
         self._lake = None
         self._making_lake = threading.Lock()
@@ -208,10 +209,11 @@ class KvTieringStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         return self._context
 
     @property
-    def client(self):
-        if self._client is None:
-            self._client = self.context.store_client()
-        return self._client
+    def store(self) -> PlanningStore:
+        """The term's store behind the seam (:mod:`tiering.kvstore.contract`): what planning reads."""
+        if self._store is None:
+            self._store = self.context.planning_store()
+        return self._store
 
     @property
     def lease(self):
@@ -219,7 +221,7 @@ class KvTieringStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         lease (renewer, releases, drop): this one must exist because Spark runs the planning
         reader in a Python process of its own, which shares no object with the driver."""
         if self._lease is None:
-            self._lease = self.context.job_lease(self.context.planning_store())
+            self._lease = self.context.job_lease(self.store)
         return self._lease
 
     @property
@@ -274,8 +276,8 @@ class KvTieringStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         """Fix the log ends to reach now, so an availableNow run ends even while writes go on."""
         selected = {t.name for t in self._tables(self.context.ownership())}
         self._targets = {
-            name: {b.bucket: b.log_end_offset for b in logs.buckets}
-            for name, logs in self.client.logs().items()
+            name: {bucket: b.end for bucket, b in logs.buckets.items()}
+            for name, logs in self.store.log_ends().items()
             if name in selected
         }
         log.info("availableNow: tiering %d tables up to their current log ends", len(self._targets))
@@ -385,14 +387,14 @@ class KvTieringStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
                 self.context.lease_id,
             )
 
-    def _tables(self, owned: Ownership | None = None):
+    def _tables(self, owned: Ownership | None = None) -> list[StoreTable]:
         """The selected tables; each name matched against the patterns once per process (at
         10,000 tables, matching every name every round is a tenth of an idle round). In a tiering
         group, only those the leader took for this member (``owned``, its ownership file, read each
         round): a table newly owned is planned from the lake's positions, as in a new term."""
         selection = self.context.config.tables
         chosen = []
-        for t in self.client.list_tables():
+        for t in self.store.tables():
             selected = self._selected.get(t.name)
             if selected is None:
                 selected = self._selected[t.name] = selection.selects(t.name)
@@ -417,7 +419,7 @@ class KvTieringStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
             schedule.trigger(time.monotonic())  # before the log ends are read: a clean time never runs ahead
         owned = self.context.ownership()
         tables = [t for t in self._tables(owned) if self._targets is None or t.name in self._targets]
-        logs = self.client.logs()
+        logs = self.store.log_ends()
         moved = []
         for info in tables:
             found = logs.get(info.name)
@@ -447,7 +449,7 @@ class KvTieringStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         log.debug(
             "round=%d planning %d of %d tables (%d settled)", round_id, len(moved), len(tables), len(self.settled)
         )
-        reads = {info.name: (identity, {b.bucket: b.log_end_offset for b in logs}) for info, identity, logs in moved}
+        reads = {info.name: (identity, {b: log.end for b, log in logs.items()}) for info, identity, logs in moved}
         return planner.plan(round_id, inputs), reads
 
     def _own_target(self, table: str) -> float | None:
@@ -461,7 +463,7 @@ class KvTieringStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         if self.schedule is not None:
             self.schedule.caught_up(table, identity)
 
-    def _reported_settled(self, info, identity: Identity, logs: list[BucketLog], found) -> bool:
+    def _reported_settled(self, info: StoreTable, identity: Identity, logs: Logs, found: TableLog) -> bool:
         """A table this process has not read yet, settled on the store's word: its last lake
         report (this job's) reached every log end. Reports follow landed commits, so the lake holds
         at least that; a query starting over 10,000 idle tables then opens none of their Delta logs
@@ -473,7 +475,7 @@ class KvTieringStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
             self._caught_up(info.name, identity)
         return settled
 
-    def _table_input(self, info, identity: Identity, logs: list[BucketLog], planned_before: bool) -> TableInput | None:
+    def _table_input(self, info: StoreTable, identity: Identity, logs: Logs, planned_before: bool) -> TableInput | None:
         """What the planner needs of one table; None when it is left out of this round: nothing
         to tier (then it is settled), no progress in an availableNow run, its Delta log cannot
         be read (the other tables are planned, this one next round), or, once its lake is read, its
@@ -494,24 +496,18 @@ class KvTieringStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         if schedule is not None and not schedule.after_read(info.name, identity, position, self._own_target(info.name)):
             return None
         from tiering.enumerator.planner import TableInput, needs_bootstrap
-        from tiering.kvstore.reference import store_table
 
         # snapshots serve a bootstrap, or estimate a log record's bytes under a byte limit
-        table = store_table(info)
-        wanted = self.context.config.limits.max_bytes_per_trigger or needs_bootstrap(table, logs, position)
-        snapshots = self.client.latest_snapshots(info.name).buckets if wanted else []
-        return TableInput(info=table, snapshots=snapshots, logs=logs, lake=position)
+        wanted = self.context.config.limits.max_bytes_per_trigger or needs_bootstrap(info, logs.values(), position)
+        snapshots = tuple(self.store.latest_snapshots(info.name).values()) if wanted else ()
+        return TableInput(info=info, snapshots=snapshots, logs=tuple(logs.values()), lake=position)
 
-    def _capped(self, table: str, logs: list[BucketLog]) -> list[BucketLog]:
+    def _capped(self, table: str, logs: Logs) -> Logs:
+        """``logs``, in an availableNow run each end cut to the one the run fixed at its start."""
         if self._targets is None:
             return logs
         target = self._targets[table]
-        return [
-            b.model_copy(
-                update={"log_end_offset": max(b.log_start_offset, min(b.log_end_offset, target.get(b.bucket, 0)))}
-            )
-            for b in logs
-        ]
+        return {bucket: replace(b, end=max(b.start, min(b.end, target.get(bucket, 0)))) for bucket, b in logs.items()}
 
     def _gave_up(self, table: str, position: LakePosition | None, planned_before: bool) -> bool:
         """In an availableNow run, stop re-planning a table whose lake position never moves."""

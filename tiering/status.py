@@ -201,11 +201,11 @@ def table_statuses(
 def _table_status(
     client: KvStoreClient, lake: Lake, info: TableInfo, leased: int, health: TableHealth | None, now_ms: int
 ) -> TableStatus:
-    logs = client.log_info(info.name).buckets
+    logs = [bucket_log(b) for b in client.log_info(info.name).buckets]
     loaded, lake_error = _read_lake(lake, info.name)
     position, lake_fields = _lake_side(loaded, info.table_id)
     try:
-        oldest = oldest_untiered_write_ms(ReferenceStore(client), info.name, position, map(bucket_log, logs))
+        oldest = oldest_untiered_write_ms(ReferenceStore(client), info.name, position, logs)
         freshness: float | None = freshness_s(oldest, now_ms)
     except (OSError, StoreError):
         # the store's files out of this host's reach, or its segment lookup failing (as it may for
@@ -226,7 +226,7 @@ def _table_status(
         table_id=info.table_id,
         state=state,
         buckets=len(logs),
-        log_end=sum(b.log_end_offset for b in logs),
+        log_end=sum(b.end for b in logs),
         lag=(position or LakePosition(info.table_id)).lag(logs),
         freshness_s=freshness,
         store_columns=len(info.columns),

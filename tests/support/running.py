@@ -20,6 +20,7 @@ from tests.support.waiting import wait_until
 from tiering.delta_log.lake import Lake
 from tiering.enumerator.positions import LakePosition
 from tiering.kvstore.client import KvStoreClient
+from tiering.kvstore.reference import bucket_log
 
 
 class Writers:
@@ -97,7 +98,7 @@ def caught_up(client: KvStoreClient, lake_root: str | Lake, tables: list[TableOr
     lake = lake_root if isinstance(lake_root, Lake) else Lake.at(str(lake_root))
     for t in tables:
         position = lake.position(t.name, t.info.table_id)
-        if (position or LakePosition(t.info.table_id)).lag(client.log_info(t.name).buckets) > 0:
+        if (position or LakePosition(t.info.table_id)).lag(map(bucket_log, client.log_info(t.name).buckets)) > 0:
             return False
     return True
 

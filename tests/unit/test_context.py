@@ -111,8 +111,8 @@ def test_a_context_is_immutable(tmp_path):
 def test_handles_act_for_this_term(tmp_path):
     context = TermContext.begin(config(tmp_path), 9)
 
-    client = context.store_client()
     store = context.planning_store()
+    client = store.client
     lease = context.job_lease(store)
 
     assert context.job == "orders-job"

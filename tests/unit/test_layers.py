@@ -55,7 +55,7 @@ PENDING: Mapping[tuple[str, str], str] = {
 
 #: DESIGN §3's store seam: these units reach a KV store only through it, in store-neutral values
 #: (a second store is a second implementation of the seam, never a second job).
-SEAM_USERS = ("lake/", "delta_log/", "coord/", "lease/")
+SEAM_USERS = ("lake/", "delta_log/", "coord/", "enumerator/", "lease/")
 #: Modules of other units held to the same rule: the round's committer and its deferred reports (the
 #: resync, a reference-store command, still takes the client).
 SEAM_MODULES = ("tiering.round.committer", "tiering.round.deferred")
@@ -210,7 +210,7 @@ def _beside_the_seam(target: str) -> bool:
     return reference or _within(target, "tiering.fluss")
 
 
-def test_the_lake_the_delta_log_coordination_and_the_round_reach_a_store_only_through_its_seam():
+def test_the_lake_the_delta_log_coordination_planning_and_the_round_reach_a_store_only_through_its_seam():
     leaks = sorted(
         f"{a} -> {b}"
         for a, targets in _graph().items()

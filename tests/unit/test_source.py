@@ -17,7 +17,7 @@ from tiering.conf.loader import load_config
 from tiering.context import TermContext
 from tiering.enumerator.splits import LogSplit, SnapshotSplit
 from tiering.errors import ConfigError, FencedEpochError
-from tiering.kvstore.models import BucketLog
+from tiering.kvstore.contract import BucketLog
 from tiering.source import ADMISSION_CONTROL, CONTEXT_OPTION, KvTieringDataSource, KvTieringStreamReader
 from tiering.state.offset import TieringOffset
 
@@ -167,18 +167,16 @@ def test_partitions_depend_only_on_the_end_offset_one_for_the_round():
 def test_the_reader_pickles_without_its_clients():
     r = reader()
     r._targets = {"a": {0: 1}}
+    assert r.store is not None  # made, holding no connection yet
     copy = pickle.loads(pickle.dumps(r))
-    assert copy.context == r.context and copy._client is None and copy._targets is None
+    assert copy.context == r.context and copy._store is None and copy._lease is None and copy._targets is None
 
 
 def test_available_now_caps_log_ends_at_the_targets():
     r = reader()
     r._targets = {"a": {0: 50, 1: 5}}
-    logs = [
-        BucketLog(bucket=0, log_start_offset=0, log_end_offset=80),
-        BucketLog(bucket=1, log_start_offset=10, log_end_offset=30),
-    ]
-    assert [(b.log_start_offset, b.log_end_offset) for b in r._capped("a", logs)] == [(0, 50), (10, 10)]
+    logs = {0: BucketLog(0, 0, 80), 1: BucketLog(1, 10, 30)}
+    assert r._capped("a", logs) == {0: BucketLog(0, 0, 50), 1: BucketLog(1, 10, 10)}
 
 
 def logged(checkpoint, batch_id: int, offset: TieringOffset) -> None:

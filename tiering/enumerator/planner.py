@@ -29,9 +29,12 @@ little less than a hot one would wait forever.) The first bucket is always admit
 over the limits, so every round makes progress.
 
 Byte estimate of a bucket: its snapshot's ``size_bytes`` plus, for the log range, the record
-count times the table's average row size (sum of its snapshots' ``size_bytes`` / sum of their
-``row_count``), or ``default_record_bytes`` when no snapshot has rows. Log records also carry
-deletes and system columns, so this is an estimate to bound a round, not an accounting.
+count (its offsets: an upper bound where they have gaps) times the table's average row size (sum
+of ``size_bytes`` / sum of ``row_count`` over the snapshots whose store gives both), or
+``default_record_bytes`` when none does (Fluss gives neither). A snapshot of unknown size counts
+as its ``row_count``, else its ``log_offset`` (the changes it covers: no fewer than its rows),
+times that row size. Log records also carry deletes and system columns, so this is an estimate to
+bound a round, not an accounting.
 """
 
 from __future__ import annotations
@@ -43,8 +46,7 @@ from dataclasses import dataclass, field, replace
 from tiering.enumerator.positions import BucketPosition, LakePosition
 from tiering.enumerator.splits import LogSplit, SnapshotSplit, Split, sort_key
 from tiering.errors import DataLossError
-from tiering.kvstore.contract import StoreTable
-from tiering.kvstore.models import BucketLog, Snapshot, SnapshotRef
+from tiering.kvstore.contract import BucketLog, SnapshotRef, StoreTable
 
 __all__ = [
     "TableInput",
@@ -70,10 +72,12 @@ DEFAULT_RECORD_BYTES = 128
 
 @dataclass(frozen=True)
 class TableInput:
-    """What the planner needs to know about one table, as the store and the lake report it."""
+    """What the planner needs to know about one table, as the store and the lake report it:
+    ``snapshots`` the latest of each bucket that has one (another ``table_id``'s are left out),
+    ``logs`` every bucket's."""
 
     info: StoreTable
-    snapshots: Sequence[Snapshot]
+    snapshots: Sequence[SnapshotRef]
     logs: Sequence[BucketLog]
     lake: LakePosition | None = None
 
@@ -232,58 +236,61 @@ class RoundPlanner:
         logs = _logs_by_bucket(info, table.logs)
         snapshots = _latest_snapshots(info, table.snapshots)
         lake = _same_incarnation(info, table.lake)
-        record_bytes = self._record_bytes(table.snapshots)
+        record_bytes = self._record_bytes(snapshots.values())
         work: list[_Work] = []
         skipped: list[SkippedBucket] = []
         for bucket in range(info.num_buckets):
             log = logs[bucket]
             p = lake.get(bucket)
-            if p is not None and log.log_start_offset <= p:
-                if p < log.log_end_offset:
-                    split = LogSplit(info.name, bucket, info.table_id, p, log.log_end_offset)
-                    est = (log.log_end_offset - p) * record_bytes
-                    work.append(_Work(info.name, bucket, (split,), BucketPosition(log.log_end_offset, None), est))
-                elif p > log.log_end_offset:
+            if p is not None and log.start <= p:
+                if p < log.end:
+                    split = LogSplit(info.name, bucket, info.table_id, p, log.end)
+                    est = (log.end - p) * record_bytes
+                    work.append(_Work(info.name, bucket, (split,), BucketPosition(log.end, None), est))
+                elif p > log.end:
                     skipped.append(SkippedBucket(info.name, bucket, LAKE_AHEAD_OF_LOG))
                 continue
             if p is not None and self.fail_on_data_loss:
                 raise DataLossError(
                     f"table {info.name!r} (table_id {info.table_id}) bucket {bucket}: the lake is at "
-                    f"offset {p} but the changelog now starts at {log.log_start_offset}; changes "
-                    f"[{p}, {log.log_start_offset}) are lost (fail-on-data-loss is set)",
+                    f"offset {p} but the changelog now starts at {log.start}; changes "
+                    f"[{p}, {log.start}) are lost (fail-on-data-loss is set)",
                     table=info.name,
                 )
             snap = snapshots.get(bucket)
-            if snap is None and p is None and log.log_start_offset == 0:
-                if log.log_end_offset > 0:
-                    split = LogSplit(info.name, bucket, info.table_id, 0, log.log_end_offset)
-                    est = log.log_end_offset * record_bytes
-                    work.append(_Work(info.name, bucket, (split,), BucketPosition(log.log_end_offset, None), est))
+            if snap is None and p is None and log.start == 0:
+                if log.end > 0:
+                    split = LogSplit(info.name, bucket, info.table_id, 0, log.end)
+                    est = log.end * record_bytes
+                    work.append(_Work(info.name, bucket, (split,), BucketPosition(log.end, None), est))
                 continue
             if snap is None:
                 skipped.append(SkippedBucket(info.name, bucket, WAIT_FOR_SNAPSHOT))
                 continue
-            if snap.log_offset < log.log_start_offset:
+            if snap.log_offset < log.start:
                 skipped.append(SkippedBucket(info.name, bucket, SNAPSHOT_BEHIND_LOG_START))
                 continue
             work.append(self._bootstrap(info, snap, log, record_bytes))
         return work, skipped
 
     @staticmethod
-    def _bootstrap(info: StoreTable, snap: Snapshot, log: BucketLog, record_bytes: float) -> _Work:
+    def _bootstrap(info: StoreTable, snap: SnapshotRef, log: BucketLog, record_bytes: float) -> _Work:
         splits: list[Split] = [SnapshotSplit(info.name, snap.bucket, info.table_id, snap.snapshot_id, snap.log_offset)]
-        est: float = snap.size_bytes
-        if log.log_end_offset > snap.log_offset:
-            splits.append(LogSplit(info.name, snap.bucket, info.table_id, snap.log_offset, log.log_end_offset))
-            est += (log.log_end_offset - snap.log_offset) * record_bytes
-        end = max(snap.log_offset, log.log_end_offset)
+        est = _snapshot_bytes(snap, record_bytes)
+        if log.end > snap.log_offset:
+            splits.append(LogSplit(info.name, snap.bucket, info.table_id, snap.log_offset, log.end))
+            est += (log.end - snap.log_offset) * record_bytes
+        end = max(snap.log_offset, log.end)
         return _Work(info.name, snap.bucket, tuple(splits), BucketPosition(end, snap.snapshot_id), math.ceil(est))
 
-    def _record_bytes(self, snapshots: Sequence[Snapshot]) -> float:
-        rows = sum(s.row_count for s in snapshots)
+    def _record_bytes(self, snapshots: Iterable[SnapshotRef]) -> float:
+        """The table's average row size, from the snapshots whose store gives both their rows and
+        their bytes; ``default_record_bytes`` when none does."""
+        sized = [(s.row_count, s.size_bytes) for s in snapshots if s.row_count is not None and s.size_bytes is not None]
+        rows = sum(r for r, _ in sized)
         if rows <= 0:
             return self.default_record_bytes
-        return sum(s.size_bytes for s in snapshots) / rows
+        return sum(b for _, b in sized) / rows
 
     def _admit(self, round: int, work: list[_Work]) -> tuple[list[_Work], list[_Work]]:
         if not work:
@@ -318,12 +325,12 @@ class RoundPlanner:
         )
 
 
-def needs_bootstrap(info: StoreTable, logs: Sequence[BucketLog], lake: LakePosition | None) -> bool:
+def needs_bootstrap(info: StoreTable, logs: Iterable[BucketLog], lake: LakePosition | None) -> bool:
     """Whether a bucket of the table may be planned from a snapshot (never tiered by this
     incarnation, or its log truncated past the lake): only then does a plan read snapshots,
     besides estimating a round's bytes."""
     reached = _same_incarnation(info, lake)
-    return any(b.bucket not in reached or b.log_start_offset > reached[b.bucket] for b in logs)
+    return any(b.bucket not in reached or b.start > reached[b.bucket] for b in logs)
 
 
 def _same_incarnation(info: StoreTable, lake: LakePosition | None) -> Mapping[int, int]:
@@ -342,10 +349,9 @@ def _logs_by_bucket(info: StoreTable, logs: Sequence[BucketLog]) -> dict[int, Bu
             )
         if log.bucket in by_bucket:
             raise ValueError(f"table {info.name!r}: two log ranges for bucket {log.bucket}")
-        if not 0 <= log.log_start_offset <= log.log_end_offset:
+        if not 0 <= log.start <= log.end:
             raise ValueError(
-                f"table {info.name!r} bucket {log.bucket}: log range "
-                f"[{log.log_start_offset}, {log.log_end_offset}) is inverted or negative"
+                f"table {info.name!r} bucket {log.bucket}: log range [{log.start}, {log.end}) is inverted or negative"
             )
         by_bucket[log.bucket] = log
     missing = [b for b in range(info.num_buckets) if b not in by_bucket]
@@ -354,9 +360,21 @@ def _logs_by_bucket(info: StoreTable, logs: Sequence[BucketLog]) -> dict[int, Bu
     return by_bucket
 
 
-def _latest_snapshots(info: StoreTable, snapshots: Sequence[Snapshot]) -> dict[int, Snapshot]:
-    latest: dict[int, Snapshot] = {}
+def _snapshot_bytes(snap: SnapshotRef, record_bytes: float) -> float:
+    """A snapshot's bytes as its store gives them, else its rows (or, not given either, the changes
+    it covers) times the table's row size."""
+    if snap.size_bytes is not None:
+        return snap.size_bytes
+    return (snap.row_count if snap.row_count is not None else snap.log_offset) * record_bytes
+
+
+def _latest_snapshots(info: StoreTable, snapshots: Sequence[SnapshotRef]) -> dict[int, SnapshotRef]:
+    """The newest snapshot of each bucket, of this incarnation only: a table re-created between
+    the store's answers has its new id's snapshots left out, its next round planned afresh."""
+    latest: dict[int, SnapshotRef] = {}
     for snap in snapshots:
+        if snap.table_id != info.table_id:
+            continue
         if not 0 <= snap.bucket < info.num_buckets:
             raise ValueError(
                 f"table {info.name!r}: snapshot for bucket {snap.bucket} outside 0..{info.num_buckets - 1}"

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
-from tiering.kvstore.models import BucketLog
+if TYPE_CHECKING:
+    from tiering.kvstore.contract import BucketLog
 
 
 class BucketPosition(NamedTuple):
@@ -50,8 +51,9 @@ class LakePosition:
 
     def lag(self, logs: Iterable[BucketLog]) -> int:
         """Changelog records the store holds beyond this position, summed over ``logs``' buckets
-        (a bucket never tiered lags by its whole log)."""
-        return sum(max(0, b.log_end_offset - self.buckets.get(b.bucket, 0)) for b in logs)
+        (a bucket never tiered lags by its whole log). An upper bound where a store's offsets have
+        gaps (Fluss's ``-U`` records take offsets no reader sees)."""
+        return sum(max(0, b.end - self.buckets.get(b.bucket, 0)) for b in logs)
 
     @classmethod
     def from_wire(cls, table_id: int, buckets: Mapping[str, int]) -> LakePosition:

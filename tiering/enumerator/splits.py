@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from tiering.kvstore.models import SnapshotRef
+    from tiering.kvstore.contract import SnapshotRef
 
 
 @dataclass(frozen=True, order=True)
@@ -38,11 +38,11 @@ class SnapshotSplit:
 
     @property
     def ref(self) -> SnapshotRef:
-        """The snapshot as the job lease holds it (imported here: the source's planning process
-        loads this module and no pydantic model until it needs one)."""
-        from tiering.kvstore.models import SnapshotRef
+        """The snapshot as the job lease holds it (the seam imported here: every Python process
+        Spark starts for the source loads this module, and only planning needs pyarrow's types)."""
+        from tiering.kvstore.contract import SnapshotRef
 
-        return SnapshotRef(table_id=self.table_id, bucket=self.bucket, snapshot_id=self.snapshot_id)
+        return SnapshotRef(self.table_id, self.bucket, self.snapshot_id, self.log_offset)
 
 
 @dataclass(frozen=True, order=True)

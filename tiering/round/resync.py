@@ -36,8 +36,9 @@ from tiering.enumerator.planner import RoundPlan, RoundPlanner, TableInput
 from tiering.enumerator.splits import LogSplit, SnapshotSplit, Split
 from tiering.errors import NotLeaderError, SnapshotUnavailableError, StoreError, TableRecreatedError, TieringError
 from tiering.kvstore.client import KvStoreClient
-from tiering.kvstore.contract import StoreTable
+from tiering.kvstore.contract import SnapshotRef, StoreTable
 from tiering.kvstore.models import LakeReport, LogRange, Snapshot
+from tiering.kvstore.reference import bucket_log
 from tiering.lake.round_protocol import RoundWriter, TableCommit
 from tiering.lease.job_lease import JobLease
 
@@ -85,7 +86,11 @@ def resync_table(
     logs = client.log_info(table.name)
     if {snapshots.table_id, logs.table_id} != {table.table_id}:
         raise TableRecreatedError(f"table {table.name!r} was re-created during its resync", table=table.name)
-    plan = _bootstrap_plan(TableInput(table, snapshots.buckets, logs.buckets))
+    refs = [
+        SnapshotRef(table.table_id, s.bucket, s.snapshot_id, s.log_offset, s.row_count, s.size_bytes)
+        for s in snapshots.buckets
+    ]
+    plan = _bootstrap_plan(TableInput(table, refs, [bucket_log(b) for b in logs.buckets]))
     gone = lease.acquire(plan.snapshot_refs())
     if gone:
         raise SnapshotUnavailableError(

@@ -21,6 +21,7 @@ from tiering.cli import EXIT_FAILURE
 from tiering.context import TermContext
 from tiering.delta_log.lake import Lake
 from tiering.job import TieringJob
+from tiering.kvstore.reference import bucket_log
 from tiering.ports import free_port
 
 pytestmark = pytest.mark.integration
@@ -51,7 +52,7 @@ def test_three_tables_with_updates_and_deletes_land_in_s3_row_by_row(spark, kv_s
     for t in tables:
         assert_lake_equals(lake, t)
         info = lake.load(t.name).info
-        assert (info.epoch, info.position.lag(client.log_info(t.name).buckets)) == (2, 0)
+        assert (info.epoch, info.position.lag(map(bucket_log, client.log_info(t.name).buckets))) == (2, 0)
     local = os.listdir(tmp_path)
     assert "lake" not in local, "nothing of the lake is written locally"
     assert client.list_leases() == []

@@ -17,8 +17,7 @@ from tiering.enumerator.planner import (
 from tiering.enumerator.positions import BucketPosition, LakePosition
 from tiering.enumerator.splits import LogSplit, SnapshotSplit
 from tiering.errors import DataLossError
-from tiering.kvstore.contract import StoreColumn, StoreTable
-from tiering.kvstore.models import BucketLog, Snapshot, SnapshotRef
+from tiering.kvstore.contract import BucketLog, SnapshotRef, StoreColumn, StoreTable
 
 pytestmark = pytest.mark.unit
 
@@ -28,26 +27,21 @@ def info(name: str = "orders", table_id: int = 3, num_buckets: int = 1) -> Store
     return StoreTable(name, table_id, columns, ("id",), num_buckets)
 
 
-def snap(bucket: int, snapshot_id: int, log_offset: int, rows: int = 10, size: int = 1000) -> Snapshot:
-    return Snapshot(
-        bucket=bucket,
-        snapshot_id=snapshot_id,
-        log_offset=log_offset,
-        files=[f"/remote/b{bucket}/s{snapshot_id}.parquet"],
-        row_count=rows,
-        size_bytes=size,
-    )
+def snap(
+    bucket: int, snapshot_id: int, log_offset: int, rows: int | None = 10, size: int | None = 1000, table_id: int = 3
+) -> SnapshotRef:
+    return SnapshotRef(table_id, bucket, snapshot_id, log_offset, row_count=rows, size_bytes=size)
 
 
 def logs(*ranges: tuple[int, int]) -> list[BucketLog]:
-    return [BucketLog(bucket=b, log_start_offset=s, log_end_offset=e) for b, (s, e) in enumerate(ranges)]
+    return [BucketLog(b, s, e) for b, (s, e) in enumerate(ranges)]
 
 
 def table(
     name: str = "orders",
     table_id: int = 3,
     ranges: tuple[tuple[int, int], ...] = ((0, 100),),
-    snapshots: tuple[Snapshot, ...] = (),
+    snapshots: tuple[SnapshotRef, ...] = (),
     lake: LakePosition | None = None,
 ) -> TableInput:
     return TableInput(info(name, table_id, len(ranges)), list(snapshots), logs(*ranges), lake)
@@ -214,6 +208,14 @@ def test_snapshot_for_unknown_bucket_is_rejected():
         RoundPlanner().plan(0, [t])
 
 
+def test_a_snapshot_of_another_table_id_is_never_planned():
+    """The table re-created between the store's log ends and its snapshots: the new id's snapshot
+    is not this incarnation's, so the bucket waits (its next round sees the new id)."""
+    p = plan(table(table_id=3, ranges=((40, 100),), snapshots=(snap(0, 1, 60, table_id=4),)))
+    assert p.splits == ()
+    assert p.skipped == (SkippedBucket("orders", 0, WAIT_FOR_SNAPSHOT),)
+
+
 def test_duplicate_table_names_are_rejected():
     with pytest.raises(ValueError, match="duplicate table names"):
         plan(table(), table())
@@ -276,6 +278,25 @@ def test_max_bytes_uses_snapshot_size_plus_log_estimate():
     assert admitted(plan(*tables, round=2, max_bytes=2559)) == [("b_items", 0)]
 
 
+@pytest.mark.parametrize(
+    "snapshots, bucket_bytes",
+    [
+        # neither rows nor bytes (Fluss): 128 per record; a snapshot counts as its log offset's 5 changes
+        ((snap(0, 1, 5, rows=None, size=None), snap(1, 1, 5, rows=None, size=None)), (5 * 128 + 5 * 128,) * 2),
+        # rows but no bytes: no row size known (128), the snapshot counts as its 2 rows
+        ((snap(0, 1, 5, rows=2, size=None), snap(1, 1, 5, rows=2, size=None)), (2 * 128 + 5 * 128,) * 2),
+        # one sized snapshot gives the table's row size (1000 / 10) to the other's log offset
+        ((snap(0, 1, 5), snap(1, 1, 5, rows=None, size=None)), (1000 + 5 * 100, 5 * 100 + 5 * 100)),
+    ],
+)
+def test_max_bytes_estimates_a_snapshot_the_store_gives_no_size_of(snapshots, bucket_bytes):
+    t = table("a_orders", 3, ranges=((0, 10), (0, 10)), snapshots=snapshots)
+    total = sum(bucket_bytes)
+    assert admitted(plan(t, round=0, max_bytes=total)) == [("a_orders", 0), ("a_orders", 1)]
+    assert admitted(plan(t, round=0, max_bytes=total - 1)) == [("a_orders", 0)]
+    assert admitted(plan(t, round=1, max_bytes=bucket_bytes[1])) == [("a_orders", 1)]
+
+
 def test_rotation_by_round_admits_every_bucket_within_n_rounds():
     tables = many_buckets()
     seen = set()
@@ -309,23 +330,23 @@ def test_plan_is_deterministic_for_equal_input_in_any_table_order():
 def test_snapshot_refs_lists_every_snapshot_split():
     p = plan(*many_buckets(), round=0)
     assert p.snapshot_refs() == [
-        SnapshotRef(table_id=3, bucket=0, snapshot_id=1),
-        SnapshotRef(table_id=3, bucket=1, snapshot_id=1),
+        SnapshotRef(3, 0, 1, 5),
+        SnapshotRef(3, 1, 1, 5),
     ]
 
 
 def test_without_buckets_drops_the_unavailable_bucket_and_its_position():
     p = plan(*many_buckets(), round=0)
-    q = p.without_buckets([SnapshotRef(table_id=3, bucket=1, snapshot_id=1)])
+    q = p.without_buckets([SnapshotRef(3, 1, 1, 5)])
     assert admitted(q) == [("a_orders", 0), ("b_items", 0), ("b_items", 1)]
     assert q.table("a_orders").positions == {0: (10, 1)}
     assert SkippedBucket("a_orders", 1, SNAPSHOT_UNAVAILABLE) in q.skipped
-    assert q.snapshot_refs() == [SnapshotRef(table_id=3, bucket=0, snapshot_id=1)]
+    assert q.snapshot_refs() == [SnapshotRef(3, 0, 1, 5)]
 
 
 def test_without_buckets_reverts_a_rebootstrap_to_the_lake_position():
     p = plan(table(ranges=((80, 120),), snapshots=(snap(0, 8, 90),), lake=LakePosition(3, {0: 50})))
-    q = p.without_buckets([SnapshotRef(table_id=3, bucket=0, snapshot_id=8)])
+    q = p.without_buckets([SnapshotRef(3, 0, 8, 90)])
     assert q.splits == ()
     assert q.table("orders").positions == {0: (50, None)}
 
@@ -338,8 +359,8 @@ def test_without_buckets_removes_a_table_left_with_no_position():
 
 def test_without_buckets_ignores_refs_of_other_snapshots():
     p = plan(*many_buckets(), round=0)
-    assert p.without_buckets([SnapshotRef(table_id=3, bucket=1, snapshot_id=99)]) is p
-    assert p.without_buckets([SnapshotRef(table_id=4, bucket=1, snapshot_id=1)]) is p
+    assert p.without_buckets([SnapshotRef(3, 1, 99, 0)]) is p
+    assert p.without_buckets([SnapshotRef(4, 1, 1, 0)]) is p
 
 
 def test_lake_position_copies_and_validates():
@@ -359,7 +380,7 @@ def test_rounds_under_limits_cover_every_offset_exactly_once():
     bucket are contiguous from the bootstrap point to the log end, with no gap or overlap."""
     inputs = [
         table("a", 1, ranges=((0, 30), (0, 7), (0, 0))),
-        table("b", 2, ranges=((5, 50), (0, 12)), snapshots=(snap(0, 3, 20),)),
+        table("b", 2, ranges=((5, 50), (0, 12)), snapshots=(snap(0, 3, 20, table_id=2),)),
     ]
     lake: dict[str, LakePosition] = {}
     covered: dict[tuple[str, int], list[tuple[int, int]]] = {}

@@ -6,13 +6,13 @@ import pytest
 
 from tiering.enumerator.positions import LakePosition
 from tiering.enumerator.settled import SettledTables, caught_up, reported_position
-from tiering.kvstore.models import BucketLog, NamedTableLog
+from tiering.kvstore.contract import BucketLog, LakeProgress, TableLog
 
 pytestmark = pytest.mark.unit
 
 
-def logs(*ends: int, start: int = 0) -> list[BucketLog]:
-    return [BucketLog(bucket=b, log_start_offset=min(start, end), log_end_offset=end) for b, end in enumerate(ends)]
+def logs(*ends: int, start: int = 0) -> dict[int, BucketLog]:
+    return {b: BucketLog(b, min(start, end), end) for b, end in enumerate(ends)}
 
 
 class Clock:
@@ -84,11 +84,13 @@ def test_a_settled_table_is_read_again_after_the_recheck_interval_spread_per_tab
     ],
 )
 def test_a_lake_report_settles_only_the_job_that_made_it(lake_job, expected):
-    found = NamedTableLog(name="t", table_id=7, buckets=logs(5, 3), lake={"0": 5, "1": 3}, lake_job=lake_job)
+    found = TableLog(7, logs(5, 3), LakeProgress(7, epoch=0, lake_version=0, offsets={0: 5, 1: 3}, job=lake_job))
     assert reported_position(found, "orders-tiering") == expected
     settled = SettledTables(clock=Clock())
     assert settled.record("t", 7, logs(5, 3), reported_position(found, "orders-tiering")) is (expected is not None)
 
 
 def test_no_report_is_no_position():
-    assert reported_position(NamedTableLog(name="t", table_id=7, buckets=logs(5)), "j") is None
+    assert reported_position(TableLog(7, logs(5)), "j") is None, "none yet, or a store that keeps none (Fluss)"
+    empty = LakeProgress(7, epoch=0, lake_version=0, offsets={})
+    assert reported_position(TableLog(7, logs(5), empty), "j") is None

@@ -10,8 +10,7 @@ import pytest
 from tiering.enumerator.planner import RoundPlanner, TableInput
 from tiering.enumerator.positions import LakePosition
 from tiering.enumerator.splits import LogSplit, SnapshotSplit
-from tiering.kvstore.contract import StoreColumn, StoreTable
-from tiering.kvstore.models import BucketLog, Snapshot
+from tiering.kvstore.contract import BucketLog, SnapshotRef, StoreColumn, StoreTable
 from tiering.source import checkpoint
 from tiering.state.offset import TieringOffset
 
@@ -82,11 +81,8 @@ def test_initial_offset():
 
 def test_after_round_checkpoints_the_plan():
     info = StoreTable("orders", 3, (StoreColumn("id", "bigint", pa.int64(), nullable=False),), ("id",), 2)
-    snap = Snapshot(bucket=1, snapshot_id=5, log_offset=40, files=["f"], row_count=1, size_bytes=1)
-    logs = [
-        BucketLog(bucket=0, log_start_offset=0, log_end_offset=60),
-        BucketLog(bucket=1, log_start_offset=30, log_end_offset=50),
-    ]
+    snap = SnapshotRef(3, 1, 5, 40, row_count=1, size_bytes=1)
+    logs = [BucketLog(0, 0, 60), BucketLog(1, 30, 50)]
     plan = RoundPlanner().plan(8, [TableInput(info, [snap], logs, LakePosition(3, {0: 20}))])
     o = checkpoint(plan, lease_id="L", epoch=2)
     assert (o.round, o.epoch, o.splits) == (8, 2, plan.splits), "the round's splits only"
