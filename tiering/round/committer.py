@@ -81,6 +81,7 @@ from tiering.delta_log.commits import round_commit_info
 from tiering.delta_log.lake import LakeTables
 from tiering.delta_log.layout import app_id, epoch_round
 from tiering.delta_log.replay import missing_splits
+from tiering.enumerator.positions import LakePosition
 from tiering.enumerator.splits import LogSplit, SnapshotSplit, Split
 from tiering.errors import (
     ConflictError,
@@ -96,7 +97,6 @@ from tiering.errors import (
     one_line,
 )
 from tiering.kvstore.contract import (
-    BucketLog,
     BucketReader,
     LakeProgress,
     LakeProgressReport,
@@ -556,7 +556,7 @@ class RoundCommitter:
             log.warning("tables %s: lag unknown this round: %s", [t.name for t in tables][:10], e)
             return {}
         return {
-            t.name: _lag(t.commit.positions, logs[t.name].buckets.values())
+            t.name: LakePosition(t.table_id, t.commit.positions).lag(logs[t.name].buckets.values())
             for t in tables
             if t.name in logs and logs[t.name].table_id == t.table_id
         }
@@ -598,13 +598,6 @@ class RoundCommitter:
 def _snapshot_splits(tables: Iterable[TableRound]) -> list[SnapshotSplit]:
     """The snapshot splits of ``tables``: their snapshots are what the round holds under the lease."""
     return [s for t in tables for s in t.splits if isinstance(s, SnapshotSplit)]
-
-
-def _lag(positions: Mapping[int, int], logs: Iterable[BucketLog]) -> int:
-    """Changelog records the store holds beyond ``positions`` (bucket -> exclusive offset reached),
-    summed over ``logs``' buckets (a bucket never tiered lags by its whole log). An upper bound where
-    the store's offsets are not dense."""
-    return sum(max(0, b.end - positions.get(b.bucket, 0)) for b in logs)
 
 
 def _answers(call: Callable[[dict[str, R]], Mapping[str, A]], request: dict[str, R]) -> dict[str, A | StoreError]:
