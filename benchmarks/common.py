@@ -81,8 +81,9 @@ def table_info(buckets: int):
     )
 
 
-def spark_session(memory: str = "2g"):
-    """The driver's local[2] Spark, as every benchmark measures it."""
+def spark_session(memory: str = "2g", extra: dict[str, str] | None = None):
+    """The driver's local[2] Spark, as every benchmark measures it (``extra``: more of its conf,
+    such as a store client's jar on ``spark.jars``)."""
     from pyspark.sql import SparkSession
 
     from tiering.job import PROGRESS_RETENTION, REQUIRED_SPARK_CONF
@@ -99,6 +100,7 @@ def spark_session(memory: str = "2g"):
         # Spark's default: the modes find their rounds in recentProgress by position, which the
         # job's own retention (tiering.job.PROGRESS_RETENTION) would cut short.
         .config(PROGRESS_RETENTION[0], "100")
+        .config(map=extra or {})
         .getOrCreate()
     )
     spark.sparkContext.setLogLevel("ERROR")
