@@ -270,6 +270,7 @@ class JobHalf:
             "s": run.wall_s,
             "rounds_s": run.rounds_s,
             "first_commit_s": _first_commit_s(self.lake / name / table, started),
+            "phases_ms": run.phases_ms,
         }
 
     def tier_fluss(self) -> dict[str, float]:
@@ -362,12 +363,14 @@ def bench_fluss(args: argparse.Namespace, work: Path) -> dict[str, Any]:
         "baseline_merge": {k: v for k, v in round_.items() if k.startswith("num_")},
         "job_changelog_s": round(job_round["s"], 3),
         "job_changelog_round_s": round(job_round["rounds_s"], 3),
+        "job_changelog_phases_ms": job_round["phases_ms"],
         "changelog_ratio": _ratio(round_["total_s"], job_round["s"]),
         "changelog_round_ratio": _ratio(round_["total_s"], job_round["rounds_s"]),
         "lake_rows_checked": checked,
         "first_commit": "availableNow run, same rows: Fluss (KV snapshots) vs the reference store",
         "first_commit_fluss_s": round(job_boot["first_commit_s"], 3),
         "first_commit_reference_s": round(reference["first_commit_s"], 3),
+        "first_commit_reference_phases_ms": reference["phases_ms"],
         "first_commit_ratio": _ratio(reference["first_commit_s"], job_boot["first_commit_s"]),
     }
 
@@ -401,6 +404,7 @@ def _bootstrap_report(
         "job": "availableNow TieringJob, kvstore.kind = fluss, in-process local[2]",
         "job_bootstrap_s": round(job["s"], 3),
         "job_bootstrap_round_s": round(job["rounds_s"], 3),
+        "job_bootstrap_phases_ms": job["phases_ms"],
         "job_bootstrap_rows_per_s": round(args.rows / job["s"]),
         "bootstrap_ratio": _ratio(arrow["total_s"], job["s"]),
         "bootstrap_round_ratio": _ratio(arrow["total_s"], job["rounds_s"]),
