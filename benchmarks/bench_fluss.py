@@ -6,23 +6,26 @@ fenced commits) costs much more than the copy it wraps. It starts a Fluss cluste
 ``--rows`` rows over ``--buckets`` buckets, and times two halves of each of two steps:
 
 - bootstrap: the rows of each bucket's latest KV snapshot (covering the whole load) into a new
-  Delta table. BASELINE, by hand: Fluss's Java client (``KvSnapshotBatchScanner``, through py4j:
-  only the JVM reads a snapshot's RocksDB files) -> pyarrow -> one delta-rs ``write_deltalake``.
-  ARROW, beside it on the same snapshots: the job's reader (:mod:`tiering.fluss.snapshot_arrow`:
-  our JVM writer -> an Arrow IPC file -> mapped batches) -> the same delta-rs write.
+  Delta table. BASELINE, by hand: the job's snapshot reader alone (:mod:`tiering.fluss.snapshot_arrow`:
+  our JVM writer -> an Arrow IPC file -> mapped batches; only the JVM reads a snapshot's RocksDB
+  files) -> one delta-rs ``write_deltalake``. Up to ``--py4j-max-rows``, beside it, Fluss's Java
+  client row by row through py4j (``KvSnapshotBatchScanner`` -> pyarrow -> the same write), which
+  reads ~500 rows/s.
 - changelog: ``--updates`` updates of existing keys (a ``+U``, after a ``-U``, each) applied to
   that table. BASELINE, by hand: pyfluss's log scanner reads each bucket from the offset the
   snapshot covers to the log end -> pyarrow (the last change of each key) -> one delta-rs MERGE.
 
-JOB (:func:`job_half`): an availableNow run of the tiering job with ``[kvstore] kind = "fluss"`` on
-the same database, timed against the same steps, a ratio per step (baseline s / job s). While the
-job refuses that config, the report says "not yet" with the config's own words and the run ends
-well (exit 0): the baseline's figures stand alone.
+JOB (:class:`JobHalf`): availableNow runs of ``TieringJob`` with ``[kvstore] kind = "fluss"`` on
+the same database in this process's Spark (warmed by one small run first): the first bootstraps
+from the same snapshots, the second tiers the updates; a ratio per step (baseline s / job s, and
+against the job's rounds alone). The job's lake must equal the hand-written copy's row by row (and
+a sample of keys what was written), so a fast wrong job cannot score. Then the first commit of an
+availableNow run over Fluss against the same over the reference store holding as many rows.
 
-``--bootstrap-only`` stops after the bootstrap step (no changelog, no job).
+``--bootstrap-only`` stops after the bootstrap step (no changelog, no reference store run).
 
 Run: .venv/bin/python -m benchmarks.bench_fluss [--rows N] [--updates M] [--buckets B] [--bootstrap-only]
-[--out FILE]
+[--py4j-max-rows N] [--out FILE]
 """
 
 from __future__ import annotations
@@ -51,8 +54,6 @@ _SNAPSHOT_WAIT_S = 600.0
 _POLL_MS = 500
 _SCAN_POLL_S = 5
 _EPOCH_DAY = dt.date(1970, 1, 1)
-#: the reference store's url, unused with kind = "fluss"
-_NO_STORE = "http://127.0.0.1:1"
 
 
 def _row(key: int, salt: int) -> dict[str, Any]:
@@ -212,25 +213,105 @@ def _merged(metrics: dict[str, Any]) -> dict[str, int]:
 # the job
 
 
-def job_half(work: Path, servers: str) -> dict[str, Any]:
-    """HOOK: the job's side, an availableNow run of ``tiering`` with kind = "fluss" over the
-    database; its config refused means the job does not tier Fluss yet, said as such."""
-    from benchmarks.common import service_config
-    from tiering.errors import ConfigError
+def _first_commit_s(table_dir: Path, started: float) -> float:
+    """Seconds from ``started`` (epoch s) to the commit that first put rows into ``table_dir``."""
+    from deltalake import DeltaTable
 
-    settings = {"kvstore.kind": "fluss", "kvstore.bootstrap_servers": servers, "kvstore.database": DATABASE}
-    try:
-        config = service_config(work, _NO_STORE, "bench-fluss", {**settings, "tables.include": [TABLE]})
-    except ConfigError as e:
-        return {"job": f"not yet: the job does not tier Fluss ({e.problems[0] if e.problems else e})"}
-    from benchmarks.common import run_service, spark_session
+    commits = sorted(DeltaTable(str(table_dir)).history(), key=lambda c: c["version"])
+    first = next(c for c in commits if int(c.get("operationMetrics", {}).get("num_added_files", 1)))
+    return first["timestamp"] / 1000 - started
 
-    spark = spark_session()
-    try:
-        run = run_service(spark, config)
-    finally:
-        spark.stop()
-    return {"job": "ran", "job_s": round(run.wall_s, 3), "job_rounds_s": round(run.rounds_s, 3), "config": str(config)}
+
+class JobHalf:
+    """The job's side: availableNow runs of ``TieringJob`` (``kind = "fluss"``) in this process's
+    Spark, fluss-client on ``spark.jars``; entered, the session is made and warmed by one small
+    run over a reference store, so that the timed runs pay no Python worker's start."""
+
+    def __init__(self, work: Path, servers: str) -> None:
+        from tests.support.fluss import client_jar
+
+        self.work = work
+        self.jars = {"spark.jars": str(client_jar())}
+        self.fluss = {
+            "kvstore.kind": "fluss",
+            "kvstore.url": None,  # the reference store's, None: not given
+            "kvstore.bootstrap_servers": servers,
+            "kvstore.database": DATABASE,
+            "tables.include": [TABLE],
+            **{f"spark.{key}": value for key, value in self.jars.items()},
+        }
+        self.lake = work / "job-lake"
+
+    def __enter__(self) -> JobHalf:
+        from benchmarks.common import spark_session
+        from tiering.kvstore.server.process import StoreProcess
+
+        self.spark = spark_session(extra=self.jars)
+        self.store = StoreProcess.start(self.work / "store", gc_interval_s=3600)
+        try:
+            self.reference("warm-up", 1000, 1)
+        except BaseException:
+            self.__exit__()
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.store.stop()
+        self.spark.stop()
+
+    def run(self, name: str, settings: dict[str, Any], table: str) -> dict[str, float]:
+        """One availableNow run of job ``name``: its wall time, its rounds' time, its first commit's."""
+        from benchmarks.common import run_service, service_config
+
+        config = service_config(self.work, self.store.url, name, settings, root=str(self.lake / name))
+        started = time.time()
+        run = run_service(self.spark, config)
+        return {
+            "s": run.wall_s,
+            "rounds_s": run.rounds_s,
+            "first_commit_s": _first_commit_s(self.lake / name / table, started),
+            "phases_ms": run.phases_ms,
+        }
+
+    def tier_fluss(self) -> dict[str, float]:
+        """A run of the Fluss job: a bootstrap at its first, a changelog round after."""
+        return self.run("fluss", self.fluss, TABLE)
+
+    def reference(self, name: str, rows: int, buckets: int) -> dict[str, float]:
+        """The same run over the reference store holding ``rows`` rows in one snapshot a bucket."""
+        from benchmarks.common import load_table
+
+        client = self.store.client(timeout_s=600)
+        load_table(client, name, range(rows), buckets)
+        client.take_snapshots(name)
+        return self.run(f"ref-{name}", {"tables.include": [name]}, name)
+
+    def lake_rows(self) -> pa.Table:
+        return _user_rows(self.lake / "fluss" / TABLE)
+
+
+def _user_rows(table_dir: Path) -> pa.Table:
+    """A lake table's columns of :data:`SCHEMA`, in their types, sorted by key."""
+    from deltalake import DeltaTable
+
+    rows = DeltaTable(str(table_dir)).to_pyarrow_table(columns=SCHEMA.names)
+    return pa.table([rows.column(f.name).cast(f.type) for f in SCHEMA], schema=SCHEMA).sort_by("id")
+
+
+def check_lake(job: pa.Table, baseline: pa.Table, rows: int, updates: int) -> int:
+    """The job's lake against the hand-written copy's (Fluss read by Fluss's clients), row by row,
+    and a sample of keys against what was written; the rows compared."""
+    if job.num_rows != rows or not job.equals(baseline):
+        raise AssertionError(f"the job's lake ({job.num_rows} rows) is not the copy's ({baseline.num_rows}) of {rows}")
+    for key in range(0, rows, max(1, rows // 1000)):
+        got = job.slice(key, 1).to_pylist()[0]
+        if got != _row(key, 1 if key < updates else 0):
+            raise AssertionError(f"key {key}: the lake has {got}, Fluss was written {_row(key, int(key < updates))}")
+    return job.num_rows
+
+
+def _ratio(baseline_s: float, job_s: float) -> float:
+    return round(baseline_s / job_s, 3)
 
 
 def bench_fluss(args: argparse.Namespace, work: Path) -> dict[str, Any]:
@@ -249,50 +330,84 @@ def bench_fluss(args: argparse.Namespace, work: Path) -> dict[str, Any]:
         ends = _log_ends(store)
         snapshots = _covering_snapshots(store, ends)
         table_id = next(iter(snapshots.values())).table_id
-        arrow = arrow_bootstrap(store, snapshots, work / "lake-arrow")
+        arrow = arrow_bootstrap(store, snapshots, work / "lake")
         assert arrow["rows"] == args.rows, (arrow["rows"], args.rows)
-        boot = baseline_bootstrap(store.java, table_id, {b: s.snapshot_id for b, s in snapshots.items()}, work / "lake")
-        assert boot["rows"] == args.rows, (boot["rows"], args.rows)
-        if args.bootstrap_only:
-            return _bootstrap_report(args, load_s, boot, arrow)
+        boot = None
+        if args.rows <= args.py4j_max_rows:
+            refs = {b: s.snapshot_id for b, s in snapshots.items()}
+            boot = baseline_bootstrap(store.java, table_id, refs, work / "lake-py4j")
+            assert boot["rows"] == args.rows, (boot["rows"], args.rows)
+        with JobHalf(work, cluster.bootstrap_servers) as job:
+            job_boot = job.tier_fluss()
+            report = _bootstrap_report(args, load_s, boot, arrow, job_boot)
+            if args.bootstrap_only:
+                return report
+            reference = job.reference("ref", args.rows, args.buckets)
 
-        asyncio.run(_load(cluster.bootstrap_servers, range(args.updates), 1, args.buckets))
-        starts = {b: s.log_offset for b, s in snapshots.items()}
-        round_ = baseline_changelog(cluster.bootstrap_servers, starts, _log_ends(store), work / "lake")
-        assert round_["changes"] == args.updates, (round_["changes"], args.updates)
-        job = job_half(work, cluster.bootstrap_servers)
+            asyncio.run(_load(cluster.bootstrap_servers, range(args.updates), 1, args.buckets))
+            starts = {b: s.log_offset for b, s in snapshots.items()}
+            round_ = baseline_changelog(cluster.bootstrap_servers, starts, _log_ends(store), work / "lake")
+            assert round_["changes"] == args.updates, (round_["changes"], args.updates)
+            job_round = job.tier_fluss()
+            checked = check_lake(job.lake_rows(), _user_rows(work / "lake"), args.rows, args.updates)
     finally:
         store.close()
         cluster.stop()
     return {
-        **_bootstrap_report(args, load_s, boot, arrow),
+        **report,
         "updates": args.updates,
         "baseline_changelog": "pyfluss-pyarrow-delta-rs-merge",
         "baseline_changelog_s": round(round_["total_s"], 3),
         "baseline_changelog_read_s": round(round_["read_s"], 3),
         "baseline_changelog_rows_per_s": round(args.updates / round_["total_s"]),
         "baseline_merge": {k: v for k, v in round_.items() if k.startswith("num_")},
-        **job,
+        "job_changelog_s": round(job_round["s"], 3),
+        "job_changelog_round_s": round(job_round["rounds_s"], 3),
+        "job_changelog_phases_ms": job_round["phases_ms"],
+        "changelog_ratio": _ratio(round_["total_s"], job_round["s"]),
+        "changelog_round_ratio": _ratio(round_["total_s"], job_round["rounds_s"]),
+        "lake_rows_checked": checked,
+        "first_commit": "availableNow run, same rows: Fluss (KV snapshots) vs the reference store",
+        "first_commit_fluss_s": round(job_boot["first_commit_s"], 3),
+        "first_commit_reference_s": round(reference["first_commit_s"], 3),
+        "first_commit_reference_phases_ms": reference["phases_ms"],
+        "first_commit_ratio": _ratio(reference["first_commit_s"], job_boot["first_commit_s"]),
     }
 
 
 def _bootstrap_report(
-    args: argparse.Namespace, load_s: float, boot: dict[str, float], arrow: dict[str, float]
+    args: argparse.Namespace,
+    load_s: float,
+    boot: dict[str, float] | None,
+    arrow: dict[str, float],
+    job: dict[str, float],
 ) -> dict[str, Any]:
+    py4j = (
+        {
+            "py4j_bootstrap": "fluss-java-client(py4j)-pyarrow-delta-rs",
+            "py4j_bootstrap_s": round(boot["total_s"], 3),
+            "py4j_bootstrap_read_s": round(boot["read_s"], 3),
+            "py4j_bootstrap_rows_per_s": round(args.rows / boot["total_s"]),
+        }
+        if boot is not None
+        else {"py4j_bootstrap": f"not run: {args.rows} rows > --py4j-max-rows {args.py4j_max_rows}"}
+    )
     return {
         "rows": args.rows,
         "buckets": args.buckets,
         "load_rows_per_s": round(args.rows / load_s),
-        "baseline_bootstrap": "fluss-java-client(py4j)-pyarrow-delta-rs",
-        "baseline_bootstrap_s": round(boot["total_s"], 3),
-        "baseline_bootstrap_read_s": round(boot["read_s"], 3),
-        "baseline_bootstrap_rows_per_s": round(args.rows / boot["total_s"]),
-        "baseline_bootstrap_read_rows_per_s": round(args.rows / boot["read_s"]),
-        "arrow_bootstrap": "arrow-snapshot-writer(jvm)-ipc-file-pyarrow-delta-rs",
-        "arrow_bootstrap_s": round(arrow["total_s"], 3),
-        "arrow_bootstrap_read_s": round(arrow["read_s"], 3),
-        "arrow_bootstrap_rows_per_s": round(args.rows / arrow["total_s"]),
-        "arrow_bootstrap_read_rows_per_s": round(args.rows / arrow["read_s"]),
+        "baseline_bootstrap": "arrow-snapshot-writer(jvm)-ipc-file-pyarrow-delta-rs",
+        "baseline_bootstrap_s": round(arrow["total_s"], 3),
+        "baseline_bootstrap_read_s": round(arrow["read_s"], 3),
+        "baseline_bootstrap_rows_per_s": round(args.rows / arrow["total_s"]),
+        **py4j,
+        "job": "availableNow TieringJob, kvstore.kind = fluss, in-process local[2]",
+        "job_bootstrap_s": round(job["s"], 3),
+        "job_bootstrap_round_s": round(job["rounds_s"], 3),
+        "job_bootstrap_phases_ms": job["phases_ms"],
+        "job_bootstrap_rows_per_s": round(args.rows / job["s"]),
+        "bootstrap_ratio": _ratio(arrow["total_s"], job["s"]),
+        "bootstrap_round_ratio": _ratio(arrow["total_s"], job["rounds_s"]),
     }
 
 
@@ -302,6 +417,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--updates", type=int, default=1_000_000, help="updates in the changelog round")
     parser.add_argument("--buckets", type=int, default=4)
     parser.add_argument("--bootstrap-only", action="store_true", help="stop after the bootstrap step")
+    parser.add_argument(
+        "--py4j-max-rows",
+        type=int,
+        default=200_000,
+        help="the py4j row-by-row bootstrap copy runs up to this many rows (~500 rows/s)",
+    )
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results/fluss.json"))
     args = parser.parse_args(argv)
     work = Path(tempfile.mkdtemp(prefix="bench-fluss-"))

@@ -21,7 +21,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pyarrow as pa
@@ -81,8 +81,9 @@ def table_info(buckets: int):
     )
 
 
-def spark_session(memory: str = "2g"):
-    """The driver's local[2] Spark, as every benchmark measures it."""
+def spark_session(memory: str = "2g", extra: dict[str, str] | None = None):
+    """The driver's local[2] Spark, as every benchmark measures it (``extra``: more of its conf,
+    such as a store client's jar on ``spark.jars``)."""
     from pyspark.sql import SparkSession
 
     from tiering.job import PROGRESS_RETENTION, REQUIRED_SPARK_CONF
@@ -99,6 +100,7 @@ def spark_session(memory: str = "2g"):
         # Spark's default: the modes find their rounds in recentProgress by position, which the
         # job's own retention (tiering.job.PROGRESS_RETENTION) would cut short.
         .config(PROGRESS_RETENTION[0], "100")
+        .config(map=extra or {})
         .getOrCreate()
     )
     spark.sparkContext.setLogLevel("ERROR")
@@ -161,11 +163,14 @@ def _delaying_proxy(upstream: str, delay_ms: float) -> Iterator[str]:
 @dataclass
 class ServiceRun:
     """One availableNow run: its wall time (query start to stop), the time of its rounds alone
-    (Spark's ``triggerExecution`` of the batches that carried splits), and its result."""
+    (Spark's ``triggerExecution`` of the batches that carried splits), and its result;
+    ``phases_ms``: those batches' Spark phases summed (``latestOffset``: planning, ``addBatch``:
+    the round's reads, writes and commits, ...)."""
 
     wall_s: float
     rounds_s: float
     result: object
+    phases_ms: dict[str, int] = field(default_factory=dict)
 
 
 def run_service(spark, config, epoch: int = 1) -> ServiceRun:
@@ -179,10 +184,9 @@ def run_service(spark, config, epoch: int = 1) -> ServiceRun:
     elapsed = time.perf_counter() - started
     if not result.ok:
         raise RuntimeError(f"service run failed: {result.failed_tables}")
-    rounds = (
-        sum(b.durationMs["triggerExecution"] for b in job.query.recentProgress if "addBatch" in b.durationMs) / 1000
-    )
-    return ServiceRun(elapsed, rounds, result)
+    batches = [b.durationMs for b in job.query.recentProgress if "addBatch" in b.durationMs]
+    phases = {name: sum(b.get(name, 0) for b in batches) for name in sorted({n for b in batches for n in b})}
+    return ServiceRun(elapsed, phases.get("triggerExecution", 0) / 1000, result, phases)
 
 
 class Worker(threading.Thread):

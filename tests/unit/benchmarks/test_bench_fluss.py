@@ -1,11 +1,12 @@
-"""The Fluss benchmark's hand-written changelog copy keeps the last change of each key, as a round does."""
+"""The Fluss benchmark's hand-written changelog copy keeps the last change of each key, as a round does;
+its check of the job's lake fails a lake that differs from the copy or from what was written."""
 
 from __future__ import annotations
 
 import pyarrow as pa
 import pytest
 
-from benchmarks.bench_fluss import _last_per_key
+from benchmarks.bench_fluss import SCHEMA, _last_per_key, _row, check_lake
 
 pytestmark = pytest.mark.unit
 
@@ -26,3 +27,23 @@ def test_the_last_change_of_each_key_is_kept_a_delete_included():
         {"id": 2, "note": None, "__op": "-D"},
         {"id": 3, "note": "d", "__op": "+I"},
     ]
+
+
+def _written(rows: int, updates: int) -> pa.Table:
+    return pa.Table.from_pylist([_row(k, int(k < updates)) for k in range(rows)], schema=SCHEMA)
+
+
+def test_a_lake_equal_to_the_copy_and_to_what_was_written_passes():
+    assert check_lake(_written(50, 20), _written(50, 20), rows=50, updates=20) == 50
+
+
+def test_a_lake_missing_a_row_the_copy_has_fails():
+    lake = _written(50, 20)
+    with pytest.raises(AssertionError, match="49 rows"):
+        check_lake(lake.slice(0, 49), lake, rows=50, updates=20)
+
+
+def test_a_lake_equal_to_a_wrong_copy_fails_on_a_sampled_key():
+    stale = _written(50, 0)  # the updates never applied, on both sides
+    with pytest.raises(AssertionError, match="key 0"):
+        check_lake(stale, stale, rows=50, updates=20)
