@@ -239,3 +239,23 @@ def test_the_optional_parts_answer_or_say_the_store_has_none(side):
         found = files.log_files({table: [(0, 0, end)]})[table]
         assert not isinstance(found, Exception) and len(found) == 1 and found[0]
     assert (progress is None, files is None, held is None) == (side.name == "fluss",) * 3
+
+
+def test_releasing_buckets_the_lease_never_held_is_no_error(side):
+    """A new term lets go of every bucket no replayed split needs, held or not (a store that lists
+    no holds cannot tell which are): a release of buckets the lease never held, of a table it holds
+    one other bucket of and of a table it holds nothing of, changes nothing and raises nothing."""
+    store: PlanningStore = side.store
+    held_table, other = new_table(side, buckets=2), new_table(side, buckets=2)
+    side.write(held_table, [row(k) for k in range(1, 9)])
+    ref = side.fresh_snapshots(held_table)[0]
+    lease = f"contract-{uuid.uuid4().hex}"
+    store.create(lease, 1, LEASE_MS)
+    assert store.acquire(lease, 1, LEASE_MS, [ref]) == []
+
+    other_id = store.table(other).table_id
+    store.release(lease, 1, [BucketId(ref.table_id, 1), BucketId(other_id, 0), BucketId(other_id, 1)])
+
+    assert store.held(lease) in (None, [BucketId(ref.table_id, 0)])
+    store.release(lease, 1, [BucketId(ref.table_id, 0)])
+    store.drop(lease, 1)
