@@ -44,8 +44,10 @@ _SNAPSHOT_WAIT_S = 120.0
 _REPLAY_WAIT_S = 60.0
 
 
-def missing_fluss(jars_dir: Path = FLUSS_JARS) -> str | None:
-    """Why this install cannot run the Fluss demo (naming the command that fixes it), None when it can."""
+def missing_fluss(jars_dir: Path | None = None) -> str | None:
+    """Why this install cannot run the Fluss demo (naming the command that fixes it), None when it
+    can; ``jars_dir``: :data:`FLUSS_JARS` unless given."""
+    jars_dir = FLUSS_JARS if jars_dir is None else jars_dir
     for jar in ("fluss-server", "fluss-client"):
         if not sorted(jars_dir.glob(f"{jar}-*.jar")):
             return f"no {jar} jar in {jars_dir}: run scripts/setup_fluss.sh first"
