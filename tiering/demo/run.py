@@ -18,9 +18,11 @@ import signal
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 from rich.live import Live
@@ -32,14 +34,15 @@ from tiering.context import store_client
 from tiering.delta_log.lake import Lake
 from tiering.demo.live import Progress
 from tiering.demo.scenario import Writer, demo_tables
-from tiering.demo.services import SPARK_LOG4J, DemoServices, log_to_file
+from tiering.demo.services import SPARK_LOG4J, DemoServices, log_to_file, wait_interruptibly
+from tiering.errors import TieringError
 from tiering.kvstore.models import TableInfo
 from tiering.objectstore.embedded_s3 import EmbeddedS3
 from tiering.state.checkpoint_store import checkpoint_of
 from tiering.state.lease_file import read_lease_id
 from tiering.verify import TableCheck, check_table
 
-__all__ = ["DemoOptions", "run_demo", "demo_config", "JOB"]
+__all__ = ["DemoOptions", "DemoSession", "JobThread", "run_demo", "demo_config", "demo_session", "render_checks", "JOB"]
 
 log = logging.getLogger(__name__)
 
@@ -56,11 +59,19 @@ class DemoOptions:
     interval_s: float = 2.0
     initial_rows: int = 500
     catch_up_timeout_s: float = 120.0
+    store: str = "http"  # or "fluss": a Fluss cluster of the demo's own
 
 
 def demo_config(
-    data_dir: Path, store_url: str, zk_hosts: str, interval_s: float, s3: EmbeddedS3 | None = None
+    data_dir: Path,
+    zk_hosts: str,
+    interval_s: float,
+    *,
+    kvstore: dict[str, Any],
+    s3: EmbeddedS3 | None = None,
+    extra: dict[str, Any] | None = None,
 ) -> TieringConfig:
+    """The demo job's config: ``kvstore`` as ``[kvstore]``'s keys, ``extra`` as dotted overrides."""
     log4j = data_dir / "log4j2.properties"
     log4j.write_text(SPARK_LOG4J.format(path=data_dir / "spark.log"))
     return load_config(
@@ -69,7 +80,7 @@ def demo_config(
         {
             "job.name": JOB,
             "job.checkpoint": str(data_dir / "checkpoint"),
-            "kvstore.url": store_url,
+            **{f"kvstore.{key}": value for key, value in kvstore.items()},
             "zookeeper.hosts": zk_hosts,
             "lake.root": f"{s3.root}/lake" if s3 is not None else str(data_dir / "lake"),
             "lake.storage": s3.storage_options() if s3 is not None else {},
@@ -80,11 +91,12 @@ def demo_config(
             "spark.spark.ui.showConsoleProgress": "false",
             "spark.spark.sql.shuffle.partitions": "4",
             "spark.spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile={log4j}",
+            **(extra or {}),
         },
     )
 
 
-class _JobThread(threading.Thread):
+class JobThread(threading.Thread):
     """``run_as_leader`` until ``stop_event`` is set; the error, if any, is kept for the demo."""
 
     def __init__(self, config: TieringConfig, progress: Progress) -> None:
@@ -109,9 +121,37 @@ class _JobThread(threading.Thread):
             self.join(timeout=60)
 
 
-def run_demo(options: DemoOptions, console: Console | None = None) -> bool:
-    """Run the demo; True when every table of the lake equals the store. Cleans up on every path."""
-    console = console or Console()
+class DemoSession:
+    """One demo's data directory and processes. Whatever is stopped on the way out is registered
+    with :meth:`on_stop`; ``ok`` (the verdict) decides whether the data directory is removed."""
+
+    def __init__(self, data_dir: Path, services: DemoServices, console: Console) -> None:
+        self.data_dir, self.services, self.console = data_dir, services, console
+        self.ok = False
+        self._stops: list[Callable[[], None]] = []
+
+    def on_stop(self, stop: Callable[[], None]) -> None:
+        self._stops.append(stop)
+
+    def tier(self, job: JobThread, what: str) -> None:
+        """Run ``job`` (an availableNow config) to its end; Ctrl-C interrupts the wait. Its error raised."""
+        self.console.print(f"demo: tiering {what}")
+        self.on_stop(job.stop)
+        job.start()
+        wait_interruptibly(job)
+        if job.error is not None:
+            raise TieringError(f"demo: tiering {what} failed: {job.error}") from job.error
+
+    def stop(self) -> None:
+        for stop in self._stops:
+            stop()
+        self.services.stop()
+
+
+@contextmanager
+def demo_session(options: DemoOptions, console: Console) -> Iterator[DemoSession]:
+    """A data directory (kept when the run was not ``ok``) and logging to it; on the way out,
+    on every path (SIGTERM and Ctrl-C included, a second Ctrl-C ignored), everything stopped."""
     created = options.data_dir is None
     data_dir = (
         Path(tempfile.mkdtemp(prefix="kv-tiering-demo-"))
@@ -121,30 +161,51 @@ def run_demo(options: DemoOptions, console: Console | None = None) -> bool:
     data_dir.mkdir(parents=True, exist_ok=True)
     log_to_file(data_dir / "demo.log")
     previous_term = signal.signal(signal.SIGTERM, _interrupt)
-    services = DemoServices(data_dir, console)
-    writer: Writer | None = None
-    job: _JobThread | None = None
-    ok = False
+    session = DemoSession(data_dir, DemoServices(data_dir, console), console)
     try:
         console.print(f"demo: data in {data_dir} (logs: demo.log, spark.log)")
-        store = services.start_zk_and_store()
+        yield session
+    finally:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not abandon the cleanup
+        try:
+            session.stop()
+        finally:
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+            signal.signal(signal.SIGTERM, previous_term)
+        if session.ok and created and not options.keep:
+            shutil.rmtree(data_dir, ignore_errors=True)
+        elif not session.ok:
+            console.print(f"demo: data and logs kept in {data_dir}")
+
+
+def run_demo(options: DemoOptions, console: Console | None = None) -> bool:
+    """Run the demo; True when every table of the lake equals the store. Cleans up on every path."""
+    console = console or Console()
+    with demo_session(options, console) as session:
+        services = session.services
+        services.start_zookeeper()
+        store = services.start_store()
         client = store.client()
         tables = demo_tables(options.tables)
         infos = [client.create_table(kind.spec(name[len(kind.name) :])) for name, kind in tables]
         writer = Writer(client, tables)
+        session.on_stop(writer.stop)
         writer.load(options.initial_rows)
         for info in infos:
             client.take_snapshots(info.name)
         console.print(f"demo: {len(infos)} tables loaded: {', '.join(i.name for i in infos)}; starting Spark")
 
         s3 = services.start_s3() if options.lake == "s3" else None
-        config = demo_config(data_dir, store.url, services.zk.hosts, options.interval_s, s3)
+        config = demo_config(session.data_dir, services.zk.hosts, options.interval_s, kvstore={"url": store.url}, s3=s3)
         services.start_spark(config)
         progress = Progress()
-        job = _JobThread(config, progress)
+        job = JobThread(config, progress)
+        session.on_stop(job.stop)
         job.start()
-        watch = _Watch(progress, writer, job, config, infos, data_dir)
-        with Live(progress.render(writer, 0, data_dir), console=console, refresh_per_second=2, transient=False) as live:
+        watch = _Watch(progress, writer, job, config, infos, session.data_dir)
+        with Live(
+            progress.render(writer, 0, session.data_dir), console=console, refresh_per_second=2, transient=False
+        ) as live:
             progress.phase = "tiering while writing"
             writer.start()
             watch.until(live, lambda up: watch.elapsed_s >= options.duration_s)
@@ -153,7 +214,7 @@ def run_demo(options: DemoOptions, console: Console | None = None) -> bool:
             deadline = time.monotonic() + options.catch_up_timeout_s
             caught_up = watch.until(live, lambda up: up or time.monotonic() >= deadline)
             progress.phase = "caught up" if caught_up else "did not catch up"
-            live.update(progress.render(writer, watch.elapsed_s, data_dir))
+            live.update(progress.render(writer, watch.elapsed_s, session.data_dir))
         if not console.is_terminal:
             console.line()  # off a terminal, rich's Live ends its last render without a newline
         job.stop()
@@ -165,25 +226,12 @@ def run_demo(options: DemoOptions, console: Console | None = None) -> bool:
                 f"demo: FAILED: the lake did not reach the store's log end within {options.catch_up_timeout_s:.0f}s"
             )
         checks = [check_table(client, Lake.of(config.lake), info) for info in infos]
-        console.print(_render_checks(checks))
-        ok = caught_up and all(c.equal for c in checks)
-        console.print("demo: lake == store for every table" if ok else "demo: FAILED: the lake differs from the store")
-        return ok
-    finally:
-        signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not abandon the cleanup
-        try:
-            if writer is not None:
-                writer.stop()
-            if job is not None:
-                job.stop()
-            services.stop()
-        finally:
-            signal.signal(signal.SIGINT, signal.default_int_handler)
-            signal.signal(signal.SIGTERM, previous_term)
-        if ok and created and not options.keep:
-            shutil.rmtree(data_dir, ignore_errors=True)
-        elif not ok:
-            console.print(f"demo: data and logs kept in {data_dir}")
+        console.print(render_checks(checks))
+        session.ok = caught_up and all(c.equal for c in checks)
+        console.print(
+            "demo: lake == store for every table" if session.ok else "demo: FAILED: the lake differs from the store"
+        )
+    return session.ok
 
 
 class _Watch:
@@ -193,7 +241,7 @@ class _Watch:
         self,
         progress: Progress,
         writer: Writer,
-        job: _JobThread,
+        job: JobThread,
         config: TieringConfig,
         infos: list[TableInfo],
         data_dir: Path,
@@ -221,17 +269,17 @@ class _Watch:
             time.sleep(1.0)
 
 
-def _render_checks(checks: list[TableCheck]) -> Table:
+def render_checks(checks: list[TableCheck], store: str = "store") -> Table:
     table = Table(
         "table",
-        "store rows",
+        f"{store} rows",
         "lake rows",
         "missing",
         "extra",
         "differ",
         "offsets",
         "result",
-        title="lake vs store, row by row",
+        title=f"lake vs {store}, row by row",
     )
     for c in checks:
         table.add_row(

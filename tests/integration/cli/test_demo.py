@@ -1,4 +1,5 @@
-"""`tiering demo` end to end: it verifies the lake against the store and leaves no process behind.
+"""`tiering demo` end to end: it verifies the lake against the store (or, with ``--store fluss``,
+against a Fluss cluster of its own) and leaves no process behind.
 
 The demo prints the pids of the ZooKeeper and store processes it starts; after it exits (done
 or interrupted) those pids must be gone. Its output written to a file, as a CI job or
@@ -20,6 +21,7 @@ from typing import IO
 import pytest
 from deltalake import DeltaTable
 
+from tests.support.fluss import skip_without_fluss
 from tiering.cli import EXIT_INTERRUPTED, EXIT_OK
 
 pytestmark = pytest.mark.integration
@@ -38,6 +40,19 @@ def demo(*args: str, out: IO[str] | None = None) -> subprocess.Popen:
         stdout=out or subprocess.PIPE,
         stderr=subprocess.STDOUT,
     )
+
+
+def interrupted(proc: subprocess.Popen, line: str, after_s: float) -> tuple[str, int]:
+    """The demo's output and exit code after a Ctrl-C sent ``after_s`` past the first line holding ``line``."""
+    lines = []
+    for printed in proc.stdout or ():
+        lines.append(printed)
+        if line in printed:
+            break
+    time.sleep(after_s)  # into the phase that line opens
+    proc.send_signal(signal.SIGINT)
+    rest, _ = proc.communicate(timeout=120)
+    return "".join(lines) + rest, proc.returncode
 
 
 def child_pids(output: str, expected: int = 3) -> list[int]:
@@ -118,34 +133,50 @@ def test_demo_with_an_s3_lake_verifies_every_row(tmp_path):
 
 
 def test_ctrl_c_stops_the_demo_and_its_processes(tmp_path):
-    proc = demo("--duration", "120", "--tables", "1", "--data-dir", str(tmp_path / "demo"))
-    lines = []
-    for line in proc.stdout:
-        lines.append(line)
-        if "Spark driver JVM pid" in line:
-            break
-    time.sleep(5)  # the job is leading and tiering
-    proc.send_signal(signal.SIGINT)
-    rest, _ = proc.communicate(timeout=120)
-    out = "".join(lines) + rest
+    out, code = interrupted(
+        demo("--duration", "120", "--tables", "1", "--data-dir", str(tmp_path / "demo")), "Spark driver JVM pid", 5
+    )
 
-    assert proc.returncode == EXIT_INTERRUPTED, out[-3000:]
+    assert code == EXIT_INTERRUPTED, out[-3000:]
     assert "demo: stopped every process it started" in out
     assert all_gone(child_pids(out), tmp_path / "demo")
     assert "lake == store" not in out
 
 
 def test_ctrl_c_while_spark_starts_still_cleans_up(tmp_path):
-    proc = demo("--duration", "120", "--tables", "1", "--data-dir", str(tmp_path / "demo"))
-    lines = []
-    for line in proc.stdout:
-        lines.append(line)
-        if "starting Spark" in line:
-            break
-    time.sleep(1)
-    proc.send_signal(signal.SIGINT)
-    rest, _ = proc.communicate(timeout=120)
-    out = "".join(lines) + rest
+    out, code = interrupted(
+        demo("--duration", "120", "--tables", "1", "--data-dir", str(tmp_path / "demo")), "starting Spark", 1
+    )
 
-    assert proc.returncode == EXIT_INTERRUPTED, out[-3000:]
+    assert code == EXIT_INTERRUPTED, out[-3000:]
     assert all_gone(child_pids(out, expected=2), tmp_path / "demo")
+
+
+def fluss_pids(output: str) -> list[int]:
+    """The Fluss cluster's three JVMs (`demo: Fluss cluster pids zookeeper N, coordinator N, tablet N`)."""
+    line = next(line for line in output.splitlines() if line.startswith("demo: Fluss cluster pids"))
+    pids = [int(p) for p in re.findall(r"(?:zookeeper|coordinator|tablet) (\d+)", line)]
+    assert len(pids) == 3, line
+    return pids
+
+
+def test_demo_with_fluss_tiers_its_snapshots_then_its_changelog_and_verifies_every_row(tmp_path):
+    skip_without_fluss()
+    proc = demo("--store", "fluss", "--data-dir", str(tmp_path / "demo"))
+    out, _ = proc.communicate(timeout=600)
+
+    assert proc.returncode == EXIT_OK, out[-4000:]
+    assert "demo: tiering bootstrap from the KV snapshots" in out and "demo: tiering the changelog" in out
+    assert re.search(r"│ orders .*EQUAL", out) and "demo: lake == Fluss" in out, out[-3000:]
+    assert all_gone(child_pids(out, expected=2) + fluss_pids(out), tmp_path / "demo")
+
+
+def test_ctrl_c_stops_the_fluss_demo_and_its_fluss_cluster(tmp_path):
+    skip_without_fluss()
+    out, code = interrupted(
+        demo("--store", "fluss", "--data-dir", str(tmp_path / "demo")), "demo: tiering bootstrap", 3
+    )
+
+    assert code == EXIT_INTERRUPTED, out[-3000:]
+    assert "demo: stopped every process it started" in out and "lake == Fluss" not in out
+    assert all_gone(child_pids(out, expected=2) + fluss_pids(out), tmp_path / "demo")
