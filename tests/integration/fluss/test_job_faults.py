@@ -6,6 +6,9 @@ group) past its ZooKeeper session; a second driver takes over with the next epoc
 everything; thawed, the first lands nothing, whatever Fluss's lease (which has no epoch) let it
 do: its watchdog ends its term, or its commit loses to the new term's and the table's ``txn``
 names the newer term (``FENCED_EPOCH``), whichever comes first (docs/DESIGN.md §7).
+
+A tablet server restart (a cluster of the test's own) while a continuous job runs and writes go
+on: the job rides it out and catches up.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import pytest
 
 from tests.support.drivers import Driver
 from tests.support.fluss_job import BUCKETS, COLUMNS, job_conf, lake_rows, row, snapshots_covering_the_log
+from tests.support.fluss_rows import FlussRows
 from tests.support.lake import tiering_commits
 from tests.support.waiting import wait_until
 from tiering.failpoints import sleeping
@@ -59,3 +63,35 @@ def test_a_zombie_driver_thawed_after_a_takeover_lands_nothing(
     assert len({c.epoch for c in commits}) == 1, f"only the successor's term commits: {commits}"
     assert len({c.round for c in commits}) == len(commits), f"each commit one round: {commits}"
     assert lake_rows(tmp_path, "orders") == writer.current_rows("orders")
+
+
+def lake_caught_up(tmp_path, table: str, rows: FlussRows) -> bool:
+    return (tmp_path / "lake" / table / "_delta_log").exists() and lake_rows(tmp_path, table) == rows.current_rows(
+        table
+    )
+
+
+def test_a_continuous_job_rides_out_a_tablet_server_restart(fluss_cluster_factory, zk_server, tmp_path):
+    cluster = fluss_cluster_factory()
+    database = f"db_{uuid.uuid4().hex[:8]}"
+    rows = FlussRows(cluster.bootstrap_servers, database)
+    try:
+        rows.create_table("orders", COLUMNS, ["id"], BUCKETS)
+        rows.upsert("orders", [row(k) for k in range(200)])
+        conf = job_conf(
+            tmp_path, f"restart-{uuid.uuid4().hex[:6]}", cluster.bootstrap_servers, database, zk_server.hosts
+        )
+        driver = Driver(conf)
+        try:
+            wait_until(lambda: lake_caught_up(tmp_path, "orders", rows), "the first rounds", timeout_s=240)
+            rows.upsert("orders", [row(k, 1) for k in range(0, 300, 3)])
+            cluster.restart_tablet()
+            rows.upsert("orders", [row(k, 2) for k in range(0, 300, 5)])
+            rows.delete("orders", [{"id": k} for k in range(1, 200, 7)])
+            wait_until(lambda: lake_caught_up(tmp_path, "orders", rows), "the lake after the restart", timeout_s=240)
+            assert driver.proc.poll() is None, driver.tail()
+        finally:
+            driver.kill()
+    finally:
+        rows.close()
+
