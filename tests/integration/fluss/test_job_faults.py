@@ -9,6 +9,10 @@ names the newer term (``FENCED_EPOCH``), whichever comes first (docs/DESIGN.md Â
 
 A tablet server restart (a cluster of the test's own) while a continuous job runs and writes go
 on: the job rides it out and catches up.
+
+A Fluss table dropped and re-created between two runs with another bucket count and another
+primary key (a new table id): the next run replaces the lake table with the new table's rows.
+A missing database and an unreachable Fluss are tests/integration/fluss/test_check.py's.
 """
 
 from __future__ import annotations
@@ -95,3 +99,29 @@ def test_a_continuous_job_rides_out_a_tablet_server_restart(fluss_cluster_factor
     finally:
         rows.close()
 
+
+def test_a_table_recreated_with_other_buckets_and_key_replaces_the_lake_table(
+    fluss_cluster, writer, database, zk_server, tmp_path
+):
+    writer.create_table("items", COLUMNS, ["id"], BUCKETS)
+    writer.upsert("items", [row(k) for k in range(100)])
+    job = f"recreated-{uuid.uuid4().hex[:6]}"
+    conf = job_conf(
+        tmp_path, job, fluss_cluster.bootstrap_servers, database, zk_server.hosts, tables={"include": ["items"]}
+    )
+    first = Driver(conf, available_now=True)
+    assert first.wait(300) == 0, first.tail()
+
+    writer.recreate_table("items", {**COLUMNS, "n": "INT NOT NULL"}, ["id", "n"], BUCKETS - 1)
+    recreated = FlussRows(fluss_cluster.bootstrap_servers, database)  # the writer's client knows the old table
+    try:
+        recreated.upsert("items", [row(k, v) for k in range(0, 60, 2) for v in (1, 2)])
+        second = Driver(conf, available_now=True)
+        assert second.wait(300) == 0, second.tail()
+
+        def by_key(r: dict) -> tuple:
+            return r["id"], r["n"]
+
+        assert sorted(lake_rows(tmp_path, "items"), key=by_key) == sorted(recreated.current_rows("items"), key=by_key)
+    finally:
+        recreated.close()
