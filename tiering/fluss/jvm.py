@@ -8,6 +8,9 @@ Failure modes it guards against:
   install carries it or the checkout built it (:func:`snapshot_source_jar`), killed with the
   process that started it); with neither, one clear error naming both instead of a failure deep
   in a call;
+- an executor on a cluster, where the driver's path of the fluss-client jar does not exist: Spark
+  fetched the driver's ``spark.jars`` into the executor's working directory or its SparkFiles root,
+  so the same file name is looked for there (:func:`local_jar`) before failing;
 - a failure read as another: pyspark, once a SparkContext lives in the process, reads every py4j
   gateway's thrown Java exceptions through Spark's JVM, where another gateway's object ids are
   other objects. So futures hand their failures over as values (:meth:`FlussJvm.outcome`), never
@@ -34,6 +37,7 @@ from tiering.errors import FlussClientError
 __all__ = [
     "FlussJvm",
     "has_class",
+    "local_jar",
     "long_map",
     "java_set",
     "snapshot_source_jar",
@@ -90,6 +94,7 @@ class FlussJvm:
         context = pyspark.SparkContext._active_spark_context if pyspark is not None else None
         if context is not None and _has_client(context._gateway):
             return cls(context._gateway, bootstrap_servers, owned=False, options=options)
+        client_jar = local_jar(client_jar)
         if client_jar is None or not client_jar.is_file():
             where = "the Spark driver's JVM has none" if context is not None else "no SparkContext is active"
             raise FlussClientError(
@@ -151,6 +156,29 @@ def has_class(gateway: Any, name: str) -> bool:
     except Exception:  # py4j's Py4JJavaError around a ClassNotFoundException
         return False
     return True
+
+
+def local_jar(jar: Path | None, places: Sequence[Path] | None = None) -> Path | None:
+    """``jar`` where it exists; else a file of its name in the first of ``places`` that holds one
+    (by default the working directory, then pyspark's SparkFiles root: where an executor fetches
+    the driver's ``spark.jars``); else ``jar`` as given, for the error to name."""
+    if jar is None or jar.is_file():
+        return jar
+    for place in _fetched_jar_places() if places is None else places:
+        if (place / jar.name).is_file():
+            return place / jar.name
+    return jar
+
+
+def _fetched_jar_places() -> list[Path]:
+    places = [Path.cwd()]
+    files = sys.modules.get("pyspark.files")  # not imported: no Spark process fetched any file
+    if files is not None:
+        try:
+            places.append(Path(files.SparkFiles.getRootDirectory()))
+        except Exception:  # a driver without a SparkContext (an assertion), or its JVM gone (py4j)
+            pass
+    return places
 
 
 def snapshot_source_jar(places: Sequence[Path] | None = None) -> Path | None:

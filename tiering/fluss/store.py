@@ -11,7 +11,9 @@ records (a ``+U`` follows each, holding the new row), so offsets in a read have 
 
 Failure modes it guards against: pyfluss is async, and a caller of this module may itself run in
 an event loop's thread or in a Spark worker, so each object runs pyfluss on a private event loop,
-one call at a time. Fluss 0.9.1 answers every ``acquireSnapshots`` with no unavailable snapshot,
+one call at a time. A tablet server restarting fails calls for a while, some of them with
+pyfluss client errors it does not flag retriable ("Table info not found"): those are retried as
+its retriable ones are. Fluss 0.9.1 answers every ``acquireSnapshots`` with no unavailable snapshot,
 so an acquire looks each snapshot up after holding it and returns the ones that are gone. A Fluss
 lease has no epoch: the epoch is checked here, by the store object that calls (the highest seen
 per lease id; a lower one is ``FencedEpochError``); a renewal of a dropped or lapsed lease is silently accepted by
@@ -75,6 +77,9 @@ _TABLE_NOT_EXIST = 7
 #: pyfluss 1.0's client error, not flagged retriable, for a bucket whose leader it does not know yet
 #: (a table just created): Java's client says LeaderNotAvailableException, a RetriableException
 _NO_LEADER_YET = "No leader found for table bucket"
+#: pyfluss 1.0's client error, not flagged retriable, for a table whose metadata it dropped when a
+#: refresh failed (a tablet server restarting); a table that is gone is ``_TABLE_NOT_EXIST`` instead
+_NO_TABLE_INFO = "Table info not found for"
 #: Fluss's change kinds as the seam's op codes; ``-U`` (the row an update replaces) is dropped
 _OPS = {"+I": INSERT, "+U": UPDATE, "-D": DELETE}
 _SYSTEM = frozenset({OFFSET_COLUMN, OP_COLUMN, TIMESTAMP_COLUMN})
@@ -188,7 +193,7 @@ def _store_error(error: Any, servers: str, table: str | None) -> StoreError:
     message = f"Fluss at {servers}: {error.message}" + (f" (table {table!r})" if table else "")
     if error.error_code == _TABLE_NOT_EXIST:
         return TableNotFoundError(message, code="TABLE_NOT_FOUND", table=table)
-    if error.is_retriable or _NO_LEADER_YET in error.message:
+    if error.is_retriable or _NO_LEADER_YET in error.message or _NO_TABLE_INFO in error.message:
         return StoreUnavailableError(message, table=table)
     return StoreError(message, table=table)
 

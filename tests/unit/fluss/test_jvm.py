@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tiering.fluss import jvm
-from tiering.fluss.jvm import SNAPSHOT_SOURCE_PLACES, snapshot_source_hint, snapshot_source_jar
+from tiering.fluss.jvm import SNAPSHOT_SOURCE_PLACES, local_jar, snapshot_source_hint, snapshot_source_jar
 
 pytestmark = pytest.mark.unit
 
@@ -58,3 +58,37 @@ def test_a_spark_jvm_is_told_to_put_the_found_copy_on_spark_jars(tmp_path, monke
     assert snapshot_source_hint(owned=False) == f"put {target / JAR} on spark.jars beside fluss-client"
     monkeypatch.setattr(jvm, "SNAPSHOT_SOURCE_PLACES", ())
     assert snapshot_source_hint(owned=False) == "put fluss-snapshot-source-*.jar on spark.jars beside fluss-client"
+
+
+CLIENT = "fluss-client-0.9.1-incubating.jar"
+
+
+def test_the_driver_s_client_jar_is_used_where_it_exists(tmp_path):
+    driver, fetched = tmp_path / "driver", tmp_path / "fetched"
+    driver.mkdir()
+    fetched.mkdir()
+    (driver / CLIENT).touch()
+    (fetched / CLIENT).touch()
+
+    assert local_jar(driver / CLIENT, [fetched]) == driver / CLIENT
+
+
+def test_an_executor_finds_the_client_jar_spark_fetched_by_its_name(tmp_path):
+    empty, fetched = tmp_path / "empty", tmp_path / "fetched"
+    empty.mkdir()
+    fetched.mkdir()
+    (fetched / CLIENT).touch()
+
+    assert local_jar(Path("/driver/only/jars") / CLIENT, [empty, fetched]) == fetched / CLIENT
+
+
+def test_the_working_directory_is_looked_in_by_default(tmp_path, monkeypatch):
+    (tmp_path / CLIENT).touch()
+    monkeypatch.chdir(tmp_path)
+
+    assert local_jar(Path("/driver/only/jars") / CLIENT) == tmp_path / CLIENT
+
+
+def test_a_jar_found_nowhere_is_named_as_given(tmp_path):
+    assert local_jar(Path("/driver/only/jars") / CLIENT, [tmp_path]) == Path("/driver/only/jars") / CLIENT
+    assert local_jar(None, [tmp_path]) is None

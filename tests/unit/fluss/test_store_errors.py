@@ -21,6 +21,8 @@ from tiering.fluss.store import _store_error as store_error  # noqa: E402  (pyfl
             -2,
             StoreUnavailableError,
         ),
+        # pyfluss 1.0's client says so of a table whose metadata it lost to a tablet server restart
+        ("Table info not found for db.orders", 15, StoreUnavailableError),
         ("Table 'db.orders' does not exist.", 7, TableNotFoundError),
         ("Table db.orders already exists.", 8, StoreError),
     ],
