@@ -34,7 +34,7 @@ from tiering.errors import (
     ConfigError,
     CoordinationError,
     LakeStorageError,
-    StoreError,
+    LeaseUnsupportedError,
     StoreUnavailableError,
     one_line,
 )
@@ -53,8 +53,6 @@ CHECKS = ("zookeeper", "kvstore", "lake", "checkpoint")
 TIMEOUT_S = 10.0
 #: At most this many of the store's table names in a line that lists them.
 LISTED_TABLES = 20
-#: What Fluss's Java client says of a call the server does not know: a server without the lease API
-_NO_LEASE_API = "UnsupportedVersionException"
 
 
 @dataclass(frozen=True)
@@ -271,9 +269,7 @@ def _fluss_lease(job: str, store: FlussStore, timeout_s: float) -> tuple[str, bo
     try:
         store.create(lease_id, 0, int(timeout_s * 1000))
         store.drop(lease_id, 0)
-    except StoreError as e:
-        if _NO_LEASE_API not in e.message:
-            raise
+    except LeaseUnsupportedError as e:
         return f"snapshot lease API: none ({one_line(e)}); a run tiers WITHOUT snapshot leases", True
     return "snapshot lease API: a lease created and dropped", False
 
