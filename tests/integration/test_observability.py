@@ -17,7 +17,7 @@ from tiering.kvstore.client import KvStoreClient
 from tiering.kvstore.contract import SnapshotRef
 from tiering.kvstore.models import TableSpec
 from tiering.kvstore.reference import ReferenceStore
-from tiering.lake.round_protocol import TableCommit
+from tiering.lake.round_writer import TableCommit
 from tiering.observability import RoundObserver, TieringMetrics
 from tiering.round.health import TableHealth
 from tiering.round.outcome import RoundOutcome

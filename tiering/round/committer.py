@@ -105,7 +105,7 @@ from tiering.kvstore.contract import (
     StoreTable,
 )
 from tiering.lake.buckets import BucketResult
-from tiering.lake.round_protocol import RoundWriter, TableCommit
+from tiering.lake.round_writer import RoundWriter, TableCommit
 from tiering.lake.table_fence import fence_table
 from tiering.lease.release import LeaseReleases
 from tiering.round.batch_splits import batch_splits

@@ -39,7 +39,7 @@ from tiering.kvstore.client import KvStoreClient
 from tiering.kvstore.contract import SnapshotRef, StoreTable
 from tiering.kvstore.models import LakeReport, LogRange, Snapshot
 from tiering.kvstore.reference import bucket_log
-from tiering.lake.round_protocol import RoundWriter, TableCommit
+from tiering.lake.round_writer import RoundWriter, TableCommit
 from tiering.lease.job_lease import JobLease
 
 __all__ = ["ResyncError", "TableResync", "resync_table"]
@@ -117,7 +117,7 @@ def resync_table(
     commit = writer.commit(prepared, written)
     taken = {s.bucket: s.snapshot_id for s in splits if isinstance(s, SnapshotSplit)}
     log.info("resync table=%s epoch=%d: %s", table.name, lease.epoch, commit)
-    return TableResync(commit, taken, _report(client, table, writer.job, lease.epoch, commit))
+    return TableResync(commit, taken, _report(client, table, writer.writer_id, lease.epoch, commit))
 
 
 def _bootstrap_plan(table: TableInput) -> RoundPlan:

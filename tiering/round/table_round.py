@@ -18,7 +18,7 @@ from tiering.delta_log.lake import LakeTable
 from tiering.enumerator.positions import LakePosition
 from tiering.enumerator.splits import SnapshotSplit, Split
 from tiering.errors import RoundStateError
-from tiering.lake.round_protocol import PreparedRound, TableCommit, WrittenRound
+from tiering.lake.round_writer import PreparedRound, TableCommit, WrittenRound
 from tiering.round.table_states import NEXT_STATES, TableFailure, TableState
 
 __all__ = ["TableRound"]

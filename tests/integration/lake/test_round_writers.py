@@ -47,7 +47,7 @@ from tiering.kvstore.types import arrow_type
 from tiering.lake import delta_rs_writer
 from tiering.lake.delta_rs_writer import DeltaRsRoundWriter
 from tiering.lake.delta_spark_writer import DeltaSparkRoundWriter
-from tiering.lake.round_protocol import RoundWriter
+from tiering.lake.round_writer import RoundWriter
 from tiering.lake.table_fence import fence_table
 
 pytestmark = pytest.mark.integration
