@@ -236,15 +236,21 @@ class RoundWriter(ABC):
         splits: Sequence[Split],
         files: Mapping[Split, Sequence[str]],
         current: LakeTable | None,
+        *,
+        before_commit: Callable[[], None] = lambda: None,
         **round_args: Any,
     ) -> TableCommit:
         """Commit ``splits`` of ``table`` at most once: :meth:`prepare` (same arguments), the
-        executors' :meth:`tasks`, :meth:`commit`, for one table."""
+        executors' :meth:`tasks`, :meth:`written_files`, :meth:`commit`, for one table.
+        ``before_commit`` runs right before the commit, once the files are written: a term that
+        must still lead to commit (a one-off term's, ``tiering resync``) raises there."""
         prepared = self.prepare(table, splits, files, current, **round_args)
         if isinstance(prepared, TableCommit):
             return prepared
         results = self.write_files(self.tasks(prepared)).get(table.name, [])
-        return self.commit(prepared, self.written_files(prepared, results))
+        written = self.written_files(prepared, results)
+        before_commit()
+        return self.commit(prepared, written)
 
     def prepare(
         self,

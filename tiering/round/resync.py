@@ -5,8 +5,9 @@ another writer changed rows of (:class:`~tiering.errors.ForeignCommitError`), on
 schema cannot follow the KV table any more (:class:`~tiering.errors.SchemaMismatchError`, after
 a hand-made change). A resync is one round of its own, in a term of its own: the store takes a
 fresh snapshot of every bucket, the round bootstraps every bucket from it (snapshot split plus
-the log after it), and its one commit replaces every file and the schema of the table
-(``replace_table``, as for a re-created table). That commit is a round commit like any other:
+the log after it), written as a round's table is (:meth:`RoundWriter.write_table_round`), and its
+one commit replaces every file and the schema of the table (``replace_table``, as for a
+re-created table). That commit is a round commit like any other:
 the job's txn ``tiering/<job>/<table>`` at ``epoch << 32 | 0`` and the ``kvTiering`` offsets, so
 the job's next term (a larger epoch) continues from the new position, a replayed round of an
 older term trims to nothing, and the commits before it are no longer looked at for other
@@ -99,22 +100,19 @@ def resync_table(
         )
     splits = list(plan.splits)
     files = _files(client, table, splits, {s.bucket: s for s in snapshots.buckets})
-    prepared = writer.prepare(
+    commit = writer.write_table_round(
         table,
         splits,
         files,
         lake.load(table.name),
+        before_commit=fence,
         epoch=lease.epoch,
         round_id=RESYNC_ROUND,
         lease_id=lease.lease_id,
         replace_table=True,
     )
-    if isinstance(prepared, TableCommit):
+    if commit.skipped:  # nothing was written
         raise ResyncError(f"table {table.name!r}: the store holds nothing to resync from", table=table.name)
-    results = writer.write_files(writer.tasks(prepared)).get(table.name, [])
-    written = writer.written_files(prepared, results)
-    fence()
-    commit = writer.commit(prepared, written)
     taken = {s.bucket: s.snapshot_id for s in splits if isinstance(s, SnapshotSplit)}
     log.info("resync table=%s epoch=%d: %s", table.name, lease.epoch, commit)
     return TableResync(commit, taken, _report(client, table, writer.writer_id, lease.epoch, commit))
