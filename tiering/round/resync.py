@@ -81,8 +81,9 @@ def resync_table(
     """Replace ``table``'s lake copy with a fresh snapshot of every bucket and the log after it,
     in one commit of term ``lease.epoch``; ``fence`` raises :class:`NotLeaderError` once that term
     is over. ``client``: the reference store's, which snapshots the table on demand. The lake
-    report names the writer's job, as the job's rounds do: the store refuses it when another
-    job's report holds the table. The lease's snapshots are the caller's to drop."""
+    report names the job, as the job's rounds do (the writer's id: a resync is refused in a
+    group, so it is the job's name): the store refuses it when another job's report holds the
+    table. The lease's snapshots are the caller's to drop."""
     snapshots = client.take_snapshots(table.name)
     logs = client.log_info(table.name)
     if {snapshots.table_id, logs.table_id} != {table.table_id}:
