@@ -244,6 +244,10 @@ class CoordinationError(TieringError):
     """ZooKeeper could not be reached or answered unexpectedly."""
 
 
+class JavaNotFoundError(TieringError):
+    """No java to start a JVM with (tiering/java.py): a setting to fix (``JAVA_HOME``), never retried."""
+
+
 class FlussClusterError(TieringError):
     """A process of a Fluss cluster this package starts (tiering/fluss/cluster.py) could not
     start, exited, or was asked for before it started; the message names it and its log."""

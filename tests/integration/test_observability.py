@@ -5,19 +5,27 @@ The lease holdings come from the real store (``JobLease.held()``), so the store 
 from __future__ import annotations
 
 import logging
+import re
 
+import pyarrow as pa
 import pytest
+from deltalake import DeltaTable, write_deltalake
 from prometheus_client import CollectorRegistry
 
+from tests.support.config import write_conf
+from tests.support.lake import delta_rows
+from tests.support.oracle import TableOracle
 from tiering.conf.loader import load_config
 from tiering.context import TermContext
 from tiering.coord.ownership import Ownership
+from tiering.delta_log.lake import Lake
+from tiering.job import run_as_leader
 from tiering.kvstore import retry
 from tiering.kvstore.client import KvStoreClient
 from tiering.kvstore.contract import SnapshotRef
 from tiering.kvstore.models import TableSpec
 from tiering.kvstore.reference import ReferenceStore
-from tiering.lake.round_protocol import TableCommit
+from tiering.lake.round_writer import TableCommit
 from tiering.observability import RoundObserver, TieringMetrics
 from tiering.round.health import TableHealth
 from tiering.round.outcome import RoundOutcome
@@ -189,3 +197,49 @@ def test_a_store_that_lists_no_holds_leaves_the_leased_count_unknown(tmp_path, c
     assert lines[0].endswith("lease=obs-job-lease leased_snapshots=unknown"), lines
     assert sample(registry, "kv_tiering_leased_snapshots", job="obs-job", table="orders") is None
     assert sample(registry, "kv_tiering_lake_version", job="obs-job", table="orders") == 7, "the rest is recorded"
+
+
+def test_a_run_logs_one_line_per_table_per_round_committed_or_failed(
+    spark, kv_store, zk_hosts, unique_job, tmp_path, caplog
+):
+    """DESIGN §8: what the round and this hook log of a table, together, is one line a round: the
+    committed table's with its numbers, the failed one's with its cause (a foreign append to its
+    lake makes it fail before anything is written)."""
+    client = kv_store.client()
+    orders, users = TableOracle(client, "orders", num_buckets=2), TableOracle(client, "users", num_buckets=2)
+    for t in (orders, users):
+        t.upsert(range(20))
+    conf = write_conf(
+        tmp_path / "tiering.toml",
+        job=unique_job,
+        store_url=kv_store.url,
+        zk_hosts=zk_hosts,
+        trigger={"available_now": True},
+    )
+    config = load_config(conf, {})
+    assert run_as_leader(config).ok
+    users_lake = DeltaTable(Lake.of(config.lake).path("users"))
+    rows = delta_rows(users_lake).slice(0, 1)
+    write_deltalake(
+        users_lake, rows.set_column(rows.schema.get_field_index("id"), "id", pa.array([99], pa.int64())), mode="append"
+    )
+    orders.upsert(range(20, 30))
+    users.upsert(range(20, 30))
+
+    with caplog.at_level(logging.INFO, logger="tiering"):
+        assert list(run_as_leader(config).failed_tables) == ["users"]
+
+    def by_round(table: str) -> dict[str, list[str]]:
+        """The lines naming ``table``, by the round they name ("?": none)."""
+        found: dict[str, list[str]] = {}
+        for record in caplog.records:
+            line = record.getMessage()
+            if re.search(rf"\btable[= ]'?{table}\b", line):
+                found.setdefault(next(iter(re.findall(r"\bround=(\d+)", line)), "?"), []).append(line)
+        return found
+
+    orders_lines, users_lines = by_round("orders"), by_round("users")
+    assert [len(lines) for lines in orders_lines.values()] == [1], orders_lines
+    assert "status=committed" in next(iter(orders_lines.values()))[0]
+    assert users_lines and all(len(lines) == 1 for lines in users_lines.values()), users_lines
+    assert all("status=failed cause=foreign_write" in lines[0] for lines in users_lines.values()), users_lines

@@ -24,7 +24,7 @@ from tiering.job import (
 )
 from tiering.kvstore.contract import BucketLog, StoreColumn, StoreTable, TableLog
 from tiering.lake.maintenance import LakeMaintainer
-from tiering.lake.round_protocol import TableCommit
+from tiering.lake.round_writer import TableCommit
 from tiering.round.outcome import RoundOutcome
 
 pytestmark = pytest.mark.unit

@@ -37,7 +37,7 @@ ROWS: tuple[tuple[str, ...], ...] = (
     ("kvstore/", "fluss/"),  # fluss/: the Apache Fluss upstream, beside the reference store
     ("spark_version.py", "spark_python.py"),
     ("conf/", "errors.py", "ports.py", "allocator.py", "extras.py", "failpoints.py", "children.py", "console.py",
-     "atomic_file.py", "__init__.py"),  # __init__.py: the package's own (its version)
+     "atomic_file.py", "java.py", "__init__.py"),  # __init__.py: the package's own (its version)
 )
 # fmt: on
 
@@ -48,9 +48,14 @@ UPWARD: Mapping[tuple[str, str], str] = {
     ("tiering.status", "tiering.round.health"): "status reads the health file the round writes",
 }
 
-#: Upward edges from a whole unit, each waiting for the move its reason names.
-PENDING: Mapping[tuple[str, str], str] = {
-    ("fluss/", "tiering.coord.embedded"): "find_java moves below coord/ in the renovation's next step",
+#: DESIGN §2: the stores' row imports the bottom row alone, and fluss/ kvstore/ (its seam, its retry policy).
+STORES_IMPORT = {"kvstore/": ("kvstore/",), "fluss/": ("fluss/", "kvstore/")}
+
+#: Modules below source.py and lake/ that read pyspark's package (a file in it, its version), never
+#: its API: the planning process and ``tiering status`` run without a JVM (DESIGN §2).
+PYSPARK_READERS: Mapping[str, str] = {
+    "tiering.coord.embedded": "the ZooKeeper jars pyspark ships",
+    "tiering.spark_version": "the version of the pyspark this process imports",
 }
 
 #: DESIGN §3's store seam: these units reach a KV store only through it, in store-neutral values
@@ -195,9 +200,30 @@ def test_imports_point_down_the_rows():
         f"{a} ({_unit(a)}) -> {b} ({_unit(b)})"
         for a, targets in _graph().items()
         for b in targets
-        if _row(_unit(b)) < _row(_unit(a)) and (a, b) not in UPWARD and (_unit(a), b) not in PENDING
+        if _row(_unit(b)) < _row(_unit(a)) and (a, b) not in UPWARD
     )
     assert not upward, "imports pointing up docs/DESIGN.md §2's rows:\n" + "\n".join(upward)
+
+
+def test_the_stores_import_only_the_bottom_row():
+    bottom = set(ROWS[-1])
+    wider = sorted(
+        f"{a} -> {b}"
+        for a, targets in _graph().items()
+        if _unit(a) in STORES_IMPORT
+        for b in targets
+        if _unit(b) not in bottom and _unit(b) not in STORES_IMPORT[_unit(a)]
+    )
+    assert not wider, "the stores' row imports more than the bottom row (docs/DESIGN.md §2):\n" + "\n".join(wider)
+
+
+def test_nothing_below_the_source_and_the_writers_imports_pyspark():
+    below = _row("context.py")
+    found = sorted(
+        m for m in _graph() if _row(_unit(m)) >= below and "pyspark" in _external(m) and m not in PYSPARK_READERS
+    )
+    assert not found, f"pyspark imported below source.py and lake/ (docs/DESIGN.md §2): {found}"
+    assert [m for m in PYSPARK_READERS if "pyspark" not in _external(m)] == [], "a named reader no longer reads it"
 
 
 def _within(module: str, package: str) -> bool:

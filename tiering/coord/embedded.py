@@ -18,7 +18,6 @@ from __future__ import annotations
 import atexit
 import logging
 import os
-import shutil
 import signal
 import socket
 import subprocess
@@ -29,9 +28,10 @@ from typing import BinaryIO
 
 from tiering.children import die_with_parent, log_tail, terminate
 from tiering.errors import CoordinationError
+from tiering.java import find_java
 from tiering.ports import free_port, listening
 
-__all__ = ["EmbeddedZooKeeper", "run_foreground", "zookeeper_classpath", "find_java"]
+__all__ = ["EmbeddedZooKeeper", "run_foreground", "zookeeper_classpath"]
 
 log = logging.getLogger(__name__)
 
@@ -61,22 +61,6 @@ appender.file.layout.pattern = %d{ISO8601} %-5p [%t] %c{1}: %m%n
 rootLogger.level = {level}
 rootLogger.appenderRef.out.ref = out
 """
-
-
-def find_java() -> str:
-    """``$JAVA_HOME/bin/java`` when set, else ``java`` on PATH."""
-    java_home = os.environ.get("JAVA_HOME")
-    if java_home:
-        candidate = Path(java_home) / "bin" / "java"
-        if candidate.is_file():
-            return str(candidate)
-    found = shutil.which("java")
-    if found:
-        return found
-    raise CoordinationError(
-        f"cannot start embedded ZooKeeper: no java at $JAVA_HOME/bin/java "
-        f"(JAVA_HOME={java_home!r}) and none on PATH; install Java 17 or set JAVA_HOME"
-    )
 
 
 def zookeeper_classpath(jars_dir: Path | None = None) -> str:

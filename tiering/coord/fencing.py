@@ -13,25 +13,27 @@ results are inspected here and turned into typed errors naming the job, path and
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
+from typing import TypeVar
 
 from kazoo.client import KazooClient, TransactionRequest
 from kazoo.exceptions import (
     BadVersionError,
     ConnectionClosedError,
     KazooException,
-    NodeExistsError,
     NoNodeError,
     RolledBackError,
     SessionExpiredError,
 )
 
+from tiering.coord.cas import CasConflict, compare_and_set, create_or_set, is_conflict
 from tiering.coord.epoch import Epoch
 from tiering.coord.paths import epoch_path
 from tiering.errors import CoordinationError, FencedEpochError, LeadershipLostError
 
 __all__ = ["commit_fenced", "fenced_set", "OperationFailed"]
 
-_CREATE_OR_SET_ATTEMPTS = 5
+R = TypeVar("R")
 
 
 class OperationFailed(CoordinationError):
@@ -98,26 +100,35 @@ def commit_fenced(
 def fenced_set(zk: KazooClient, job: str, epoch: Epoch, path: str, value: bytes) -> int:
     """Create or overwrite ``path`` under the epoch fence; return the znode's new version.
 
-    The parent is created unfenced when missing (an empty parent is harmless to a newer term).
+    The parent is created unfenced when missing (an empty parent is harmless to a newer term). A
+    node created or deleted between the read and the commit is read again (coord/cas.py).
     """
     what = f"write of {path}"
+    _zk_call(zk.ensure_path, path.rsplit("/", 1)[0] or "/", job=job, epoch=epoch, what=what)
+    return compare_and_set(partial(_set_once, zk, job, epoch, path, value), what=f"{what} for job {job!r}")
+
+
+def _set_once(zk: KazooClient, job: str, epoch: Epoch, path: str, value: bytes) -> int:
+    """One fenced create or overwrite, as the read found ``path``; CasConflict when it appeared
+    or vanished since. An overwrite is at any version (-1): the epoch check orders the writers."""
+    what = f"write of {path}"
+    stat = _zk_call(zk.exists, path, job=job, epoch=epoch, what=what)
     try:
-        zk.ensure_path(path.rsplit("/", 1)[0] or "/")
-        exists = zk.exists(path) is not None
+        results = commit_fenced(
+            zk, job, epoch, lambda tx: create_or_set(tx, path, value, None if stat is None else -1), what=what
+        )
+    except OperationFailed as e:
+        if is_conflict(e.error):
+            raise CasConflict(path) from e
+        raise
+    return 0 if stat is None else results[0].version
+
+
+def _zk_call(call: Callable[[str], R], path: str, *, job: str, epoch: Epoch, what: str) -> R:
+    """``call(path)``, its failure typed: the session's end is leadership lost."""
+    try:
+        return call(path)
     except (SessionExpiredError, ConnectionClosedError) as e:
         raise LeadershipLostError(f"{what} for job {job!r}: session ended: {e!r}", epoch=epoch.value) from e
     except KazooException as e:
         raise CoordinationError(f"{what} for job {job!r} (epoch {epoch.value}): {e!r}", epoch=epoch.value) from e
-    for _ in range(_CREATE_OR_SET_ATTEMPTS):
-        try:
-            if exists:
-                (stat,) = commit_fenced(zk, job, epoch, lambda tx: tx.set_data(path, value), what=what)
-                return stat.version
-            commit_fenced(zk, job, epoch, lambda tx: tx.create(path, value), what=what)
-            return 0
-        except OperationFailed as e:
-            # Someone created or deleted the node between our exists() and the commit.
-            if not isinstance(e.error, (NodeExistsError, NoNodeError)):
-                raise
-            exists = isinstance(e.error, NodeExistsError)
-    raise CoordinationError(f"{what} for job {job!r}: node kept appearing and vanishing", epoch=epoch.value)

@@ -30,8 +30,8 @@ from pathlib import Path
 from typing import BinaryIO
 
 from tiering.children import die_with_parent, log_tail, terminate
-from tiering.coord.embedded import find_java
 from tiering.errors import FlussClusterError
+from tiering.java import find_java
 from tiering.ports import free_ports
 
 __all__ = ["FlussCluster", "FlussProcess"]

@@ -31,8 +31,8 @@ from typing import Any
 
 from py4j.java_gateway import JavaObject
 
-from tiering.coord.embedded import find_java
 from tiering.errors import FlussClientError
+from tiering.java import find_java
 
 __all__ = [
     "FlussJvm",

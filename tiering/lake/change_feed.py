@@ -42,7 +42,7 @@ from tiering.kvstore.contract import DELETE, OFFSET_COLUMN, OP_COLUMN
 from tiering.lake.bucket_plan import BucketBase
 from tiering.lake.buckets import BucketTask, base_rows, merge_batches
 from tiering.lake.compression import delta_rs_properties
-from tiering.lake.round_protocol import PreparedRound, post_commit
+from tiering.lake.round_writer import PreparedRound, post_commit
 
 __all__ = ["CHANGE_FEED_PROPERTY", "check_source_rows", "feed_enabled", "merge_round", "needs_merge"]
 

@@ -1,6 +1,6 @@
 """Committing one table's round to Delta with delta-rs (no Delta JVM jars needed).
 
-The protocol (replays skipped, schema checked, epochs fenced) is :mod:`tiering.lake.round_protocol`;
+The protocol (replays skipped, schema checked, epochs fenced) is :mod:`tiering.lake.round_writer`;
 this is the delta-rs commit, made by the driver, on any storage the lake is on (a local
 directory or S3, where delta-rs commits with a conditional put). Failure modes of its own:
 - a stale term races a newer one: delta-rs's conflict checker (or the store's conditional put,
@@ -43,7 +43,7 @@ derives its removes itself. Who writes:
 - the driver itself, for a changelog-only round of at most ``lake.driver_max_changes`` changes
   (docs/DESIGN.md §6: changelog merges may pass through the driver, bounded): no Spark job for a round
   that changed a few rows. The bucket's base streams through in batches; the changes are held.
-Which of them is decided once per table per round (:class:`~tiering.lake.round_protocol.WritePath`).
+Which of them is decided once per table per round (:class:`~tiering.lake.round_writer.WritePath`).
 
 With ``lake.change_data_feed`` on, tables are created with the feed enabled (an existing table
 gets it in a commit of its own before its next round), and a round that changes rows already in
@@ -74,7 +74,7 @@ from tiering.errors import LakeCommitError
 from tiering.lake.bucket_plan import BucketBase, heavy
 from tiering.lake.buckets import BucketResult, run_task
 from tiering.lake.change_feed import CHANGE_FEED_PROPERTY, check_source_rows, feed_enabled, merge_round, needs_merge
-from tiering.lake.round_protocol import (
+from tiering.lake.round_writer import (
     PreparedRound,
     RoundWriter,
     TableCommit,
@@ -105,14 +105,14 @@ class DeltaRsRoundWriter(RoundWriter):
         self,
         spark: SparkSession,
         lake: Lake,
-        job: str,
+        writer_id: str,
         *,
         driver_max_changes: int = DEFAULT_DRIVER_MAX_CHANGES,
         merge_max_rows: int = DEFAULT_MERGE_MAX_ROWS,
         change_data_feed: bool = False,
         target_file_mb: int = DEFAULT_TARGET_FILE_MB,
     ) -> None:
-        super().__init__(spark, lake, job)
+        super().__init__(spark, lake, writer_id)
         self._target_file_bytes = target_file_mb * 1024 * 1024
         self._driver_max_changes = driver_max_changes
         self._merge_max_rows = merge_max_rows
@@ -122,7 +122,7 @@ class DeltaRsRoundWriter(RoundWriter):
     def _adjust_table(self, dt: DeltaTable, epoch: int) -> None:
         """With the feed on, a table created without it gets it (only later versions have a feed)."""
         if self._change_data_feed and not feed_enabled(dt):
-            metadata = maintenance_metadata(job=self._job, epoch=epoch, operation="enable change data feed")
+            metadata = maintenance_metadata(job=self._writer_id, epoch=epoch, operation="enable change data feed")
             dt.alter.set_table_properties(
                 {CHANGE_FEED_PROPERTY: "true"},
                 raise_if_not_exists=False,

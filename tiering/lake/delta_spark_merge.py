@@ -52,7 +52,7 @@ from tiering.errors import ConfigError
 from tiering.kvstore.contract import DELETE, OFFSET_COLUMN, OP_COLUMN
 from tiering.lake.bucket_plan import BucketBase
 from tiering.lake.bucket_rows import merge_rows, output_columns
-from tiering.lake.round_protocol import PreparedRound
+from tiering.lake.round_writer import PreparedRound
 
 __all__ = [
     "check_delta_session",

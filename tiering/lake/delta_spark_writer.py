@@ -77,7 +77,7 @@ from tiering.lake.bucket_rows import bucket_rows
 from tiering.lake.change_feed import CHANGE_FEED_PROPERTY, needs_merge
 from tiering.lake.delta_jars import check_delta_jars
 from tiering.lake.delta_spark_merge import check_delta_session, commit_session, merge_round, set_properties
-from tiering.lake.round_protocol import PreparedRound, RoundWriter, TableCommit, WritePath, WrittenRound, output_rows
+from tiering.lake.round_writer import PreparedRound, RoundWriter, TableCommit, WritePath, WrittenRound, output_rows
 
 __all__ = ["DeltaSparkRoundWriter", "refuse_s3_lake"]
 
@@ -113,7 +113,7 @@ class DeltaSparkRoundWriter(RoundWriter):
     or ``"replace"`` (its buckets are rewritten); ``change_data_feed`` needs ``"merge"``."""
 
     def __init__(
-        self, spark: SparkSession, lake: Lake, job: str, *, write: str = "merge", change_data_feed: bool = False
+        self, spark: SparkSession, lake: Lake, writer_id: str, *, write: str = "merge", change_data_feed: bool = False
     ) -> None:
         refuse_s3_lake(lake)
         check_delta_jars(spark)
@@ -121,7 +121,7 @@ class DeltaSparkRoundWriter(RoundWriter):
             check_delta_session(spark)
         elif change_data_feed:
             raise ConfigError([f'lake.change_data_feed = true needs lake.delta_spark_write = "merge", not {write!r}'])
-        super().__init__(spark, lake, job)
+        super().__init__(spark, lake, writer_id)
         self._merge = write == "merge"
         self._change_data_feed = change_data_feed
 
@@ -137,7 +137,7 @@ class DeltaSparkRoundWriter(RoundWriter):
         missing = {k: v for k, v in self._properties().items() if current.get(k) != v}
         if missing:
             log.info("table at %s: setting %s", dt.table_uri, sorted(missing))
-            metadata = maintenance_metadata(job=self._job, epoch=epoch, operation=f"set {sorted(missing)}")
+            metadata = maintenance_metadata(job=self._writer_id, epoch=epoch, operation=f"set {sorted(missing)}")
             set_properties(self._spark, dt.table_uri, missing, metadata)
             dt.update_incremental()
 

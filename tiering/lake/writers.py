@@ -13,29 +13,29 @@ from tiering.errors import ConfigError
 from tiering.lake.catalog import TableCatalog
 from tiering.lake.delta_rs_writer import DeltaRsRoundWriter
 from tiering.lake.delta_spark_writer import DeltaSparkRoundWriter
-from tiering.lake.round_protocol import RoundWriter
+from tiering.lake.round_writer import RoundWriter
 
 __all__ = ["WRITERS", "make_round_writer"]
 
 WRITERS = ("delta-rs", "delta-spark")
 
 
-def make_round_writer(spark, lake: LakeConfig, job: str, at: Lake | None = None) -> RoundWriter:
+def make_round_writer(spark, lake: LakeConfig, writer_id: str, at: Lake | None = None) -> RoundWriter:
     """The round writer ``lake.writer`` names, writing to ``at`` (the term's lake; else one built
     from ``lake``) and registering its tables in ``lake.catalog_database`` when set;
     :class:`ConfigError` for anything not available."""
-    writer = _writer(spark, lake, job, Lake.of(lake) if at is None else at)
+    writer = _writer(spark, lake, writer_id, Lake.of(lake) if at is None else at)
     if lake.catalog_database is not None:
         writer.catalog = TableCatalog(spark, writer.lake, lake.catalog_database)
     return writer
 
 
-def _writer(spark, lake: LakeConfig, job: str, at: Lake) -> RoundWriter:
+def _writer(spark, lake: LakeConfig, writer_id: str, at: Lake) -> RoundWriter:
     if lake.writer == "delta-rs":
         return DeltaRsRoundWriter(
             spark,
             at,
-            job,
+            writer_id,
             driver_max_changes=lake.driver_max_changes,
             merge_max_rows=lake.merge_max_rows,
             change_data_feed=lake.change_data_feed,
@@ -43,6 +43,6 @@ def _writer(spark, lake: LakeConfig, job: str, at: Lake) -> RoundWriter:
         )
     if lake.writer == "delta-spark":
         return DeltaSparkRoundWriter(
-            spark, at, job, write=lake.delta_spark_write, change_data_feed=lake.change_data_feed
+            spark, at, writer_id, write=lake.delta_spark_write, change_data_feed=lake.change_data_feed
         )
     raise ConfigError([f"lake.writer: unknown writer {lake.writer!r}; expected one of {', '.join(WRITERS)}"])

@@ -105,7 +105,7 @@ from tiering.kvstore.contract import (
     StoreTable,
 )
 from tiering.lake.buckets import BucketResult
-from tiering.lake.round_protocol import RoundWriter, TableCommit
+from tiering.lake.round_writer import RoundWriter, TableCommit
 from tiering.lake.table_fence import fence_table
 from tiering.lease.release import LeaseReleases
 from tiering.round.batch_splits import batch_splits
@@ -214,9 +214,9 @@ class RoundCommitter:
 
             def each(step: Callable[[TableRound], None], state: TableState) -> None:
                 """``step`` for every table in ``state``; a table's failure fails it alone."""
-                list(pool.map(lambda t: self._settle(t, step, outcome), [t for t in tables if t.state is state]))
+                list(pool.map(lambda t: self._settle(t, step), [t for t in tables if t.state is state]))
 
-            gone = self._acquire_snapshots(tables, outcome)
+            gone = self._acquire_snapshots(tables)
             self._releases.retry_refused()  # after the hold: a bucket held again is not let go
             for table in tables:
                 if table.state is TableState.PLANNED:
@@ -246,7 +246,7 @@ class RoundCommitter:
             for name, log in logs.items()
         }
 
-    def _settle(self, table: TableRound, step: Callable[[TableRound], None], outcome: RoundOutcome) -> None:
+    def _settle(self, table: TableRound, step: Callable[[TableRound], None]) -> None:
         """Run one table's ``step``; a failure before its commit fails the table alone."""
         try:
             step(table)
@@ -254,13 +254,13 @@ class RoundCommitter:
             if self._owned is None or e.table != table.name:
                 raise
             # In a group a table's Delta commits carry its table epoch: a newer one moved the table.
-            self._fail(table, TableMovedError(f"{e} (the table moved to another member)", table=table.name), outcome)
+            self._fail(table, TableMovedError(f"{e} (the table moved to another member)", table=table.name))
         except NotLeaderError:
             raise
         except Exception as e:  # one table's failure must not stop the others
             if table.state in (TableState.COMMITTED, TableState.REPORTED, TableState.RELEASED):
                 raise  # the steps after a commit handle their own errors: this is a bug, not the table's
-            self._fail(table, self._moved_meanwhile(table, e), outcome)
+            self._fail(table, self._moved_meanwhile(table, e))
 
     def _moved_meanwhile(self, table: TableRound, error: Exception) -> Exception:
         """``error``, or a TableMovedError when the leader gave ``table`` away since the round
@@ -272,21 +272,13 @@ class RoundCommitter:
             return error
         return TableMovedError(f"{one_line(error)} (the table moved to another member meanwhile)", table=table.name)
 
-    def _fail(self, table: TableRound, error: Exception, outcome: RoundOutcome) -> None:
-        """Fail ``table`` alone with ``error``, and release its holds."""
-        failure = table.fail(error)
-        log.error(
-            "round=%d table=%s FAILED in state %s (%s) epoch=%d: %s (re-planned next round)",
-            outcome.round_id,
-            table.name,
-            failure.state,
-            failure.cause,
-            self._context.epoch,
-            failure,
-        )
+    def _fail(self, table: TableRound, error: Exception) -> None:
+        """Fail ``table`` alone with ``error``, and release its holds (the round's outcome carries
+        the failure to the job's one line per table, tiering/observability.py)."""
+        table.fail(error)
         self._release_failed(table)
 
-    def _acquire_snapshots(self, tables: list[TableRound], outcome: RoundOutcome) -> _Gone:
+    def _acquire_snapshots(self, tables: list[TableRound]) -> _Gone:
         """One acquire for every snapshot the round reads; the ones whose files are gone.
 
         In a group it carries the table epochs of their tables, as the planner's does: a table
@@ -304,7 +296,7 @@ class RoundCommitter:
                 if not moved:
                     raise
                 for table, error in moved:
-                    self._fail(table, error, outcome)
+                    self._fail(table, error)
                 continue
             return {(r.table_id, r.bucket, r.snapshot_id) for r in gone}
 
@@ -481,19 +473,6 @@ class RoundCommitter:
             outcome.committed[table.name] = commit
             if lag is not None:
                 outcome.lag[table.name] = lag
-            log.info(
-                "round=%d table=%s table_id=%d epoch=%d lease=%s splits=%d %s offsets=%s lag=%s in %.2fs",
-                outcome.round_id,
-                table.name,
-                table.table_id,
-                self._context.epoch,
-                self._context.lease_id,
-                len(table.splits),
-                commit,
-                dict(sorted(commit.positions.items())),
-                lag if lag is not None else "unknown",
-                table.elapsed(),
-            )
 
     def _report(self, progress: LakeProgressReport, committed: list[TableRound], outcome: RoundOutcome) -> None:
         """The committed tables' lake reports, in one call; a refused one waits for the next round

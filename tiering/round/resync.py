@@ -5,8 +5,9 @@ another writer changed rows of (:class:`~tiering.errors.ForeignCommitError`), on
 schema cannot follow the KV table any more (:class:`~tiering.errors.SchemaMismatchError`, after
 a hand-made change). A resync is one round of its own, in a term of its own: the store takes a
 fresh snapshot of every bucket, the round bootstraps every bucket from it (snapshot split plus
-the log after it), and its one commit replaces every file and the schema of the table
-(``replace_table``, as for a re-created table). That commit is a round commit like any other:
+the log after it), written as a round's table is (:meth:`RoundWriter.write_table_round`), and its
+one commit replaces every file and the schema of the table (``replace_table``, as for a
+re-created table). That commit is a round commit like any other:
 the job's txn ``tiering/<job>/<table>`` at ``epoch << 32 | 0`` and the ``kvTiering`` offsets, so
 the job's next term (a larger epoch) continues from the new position, a replayed round of an
 older term trims to nothing, and the commits before it are no longer looked at for other
@@ -39,7 +40,7 @@ from tiering.kvstore.client import KvStoreClient
 from tiering.kvstore.contract import SnapshotRef, StoreTable
 from tiering.kvstore.models import LakeReport, LogRange, Snapshot
 from tiering.kvstore.reference import bucket_log
-from tiering.lake.round_protocol import RoundWriter, TableCommit
+from tiering.lake.round_writer import RoundWriter, TableCommit
 from tiering.lease.job_lease import JobLease
 
 __all__ = ["ResyncError", "TableResync", "resync_table"]
@@ -80,8 +81,9 @@ def resync_table(
     """Replace ``table``'s lake copy with a fresh snapshot of every bucket and the log after it,
     in one commit of term ``lease.epoch``; ``fence`` raises :class:`NotLeaderError` once that term
     is over. ``client``: the reference store's, which snapshots the table on demand. The lake
-    report names the writer's job, as the job's rounds do: the store refuses it when another
-    job's report holds the table. The lease's snapshots are the caller's to drop."""
+    report names the job, as the job's rounds do (the writer's id: a resync is refused in a
+    group, so it is the job's name): the store refuses it when another job's report holds the
+    table. The lease's snapshots are the caller's to drop."""
     snapshots = client.take_snapshots(table.name)
     logs = client.log_info(table.name)
     if {snapshots.table_id, logs.table_id} != {table.table_id}:
@@ -99,25 +101,22 @@ def resync_table(
         )
     splits = list(plan.splits)
     files = _files(client, table, splits, {s.bucket: s for s in snapshots.buckets})
-    prepared = writer.prepare(
+    commit = writer.write_table_round(
         table,
         splits,
         files,
         lake.load(table.name),
+        before_commit=fence,
         epoch=lease.epoch,
         round_id=RESYNC_ROUND,
         lease_id=lease.lease_id,
         replace_table=True,
     )
-    if isinstance(prepared, TableCommit):
+    if commit.skipped:  # nothing was written
         raise ResyncError(f"table {table.name!r}: the store holds nothing to resync from", table=table.name)
-    results = writer.write_files(writer.tasks(prepared)).get(table.name, [])
-    written = writer.written_files(prepared, results)
-    fence()
-    commit = writer.commit(prepared, written)
     taken = {s.bucket: s.snapshot_id for s in splits if isinstance(s, SnapshotSplit)}
     log.info("resync table=%s epoch=%d: %s", table.name, lease.epoch, commit)
-    return TableResync(commit, taken, _report(client, table, writer.job, lease.epoch, commit))
+    return TableResync(commit, taken, _report(client, table, writer.writer_id, lease.epoch, commit))
 
 
 def _bootstrap_plan(table: TableInput) -> RoundPlan:

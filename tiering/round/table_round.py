@@ -10,7 +10,6 @@ release.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -18,7 +17,7 @@ from tiering.delta_log.lake import LakeTable
 from tiering.enumerator.positions import LakePosition
 from tiering.enumerator.splits import SnapshotSplit, Split
 from tiering.errors import RoundStateError
-from tiering.lake.round_protocol import PreparedRound, TableCommit, WrittenRound
+from tiering.lake.round_writer import PreparedRound, TableCommit, WrittenRound
 from tiering.round.table_states import NEXT_STATES, TableFailure, TableState
 
 __all__ = ["TableRound"]
@@ -30,7 +29,6 @@ class TableRound:
 
     name: str
     splits: Sequence[Split]
-    started: float = field(default_factory=time.monotonic)
     state: TableState = TableState.PLANNED
     #: the table as the lake holds it, read once for the round (None: no Delta table yet)
     lake: LakeTable | None = None
@@ -70,10 +68,6 @@ class TableRound:
     def leased(self) -> list[int]:
         """The buckets whose snapshot the lease holds for this round."""
         return sorted({s.bucket for s in self.splits if isinstance(s, SnapshotSplit)})
-
-    def elapsed(self) -> float:
-        """Seconds since the round planned the table."""
-        return time.monotonic() - self.started
 
     def advance(self, to: TableState) -> None:
         if to not in NEXT_STATES[self.state]:

@@ -40,7 +40,7 @@ from tiering.lake.bucket_rows import bucket_rows
 from tiering.lake.buckets import BucketResult, BucketTask, run_task, write_bucket
 from tiering.lake.change_feed import merge_round
 from tiering.lake.executor_writes import run_bucket_tasks
-from tiering.lake.round_protocol import PreparedRound
+from tiering.lake.round_writer import PreparedRound
 
 pytestmark = pytest.mark.integration
 

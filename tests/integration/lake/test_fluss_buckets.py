@@ -23,7 +23,7 @@ from tiering.lake.bucket_plan import BucketBase, BucketPlan, plan_buckets
 from tiering.lake.buckets import BucketTask, write_bucket
 from tiering.lake.delta_rs_writer import DeltaRsRoundWriter
 from tiering.lake.executor_writes import run_bucket_tasks
-from tiering.lake.round_protocol import PreparedRound, TableCommit, WritePath
+from tiering.lake.round_writer import PreparedRound, TableCommit, WritePath
 from tiering.objectstore.object_store import ObjectStore
 
 pytestmark = pytest.mark.integration

@@ -38,7 +38,7 @@ from tests.support.writers import (
 from tiering.delta_log.lake import Lake, has_deletion_vectors
 from tiering.delta_log.layout import app_id, fence_property, txn_version
 from tiering.enumerator.positions import LakePosition
-from tiering.enumerator.splits import LogSplit, SnapshotSplit
+from tiering.enumerator.splits import LogSplit, SnapshotSplit, sort_key
 from tiering.errors import FencedEpochError, LakeCommitError, NotLeaderError, SchemaMismatchError
 from tiering.kvstore.contract import StoreColumn, StoreTable
 from tiering.kvstore.models import Column, TableInfo
@@ -47,7 +47,7 @@ from tiering.kvstore.types import arrow_type
 from tiering.lake import delta_rs_writer
 from tiering.lake.delta_rs_writer import DeltaRsRoundWriter
 from tiering.lake.delta_spark_writer import DeltaSparkRoundWriter
-from tiering.lake.round_protocol import RoundWriter
+from tiering.lake.round_writer import RoundWriter
 from tiering.lake.table_fence import fence_table
 
 pytestmark = pytest.mark.integration
@@ -341,6 +341,34 @@ def test_another_writers_fence_is_in_its_own_epochs_and_refuses_no_round_of_this
 
     assert not landed.skipped and orders_rows(lake)[10][1] == "x2"
     assert lake.load("orders").transaction_version(app_id(JOB, "orders")) == txn_version(3, 6)
+
+
+def test_a_round_whose_term_ends_before_its_commit_leaves_the_lake_as_it_was(writer, lake, round1):
+    """``before_commit`` (a one-off term's check that it still leads: ``tiering resync``) runs once,
+    after the files are written and before the commit; when it raises, nothing is committed."""
+    calls: list[int] = []
+
+    def term_over() -> None:
+        calls.append(1)
+        raise NotLeaderError("epoch 1 is over")
+
+    with pytest.raises(NotLeaderError, match="epoch 1 is over"):
+        writer.write_table_round(
+            ORDERS,
+            sorted(round1, key=sort_key),
+            round1,
+            None,
+            epoch=1,
+            round_id=1,
+            lease_id="l",
+            before_commit=term_over,
+        )
+
+    assert calls == [1] and lake.load("orders") is None
+    landed = writer.write_table_round(
+        ORDERS, sorted(round1, key=sort_key), round1, None, epoch=1, round_id=1, lease_id="l", before_commit=calls.clear
+    )
+    assert not landed.skipped and calls == [] and orders_rows(lake)[10][1] == "x"
 
 
 def test_replace_table_replaces_every_bucket_and_the_schema(writer, lake, round1, tmp_path):

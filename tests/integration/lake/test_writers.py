@@ -46,7 +46,7 @@ def test_with_the_jars_the_factory_builds_the_delta_spark_writer(spark, tmp_path
         pytest.skip("the Delta jars are not on the classpath (scripts/test_delta.sh puts them there)")
     config = LakeConfig(root=str(tmp_path / "lake"), writer="delta-spark", delta_spark_single_driver=True)
     writer = make_round_writer(spark, config, JOB)
-    assert isinstance(writer, DeltaSparkRoundWriter) and writer.job == JOB
+    assert isinstance(writer, DeltaSparkRoundWriter) and writer.writer_id == JOB
 
 
 @pytest.mark.delta_jars

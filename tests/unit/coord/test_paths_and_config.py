@@ -6,7 +6,7 @@ import pytest
 from kazoo.security import Permissions
 
 from tiering.coord.client import job_acls
-from tiering.coord.embedded import EmbeddedZooKeeper, find_java, zookeeper_classpath
+from tiering.coord.embedded import EmbeddedZooKeeper, zookeeper_classpath
 from tiering.coord.epoch import _decode
 from tiering.coord.paths import epoch_path, leader_path, owner_path, validate_job
 from tiering.errors import ConfigError, CoordinationError
@@ -54,14 +54,6 @@ def test_classpath_holds_the_server_and_its_runtime_from_pyspark_jars():
 def test_missing_jars_are_named(tmp_path):
     with pytest.raises(CoordinationError, match=f"no zookeeper-.*jar in {tmp_path}"):
         zookeeper_classpath(tmp_path)
-
-
-def test_java_falls_back_to_path_when_java_home_is_wrong(monkeypatch, tmp_path):
-    monkeypatch.setenv("JAVA_HOME", str(tmp_path))
-    assert find_java().endswith("java")
-    monkeypatch.setenv("PATH", str(tmp_path))
-    with pytest.raises(CoordinationError, match="no java at \\$JAVA_HOME/bin/java"):
-        find_java()
 
 
 def test_an_unstarted_server_has_no_address():

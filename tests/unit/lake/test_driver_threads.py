@@ -16,7 +16,7 @@ from tiering.lake import delta_rs_writer
 from tiering.lake.bucket_plan import BucketBase, BucketPlan, heavy
 from tiering.lake.buckets import BucketResult
 from tiering.lake.delta_rs_writer import DRIVER_BIG_TABLES, DeltaRsRoundWriter
-from tiering.lake.round_protocol import PreparedRound, WritePath
+from tiering.lake.round_writer import PreparedRound, WritePath
 
 pytestmark = pytest.mark.unit
 

@@ -28,7 +28,7 @@ from tiering.errors import (
     TableNotFoundError,
 )
 from tiering.kvstore.contract import LakeProgress, SnapshotRef, StoreTable, TableLog
-from tiering.lake.round_protocol import TableCommit, WritePath
+from tiering.lake.round_writer import TableCommit, WritePath
 from tiering.lease.release import LeaseReleases
 from tiering.round.committer import RoundCommitter, other_job
 from tiering.round.outcome import RoundOutcome

@@ -1,6 +1,6 @@
-"""The round commit protocol both lake writers follow (docs/DESIGN.md §6): one commit per table per
-round, at most once, fenced by epoch. Each writer supplies only how the data is written and
-committed.
+"""The round writer, an abstract base class both lake writers extend (docs/DESIGN.md §6): one
+commit per table per round, at most once, fenced by epoch. It holds the round commit protocol's
+shared steps; each writer supplies only how the data is written and committed.
 
 A table's round goes through steps (prepare, tasks, written files, commit; the contract is
 :class:`RoundWriter`'s docstring), so a round of many tables can run each step for all of them
@@ -175,7 +175,8 @@ class WrittenRound:
 
 class RoundWriter(ABC):
     """How a table's round reaches the lake: one Delta commit per table per round, at most once,
-    fenced by epoch. A writer implements who writes the data (:meth:`_write_path`) and the commit
+    fenced by epoch. An abstract base, not a Protocol: the steps around a writer's own are shared
+    code, not a shape to match. A writer implements who writes the data (:meth:`_write_path`) and the commit
     itself (:meth:`_commit`); the steps around them are shared, and are the contract:
 
     1. :meth:`prepare` checks the round against the lake and plans it: a skipped
@@ -210,11 +211,11 @@ class RoundWriter(ABC):
     #: :func:`tiering.lake.writers.make_round_writer`), None: nowhere
     catalog: TableCatalog | None = None
 
-    def __init__(self, spark: SparkSession, lake: Lake, job: str) -> None:
-        app_id(job, "probe")
+    def __init__(self, spark: SparkSession, lake: Lake, writer_id: str) -> None:
+        app_id(writer_id, "probe")
         self._spark = spark
         self._lake = lake
-        self._job = job
+        self._writer_id = writer_id
         # Delta's timestamp is Parquet INT64 micros; Spark's default (INT96) is not readable.
         spark.conf.set("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
 
@@ -224,9 +225,10 @@ class RoundWriter(ABC):
         return self._lake
 
     @property
-    def job(self) -> str:
-        """The job whose commits this writer makes (their app ids and metadata name it)."""
-        return self._job
+    def writer_id(self) -> str:
+        """Who this writer's commits are from, as their app ids, metadata and fence name it: the
+        job's name, or in a tiering group ``group:<group>`` (:attr:`tiering.context.TermContext.lake_writer`)."""
+        return self._writer_id
 
     def write_table_round(
         self,
@@ -234,15 +236,21 @@ class RoundWriter(ABC):
         splits: Sequence[Split],
         files: Mapping[Split, Sequence[str]],
         current: LakeTable | None,
+        *,
+        before_commit: Callable[[], None] = lambda: None,
         **round_args: Any,
     ) -> TableCommit:
         """Commit ``splits`` of ``table`` at most once: :meth:`prepare` (same arguments), the
-        executors' :meth:`tasks`, :meth:`commit`, for one table."""
+        executors' :meth:`tasks`, :meth:`written_files`, :meth:`commit`, for one table.
+        ``before_commit`` runs right before the commit, once the files are written: a term that
+        must still lead to commit (a one-off term's, ``tiering resync``) raises there."""
         prepared = self.prepare(table, splits, files, current, **round_args)
         if isinstance(prepared, TableCommit):
             return prepared
         results = self.write_files(self.tasks(prepared)).get(table.name, [])
-        return self.commit(prepared, self.written_files(prepared, results))
+        written = self.written_files(prepared, results)
+        before_commit()
+        return self.commit(prepared, written)
 
     def prepare(
         self,
@@ -269,7 +277,7 @@ class RoundWriter(ABC):
         last round commit is refused (:class:`ForeignCommitError`), before anything is written.
         """
         path = self._lake.path(table.name)
-        app, version = app_id(self._job, table.name), txn_version(epoch, round_id)
+        app, version = app_id(self._writer_id, table.name), txn_version(epoch, round_id)
         dt = current.dt if current is not None else None
         info = current.info if current is not None else None
         done = current.transaction_version(app) if current is not None else None
@@ -281,10 +289,10 @@ class RoundWriter(ABC):
                 epoch_round(done),
             )
             return _skipped(table, dt, info)
-        fenced = fence_epoch(dt, self._job) if dt is not None else None
+        fenced = fence_epoch(dt, self._writer_id) if dt is not None else None
         if fenced is not None and fenced > epoch:
             raise FencedEpochError(
-                f"table {table.name!r}: {self._job} fenced the table at epoch {fenced}; round {round_id} of "
+                f"table {table.name!r}: {self._writer_id} fenced the table at epoch {fenced}; round {round_id} of "
                 f"epoch {epoch} refused",
                 table=table.name,
                 epoch=epoch,
@@ -308,7 +316,7 @@ class RoundWriter(ABC):
         positions = dict(lake.buckets) if lake is not None else {}
         positions.update({p.bucket: p.position for p in plans})
         metadata = commit_metadata(
-            job=self._job,
+            job=self._writer_id,
             position=LakePosition(table.table_id, positions),
             epoch=epoch,
             round_id=round_id,
@@ -412,13 +420,15 @@ class RoundWriter(ABC):
         committed = prepared.dt
         try:
             following = committed.version() + 1 if committed is not None else 0
-            ours = round_commit_at(self._lake.store, prepared.path, following, self._job, prepared.version)
+            ours = round_commit_at(self._lake.store, prepared.path, following, self._writer_id, prepared.version)
             if ours is None:
                 if committed is None:
                     committed = open_table(prepared.path, self._lake.store.delta_options())
                 else:
                     committed.update_incremental()
-                ours = find_round_commit(committed, self._job, prepared.version) if committed is not None else None
+                ours = (
+                    find_round_commit(committed, self._writer_id, prepared.version) if committed is not None else None
+                )
         except (OSError, DeltaError) as e:
             if committed is None:
                 raise
