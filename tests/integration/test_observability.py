@@ -11,7 +11,7 @@ from prometheus_client import CollectorRegistry
 
 from tiering.conf.loader import load_config
 from tiering.context import TermContext
-from tiering.coord.ownership import Ownership
+from tiering.coord.ownership import OwnedTables
 from tiering.kvstore import retry
 from tiering.kvstore.client import KvStoreClient
 from tiering.kvstore.contract import SnapshotRef
@@ -149,11 +149,11 @@ def test_a_group_member_samples_the_tables_it_owns_at_their_table_epochs(tmp_pat
     TieringMetrics(registry).owned.track(ctx)
     assert sample(registry, "kv_tiering_table_epoch", job="obs-job", group="g", table="orders") is None, "none yet"
 
-    Ownership("g", "obs-job", {"orders": 3, "users": 1}).write(group_file)
+    OwnedTables("g", "obs-job", {"orders": 3, "users": 1}).write(group_file)
     assert sample(registry, "kv_tiering_table_epoch", job="obs-job", group="g", table="orders") == 3
     assert sample(registry, "kv_tiering_table_epoch", job="obs-job", group="g", table="users") == 1
 
-    Ownership("g", "obs-job", {"users": 1}).write(group_file)  # orders moved to another member
+    OwnedTables("g", "obs-job", {"users": 1}).write(group_file)  # orders moved to another member
     assert sample(registry, "kv_tiering_table_epoch", job="obs-job", group="g", table="orders") is None
     assert sample(registry, "kv_tiering_table_epoch", job="obs-job", group="g", table="users") == 1
 

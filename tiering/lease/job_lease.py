@@ -26,7 +26,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TypeVar
 
-from tiering.coord.ownership import TableClaims
+from tiering.coord.write_authority import TableClaims
 from tiering.errors import LeaseNotFoundError, LeaseUnsupportedError, NotFoundError, RetryableError
 from tiering.kvstore.contract import BucketId, SnapshotLease, SnapshotRef, TableOwners
 

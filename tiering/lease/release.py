@@ -53,7 +53,7 @@ import logging
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
-from tiering.coord.ownership import TableClaims
+from tiering.coord.write_authority import TableClaims
 from tiering.errors import NotLeaderError, StoreError, TieringError
 from tiering.kvstore.contract import BucketId, SnapshotRef, StoreCatalog, StoreTable
 from tiering.lease.job_lease import JobLease
