@@ -24,12 +24,12 @@ from dataclasses import dataclass, field
 from typing import NewType, Protocol
 
 from tiering.errors import FencedEpochError, TableMovedError, one_line
+from tiering.kvstore.contract import TableClaims
 
 __all__ = [
     "JobEpoch",
     "TableEpoch",
     "CommitEpoch",
-    "TableClaims",
     "WriteAuthority",
     "SoloAuthority",
     "MemberAuthority",
@@ -41,17 +41,6 @@ JobEpoch = NewType("JobEpoch", int)
 TableEpoch = NewType("TableEpoch", int)
 #: What a table's lake commit is fenced with: the job epoch alone, or in a group the table's epoch.
 CommitEpoch = JobEpoch | TableEpoch
-
-
-@dataclass(frozen=True)
-class TableClaims:
-    """A group member's claim on some tables: ``epochs`` maps table_id -> the table epoch it got.
-    A store that takes claims (the reference store's lease acquire) refuses one whose epoch is
-    below the highest it has seen for the table: the table moved to another member."""
-
-    group: str
-    job: str
-    epochs: Mapping[int, TableEpoch]
 
 
 class WriteAuthority(Protocol):
@@ -81,7 +70,8 @@ class WriteAuthority(Protocol):
         (:class:`TableMovedError`)."""
 
     def claims(self, tables: Mapping[int, str]) -> TableClaims | None:
-        """The claim a lease acquire of ``tables`` (table_id -> name) carries; None: no claim."""
+        """The claim a lease acquire of ``tables`` (table_id -> name) carries (the store refuses it
+        when one of them moved to another member); None: no claim."""
 
     def fenced(self, table: str, error: FencedEpochError) -> TableMovedError | None:
         """What a fenced write of ``table`` means: the table moved, or (None) the term is over."""

@@ -77,7 +77,7 @@ from urllib.parse import quote
 
 from tiering import failpoints
 from tiering.context import TermContext
-from tiering.coord.write_authority import CommitEpoch, TableClaims, WriteAuthority
+from tiering.coord.write_authority import CommitEpoch, WriteAuthority
 from tiering.delta_log.commits import round_commit_info
 from tiering.delta_log.lake import LakeTables
 from tiering.delta_log.layout import app_id, epoch_round
@@ -103,6 +103,7 @@ from tiering.kvstore.contract import (
     PlanningStore,
     SnapshotRef,
     StoreTable,
+    TableClaims,
 )
 from tiering.lake.buckets import BucketResult
 from tiering.lake.round_protocol import RoundWriter, TableCommit

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from tiering.coord.write_authority import JobEpoch, MemberAuthority, SoloAuthority, TableClaims, TableEpoch
+from tiering.coord.write_authority import JobEpoch, MemberAuthority, SoloAuthority, TableEpoch
 from tiering.errors import FencedEpochError, StoreError, TableMovedError
+from tiering.kvstore.contract import TableClaims
 
 pytestmark = pytest.mark.unit
 

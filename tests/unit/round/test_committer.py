@@ -14,7 +14,6 @@ from tests.support.tables import kv_table
 from tiering.conf.loader import load_config
 from tiering.context import TermContext
 from tiering.coord.ownership import OwnedTables
-from tiering.coord.write_authority import TableClaims
 from tiering.enumerator.splits import LogSplit, SnapshotSplit, Split
 from tiering.errors import (
     BucketWriteError,
@@ -28,7 +27,7 @@ from tiering.errors import (
     TableEpochFencedError,
     TableNotFoundError,
 )
-from tiering.kvstore.contract import LakeProgress, SnapshotRef, StoreTable, TableLog
+from tiering.kvstore.contract import LakeProgress, SnapshotRef, StoreTable, TableClaims, TableLog
 from tiering.lake.round_protocol import TableCommit, WritePath
 from tiering.lease.release import LeaseReleases
 from tiering.round.committer import RoundCommitter, other_job
@@ -227,7 +226,7 @@ class FakeLease:
         """Refused whole, as the store does, when ``owners`` claims a table of ``moved``."""
         if "acquire" in self.fail:
             raise self.fail["acquire"]
-        claimed = set(owners.epochs.items()) if owners is not None else set()
+        claimed = set(owners.table_epochs.items()) if owners is not None else set()
         if claimed & self.moved:
             raise TableEpochFencedError(f"acquire at {sorted(claimed)} refused: moved", code="TABLE_EPOCH_FENCED")
         self.acquired.extend(refs)
