@@ -37,7 +37,7 @@ from tiering.coord.client import close_quietly, connect
 from tiering.coord.epoch import Epoch
 from tiering.coord.ownership import OwnedTables
 from tiering.coord.paths import ensure_group_znodes, members_path
-from tiering.coord.table_epochs import TableOwnership, bump_table_epoch, read_table_epochs
+from tiering.coord.table_epochs import TableHolder, bump_table_epoch, read_table_epochs
 from tiering.coord.write_authority import TableEpoch
 from tiering.errors import ConfigError, CoordinationError
 
@@ -136,7 +136,7 @@ class GroupMember:
                 owner = f"job {now.job!r} at table epoch {now.epoch}" if now is not None else "no one"
                 log.info("group=%s table=%s moves away from job %s (now: %s)", self.group, table, self.job, owner)
         for table in sorted(t for t, member in owners.items() if member == self.job and t not in kept):
-            kept[table] = TableEpoch(bump_table_epoch(self.zk, self.group, table, self.job, self._job_epoch).epoch)
+            kept[table] = bump_table_epoch(self.zk, self.group, table, self.job, self._job_epoch).epoch
         self._ownership = OwnedTables(self.group, self.job, kept)
         return self._ownership
 
@@ -161,7 +161,7 @@ class GroupView:
     group: str
     records: list[MemberRecord] = field(default_factory=list)
     tables: list[str] = field(default_factory=list)
-    owners: dict[str, TableOwnership] = field(default_factory=dict)
+    owners: dict[str, TableHolder] = field(default_factory=dict)
 
     @property
     def members(self) -> list[str]:
