@@ -31,6 +31,7 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from tiering.coord.write_authority import JobEpoch
 from tiering.delta_log.lake import Lake
 from tiering.enumerator.planner import RoundPlan, RoundPlanner, TableInput
 from tiering.enumerator.splits import LogSplit, SnapshotSplit, Split
@@ -104,7 +105,7 @@ def resync_table(
         splits,
         files,
         lake.load(table.name),
-        epoch=lease.epoch,
+        epoch=JobEpoch(lease.epoch),
         round_id=RESYNC_ROUND,
         lease_id=lease.lease_id,
         replace_table=True,
