@@ -1,4 +1,4 @@
-"""The Spark streaming data source ``kv-tiering``: the enumerator that plans rounds.
+"""The Spark streaming data source ``kv-tiering``: Spark's glue around the term's planner.
 
 Failure modes it is built around (docs/DESIGN.md §4):
 - Spark calls ``initialOffset()`` more than once and again on replay, and compares offsets as
@@ -14,7 +14,10 @@ Failure modes it is built around (docs/DESIGN.md §4):
 - the planning process is stopped by its socket closing, and would print the resulting stack
   trace on the driver's stderr: ``stop()`` makes that exit quiet.
 
-The source emits split descriptors (:mod:`tiering.enumerator.descriptor`), not table rows.
+The source emits split descriptors (:mod:`tiering.enumerator.descriptor`), not table rows. What
+a round plans is the term planner's to say (:mod:`tiering.enumerator.term_planner`: it does no
+I/O): the source reads the store and the lake for it, holds the plan's snapshots under the lease,
+and asks the term's write authority (:mod:`tiering.coord.write_authority`) which tables it may plan.
 The planning reader lives in one long-lived Python process per query run; executors get a
 pickled copy, so clients are created lazily and never pickled, and what only planning needs is
 imported when planning: every Python process Spark starts for the source imports this module
