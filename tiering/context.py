@@ -28,7 +28,8 @@ from tiering.conf.model import KvStoreConfig, TieringConfig
 from tiering.errors import ConfigError, UsageError
 
 if TYPE_CHECKING:
-    from tiering.coord.ownership import Ownership
+    from tiering.coord.ownership import OwnedTables
+    from tiering.coord.write_authority import TableEpoch, WriteAuthority
     from tiering.delta_log.lake import Lake
     from tiering.kvstore.client import KvStoreClient
     from tiering.kvstore.contract import PlanningStore
@@ -144,14 +145,29 @@ class TermContext(BaseModel):
         group = self.config.job.group
         return self.job if group is None else f"group:{group}"
 
-    def ownership(self) -> Ownership | None:
+    def ownership(self) -> OwnedTables | None:
         """The tables this member owns now and their table epochs; None outside a group."""
         group = self.config.job.group
         if group is None or self.group_file is None:
             return None
-        from tiering.coord.ownership import Ownership
+        from tiering.coord.ownership import OwnedTables
 
-        return Ownership.read(Path(self.group_file), group, self.job)
+        return OwnedTables.read(Path(self.group_file), group, self.job)
+
+    def write_authority(self) -> WriteAuthority:
+        """Which tables the term writes now, each under which epoch (:mod:`tiering.coord.write_authority`):
+        in a group, the tables this member owns as its file holds them now (read again when the
+        authority is asked whether a table moved since), else every table under the term's epoch."""
+        from tiering.coord.write_authority import JobEpoch, MemberAuthority, SoloAuthority
+
+        owned = self.ownership()
+        if owned is None:
+            return SoloAuthority(self.job, JobEpoch(self.epoch))
+        return MemberAuthority(owned.group, owned.job, owned.tables, self._owned_now)
+
+    def _owned_now(self) -> Mapping[str, TableEpoch]:
+        owned = self.ownership()
+        return {} if owned is None else owned.tables
 
     @cached_property
     def lake(self) -> Lake:

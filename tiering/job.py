@@ -67,7 +67,7 @@ from tiering.round.table_states import TableFailure
 from tiering.state.offset_log import replayed_offset
 
 if TYPE_CHECKING:
-    from tiering.coord.ownership import Ownership
+    from tiering.coord.ownership import OwnedTables
     from tiering.coord.rebalancer import GroupRebalancer
     from tiering.kvstore.contract import StoreCatalog
     from tiering.round.resync import TableResync
@@ -411,7 +411,7 @@ class TieringJob:
         if outcome.round_id % self.context.config.maintenance.every_rounds == 0:
             maintainer.run(included_tables(self.context.config, self.store))
 
-    def _record_health(self, outcome: RoundOutcome, owned: Ownership | None) -> None:
+    def _record_health(self, outcome: RoundOutcome, owned: OwnedTables | None) -> None:
         """Keep every table's health in the checkpoint for ``tiering status`` (advisory: a write
         that fails is logged, never fails the round, which has landed); ``owned``: in a group, what
         this member owns after the round."""

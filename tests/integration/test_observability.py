@@ -17,7 +17,7 @@ from tests.support.lake import delta_rows
 from tests.support.oracle import TableOracle
 from tiering.conf.loader import load_config
 from tiering.context import TermContext
-from tiering.coord.ownership import Ownership
+from tiering.coord.ownership import OwnedTables
 from tiering.delta_log.lake import Lake
 from tiering.job import run_as_leader
 from tiering.kvstore import retry
@@ -157,11 +157,11 @@ def test_a_group_member_samples_the_tables_it_owns_at_their_table_epochs(tmp_pat
     TieringMetrics(registry).owned.track(ctx)
     assert sample(registry, "kv_tiering_table_epoch", job="obs-job", group="g", table="orders") is None, "none yet"
 
-    Ownership("g", "obs-job", {"orders": 3, "users": 1}).write(group_file)
+    OwnedTables("g", "obs-job", {"orders": 3, "users": 1}).write(group_file)
     assert sample(registry, "kv_tiering_table_epoch", job="obs-job", group="g", table="orders") == 3
     assert sample(registry, "kv_tiering_table_epoch", job="obs-job", group="g", table="users") == 1
 
-    Ownership("g", "obs-job", {"users": 1}).write(group_file)  # orders moved to another member
+    OwnedTables("g", "obs-job", {"users": 1}).write(group_file)  # orders moved to another member
     assert sample(registry, "kv_tiering_table_epoch", job="obs-job", group="g", table="orders") is None
     assert sample(registry, "kv_tiering_table_epoch", job="obs-job", group="g", table="users") == 1
 

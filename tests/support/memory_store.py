@@ -27,7 +27,7 @@ from tiering.errors import (
     TableEpochFencedError,
     TableNotFoundError,
 )
-from tiering.kvstore.contract import BucketId, BucketLog, SnapshotRef, StoreTable, TableLog, TableOwners
+from tiering.kvstore.contract import BucketId, BucketLog, SnapshotRef, StoreTable, TableClaims, TableLog
 
 __all__ = ["MemoryStore", "LEASE_VERBS"]
 
@@ -146,7 +146,7 @@ class MemoryStore:
         epoch: int,
         duration_ms: int,
         snapshots: Sequence[SnapshotRef],
-        owners: TableOwners | None = None,
+        owners: TableClaims | None = None,
     ) -> list[SnapshotRef]:
         with self._lock:
             self._called("acquire")
@@ -227,7 +227,7 @@ class MemoryStore:
                 f"lease {lease_id!r}: epoch {epoch} is below {lease.epoch}", lease_id=lease_id, epoch=epoch
             )
 
-    def _claim(self, lease_id: str, owners: TableOwners) -> None:
+    def _claim(self, lease_id: str, owners: TableClaims) -> None:
         """A group member's claims, refused whole when one table has seen a higher table epoch."""
         moved = sorted(t for t, e in owners.table_epochs.items() if e < self._table_epochs.get(t, e))
         if moved:

@@ -1,5 +1,6 @@
-"""The Spark source's pure parts: the term context option, partitions from offsets, availableNow caps,
-the epoch fence on the checkpoint's offsets, the start offset Spark 4.0/4.1 do not pass."""
+"""The Spark source's pure parts: the term context option, partitions from offsets, the epoch fence
+on the checkpoint's offsets, the start offset Spark 4.0/4.1 do not pass, the planning process's
+logging and exit (its planning rules: tests/unit/enumerator/test_term_planner.py)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,6 @@ from tiering.conf.loader import load_config
 from tiering.context import TermContext
 from tiering.enumerator.splits import LogSplit, SnapshotSplit
 from tiering.errors import ConfigError, FencedEpochError
-from tiering.kvstore.contract import BucketLog
 from tiering.source import ADMISSION_CONTROL, CONTEXT_OPTION, KvTieringDataSource, KvTieringStreamReader
 from tiering.state.offset import TieringOffset
 
@@ -164,19 +164,14 @@ def test_partitions_depend_only_on_the_end_offset_one_for_the_round():
     assert list(r.read(parts[0])) == list(parts[0].rows)
 
 
-def test_the_reader_pickles_without_its_clients():
+def test_the_reader_pickles_without_its_clients_or_its_planning_state():
     r = reader()
-    r._targets = {"a": {0: 1}}
+    r.planner.fix_targets([], {}, r.context.write_authority())  # an availableNow run's targets
     assert r.store is not None  # made, holding no connection yet
-    copy = pickle.loads(pickle.dumps(r))
-    assert copy.context == r.context and copy._store is None and copy._lease is None and copy._targets is None
-
-
-def test_available_now_caps_log_ends_at_the_targets():
-    r = reader()
-    r._targets = {"a": {0: 50, 1: 5}}
-    logs = {0: BucketLog(0, 0, 80), 1: BucketLog(1, 10, 30)}
-    assert r._capped("a", logs) == {0: BucketLog(0, 0, 50), 1: BucketLog(1, 10, 10)}
+    shipped = pickle.dumps(r)
+    copy = pickle.loads(shipped)
+    assert b"ReferenceStore" not in shipped and b"TermPlanner" not in shipped
+    assert copy.context == r.context and copy.planner.targets is None
 
 
 def logged(checkpoint, batch_id: int, offset: TieringOffset) -> None:
@@ -236,35 +231,3 @@ def test_the_planning_threads_share_one_view_of_the_lake(monkeypatch):
         views = list(pool.map(ask, range(8)))
 
     assert len({id(v) for v in views}) == 1 and views[0] is r.lake
-
-
-def reader_of(**sections) -> KvTieringStreamReader:
-    """A reader whose config differs from :data:`CONFIG` by whole sections' fields."""
-    update = {name: getattr(CONFIG, name).model_copy(update=fields) for name, fields in sections.items()}
-    option = TermContext(config=CONFIG.model_copy(update=update), epoch=3, lease_id="j-lease").to_option()
-    return KvTieringDataSource({CONTEXT_OPTION: option}).streamReader(None)
-
-
-def test_only_a_continuous_run_with_targets_of_its_own_plans_by_schedule():
-    targeted = {"freshness_targets": {"audit_*": 3600.0}}
-    r = reader_of(tables=targeted)
-    assert r.schedule is not None and r.schedule is r.schedule, "one schedule per planning process"
-    r._targets = {"a": {0: 50}}  # prepareForTriggerAvailableNow
-    assert r.schedule is None
-    assert reader_of(tables=targeted, trigger={"available_now": True}).schedule is None
-    assert reader().schedule is None, "no target of its own: every changed table at every trigger"
-
-
-def test_the_planning_process_logs_its_info_lines_like_the_driver_and_no_library_chatter():
-    """Spark starts the planning process with no logging set up: without this, a round's line
-    counting the tables that wait for their freshness targets never reached the driver's output."""
-    code = (
-        "import logging; from tiering.source import log_to_stderr; log_to_stderr(20); log_to_stderr(20); "
-        "logging.getLogger('tiering.source').info('round=1 plans'); logging.getLogger('httpx').info('GET /v1/logs')"
-    )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
-    lines = done.stderr.splitlines()
-    assert len(lines) == 1 and lines[0].endswith(" INFO tiering.source: round=1 plans"), done.stderr
-    quiet = code.replace("log_to_stderr(20)", "log_to_stderr(None)")
-    done = subprocess.run([sys.executable, "-c", quiet], capture_output=True, text=True, timeout=60)
-    assert done.stderr == "", "a driver that logs elsewhere (the demo's file) keeps the planning process quiet"

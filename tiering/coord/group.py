@@ -35,9 +35,10 @@ from tiering.conf.model import TablesConfig
 from tiering.coord.assignment import assign
 from tiering.coord.client import close_quietly, connect
 from tiering.coord.epoch import Epoch
-from tiering.coord.ownership import Ownership
+from tiering.coord.ownership import OwnedTables
 from tiering.coord.paths import ensure_group_znodes, members_path
-from tiering.coord.table_epochs import TableOwnership, bump_table_epoch, read_table_epochs
+from tiering.coord.table_epochs import TableHolder, bump_table_epoch, read_table_epochs
+from tiering.coord.write_authority import TableEpoch
 from tiering.errors import ConfigError, CoordinationError
 
 __all__ = ["GroupMember", "GroupView", "MemberRecord", "read_group", "selection_of"]
@@ -65,10 +66,10 @@ class GroupMember:
         self._party = Party(zk, members_path(group), identifier=json.dumps(record))
         #: set by the membership watch; cleared by :meth:`rebalance`
         self.changed = threading.Event()
-        self._ownership = Ownership(group, job)
+        self._ownership = OwnedTables(group, job)
 
     @property
-    def ownership(self) -> Ownership:
+    def ownership(self) -> OwnedTables:
         return self._ownership
 
     def join(self) -> None:
@@ -115,7 +116,7 @@ class GroupMember:
         """The jobs the table epoch znodes of ``tables`` name as owners (live members or not)."""
         return {owned.job for owned in read_table_epochs(self.zk, self.group, tables).values()}
 
-    def rebalance(self, tables: list[str], weights: Mapping[str, int] | None = None) -> Ownership:
+    def rebalance(self, tables: list[str], weights: Mapping[str, int] | None = None) -> OwnedTables:
         """Compute the group's assignment of ``tables`` (by ``weights`` where known, else by count:
         coord/assignment.py) and take this job's share: the table epoch of every table newly given
         to it is bumped before it is returned as owned; a table given to another member, or whose
@@ -126,7 +127,7 @@ class GroupMember:
             raise CoordinationError(f"job {self.job!r} is not a member of group {self.group!r} (session expired?)")
         found = read_table_epochs(self.zk, self.group, tables)
         owners = assign(tables, members, {table: owned.job for table, owned in found.items()}, weights)
-        kept: dict[str, int] = {}
+        kept: dict[str, TableEpoch] = {}
         for table, epoch in self._ownership.tables.items():
             now = found.get(table)
             if owners.get(table) == self.job and now is not None and (now.job, now.epoch) == (self.job, epoch):
@@ -136,7 +137,7 @@ class GroupMember:
                 log.info("group=%s table=%s moves away from job %s (now: %s)", self.group, table, self.job, owner)
         for table in sorted(t for t, member in owners.items() if member == self.job and t not in kept):
             kept[table] = bump_table_epoch(self.zk, self.group, table, self.job, self._job_epoch).epoch
-        self._ownership = Ownership(self.group, self.job, kept)
+        self._ownership = OwnedTables(self.group, self.job, kept)
         return self._ownership
 
 
@@ -160,7 +161,7 @@ class GroupView:
     group: str
     records: list[MemberRecord] = field(default_factory=list)
     tables: list[str] = field(default_factory=list)
-    owners: dict[str, TableOwnership] = field(default_factory=dict)
+    owners: dict[str, TableHolder] = field(default_factory=dict)
 
     @property
     def members(self) -> list[str]:

@@ -17,49 +17,33 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tiering.atomic_file import replace_file
+from tiering.coord.write_authority import TableEpoch
 from tiering.errors import CoordinationError
 
-__all__ = ["Ownership", "TableClaims"]
+__all__ = ["OwnedTables"]
 
 
 @dataclass(frozen=True)
-class TableClaims:
-    """A group member's claim on some tables: ``epochs`` maps table_id -> the table epoch it got.
-    A store that takes claims (the reference store's lease acquire) refuses one whose epoch is
-    below the highest it has seen for the table: the table moved to another member."""
+class OwnedTables:
+    """The tables ``job`` owns in ``group``, each with the table epoch it got (the leader's
+    decision as the member's file holds it; :mod:`tiering.coord.write_authority` answers from it)."""
 
     group: str
     job: str
-    epochs: Mapping[int, int]
+    tables: Mapping[str, TableEpoch] = field(default_factory=dict)
 
-
-@dataclass(frozen=True)
-class Ownership:
-    """The tables ``job`` owns in ``group``, each with the table epoch it got."""
-
-    group: str
-    job: str
-    tables: Mapping[str, int] = field(default_factory=dict)
-
-    def epoch(self, table: str) -> int | None:
+    def epoch(self, table: str) -> TableEpoch | None:
         """The table's epoch while this member owns it, else None."""
         return self.tables.get(table)
 
-    def claims(self, tables: Mapping[int, str]) -> TableClaims | None:
-        """This member's claim on ``tables`` (table_id -> name) for a lease acquire: the owned ones'
-        table epochs, so that the store refuses the acquire when one of them moved; None when it
-        owns none of them."""
-        epochs = {i: e for i, t in sorted(tables.items()) if (e := self.epoch(t))}
-        return TableClaims(self.group, self.job, epochs) if epochs else None
-
     def write(self, path: Path) -> None:
-        """Replace the file at ``path`` with this ownership, atomically."""
+        """Replace the file at ``path`` with these tables, atomically."""
         text = json.dumps({"group": self.group, "job": self.job, "tables": dict(self.tables)}, sort_keys=True)
         replace_file(path, text.encode("utf-8"))
 
     @classmethod
-    def read(cls, path: Path, group: str, job: str) -> Ownership:
-        """The ownership last written at ``path``; none owned before the first write."""
+    def read(cls, path: Path, group: str, job: str) -> OwnedTables:
+        """The tables last written at ``path``; none owned before the first write."""
         try:
             record = json.loads(path.read_text(encoding="utf-8"))
         except FileNotFoundError:
@@ -71,4 +55,4 @@ class Ownership:
                 f"group ownership file {path} is job {record.get('job')!r}'s of group {record.get('group')!r}, "
                 f"not job {job!r}'s of group {group!r}"
             )
-        return cls(group, job, {str(t): int(e) for t, e in record["tables"].items()})
+        return cls(group, job, {str(t): TableEpoch(int(e)) for t, e in record["tables"].items()})

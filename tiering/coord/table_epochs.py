@@ -31,22 +31,23 @@ from tiering.coord.cas import CasConflict, compare_and_set, create_or_set, is_co
 from tiering.coord.epoch import Epoch
 from tiering.coord.fencing import OperationFailed, commit_fenced
 from tiering.coord.paths import ensure_group_znodes, table_epoch_path
+from tiering.coord.write_authority import TableEpoch
 from tiering.errors import CoordinationError
 
-__all__ = ["TableOwnership", "read_table_epoch", "read_table_epochs", "bump_table_epoch"]
+__all__ = ["TableHolder", "read_table_epoch", "read_table_epochs", "bump_table_epoch"]
 
 log = logging.getLogger(__name__)
 
 
-class TableOwnership(NamedTuple):
-    """A table's owner in its group and the table epoch that owner got."""
+class TableHolder(NamedTuple):
+    """Who holds a table in its group (its table epoch znode): the job, and the table epoch it got."""
 
     table: str
     job: str
-    epoch: int
+    epoch: TableEpoch
 
 
-def _decode(table: str, path: str, data: bytes) -> TableOwnership:
+def _decode(table: str, path: str, data: bytes) -> TableHolder:
     try:
         record = json.loads(data)
         job, epoch = record["job"], record["epoch"]
@@ -54,10 +55,10 @@ def _decode(table: str, path: str, data: bytes) -> TableOwnership:
         raise CoordinationError(f"table epoch znode {path} holds {data[:80]!r}, not {{job, epoch}}") from None
     if not isinstance(job, str) or not isinstance(epoch, int) or epoch < 1:
         raise CoordinationError(f"table epoch znode {path} holds {data[:80]!r}: job must be a name, epoch >= 1")
-    return TableOwnership(table, job, epoch)
+    return TableHolder(table, job, TableEpoch(epoch))
 
 
-def _read(zk: KazooClient, group: str, table: str) -> tuple[TableOwnership, int] | None:
+def _read(zk: KazooClient, group: str, table: str) -> tuple[TableHolder, int] | None:
     path = table_epoch_path(group, table)
     try:
         data, stat = zk.get(path)
@@ -68,19 +69,19 @@ def _read(zk: KazooClient, group: str, table: str) -> tuple[TableOwnership, int]
     return _decode(table, path, data), stat.version
 
 
-def read_table_epoch(zk: KazooClient, group: str, table: str) -> TableOwnership | None:
+def read_table_epoch(zk: KazooClient, group: str, table: str) -> TableHolder | None:
     """The table's owner and epoch in ``group``, or None when no member ever owned it."""
     found = _read(zk, group, table)
     return None if found is None else found[0]
 
 
-def read_table_epochs(zk: KazooClient, group: str, tables: list[str]) -> dict[str, TableOwnership]:
+def read_table_epochs(zk: KazooClient, group: str, tables: list[str]) -> dict[str, TableHolder]:
     """Owner and epoch of each of ``tables`` that a member ever owned (for status and planning).
     The reads are sent at once and then waited for: a rebalance of hundreds of tables pays one
     round trip, not one per table."""
     paths = {table: table_epoch_path(group, table) for table in tables}
     pending = {table: zk.get_async(path) for table, path in paths.items()}
-    found: dict[str, TableOwnership] = {}
+    found: dict[str, TableHolder] = {}
     for table, answer in pending.items():
         path = paths[table]
         try:
@@ -95,7 +96,7 @@ def read_table_epochs(zk: KazooClient, group: str, tables: list[str]) -> dict[st
     return found
 
 
-def bump_table_epoch(zk: KazooClient, group: str, table: str, job: str, job_epoch: Epoch) -> TableOwnership:
+def bump_table_epoch(zk: KazooClient, group: str, table: str, job: str, job_epoch: Epoch) -> TableHolder:
     """Make ``job`` the table's owner at the next table epoch and return it, persisted.
 
     The set is a compare-and-set on the table znode's version (coord/cas.py) inside a transaction
@@ -109,7 +110,7 @@ def bump_table_epoch(zk: KazooClient, group: str, table: str, job: str, job_epoc
     return compare_and_set(partial(_bump_once, zk, group, table, job, job_epoch), what=what)
 
 
-def _bump_once(zk: KazooClient, group: str, table: str, job: str, job_epoch: Epoch) -> TableOwnership:
+def _bump_once(zk: KazooClient, group: str, table: str, job: str, job_epoch: Epoch) -> TableHolder:
     """One fenced compare-and-set of the table's epoch; CasConflict when another bump landed since the read."""
     path = table_epoch_path(group, table)
     current = _read(zk, group, table)
@@ -125,4 +126,4 @@ def _bump_once(zk: KazooClient, group: str, table: str, job: str, job_epoch: Epo
         raise
     previous = "nobody" if current is None else f"job {current[0].job!r} at table epoch {current[0].epoch}"
     log.info("table %r of group %r: job %r owns it at table epoch %d (from %s)", table, group, job, epoch, previous)
-    return TableOwnership(table, job, epoch)
+    return TableHolder(table, job, TableEpoch(epoch))

@@ -128,6 +128,11 @@ class RoundPlan:
         """The snapshots the job lease must hold before this plan is handed out."""
         return [s.ref for s in self.splits if isinstance(s, SnapshotSplit)]
 
+    def snapshot_tables(self) -> dict[int, str]:
+        """The tables whose snapshots this plan holds (table_id -> name): what a group member's
+        lease acquire claims."""
+        return {s.table_id: s.table for s in self.splits if isinstance(s, SnapshotSplit)}
+
     def without_buckets(self, refs: Iterable[SnapshotRef]) -> RoundPlan:
         """Drop the buckets whose snapshot the lease could not hold.
 

@@ -63,8 +63,8 @@ from tiering.kvstore.contract import (
     BucketLog,
     SnapshotRef,
     StoreTable,
+    TableClaims,
     TableLog,
-    TableOwners,
     changelog_schema,
 )
 
@@ -318,7 +318,7 @@ class FlussStore(_Connections):
         epoch: int,
         duration_ms: int,
         snapshots: Sequence[SnapshotRef],
-        owners: TableOwners | None = None,
+        owners: TableClaims | None = None,
     ) -> list[SnapshotRef]:
         if owners is not None:
             raise ConfigError(

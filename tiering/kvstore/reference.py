@@ -33,8 +33,8 @@ from tiering.kvstore.contract import (
     SnapshotRef,
     StoreColumn,
     StoreTable,
+    TableClaims,
     TableLog,
-    TableOwners,
     changelog_schema,
 )
 from tiering.kvstore.types import arrow_type
@@ -182,7 +182,7 @@ class ReferenceStore:
         epoch: int,
         duration_ms: int,
         snapshots: Sequence[SnapshotRef],
-        owners: TableOwners | None = None,
+        owners: TableClaims | None = None,
     ) -> list[SnapshotRef]:
         by_key = {(s.table_id, s.bucket, s.snapshot_id): s for s in snapshots}
         refs = [models.SnapshotRef(table_id=s.table_id, bucket=s.bucket, snapshot_id=s.snapshot_id) for s in snapshots]
@@ -259,7 +259,7 @@ class ReferenceStore:
         """Nothing held: the client's session closes with the process."""
 
 
-def _owners(owners: TableOwners | None) -> models.TableOwners | None:
+def _owners(owners: TableClaims | None) -> models.TableOwners | None:
     """A group member's claims as the store's acquire takes them."""
     if owners is None:
         return None

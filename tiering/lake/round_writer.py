@@ -45,6 +45,7 @@ from deltalake.transaction import PostCommitHookProperties
 from pyspark.sql import SparkSession
 
 from tiering.conf.defaults import DEFAULT_TARGET_FILE_MB
+from tiering.coord.write_authority import CommitEpoch
 from tiering.delta_log.commits import LakeCommitInfo, commit_metadata, fence_epoch, find_round_commit, round_commit_at
 from tiering.delta_log.foreign import ForeignCommit
 from tiering.delta_log.lake import Lake, LakeTable, open_table
@@ -133,7 +134,7 @@ class PreparedRound:
     path: str
     app: str
     version: int
-    epoch: int
+    epoch: CommitEpoch
     dt: DeltaTable | None
     replace_table: bool
     plans: tuple[BucketPlan, ...]
@@ -259,13 +260,14 @@ class RoundWriter(ABC):
         files: Mapping[Split, Sequence[str]],
         current: LakeTable | None,
         *,
-        epoch: int,
+        epoch: CommitEpoch,
         round_id: int,
         lease_id: str,
         replace_table: bool = False,
         reader: BucketReader | None = None,
     ) -> PreparedRound | TableCommit:
-        """``splits`` of ``table`` as round ``round_id`` of term ``epoch``, planned per bucket;
+        """``splits`` of ``table`` as round ``round_id`` under ``epoch`` (the term's job epoch, or in
+        a tiering group the table's epoch: the type says which), planned per bucket;
         a skipped :class:`TableCommit` when the lake already has the round or it changes nothing.
 
         ``files`` maps every split to its Parquet files; with ``reader`` (a store without files a

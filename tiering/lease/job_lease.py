@@ -26,9 +26,8 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TypeVar
 
-from tiering.coord.ownership import TableClaims
 from tiering.errors import LeaseNotFoundError, LeaseUnsupportedError, NotFoundError, RetryableError
-from tiering.kvstore.contract import BucketId, SnapshotLease, SnapshotRef, TableOwners
+from tiering.kvstore.contract import BucketId, SnapshotLease, SnapshotRef, TableClaims
 
 __all__ = ["JobLease", "LeaseRenewer"]
 
@@ -67,9 +66,8 @@ class JobLease:
         table epochs of their tables (TableEpochFencedError when one of them moved)."""
         if not self.enabled:
             return []
-        claims = _owners(owners)
         return self._call(
-            lambda: self.store.acquire(self.lease_id, self.epoch, self.duration_ms, refs, claims), [], extends=True
+            lambda: self.store.acquire(self.lease_id, self.epoch, self.duration_ms, refs, owners), [], extends=True
         )
 
     def release_table(self, table_id: int, buckets: list[int]) -> None:
@@ -242,8 +240,3 @@ class LeaseRenewer:
                 return
             if renewed:
                 self.renewals += 1
-
-
-def _owners(claims: TableClaims | None) -> TableOwners | None:
-    """A group member's claims as the store seam takes them."""
-    return None if claims is None else TableOwners(claims.group, claims.job, dict(claims.epochs))

@@ -53,9 +53,8 @@ import logging
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
-from tiering.coord.ownership import TableClaims
 from tiering.errors import NotLeaderError, StoreError, TieringError
-from tiering.kvstore.contract import BucketId, SnapshotRef, StoreCatalog, StoreTable
+from tiering.kvstore.contract import BucketId, SnapshotRef, StoreCatalog, StoreTable, TableClaims
 from tiering.lease.job_lease import JobLease
 
 __all__ = ["LeaseReleases", "by_bucket", "without_buckets", "strays"]

@@ -41,7 +41,8 @@ Failure modes and what happens:
   like any table and its cause is ``dropped``, found by one listing of the store after the round;
   after its commit (its report finds the table gone) it is committed and dropped; its lake table
   is kept, and it is not planned again (a table re-created under the name has a new ``table_id``);
-- in a tiering group, the table moved to another member (the ownership no longer gives it to this
+- in a tiering group, the table moved to another member (the term's write authority,
+  :mod:`tiering.coord.write_authority`, made as the round starts, no longer gives it to this
   job, or a Delta commit of a newer table epoch, or the store's 409 ``TABLE_EPOCH_FENCED``): the
   table fails with cause ``moved`` before anything of it lands, its holds are released, and the
   new owner plans it from the lake's positions. A lake report refused so after the commit landed is
@@ -76,7 +77,7 @@ from urllib.parse import quote
 
 from tiering import failpoints
 from tiering.context import TermContext
-from tiering.coord.ownership import Ownership, TableClaims
+from tiering.coord.write_authority import CommitEpoch, WriteAuthority
 from tiering.delta_log.commits import round_commit_info
 from tiering.delta_log.lake import LakeTables
 from tiering.delta_log.layout import app_id, epoch_round
@@ -94,7 +95,6 @@ from tiering.errors import (
     TableMovedError,
     TableNotFoundError,
     TableRecreatedError,
-    one_line,
 )
 from tiering.kvstore.contract import (
     BucketReader,
@@ -103,6 +103,7 @@ from tiering.kvstore.contract import (
     PlanningStore,
     SnapshotRef,
     StoreTable,
+    TableClaims,
 )
 from tiering.lake.buckets import BucketResult
 from tiering.lake.round_writer import RoundWriter, TableCommit
@@ -180,8 +181,9 @@ class RoundCommitter:
         self._parallelism = context.config.lake.table_parallelism
         self._deferred = DeferredEnds()
         self._checkpoint = context.checkpoint
-        #: in a group, the tables this member owns as the round started (read once per round)
-        self._owned: Ownership | None = None
+        #: which tables the round may write and under which epoch: made as each round starts (in a
+        #: group, what the member owns then)
+        self._authority: WriteAuthority
 
     def __call__(self, batch_df, batch_id: int) -> None:
         """Commit the round of batch ``batch_id`` (its splits: :mod:`tiering.round.batch_splits`)."""
@@ -206,7 +208,7 @@ class RoundCommitter:
         self._on_round(outcome)
 
     def _run(self, tables: list[TableRound], outcome: RoundOutcome) -> None:
-        self._owned = self._context.ownership()
+        self._authority = self._context.write_authority()
         progress = self._table_store.lake_progress
         if progress is not None:
             self._deferred.retry(progress.report)
@@ -251,26 +253,16 @@ class RoundCommitter:
         try:
             step(table)
         except FencedEpochError as e:
-            if self._owned is None or e.table != table.name:
+            moved = self._authority.fenced(table.name, e)
+            if moved is None:
                 raise
-            # In a group a table's Delta commits carry its table epoch: a newer one moved the table.
-            self._fail(table, TableMovedError(f"{e} (the table moved to another member)", table=table.name))
+            self._fail(table, moved)
         except NotLeaderError:
             raise
         except Exception as e:  # one table's failure must not stop the others
             if table.state in (TableState.COMMITTED, TableState.REPORTED, TableState.RELEASED):
                 raise  # the steps after a commit handle their own errors: this is a bug, not the table's
-            self._fail(table, self._moved_meanwhile(table, e))
-
-    def _moved_meanwhile(self, table: TableRound, error: Exception) -> Exception:
-        """``error``, or a TableMovedError when the leader gave ``table`` away since the round
-        began: whatever the table failed on, its new owner tiers it now."""
-        if self._owned is None or (epoch := self._owned.epoch(table.name)) is None:
-            return error
-        now = self._context.ownership()
-        if now is None or now.epoch(table.name) == epoch:
-            return error
-        return TableMovedError(f"{one_line(error)} (the table moved to another member meanwhile)", table=table.name)
+            self._fail(table, self._authority.moved_meanwhile(table.name, e))
 
     def _fail(self, table: TableRound, error: Exception) -> None:
         """Fail ``table`` alone with ``error``, and release its holds (the round's outcome carries
@@ -302,9 +294,7 @@ class RoundCommitter:
 
     def _claims(self, tables: list[TableRound]) -> TableClaims | None:
         """In a group, this member's table epochs of the tables whose snapshots ``tables`` read."""
-        if self._owned is None:
-            return None
-        return self._owned.claims({t.table_id: t.name for t in tables if _snapshot_splits([t])})
+        return self._authority.claims({t.table_id: t.name for t in tables if _snapshot_splits([t])})
 
     def _refused_claims(self, tables: list[TableRound]) -> list[tuple[TableRound, TableEpochFencedError]]:
         """The tables whose claim alone the store refuses: they moved to another member."""
@@ -341,16 +331,11 @@ class RoundCommitter:
         if isinstance(holder, StoreError):
             raise holder
         job, group = holder or (None, None)
-        if job not in (None, self._context.job) and (group is None or group != self._context.config.job.group):
+        if job not in (None, self._context.job) and (group is None or group != self._authority.group):
             raise other_job(table.name, self._context.job, job)
-        if self._owned is not None and self._owned.epoch(table.name) is None:
-            raise TableMovedError(
-                f"table {table.name!r} is no longer owned by job {self._context.job!r} in group "
-                f"{self._owned.group!r}: another member tiers it",
-                table=table.name,
-            )
+        self._authority.check(table.name)
         table.lake = self._lake.load(table.name)
-        if self._owned is not None and table.lake is not None:
+        if self._authority.hands_over and table.lake is not None:
             # Fenced before the splits are trimmed: a commit of the old owner landing after this read
             # conflicts with the fence; one that landed before is in what the trim reads.
             epoch = self._lake_epoch(table)
@@ -423,23 +408,13 @@ class RoundCommitter:
             files.update(zip(logs, log_files, strict=True))
         return files
 
-    def _lake_epoch(self, table: TableRound) -> int:
+    def _lake_epoch(self, table: TableRound) -> CommitEpoch:
         """The epoch the table's Delta commit is fenced by: the term's, or in a group the table's.
         A group's table whose lake holds a commit of a newer table epoch moved: refused here, as
         a stale term is by the store (a round the lake already has would otherwise be skipped)."""
-        if self._owned is None:
-            return self._context.epoch
-        epoch = self._owned.epoch(table.name)
         app = app_id(self._context.lake_writer, table.name)
         done = table.lake.transaction_version(app) if table.lake is not None else None
-        newer = epoch_round(done)[0] if done is not None else None
-        if epoch is None or (newer is not None and newer > epoch):
-            raise TableMovedError(
-                f"table {table.name!r} moved: job {self._context.job!r} holds table epoch {epoch}, the lake has a "
-                f"commit of table epoch {newer}",
-                table=table.name,
-            )
-        return epoch
+        return self._authority.commit_epoch(table.name, epoch_round(done)[0] if done is not None else None)
 
     def _write_and_commit(self, table: TableRound, results: list[BucketResult]) -> None:
         lost = self._releases.lost()
@@ -544,15 +519,14 @@ class RoundCommitter:
         """What the store is told of the lake after ``commit``; None when the lake has nothing yet."""
         if commit.delta_version < 0:
             return None
-        owned = self._owned
         return LakeProgress(
             table_id=table_id,
             epoch=self._context.epoch,
             lake_version=commit.delta_version,
             offsets=dict(sorted(commit.positions.items())),
             job=self._context.job,
-            group=owned.group if owned is not None else None,
-            table_epoch=owned.epoch(commit.table) if owned is not None else None,
+            group=self._authority.group,
+            table_epoch=self._authority.table_epoch(commit.table),
         )
 
     def _mark_dropped(self, tables: list[TableRound]) -> None:

@@ -32,6 +32,7 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from tiering.coord.write_authority import JobEpoch
 from tiering.delta_log.lake import Lake
 from tiering.enumerator.planner import RoundPlan, RoundPlanner, TableInput
 from tiering.enumerator.splits import LogSplit, SnapshotSplit, Split
@@ -107,7 +108,7 @@ def resync_table(
         files,
         lake.load(table.name),
         before_commit=fence,
-        epoch=lease.epoch,
+        epoch=JobEpoch(lease.epoch),
         round_id=RESYNC_ROUND,
         lease_id=lease.lease_id,
         replace_table=True,

@@ -10,7 +10,7 @@ from kazoo.client import KazooClient
 
 from tiering.coord.epoch import bump_epoch
 from tiering.coord.paths import table_epoch_path
-from tiering.coord.table_epochs import TableOwnership, bump_table_epoch, read_table_epoch, read_table_epochs
+from tiering.coord.table_epochs import TableHolder, bump_table_epoch, read_table_epoch, read_table_epochs
 from tiering.errors import FencedEpochError
 
 pytestmark = pytest.mark.integration
@@ -57,4 +57,4 @@ def test_a_stale_term_of_a_member_cannot_take_a_table(zk, unique_job):
         bump_table_epoch(zk, group, "orders", unique_job, stale)
     assert read_table_epoch(zk, group, "orders") is None
     fresh = bump_epoch(zk, unique_job)
-    assert bump_table_epoch(zk, group, "orders", unique_job, fresh) == TableOwnership("orders", unique_job, 1)
+    assert bump_table_epoch(zk, group, "orders", unique_job, fresh) == TableHolder("orders", unique_job, 1)

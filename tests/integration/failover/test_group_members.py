@@ -40,7 +40,7 @@ from tests.support.oracle import TableOracle, assert_equal_to_store, assert_no_d
 from tests.support.running import Writers, caught_up
 from tests.support.waiting import wait_until
 from tiering.coord.group import read_group
-from tiering.coord.table_epochs import TableOwnership, read_table_epochs
+from tiering.coord.table_epochs import TableHolder, read_table_epochs
 from tiering.delta_log.lake import Lake
 
 pytestmark = [pytest.mark.integration, pytest.mark.chaos]
@@ -109,7 +109,7 @@ class _Group:
         self.members[name] = self._start(name)
         return self.members[name]
 
-    def owners(self) -> dict[str, TableOwnership]:
+    def owners(self) -> dict[str, TableHolder]:
         return read_table_epochs(self.zk, self.name, [t.name for t in self.tables])
 
     def wait_shared(self) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from tiering.coord.group import GroupView, MemberRecord
-from tiering.coord.table_epochs import TableOwnership
+from tiering.coord.table_epochs import TableHolder
 
 pytestmark = pytest.mark.unit
 
@@ -22,9 +22,9 @@ def test_members_oldest_first_with_their_tables_then_the_tables_no_live_member_o
         ],
         tables=["t1", "t2", "t3", "t4"],
         owners={
-            "t1": TableOwnership("t1", "a", 3),
-            "t2": TableOwnership("t2", "b", 1),
-            "t3": TableOwnership("t3", "dead", 2),
+            "t1": TableHolder("t1", "a", 3),
+            "t2": TableHolder("t2", "b", 1),
+            "t3": TableHolder("t3", "dead", 2),
         },
     )
 

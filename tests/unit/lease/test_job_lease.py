@@ -10,14 +10,13 @@ import time
 import pytest
 
 from tests.unit.lease.conftest import DURATION_MS, LEASE
-from tiering.coord.ownership import TableClaims
 from tiering.errors import (
     BadRequestError,
     FencedEpochError,
     StoreUnavailableError,
     TableEpochFencedError,
 )
-from tiering.kvstore.contract import BucketId, SnapshotLease, StoreCatalog
+from tiering.kvstore.contract import BucketId, SnapshotLease, StoreCatalog, TableClaims
 from tiering.lease.job_lease import JobLease
 
 pytestmark = pytest.mark.unit

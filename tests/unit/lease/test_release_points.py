@@ -11,9 +11,8 @@ import pytest
 
 from tests.support.memory_store import MemoryStore
 from tests.unit.lease.conftest import DURATION_MS, LEASE
-from tiering.coord.ownership import TableClaims
 from tiering.errors import FencedEpochError, StoreUnavailableError, TableEpochFencedError
-from tiering.kvstore.contract import BucketId, SnapshotRef
+from tiering.kvstore.contract import BucketId, SnapshotRef, TableClaims
 from tiering.lease.job_lease import JobLease
 from tiering.lease.release import LeaseReleases
 

@@ -13,7 +13,7 @@ import pytest
 from tests.support.tables import kv_table
 from tiering.conf.loader import load_config
 from tiering.context import TermContext
-from tiering.coord.ownership import Ownership, TableClaims
+from tiering.coord.ownership import OwnedTables
 from tiering.enumerator.splits import LogSplit, SnapshotSplit, Split
 from tiering.errors import (
     BucketWriteError,
@@ -27,7 +27,7 @@ from tiering.errors import (
     TableEpochFencedError,
     TableNotFoundError,
 )
-from tiering.kvstore.contract import LakeProgress, SnapshotRef, StoreTable, TableLog
+from tiering.kvstore.contract import LakeProgress, SnapshotRef, StoreTable, TableClaims, TableLog
 from tiering.lake.round_writer import TableCommit, WritePath
 from tiering.lease.release import LeaseReleases
 from tiering.round.committer import RoundCommitter, other_job
@@ -226,7 +226,7 @@ class FakeLease:
         """Refused whole, as the store does, when ``owners`` claims a table of ``moved``."""
         if "acquire" in self.fail:
             raise self.fail["acquire"]
-        claimed = set(owners.epochs.items()) if owners is not None else set()
+        claimed = set(owners.table_epochs.items()) if owners is not None else set()
         if claimed & self.moved:
             raise TableEpochFencedError(f"acquire at {sorted(claimed)} refused: moved", code="TABLE_EPOCH_FENCED")
         self.acquired.extend(refs)
@@ -250,7 +250,7 @@ class Round:
         writer: FakeWriter | None = None,
         store: FakeStore | None = None,
         lease: FakeLease | None = None,
-        owned: Ownership | None = None,
+        owned: OwnedTables | None = None,
     ) -> None:
         self.checkpoint = tmp_path / "ckpt"
         group = {"job.group": owned.group} if owned is not None else {}
@@ -459,7 +459,7 @@ def test_a_report_another_job_holds_the_table_for_is_sent_once_more_then_dropped
 def test_a_report_refused_because_the_table_moved_is_superseded_neither_deferred_nor_failed(tmp_path, caplog):
     fenced = TableEpochFencedError("job 'x' owns the table at table epoch 9", code="TABLE_EPOCH_FENCED", status=409)
     store = FakeStore(fail={"report:a": fenced, "report:b": StoreUnavailableError("store blip")})
-    r = Round(tmp_path, store=store, owned=Ownership("g", "unit", {"a": 3, "b": 3, "c": 3}))
+    r = Round(tmp_path, store=store, owned=OwnedTables("g", "unit", {"a": 3, "b": 3, "c": 3}))
     caplog.set_level(logging.INFO, logger="tiering.round")
     outcome = r.run(0)
 
@@ -541,7 +541,7 @@ def test_a_replayed_table_is_committed_without_a_commit_and_reported_again(tmp_p
 
 def test_a_table_that_moved_since_planning_is_refused_at_the_re_acquire_and_fails_alone(tmp_path):
     splits = (*SPLITS, SnapshotSplit("b", 1, 2, 6, 4), SnapshotSplit("c", 0, 3, 7, 2))
-    owned = Ownership("g", "unit", {"a": 3, "b": 5, "c": 2})
+    owned = OwnedTables("g", "unit", {"a": 3, "b": 5, "c": 2})
     lease = FakeLease(moved={(1, 3), (3, 2)})  # another member owns a and c at higher table epochs now
     r = Round(tmp_path, lease=lease, owned=owned)
     outcome = r.run(0, splits)
@@ -563,9 +563,9 @@ def test_a_table_given_away_mid_round_whose_commit_fails_failed_because_it_moved
     r = Round(
         tmp_path,
         writer=FakeWriter(fail={("commit", "a"): exists, ("commit", "b"): LakeCommitError("disk full")}),
-        owned=Ownership("g", "unit", {"a": 3, "b": 5, "c": 2}),
+        owned=OwnedTables("g", "unit", {"a": 3, "b": 5, "c": 2}),
     )
-    r.writer.while_writing = lambda: Ownership("g", "unit", {"b": 5, "c": 2}).write(tmp_path / "group-ownership.json")
+    r.writer.while_writing = lambda: OwnedTables("g", "unit", {"b": 5, "c": 2}).write(tmp_path / "group-ownership.json")
     outcome = r.run(0)
 
     assert {t: (f.cause, f.error_type) for t, f in outcome.failed.items()} == {

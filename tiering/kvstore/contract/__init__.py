@@ -56,7 +56,7 @@ __all__ = [
     "SnapshotRef",
     "BucketId",
     "LakeProgress",
-    "TableOwners",
+    "TableClaims",
     "StoreFiles",
     "StoreCatalog",
     "SnapshotLease",
@@ -185,7 +185,7 @@ class LakeProgress:
 
 
 @dataclass(frozen=True)
-class TableOwners:
+class TableClaims:
     """A tiering group member's claim on tables: ``table_epochs`` by table id. A store that
     orders a group's members refuses a lease call carrying a lower table epoch than it has seen
     (``TableEpochFencedError``): the table moved to another member."""
@@ -244,7 +244,7 @@ class SnapshotLease(Protocol):
         epoch: int,
         duration_ms: int,
         snapshots: Sequence[SnapshotRef],
-        owners: TableOwners | None = None,
+        owners: TableClaims | None = None,
     ) -> list[SnapshotRef]:
         """Hold ``snapshots`` (one per bucket: a newer one replaces the bucket's hold) and renew the
         lease; returns the ones that are unavailable, their files already gone: plan those

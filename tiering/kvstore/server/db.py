@@ -54,7 +54,7 @@ CREATE TABLE IF NOT EXISTS lease_holds (
 CREATE TABLE IF NOT EXISTS lake_reports (
     table_id INTEGER PRIMARY KEY, epoch INTEGER NOT NULL, report TEXT NOT NULL
 );
--- The highest table epoch a tiering group's member has shown for a table (table_owners.py).
+-- The highest table epoch a tiering group's member has shown for a table (table_epochs.py).
 CREATE TABLE IF NOT EXISTS table_owners (
     table_id INTEGER PRIMARY KEY, grp TEXT NOT NULL, job TEXT NOT NULL, table_epoch INTEGER NOT NULL
 );

@@ -9,7 +9,7 @@ another job's than the one whose report the store holds is refused with 409 ``OT
 (a report naming no job, an older client's, is taken as the holder's) — unless both name the
 same tiering group: one table is tiered by one group, its members taking turns under the table's
 epoch, and a member's report under a lower table epoch than the store has seen is refused with 409
-``TABLE_EPOCH_FENCED`` (table_owners.py), that table's answer; a report for a
+``TABLE_EPOCH_FENCED`` (table_epochs.py), that table's answer; a report for a
 dropped-and-re-created table (its ``table_id`` names the old one) — refused with 409
 ``CONFLICT``; an offset the bucket never reached — 400. A wrong report would let GC delete log
 segments the lake does not hold yet. A table changes jobs only when an operator drops its
@@ -29,7 +29,7 @@ from typing import NamedTuple
 from urllib.parse import quote
 
 from tiering.kvstore.models import LakeReport, TableInfo
-from tiering.kvstore.server import table_owners
+from tiering.kvstore.server import table_epochs
 from tiering.kvstore.server.catalog import TableEnds
 from tiering.kvstore.server.errors import (
     CONFLICT,
@@ -71,8 +71,8 @@ def put_many(
             last = held.get(table.table_id)
             _check(name, table, report, last)
             if report.group is not None and report.job is not None and report.table_epoch is not None:
-                owner = table_owners.Owner(report.group, report.job, report.table_epoch)
-                table_owners.claim(conn, table.table_id, f"lake report of table {name!r}", owner)
+                owner = table_epochs.Owner(report.group, report.job, report.table_epoch)
+                table_epochs.claim(conn, table.table_id, f"lake report of table {name!r}", owner)
         except ApiError as refusal:
             if refusal.code == FENCED_EPOCH:
                 raise

@@ -23,7 +23,7 @@ import sqlite3
 from collections.abc import Callable
 
 from tiering.kvstore.models import AcquireRequest, AcquireResult, Lease, ReleaseRequest, RenewRequest, SnapshotRef
-from tiering.kvstore.server import table_owners
+from tiering.kvstore.server import table_epochs
 from tiering.kvstore.server.errors import fenced, lease_not_found
 
 #: ``expires_at_ms`` of a lease that ended (expired and looked at, or dropped): its epoch's tombstone.
@@ -103,8 +103,8 @@ def acquire(
         _check_epoch(lease_id, row, req.epoch)
     if req.owners is not None:
         for owned in req.owners.tables:
-            owner = table_owners.Owner(req.owners.group, req.owners.job, owned.table_epoch)
-            table_owners.claim(
+            owner = table_epochs.Owner(req.owners.group, req.owners.job, owned.table_epoch)
+            table_epochs.claim(
                 conn, owned.table_id, f"acquire of lease {lease_id!r} for table_id {owned.table_id}", owner
             )
     epoch = max(req.epoch, row["epoch"] if row else req.epoch)

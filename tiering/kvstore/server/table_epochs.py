@@ -1,4 +1,4 @@
-"""Table epochs: which member of a tiering group owns a table, as far as the store has seen.
+"""Table epochs: the highest a tiering group's member has shown for a table, and which member that is.
 
 Failure mode it prevents: a group member that lost a table (a frozen process that wakes up after
 its ZooKeeper session expired, a member slow to notice a rebalance) reporting a lake offset or
