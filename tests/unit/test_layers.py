@@ -28,7 +28,7 @@ PACKAGE = ROOT / "tiering"
 # fmt: off
 ROWS: tuple[tuple[str, ...], ...] = (
     ("cli.py", "submit.py", "jobs/", "resources/"),
-    ("job.py", "warmup.py", "demo/"),
+    ("job/", "warmup.py", "demo/"),
     ("round/",),
     ("source.py", "lake/", "observability.py", "status.py", "group_status.py", "preflight.py", "verify.py"),
     ("context.py",),
