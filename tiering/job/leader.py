@@ -75,10 +75,11 @@ def run_as_leader(
     A lake root that cannot be used is refused before anything else, a checkpoint that cannot be
     used (:mod:`tiering.state.checkpoint_check`) as soon as the term is won: nothing is written.
     ``ask_store_first`` (`tiering run`): then the store is asked for the tables the job selects
-    (:func:`tiering.preflight.before_run`: an availableNow run over none, or with the store out
+    (:func:`tiering.ops.preflight.before_run`: an availableNow run over none, or with the store out
     of reach, is refused before it leads).
     """
-    from tiering import observability, preflight
+    from tiering import observability
+    from tiering.ops import preflight
 
     Lake.of(config.lake).store.check()  # a bad lake root fails here, before the job leads or writes
     if ask_store_first:

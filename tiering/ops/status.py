@@ -2,16 +2,13 @@
 
 Failure modes this guards against: acting on a guess. Lag is computed from the lake's own
 commit metadata (the truth of what was tiered, docs/DESIGN.md §4), not from the store's last lake
-report, which a crash can leave behind. Dropping a lease while a leader runs would let the
-store collect snapshots the leader is reading: ``drop_lease`` refuses unless no leader holds
-the job (or the operator forces it). Everything here is read-only except ``drop_lease``, and
-nothing here writes to the lake, the checkpoint or ZooKeeper.
+report, which a crash can leave behind. A table whose Delta log cannot be read now is shown as
+such; it does not fail the whole status. Read-only: the operator's writes are
+:mod:`tiering.ops.writes`, the drawing :mod:`tiering.ops.status_view`.
 """
 
 from __future__ import annotations
 
-import logging
-import threading
 import time
 from collections import Counter
 from collections.abc import Mapping
@@ -20,7 +17,6 @@ from dataclasses import asdict, dataclass, field
 from deltalake.exceptions import DeltaError
 
 from tiering.conf.model import TieringConfig
-from tiering.console import output_console
 from tiering.context import store_client
 from tiering.coord.group import read_group
 from tiering.coord.leader import read_status
@@ -28,17 +24,9 @@ from tiering.delta_log.freshness import freshness_s, oldest_untiered_write_ms
 from tiering.delta_log.lake import Lake, LakeTable
 from tiering.delta_log.layout import SYSTEM_COLUMNS
 from tiering.enumerator.positions import LakePosition
-from tiering.errors import (
-    ConflictError,
-    LeaseNotFoundError,
-    NotFoundError,
-    StoreError,
-    TableNotFoundError,
-    TieringError,
-    one_line,
-)
+from tiering.errors import NotFoundError, StoreError, TieringError, one_line
 from tiering.kvstore.client import KvStoreClient
-from tiering.kvstore.models import LakeReport, Lease, TableInfo
+from tiering.kvstore.models import Lease, TableInfo
 from tiering.kvstore.reference import ReferenceStore, bucket_log, serves_leases
 from tiering.round.health import TableHealth, read_health
 from tiering.state.checkpoint_store import checkpoint_of
@@ -52,18 +40,14 @@ __all__ = [
     "table_statuses",
     "held_snapshots",
     "job_leases",
-    "drop_lease",
-    "render_status",
-    "status_view",
-    "watch_status",
-    "render_leases",
+    "checkpoint_lease_id",
+    "expires_in_s",
+    "operator_client",
 ]
 
 #: The operator commands' store calls retry for this long at most (less when their timeout is
 #: shorter): they give up sooner than the job's, since an operator waits.
 STATUS_RETRY_S = 5.0
-#: What `tiering leases list` marks the lease in the job's checkpoint with.
-MINE_MARK = "*"
 
 
 @dataclass(frozen=True)
@@ -129,20 +113,22 @@ class JobStatus:
         return [t for t in self.tables if t.state != "dropped" and t.consecutive_failures >= rounds]
 
 
-def _operator_client(config: TieringConfig, timeout_s: float) -> KvStoreClient:
+def operator_client(config: TieringConfig, timeout_s: float) -> KvStoreClient:
+    """The store's client for an operator command: it gives up within ``timeout_s`` and retries
+    for :data:`STATUS_RETRY_S` at most."""
     return store_client(config.kvstore, timeout_s=timeout_s, retry_deadline_s=min(STATUS_RETRY_S, timeout_s))
 
 
 def selected_tables(config: TieringConfig, *, timeout_s: float) -> list[str]:
     """The store's tables the job's ``[tables]`` selection picks, by name."""
-    infos = _operator_client(config, timeout_s).list_tables()
+    infos = operator_client(config, timeout_s).list_tables()
     return sorted(info.name for info in infos if config.tables.selects(info.name))
 
 
 def job_status(config: TieringConfig, *, timeout_s: float) -> JobStatus:
     """Leader and epoch from ZooKeeper, per selected table: store log end, lake offset, lag, leases."""
     zk = read_status(config.zookeeper.hosts, config.job.name, timeout_s=timeout_s)
-    client = _operator_client(config, timeout_s)
+    client = operator_client(config, timeout_s)
     checkpoint = checkpoint_of(config)
     lease_id = read_lease_id(checkpoint)
     infos = [info for info in client.list_tables() if config.tables.selects(info.name)]
@@ -163,6 +149,12 @@ def job_status(config: TieringConfig, *, timeout_s: float) -> JobStatus:
         leases=held is not None,
         group=None if view is None else view.as_dict(),
     )
+
+
+def checkpoint_lease_id(config: TieringConfig) -> str | None:
+    """The lease id in the job's checkpoint (the one its runs hold snapshots with); None before
+    its first run."""
+    return read_lease_id(checkpoint_of(config))
 
 
 def held_snapshots(client: KvStoreClient, lease_id: str | None) -> Counter[int] | None:
@@ -303,7 +295,7 @@ def job_leases(config: TieringConfig, *, every_job: bool = False, timeout_s: flo
     """The store's leases of this job (the job its id was made for, read exactly: job ``orders``
     does not list job ``orders-eu``'s), or every job's."""
     try:
-        leases = _operator_client(config, timeout_s).list_leases()
+        leases = operator_client(config, timeout_s).list_leases()
     except NotFoundError as e:
         raise TieringError(f"the KV store at {config.kvstore.url} has no lease API: {e}") from None
     return sorted(
@@ -312,238 +304,6 @@ def job_leases(config: TieringConfig, *, every_job: bool = False, timeout_s: flo
     )
 
 
-def drop_lease(config: TieringConfig, lease_id: str | None = None, *, force: bool = False, timeout_s: float) -> Lease:
-    """Drop ``lease_id`` (default: the one in the job's checkpoint) at the lease's own epoch.
-
-    Refused while a driver leads the job, unless ``force``: that driver reads the snapshots the
-    lease holds. Another job's lease is refused naming that job, unless ``force``, and even then
-    while that job has a leader. Returns the lease as it was just before the drop.
-    """
-    job = config.job.name
-    lease_id = lease_id or read_lease_id(checkpoint_of(config))
-    if lease_id is None:
-        raise TieringError(f"job {job!r}: no lease id in checkpoint {config.job.checkpoint!r}; name the lease to drop")
-    owner = job_of_lease(lease_id)
-    if owner != job:
-        whose = f"job {owner!r}'s" if owner else "not a lease id of any job's"
-        if not force:
-            raise TieringError(
-                f"lease {lease_id!r} is {whose}, not job {job!r}'s: refused (pass --force to drop "
-                "it anyway, while its job has no leader)",
-                lease_id=lease_id,
-            )
-        if owner is not None:
-            _refuse_while_led(config, owner, lease_id, "it cannot be forced: stop that job first", timeout_s)
-    elif not force:
-        then = f"stop it first, or pass --force to drop lease {lease_id!r} under it"
-        _refuse_while_led(config, job, lease_id, then, timeout_s)
-    client = _operator_client(config, timeout_s)
-    try:
-        lease = client.get_lease(lease_id)
-        client.drop_lease(lease_id, lease.epoch)
-    except LeaseNotFoundError:
-        raise TieringError(
-            f"lease {lease_id!r} does not exist in the store at {config.kvstore.url} (already dropped or expired)",
-            lease_id=lease_id,
-        ) from None
-    return lease
-
-
-def _refuse_while_led(config: TieringConfig, job: str, lease_id: str, then: str, timeout_s: float) -> None:
-    leader = read_status(config.zookeeper.hosts, job, timeout_s=timeout_s).leader
-    if leader is not None:
-        raise TieringError(f"job {job!r} is led by {leader} right now: {then}", lease_id=lease_id)
-
-
-def take_over(
-    config: TieringConfig, table: str, *, force: bool = False, timeout_s: float
-) -> tuple[str, LakeReport] | None:
-    """Hand ``table`` over to this job: drop the lake report another job holds it by, so this job's
-    next report holds it (docs/DESIGN.md §5). Returns that job and its dropped report; None when no
-    other job holds the table (nothing to drop).
-
-    Refused while a driver leads the holding job, unless ``force``: that job may still tier the
-    table, and its next report would take it back (exclude the table there, then force). The drop
-    names the report checked, so a term of the holder that starts between the check and the drop
-    keeps its fresh report: refused, naming it.
-    """
-    client = _operator_client(config, timeout_s)
-    try:
-        report = client.get_lake(table)
-    except TableNotFoundError:
-        raise TieringError(
-            f"table {table!r} does not exist in the store at {config.kvstore.url}", table=table
-        ) from None
-    holder = report.job if report is not None else None
-    if report is None or holder is None or holder == config.job.name:
-        return None
-    if not force:
-        leader = read_status(config.zookeeper.hosts, holder, timeout_s=timeout_s).leader
-        if leader is not None:
-            raise TieringError(
-                f"table {table!r} is held by job {holder!r}, which is led by {leader} right now and may still tier "
-                f"it: exclude the table from job {holder!r} or stop it, then pass --force",
-                table=table,
-            )
-    try:
-        return holder, client.drop_lake(table, report)
-    except ConflictError as e:
-        raise TieringError(
-            f"table {table!r} is still job {holder!r}'s: {e}. That job is tiering it: exclude the table from "
-            f"job {holder!r} or stop it, then take it over",
-            table=table,
-        ) from None
-
-
 def expires_in_s(lease: Lease, now_ms: int | None = None) -> float:
+    """Seconds until ``lease`` lapses unless renewed (negative: it has)."""
     return (lease.expires_at_ms - (now_ms if now_ms is not None else int(time.time() * 1000))) / 1000.0
-
-
-def render_status(status: JobStatus, console=None) -> None:
-    """Print ``status`` as a header line, one table row per store table, then the failing tables."""
-    (console or output_console()).print(status_view(status))
-
-
-def status_view(status: JobStatus, note: str = ""):
-    """``status`` as one rich renderable (what :func:`render_status` prints and ``--watch`` redraws)."""
-    from rich.console import Group
-    from rich.table import Table
-    from rich.text import Text
-
-    leader = status.leader or "none"
-    epoch = "never led" if status.epoch is None else str(status.epoch)
-    head = Text.assemble(
-        "job ",
-        (status.job, "bold"),
-        f"  leader {leader}  epoch {epoch}  "
-        f"contenders {status.contenders}  lease {status.lease_id or 'none'}"
-        f"{'' if status.leases else ' (off: the store has no lease API)'}{note}",
-    )
-    table = Table(
-        "table",
-        "table_id",
-        "state",
-        "lake offset",
-        "lag",
-        "fresh (s)",
-        "lake version",
-        "lake epoch",
-        "last commit",
-        "columns store/lake",
-        "leased snapshots",
-    )
-    for t in status.tables:
-        table.add_row(
-            Text(t.table),
-            str(t.table_id),
-            t.state,
-            _or_dash(t.lake_offset),
-            str(t.lag),
-            "-" if t.freshness_s is None else f"{t.freshness_s:.1f}",
-            _or_dash(t.lake_version),
-            _or_dash(t.lake_epoch),
-            _when(t.lake_commit_ms),
-            f"{_or_dash(t.store_columns)}/{_or_dash(t.lake_columns)}",
-            str(t.leased_snapshots),
-        )
-    failures = [
-        Text(
-            f"{t.table}: {t.state}, {t.consecutive_failures} round(s) in a row, last at {_when(t.last_failure_ms)}"
-            + (f" ({t.last_failure_cause}, in state {t.last_failure_state})" if t.last_failure_cause else "")
-            + f": {t.last_failure}"
-        )
-        for t in status.tables
-        if t.last_failure is not None and (t.consecutive_failures or t.state == "dropped")
-    ] + [Text(f"{t.table}: its Delta log cannot be read: {t.lake_error}") for t in status.tables if t.lake_error]
-    return Group(head, *_group_lines(status.group), table, *failures)
-
-
-def _group_lines(group: dict | None) -> list:
-    """The group's members and each table's owner at its table epoch (none outside a group)."""
-    from rich.text import Text
-
-    if group is None:
-        return []
-    owners = ", ".join(f"{t} {o['job']}@{o['table_epoch']}" for t, o in group["owners"].items())
-    return [Text(f"group {group['group']}  members {', '.join(group['members']) or 'none'}  owners {owners or 'none'}")]
-
-
-def watch_status(
-    config: TieringConfig, every_s: float, console=None, *, timeout_s: float, stop: threading.Event | None = None
-) -> None:
-    """Redraw the status every ``every_s`` seconds until ``stop`` is set (or, without one, until
-    interrupted: KeyboardInterrupt).
-
-    Failure mode: a monitor that dies on the first blip. A refresh that fails (ZooKeeper or the
-    store out of reach) keeps the last status on screen, says when and why it is stale, and the
-    next refresh tries again. In a terminal the view is redrawn in place; anywhere else (a file, a
-    pipe) each refresh is printed after the last, a log of the job's progress. ``stop`` is looked
-    at between refreshes only: a refresh interrupted inside kazoo or the store client would leave
-    a client half started (`tiering status --watch` sets it on Ctrl-C).
-    """
-    from rich.console import Group
-    from rich.live import Live
-    from rich.text import Text
-
-    console = console or output_console()
-    stop = stop or threading.Event()
-    # every refresh opens and closes a ZooKeeper session: four INFO lines each, scrolling the view
-    kazoo_log = logging.getLogger("kazoo.client")
-    kazoo_log.setLevel(max(logging.WARNING, kazoo_log.getEffectiveLevel()))
-
-    last: JobStatus | None = None
-
-    def refreshed():
-        nonlocal last
-        try:
-            last = job_status(config, timeout_s=timeout_s)
-        except (TieringError, OSError) as e:
-            stale = Text(f"refresh failed at {time.strftime('%H:%M:%S')}: {e}", style="bold red")
-            return stale if last is None else Group(stale, status_view(last))
-        return status_view(last, f"  updated {time.strftime('%H:%M:%S')}, every {every_s:g}s (Ctrl-C quits)")
-
-    if console.is_terminal:
-        with Live(console=console, auto_refresh=False, transient=False) as live:
-            while not stop.is_set():
-                live.update(refreshed(), refresh=True)
-                stop.wait(every_s)
-        return
-    while not stop.is_set():
-        console.print(refreshed(), "")
-        stop.wait(every_s)
-
-
-def _when(ms: int | None) -> str:
-    return "-" if ms is None else time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ms / 1000))
-
-
-def render_leases(leases: list[Lease], config: TieringConfig, console=None, *, every_job: bool = False) -> None:
-    """Print one row per lease (with the job it is for when ``every_job``); the checkpoint's
-    lease is marked with ``*``, which a line under the table explains."""
-    from rich.table import Table
-
-    console = console or output_console()
-    mine = read_lease_id(checkpoint_of(config))
-    columns = ("job", "lease", "epoch", "expires in", "snapshots (by table_id)")
-    table = Table(*columns[0 if every_job else 1 :])
-    for lease in leases:
-        held = Counter(ref.table_id for ref in lease.snapshots)
-        by_table = ", ".join(f"{t}: {n}" for t, n in sorted(held.items())) or "none"
-        mark = f" {MINE_MARK}" if lease.lease_id == mine else ""
-        row = (
-            job_of_lease(lease.lease_id) or "?",
-            f"{lease.lease_id}{mark}",
-            str(lease.epoch),
-            f"{expires_in_s(lease):.0f}s",
-            by_table,
-        )
-        table.add_row(*row[0 if every_job else 1 :])
-    console.print(table)
-    if any(lease.lease_id == mine for lease in leases):
-        console.print(f"{MINE_MARK} the lease in this job's checkpoint: the one its runs hold snapshots with")
-    if not leases:
-        console.print("no leases in the store" if every_job else f"no leases of job {config.job.name!r} in the store")
-
-
-def _or_dash(value: int | None) -> str:
-    return "-" if value is None else str(value)
