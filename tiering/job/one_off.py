@@ -47,12 +47,13 @@ def maintain_as_leader(config: TieringConfig, *, wait_s: float = 5.0) -> Mainten
         f"its leader maintains the lake every {config.maintenance.every_rounds} rounds; "
         "stop it to run `tiering maintain` by hand"
     )
-    term = _term_of_its_own(config, "maintain", busy, wait_s)
+    lake = Lake.of(config.lake)
+    term = _term_of_its_own(config, lake, "maintain", busy, wait_s)
     try:
         tables = included_tables(config, planning_store(config))
         # a maintainer of its own knows no history: its pass covers every table
         return LakeMaintainer(
-            Lake.of(config.lake),
+            lake,
             config.job.name,
             config.maintenance,
             term.epoch,
@@ -96,7 +97,8 @@ def resync_as_leader(config: TieringConfig, table: str, *, wait_s: float = 5.0) 
     holder = client.lake_holders([table]).get(table)
     if holder not in (None, job):
         raise other_job(table, job, holder)
-    term = _term_of_its_own(config, "resync", "stop it to run `tiering resync`, then start it again", wait_s)
+    lake = Lake.of(config.lake)
+    term = _term_of_its_own(config, lake, "resync", "stop it to run `tiering resync`, then start it again", wait_s)
     try:
         lease = JobLease(ReferenceStore(client), new_lease_id(job), term.epoch, int(config.lease.duration_s * 1000))
         lease.claim()
@@ -107,9 +109,9 @@ def resync_as_leader(config: TieringConfig, table: str, *, wait_s: float = 5.0) 
             renewer.check()
 
         try:
-            writer = make_round_writer(build_spark(config), config.lake, job)
+            writer = make_round_writer(build_spark(config), config.lake, job, lake)
             with renewer:  # the snapshots stay held however long the rebuild takes
-                return resync_table(store_table(info), writer, Lake.of(config.lake), client, lease, fence=fence)
+                return resync_table(store_table(info), writer, lake, client, lease, fence=fence)
         finally:
             _drop_quietly(lease)
     finally:
@@ -125,13 +127,14 @@ def _drop_quietly(lease: JobLease) -> None:
         log.warning("lease %s not dropped (it lapses after %d ms): %s", lease.lease_id, lease.duration_ms, e)
 
 
-def _term_of_its_own(config: TieringConfig, command: str, busy: str, wait_s: float) -> LeaderTerm:
-    """A term for a one-off command (`tiering maintain`, `tiering resync`): a larger epoch than
-    any before, so its commits fence every earlier term. Refused (:class:`TieringError`) while a
-    driver leads the job (``busy`` says what to do), or when one takes the lead first."""
+def _term_of_its_own(config: TieringConfig, lake: Lake, command: str, busy: str, wait_s: float) -> LeaderTerm:
+    """A term for a one-off command (`tiering maintain`, `tiering resync`) that writes to ``lake``:
+    a larger epoch than any before, so its commits fence every earlier term. Refused
+    (:class:`TieringError`) while a driver leads the job (``busy`` says what to do), or when one
+    takes the lead first; a lake root that cannot be used before either."""
     from tiering.coord.leader import read_status
 
-    Lake.of(config.lake).store.check()
+    lake.store.check()
     job = config.job.name
     leader = read_status(config.zookeeper.hosts, job).leader
     if leader is not None:
