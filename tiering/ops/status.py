@@ -29,7 +29,7 @@ from tiering.kvstore.client import KvStoreClient
 from tiering.kvstore.models import Lease, TableInfo
 from tiering.kvstore.reference import ReferenceStore, bucket_log, serves_leases
 from tiering.round.health import TableHealth, read_health
-from tiering.state.checkpoint_store import checkpoint_of
+from tiering.state.checkpoint_store import CheckpointStore, checkpoint_of
 from tiering.state.lease_file import job_of_lease, read_lease_id
 
 __all__ = [
@@ -125,16 +125,20 @@ def selected_tables(config: TieringConfig, *, timeout_s: float) -> list[str]:
     return sorted(info.name for info in infos if config.tables.selects(info.name))
 
 
-def job_status(config: TieringConfig, *, timeout_s: float) -> JobStatus:
-    """Leader and epoch from ZooKeeper, per selected table: store log end, lake offset, lag, leases."""
+def job_status(
+    config: TieringConfig, *, timeout_s: float, lake: Lake | None = None, checkpoint: CheckpointStore | None = None
+) -> JobStatus:
+    """Leader and epoch from ZooKeeper, per selected table: store log end, lake offset, lag, leases.
+    ``lake`` and ``checkpoint``: the job's, when the caller built them once for many statuses (a
+    watch); else built from ``config``."""
     zk = read_status(config.zookeeper.hosts, config.job.name, timeout_s=timeout_s)
     client = operator_client(config, timeout_s)
-    checkpoint = checkpoint_of(config)
+    checkpoint = checkpoint or checkpoint_of(config)
     lease_id = read_lease_id(checkpoint)
     infos = [info for info in client.list_tables() if config.tables.selects(info.name)]
     health = {t: h for t, h in read_health(checkpoint).items() if config.tables.selects(t)}
     held = held_snapshots(client, lease_id)
-    tables = table_statuses(client, Lake.of(config.lake), infos, held or Counter(), health)
+    tables = table_statuses(client, lake or Lake.of(config.lake), infos, held or Counter(), health)
     group = config.job.group
     names = [i.name for i in infos]
     view = None if group is None else read_group(config.zookeeper.hosts, group, names, timeout_s=timeout_s)

@@ -15,9 +15,11 @@ from collections import Counter
 
 from tiering.conf.model import TieringConfig
 from tiering.console import output_console
+from tiering.delta_log.lake import Lake
 from tiering.errors import TieringError
 from tiering.kvstore.models import Lease
 from tiering.ops.status import JobStatus, expires_in_s, job_status
+from tiering.state.checkpoint_store import checkpoint_of
 from tiering.state.lease_file import job_of_lease
 
 __all__ = ["MINE_MARK", "render_status", "status_view", "watch_status", "render_leases"]
@@ -103,10 +105,12 @@ def watch_status(
 
     Failure mode: a monitor that dies on the first blip. A refresh that fails (ZooKeeper or the
     store out of reach) keeps the last status on screen, says when and why it is stale, and the
-    next refresh tries again. In a terminal the view is redrawn in place; anywhere else (a file, a
-    pipe) each refresh is printed after the last, a log of the job's progress. ``stop`` is looked
-    at between refreshes only: a refresh interrupted inside kazoo or the store client would leave
-    a client half started (`tiering status --watch` sets it on Ctrl-C).
+    next refresh tries again; the job's lake and checkpoint are built once, before the first (an
+    unusable ``lake.root`` is a :class:`ConfigError` then, not a refresh failing forever). In a
+    terminal the view is redrawn in place; anywhere else (a file, a pipe) each refresh is printed
+    after the last, a log of the job's progress. ``stop`` is looked at between refreshes only: a
+    refresh interrupted inside kazoo or the store client would leave a client half started
+    (`tiering status --watch` sets it on Ctrl-C).
     """
     from rich.console import Group
     from rich.live import Live
@@ -118,12 +122,13 @@ def watch_status(
     kazoo_log = logging.getLogger("kazoo.client")
     kazoo_log.setLevel(max(logging.WARNING, kazoo_log.getEffectiveLevel()))
 
+    lake, checkpoint = Lake.of(config.lake), checkpoint_of(config)  # an unusable lake root: refused here, once
     last: JobStatus | None = None
 
     def refreshed():
         nonlocal last
         try:
-            last = job_status(config, timeout_s=timeout_s)
+            last = job_status(config, timeout_s=timeout_s, lake=lake, checkpoint=checkpoint)
         except (TieringError, OSError) as e:
             stale = Text(f"refresh failed at {time.strftime('%H:%M:%S')}: {e}", style="bold red")
             return stale if last is None else Group(stale, status_view(last))
