@@ -13,7 +13,7 @@ upserts and deletes across ``--tables`` tables, and every ``--schema-every`` rou
 nullable column to one of them (round-robin) and then writes values into it. The lake is
 measured after ``--warmup`` rounds (start) and after ``--rounds`` rounds (end), each figure gets
 an end/start ratio and a ``bounded`` verdict, and, once the writer stopped and the lake caught
-up, every table is compared with the store row by row (``tiering.verify.check_table``); the
+up, every table is compared with the store row by row (``tiering.ops.verify.check_table``); the
 exit code is non-zero when any table differs.
 
 What cannot stay bounded within a soak, by configuration: the ``_delta_log`` (entries are
@@ -330,7 +330,7 @@ def soak(args, work: Path) -> dict:
     from tiering.coord.embedded import EmbeddedZooKeeper
     from tiering.delta_log.lake import Lake
     from tiering.kvstore.server.process import StoreProcess
-    from tiering.verify import check_table
+    from tiering.ops.verify import check_table
 
     tables = [f"soak_{i:03d}" for i in range(args.tables)]
     rounds = Rounds()

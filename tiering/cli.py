@@ -71,7 +71,7 @@ def _run(args: argparse.Namespace) -> int:
     a second one interrupts at once (exit 130). A Spark outside the supported range, a
     ``PYSPARK_PYTHON`` the driver cannot start (:mod:`tiering.spark_python`) and an availableNow run
     whose ``[tables]`` select no table exit 2 before anything starts; an availableNow run whose store
-    is out of reach exits 1 (:func:`tiering.preflight.before_run`)."""
+    is out of reach exits 1 (:func:`tiering.ops.preflight.before_run`)."""
     from tiering import spark_python, spark_version
 
     spark_version.check()
@@ -133,7 +133,8 @@ def _resync(args: argparse.Namespace) -> int:
 def _status(args: argparse.Namespace) -> int:
     """With ``--watch``, Ctrl-C is how it ends: exit 0, once the refresh under way has ended (a
     second Ctrl-C ends it at once)."""
-    from tiering.status import job_status, render_status, watch_status
+    from tiering.ops.status import job_status
+    from tiering.ops.status_view import render_status, watch_status
 
     if args.watch:
         config = _load(args)
@@ -161,7 +162,7 @@ def _status(args: argparse.Namespace) -> int:
 
 
 def _group(args: argparse.Namespace) -> int:
-    from tiering.group_status import group_view, render_group
+    from tiering.ops.group import group_view, render_group
 
     view = group_view(_load(args), timeout_s=args.timeout)
     if args.json:
@@ -172,8 +173,9 @@ def _group(args: argparse.Namespace) -> int:
 
 
 def _leases_list(args: argparse.Namespace) -> int:
+    from tiering.ops.status import checkpoint_lease_id, job_leases
+    from tiering.ops.status_view import render_leases
     from tiering.state.lease_file import job_of_lease
-    from tiering.status import job_leases, render_leases
 
     config = _load(args)
     leases = job_leases(config, every_job=args.all, timeout_s=args.timeout)
@@ -181,12 +183,12 @@ def _leases_list(args: argparse.Namespace) -> int:
         rows = [{**lease.model_dump(mode="json"), "job": job_of_lease(lease.lease_id)} for lease in leases]
         print(json.dumps(rows, indent=2, sort_keys=True))
     else:
-        render_leases(leases, config, every_job=args.all)
+        render_leases(leases, config.job.name, checkpoint_lease_id(config), every_job=args.all)
     return EXIT_OK
 
 
 def _leases_drop(args: argparse.Namespace) -> int:
-    from tiering.status import drop_lease
+    from tiering.ops.writes import drop_lease
 
     lease = drop_lease(_load(args), args.lease_id, force=args.force, timeout_s=args.timeout)
     print(
@@ -197,7 +199,7 @@ def _leases_drop(args: argparse.Namespace) -> int:
 
 
 def _take_over(args: argparse.Namespace) -> int:
-    from tiering.status import take_over
+    from tiering.ops.writes import take_over
 
     config = _load(args)
     taken = take_over(config, args.table, force=args.force, timeout_s=args.timeout)
@@ -213,7 +215,7 @@ def _take_over(args: argparse.Namespace) -> int:
 
 
 def _check(args: argparse.Namespace) -> int:
-    from tiering.preflight import preflight
+    from tiering.ops.preflight import preflight
 
     verdicts = preflight(_load(args), timeout_s=args.timeout)
     failed = next((v for v in verdicts if not v.ok), None)

@@ -20,7 +20,7 @@ from tests.support.delta_spark import assert_versions_read_alike, delta_reader
 from tiering.delta_log.lake import Lake
 from tiering.kvstore.client import KvStoreClient
 from tiering.kvstore.models import TableSpec
-from tiering.verify import check_table
+from tiering.ops.verify import check_table
 
 SCHEMA = [
     {"name": "id", "type": "bigint"},

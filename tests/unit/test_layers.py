@@ -28,9 +28,9 @@ PACKAGE = ROOT / "tiering"
 # fmt: off
 ROWS: tuple[tuple[str, ...], ...] = (
     ("cli.py", "submit.py", "jobs/", "resources/"),
-    ("job.py", "warmup.py", "demo/"),
+    ("job/", "warmup.py", "demo/"),
     ("round/",),
-    ("source.py", "lake/", "observability.py", "status.py", "group_status.py", "preflight.py", "verify.py"),
+    ("source.py", "lake/", "observability.py", "ops/"),
     ("context.py",),
     ("coord/", "delta_log/", "lease/", "state/", "enumerator/"),
     ("objectstore/",),
@@ -45,7 +45,7 @@ ROWS: tuple[tuple[str, ...], ...] = (
 UPWARD: Mapping[tuple[str, str], str] = {
     ("tiering.observability", "tiering.round.outcome"): "the metrics read a round's outcome",
     ("tiering.observability", "tiering.round.table_states"): "the metrics label a failure by its cause",
-    ("tiering.status", "tiering.round.health"): "status reads the health file the round writes",
+    ("tiering.ops.status", "tiering.round.health"): "status reads the health file the round writes",
 }
 
 #: DESIGN §2: the stores' row imports the bottom row alone, and fluss/ kvstore/ (its seam, its retry policy).
@@ -256,11 +256,29 @@ def test_each_named_upward_edge_exists_and_status_reaches_no_writer():
     graph = _graph()
     assert [edge for edge in UPWARD if edge[1] not in graph[edge[0]]] == []
     reached: set[str] = set()
-    frontier = {target for importer, target in UPWARD if importer == "tiering.status"}
+    frontier = {target for importer, target in UPWARD if importer == "tiering.ops.status"}
     while frontier:
         reached |= frontier
         frontier = {m for v in frontier for m in graph[v]} - reached
     assert sorted(m for m in reached if _unit(m) == "lake/" or "pyspark" in _external(m)) == []
+
+
+def _reach(graph: Mapping[str, frozenset[str]], start: str) -> set[str]:
+    """Every module ``start`` imports, directly or through others."""
+    reached: set[str] = set()
+    frontier = set(graph[start])
+    while frontier:
+        reached |= frontier
+        frontier = {m for v in frontier for m in graph[v]} - reached
+    return reached
+
+
+def test_the_operator_commands_read_and_draw_without_reaching_their_writes():
+    graph = _graph()
+    readers = ("tiering.ops.status", "tiering.ops.status_view", "tiering.ops.group")
+    assert {reader: sorted(_reach(graph, reader) & {"tiering.ops.writes"}) for reader in readers} == dict.fromkeys(
+        readers, []
+    )
 
 
 def test_the_cycle_check_names_the_loop_and_nothing_else():

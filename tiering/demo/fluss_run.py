@@ -31,7 +31,7 @@ from tiering.demo.live import Progress
 from tiering.demo.run import DemoOptions, JobThread, demo_config, demo_session, render_checks
 from tiering.demo.services import DemoServices
 from tiering.fluss.cluster import FlussCluster
-from tiering.verify import TableCheck, compare_rows
+from tiering.ops.verify import TableCheck, compare_rows
 
 __all__ = ["FLUSS_JARS", "missing_fluss", "run_fluss_demo"]
 

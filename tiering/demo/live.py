@@ -20,8 +20,8 @@ from tiering.delta_log.lake import Lake
 from tiering.demo.scenario import Writer
 from tiering.kvstore.client import KvStoreClient
 from tiering.kvstore.models import TableInfo
+from tiering.ops.status import held_snapshots, table_statuses
 from tiering.round.outcome import RoundOutcome
-from tiering.status import held_snapshots, table_statuses
 
 __all__ = ["Progress", "TableProgress"]
 

@@ -38,9 +38,9 @@ from tiering.demo.services import SPARK_LOG4J, DemoServices, log_to_file, wait_i
 from tiering.errors import TieringError
 from tiering.kvstore.models import TableInfo
 from tiering.objectstore.embedded_s3 import EmbeddedS3
+from tiering.ops.verify import TableCheck, check_table
 from tiering.state.checkpoint_store import checkpoint_of
 from tiering.state.lease_file import read_lease_id
-from tiering.verify import TableCheck, check_table
 
 __all__ = ["DemoOptions", "DemoSession", "JobThread", "run_demo", "demo_config", "demo_session", "render_checks", "JOB"]
 

@@ -2,11 +2,13 @@
 with its names whole.
 
 Real ZooKeeper and store processes; no Spark (status needs none). The tables are never tiered,
-so their lag is every write: a number the test controls, and watches change.
+so their lag is every write: a number the test controls, and watches change. A watch builds the
+job's lake and checkpoint once, not at every refresh.
 """
 
 from __future__ import annotations
 
+import io
 import os
 import re
 import shlex
@@ -14,17 +16,24 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from pathlib import Path
 
 import pytest
+from rich.console import Console
 
 from tests.support.config import write_conf
 from tests.support.drivers import REPO, driver_env, tiering_cli
 from tests.support.oracle import TableOracle
+from tests.support.running import in_thread
 from tests.support.waiting import wait_until
 from tiering.cli import EXIT_OK
+from tiering.conf.loader import load_config
+from tiering.delta_log.lake import Lake
+from tiering.ops.status_view import watch_status
+from tiering.state import checkpoint_store
 
 pytestmark = pytest.mark.integration
 
@@ -153,6 +162,28 @@ def test_off_a_terminal_no_name_is_shortened(conf, tmp_path):
     text = log.read_text()
     assert "…" not in text and "Traceback" not in text and "\x1b[" not in text, text
     assert all(lag_of(block, LONG_NAMES[0]) == 30 for block in text.split("\n\n") if LONG_NAMES[0] in block)
+
+
+def test_a_watch_builds_the_lake_and_the_checkpoint_once(conf, monkeypatch):
+    built: list[str] = []
+    lake_of, open_checkpoint = Lake.of.__func__, checkpoint_store.open_checkpoint
+    monkeypatch.setattr(Lake, "of", classmethod(lambda cls, c: built.append("lake") or lake_of(cls, c)))
+    monkeypatch.setattr(
+        checkpoint_store, "open_checkpoint", lambda *a: built.append("checkpoint") or open_checkpoint(*a)
+    )
+    out, stop = io.StringIO(), threading.Event()
+    console = Console(file=out, width=250)
+
+    watcher, box = in_thread(lambda: watch_status(load_config(conf, {}), 0.05, console, timeout_s=10, stop=stop))
+    try:
+        wait_until(lambda: out.getvalue().count(LONG_NAMES[0]) >= 3, "three refreshes", timeout_s=60)
+    finally:
+        stop.set()
+        watcher.join(30)
+
+    assert "error" not in box, box.get("error")
+    assert sorted(built) == ["checkpoint", "lake"], "built once for the watch, read at every refresh"
+    assert all(lag_of(block, LONG_NAMES[0]) == 30 for block in out.getvalue().split("\n\n") if LONG_NAMES[0] in block)
 
 
 def test_a_failed_refresh_keeps_the_last_status_and_says_why(conf, kv_store, tmp_path):

@@ -15,7 +15,7 @@ from tiering.cli import EXIT_FAILURE, EXIT_OK
 from tiering.coord.leader import acquire_leadership
 from tiering.errors import TieringError
 from tiering.kvstore.models import LakeReport
-from tiering.status import take_over
+from tiering.ops.writes import take_over
 
 pytestmark = pytest.mark.integration
 

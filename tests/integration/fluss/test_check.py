@@ -17,7 +17,7 @@ from tests.support.fluss import client_jar, new_table
 from tiering.cli import EXIT_FAILURE, EXIT_OK, EXIT_USAGE
 from tiering.conf.loader import load_config
 from tiering.errors import ConfigError, StoreUnavailableError
-from tiering.preflight import before_run, preflight
+from tiering.ops.preflight import before_run, preflight
 
 pytestmark = pytest.mark.integration
 

@@ -36,8 +36,8 @@ from tiering.kvstore.contract import SnapshotRef
 from tiering.lease.job_lease import LeaseRenewer
 from tiering.lease.release import LeaseReleases
 from tiering.observability import LeaseCollector
+from tiering.ops.status import held_snapshots
 from tiering.state.lease_file import load_or_create_lease_id
-from tiering.status import held_snapshots
 
 pytestmark = pytest.mark.integration
 

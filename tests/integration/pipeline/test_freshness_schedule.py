@@ -24,8 +24,8 @@ from tiering.delta_log.freshness import freshness_s, oldest_untiered_write_ms
 from tiering.delta_log.lake import Lake
 from tiering.job import run_as_leader
 from tiering.kvstore.reference import ReferenceStore, bucket_log
+from tiering.ops.status import job_status
 from tiering.round.outcome import RoundOutcome
-from tiering.status import job_status
 
 pytestmark = pytest.mark.integration
 

@@ -26,8 +26,8 @@ from tiering.delta_log.layout import app_id, epoch_round
 from tiering.errors import UsageError
 from tiering.job import maintain_as_leader, run_as_leader
 from tiering.lake.table_fence import fence_table
+from tiering.ops.status import job_status
 from tiering.round.table_states import FailureCause
-from tiering.status import job_status
 
 pytestmark = pytest.mark.integration
 

@@ -25,9 +25,9 @@ from tiering.delta_log.lake import Lake
 from tiering.delta_log.layout import lake_schema
 from tiering.job import JobResult, TieringJob
 from tiering.kvstore.reference import store_table
+from tiering.ops.verify import check_table
 from tiering.round.outcome import RoundOutcome
 from tiering.round.table_states import FailureCause, TableState
-from tiering.verify import check_table
 
 pytestmark = pytest.mark.integration
 

@@ -18,7 +18,7 @@ from tests.support.oracle import TableOracle, assert_equal_to_store, lake_rows
 from tiering.conf.loader import load_config
 from tiering.delta_log.lake import Lake
 from tiering.job import run_as_leader
-from tiering.status import job_status
+from tiering.ops.status import job_status
 
 pytestmark = pytest.mark.integration
 

@@ -179,7 +179,7 @@ def test_json_runtime_error_is_a_json_object_on_stdout(conf, capsys, monkeypatch
     def unreachable(config, *, timeout_s):
         raise CoordinationError("cannot connect to ZooKeeper at 127.0.0.1:9 within 10s")
 
-    monkeypatch.setattr("tiering.status.job_status", unreachable)
+    monkeypatch.setattr("tiering.ops.status.job_status", unreachable)
     assert main(["status", "--conf", str(conf), "--json"]) == EXIT_FAILURE
     out, err = capsys.readouterr()
     assert json.loads(out) == {
@@ -194,7 +194,7 @@ def test_without_json_an_error_prints_nothing_on_stdout(conf, capsys, monkeypatc
     def unreachable(config, *, timeout_s):
         raise CoordinationError("cannot connect to ZooKeeper at 127.0.0.1:9 within 10s")
 
-    monkeypatch.setattr("tiering.status.job_status", unreachable)
+    monkeypatch.setattr("tiering.ops.status.job_status", unreachable)
     assert main(["status", "--conf", str(conf)]) == EXIT_FAILURE
     assert capsys.readouterr().out == ""
 

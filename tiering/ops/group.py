@@ -14,7 +14,7 @@ from tiering.conf.model import TieringConfig
 from tiering.console import output_console
 from tiering.coord.group import GroupView, read_group
 from tiering.errors import UsageError
-from tiering.status import selected_tables
+from tiering.ops.status import selected_tables
 
 __all__ = ["group_view", "render_group"]
 

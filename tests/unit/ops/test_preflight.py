@@ -10,8 +10,8 @@ import pytest
 
 from tests.support.config import make_config, write_conf
 from tiering.cli import EXIT_FAILURE, main
+from tiering.ops.preflight import CHECKS, Verdict, preflight
 from tiering.ports import free_port
-from tiering.preflight import CHECKS, Verdict, preflight
 
 pytestmark = pytest.mark.unit
 
