@@ -303,7 +303,7 @@ class KvTieringStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
 
     def commit(self, end: dict) -> None:
         """Nothing to do: it runs one batch late and not for a run's last batch, so it cannot be
-        where leases are released (see :mod:`tiering.lease.release`)."""
+        where leases are released (see :mod:`tiering.lease.holds`)."""
 
     def stop(self) -> None:
         """Releases nothing (see :meth:`commit`). Spark stops the planning process by closing its

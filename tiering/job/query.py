@@ -9,7 +9,7 @@ Failure modes:
   looping;
 - a clean stop: the query is stopped between rounds, then the lease is dropped (Spark does not
   call the source's ``stop()`` on every path, so the driver does it; see
-  :mod:`tiering.lease.release`);
+  :mod:`tiering.lease.holds`);
 - the driver killed between the planner's acquire and Spark's offset log: the next term claims
   the kept lease and lets go of every hold no replayed round needs; a checkpoint whose replayed
   round cannot be read keeps them all (expiry lets go of them);
@@ -36,8 +36,8 @@ from tiering.errors import CheckpointError, NotLeaderError, TieringError
 from tiering.job.spark_session import CHECKPOINT_FILE_MANAGER, PROGRESS_RETENTION, use_checkpoint_store
 from tiering.job.tables import included_tables
 from tiering.lake.maintenance import LakeMaintainer
+from tiering.lease.holds import SnapshotHolds
 from tiering.lease.job_lease import JobLease, LeaseRenewer
-from tiering.lease.release import LeaseReleases
 from tiering.round.committer import RoundCommitter
 from tiering.round.health import RoundFacts, after_round, read_health, write_health
 from tiering.round.outcome import RoundOutcome
@@ -90,7 +90,7 @@ class TieringJob:
         self.lease = lease or context.job_lease(context.planning_store())
         self._store = store
         self.result = JobResult()
-        self._releases = LeaseReleases(self.lease)
+        self._releases = SnapshotHolds(self.lease)
         self._fence = fence
         self._on_round = on_round
         self._renewer: LeaseRenewer | None = None

@@ -76,7 +76,7 @@ class JobLease:
 
     def release(self, held: Mapping[int, Iterable[int]]) -> None:
         """Let the store collect the snapshots held for these buckets, ``table_id -> buckets``,
-        in one call however many tables a round had (when, and why then: :mod:`tiering.lease.release`).
+        in one call however many tables a round had (when, and why then: :mod:`tiering.lease.holds`).
         An expired lease holds nothing: nothing left to release."""
         if not self.enabled:
             return
@@ -177,7 +177,7 @@ class LeaseRenewer:
     expired logs a warning and tells ``after`` (``after(renewed)`` follows every renewal that got
     an answer): the round in flight holds its snapshots again there, and releases the store
     refused earlier are sent again, so an idle job does not pin them
-    (:class:`~tiering.lease.release.LeaseReleases`). Nothing trusts a hold without re-acquiring
+    (:class:`~tiering.lease.holds.SnapshotHolds`). Nothing trusts a hold without re-acquiring
     it (the committer re-acquires every snapshot right before reading it). A store outage first
     blocks one renewal inside the client's retry policy (``STORE_RETRY``), then is logged and
     retried on the next tick; leases much shorter than that policy's deadline can lapse during

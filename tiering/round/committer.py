@@ -30,7 +30,7 @@ Failure modes and what happens:
 - the store refuses a committed table's report or release (a blip): the commit stands and the
   table counts as committed; the report is sent again first thing next round
   (:mod:`tiering.round.deferred`), the release then and at every lease renewal
-  (:mod:`tiering.lease.release`), the lag is left unknown for the round;
+  (:mod:`tiering.lease.holds`), the lag is left unknown for the round;
 - the lease lapsed mid-round (the store paused past ``lease.duration_s``): the renewer holds the
   round's snapshots again; a table whose snapshot was collected meanwhile fails before its
   commit with cause ``snapshot_gone`` and bootstraps again next round;
@@ -108,7 +108,7 @@ from tiering.kvstore.contract import (
 from tiering.lake.buckets import BucketResult
 from tiering.lake.round_writer import RoundWriter, TableCommit
 from tiering.lake.table_fence import fence_table
-from tiering.lease.release import LeaseReleases
+from tiering.lease.holds import SnapshotHolds
 from tiering.round.batch_splits import batch_splits
 from tiering.round.deferred import DeferredEnds
 from tiering.round.outcome import RoundOutcome
@@ -162,7 +162,7 @@ class RoundCommitter:
         writer: RoundWriter,
         context: TermContext,
         store: PlanningStore,
-        releases: LeaseReleases,
+        releases: SnapshotHolds,
         *,
         fence: Callable[[], None] = lambda: None,
         on_round: Callable[[RoundOutcome], None] = lambda outcome: None,

@@ -5,7 +5,7 @@ report a landed commit as failed; dropping the report would leave the store beli
 is behind (it keeps log segments it could delete and shows a lag that is not there) until the
 table changes again. So it is kept here, per term, and sent first thing in the next round; a
 report is superseded by a newer one of the same table. (A refused release is the lease's to
-send again: :mod:`tiering.lease.release`.) A store that takes no report
+send again: :mod:`tiering.lease.holds`.) A store that takes no report
 (:attr:`~tiering.kvstore.contract.PlanningStore.lake_progress` None, as Fluss) has none to keep.
 
 A refusal that no retry can turn (409 ``OTHER_JOB``: another job's lake report holds the table,

@@ -13,8 +13,8 @@ import pytest
 from tests.support.store_sides import SNAPSHOT_WAIT, FlussSide
 from tests.support.waiting import wait_until
 from tiering.kvstore.contract import SnapshotRef
+from tiering.lease.holds import SnapshotHolds
 from tiering.lease.job_lease import JobLease, LeaseRenewer
-from tiering.lease.release import LeaseReleases
 
 pytestmark = pytest.mark.integration
 
@@ -65,7 +65,7 @@ def test_a_renewed_lease_holds_past_retention_a_new_term_lets_go_of_the_unplanne
         assert all(store.snapshot_available(t, r) for t, r in (("orders", planned), ("orders", orders[1])))
         assert store.snapshot_available("items", items[0]), "held past retention while renewed"
 
-        LeaseReleases(lease).reconcile([planned], store)  # the next term plans bucket 0 of orders
+        SnapshotHolds(lease).reconcile([planned], store)  # the next term plans bucket 0 of orders
         newer(side, "orders", 1, first=4)
         newer(side, "items", 1, first=4)
         collected(side, "orders", orders[1])

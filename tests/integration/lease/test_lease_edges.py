@@ -33,8 +33,8 @@ from tiering.job import TieringJob, resync_as_leader
 from tiering.kvstore import retry
 from tiering.kvstore.client import KvStoreClient
 from tiering.kvstore.contract import SnapshotRef
+from tiering.lease.holds import SnapshotHolds
 from tiering.lease.job_lease import LeaseRenewer
-from tiering.lease.release import LeaseReleases
 from tiering.observability import LeaseCollector
 from tiering.ops.status import held_snapshots
 from tiering.state.lease_file import load_or_create_lease_id
@@ -127,7 +127,7 @@ def test_a_refused_release_is_sent_at_the_next_renewal_while_the_job_idles(kv_st
     refs = snapshot_refs(client, make_table(client, "idle"))
     with FaultProxy(kv_store.url) as proxy:
         lease = job_lease(KvStoreClient(proxy.url), lease_id(), epoch=1, duration_ms=3000)
-        releases = LeaseReleases(lease)
+        releases = SnapshotHolds(lease)
         assert releases.hold(refs) == []
         refusal = proxy.add(Rule(GATEWAY_503, method="POST", path=r"/v1/leases/[^/]+/release"))
         releases.finished({refs[0].table_id: [0, 1]})
@@ -172,7 +172,7 @@ def test_a_lease_that_lapsed_while_the_store_was_paused_holds_the_round_in_fligh
     client = store.client()
     refs = snapshot_refs(client, make_table(client, "lapse"))
     lease = job_lease(client, lease_id(), epoch=1, duration_ms=1500)
-    releases = LeaseReleases(lease)
+    releases = SnapshotHolds(lease)
     assert releases.hold(refs) == []
     with LeaseRenewer(lease, interval_s=0.3, after=releases.after_renewal) as renewer:
         os.kill(store.pid, signal.SIGSTOP)
@@ -194,7 +194,7 @@ def test_a_snapshot_collected_while_the_lease_was_lapsed_is_lost_never_read_unhe
     client = store.client()
     held = snapshot_refs(client, make_table(client, "lost"))
     lease = job_lease(client, lease_id(), epoch=1, duration_ms=800)
-    releases = LeaseReleases(lease)
+    releases = SnapshotHolds(lease)
     assert releases.hold(held) == []
     snapshot_refs(client, "lost", 100)  # newer snapshots: only the lease kept the first ones
     assert not any(gone(client, "lost", r) for r in held)

@@ -22,7 +22,7 @@ from tests.support.fault_proxy import FaultProxy, Hold, Rule
 from tests.support.waiting import STORE_PACE, wait_until
 from tiering.kvstore import retry
 from tiering.kvstore.client import KvStoreClient
-from tiering.lease.release import LeaseReleases
+from tiering.lease.holds import SnapshotHolds
 
 pytestmark = pytest.mark.integration
 
@@ -54,7 +54,7 @@ def test_a_table_that_finishes_while_a_lapsed_lease_is_held_again_stays_released
     busy = snapshot_refs(client, make_table(client, "race-busy"))
     with FaultProxy(kv_store.url) as proxy:
         lease = job_lease(KvStoreClient(proxy.url), lease_id(), epoch=1, duration_ms=500)
-        releases = LeaseReleases(lease)
+        releases = SnapshotHolds(lease)
         assert releases.hold(done + busy) == []
         wait_until(lambda: lease.held() == [], what="the lease's lapse", **STORE_PACE)
         lease.duration_ms = LONG_MS  # held again for longer than the test looks at it
@@ -76,7 +76,7 @@ def test_a_refused_release_sent_again_never_lets_go_of_the_next_rounds_hold(kv_s
     refs = snapshot_refs(client, make_table(client, "race-again"))
     with FaultProxy(kv_store.url) as proxy:
         lease = job_lease(KvStoreClient(proxy.url), lease_id(), epoch=1, duration_ms=LONG_MS)
-        releases = LeaseReleases(lease)
+        releases = SnapshotHolds(lease)
         assert releases.hold(refs) == []
         refusal = proxy.add(Rule(GATEWAY_503, method="POST", path=r"/v1/leases/[^/]+/release"))
         releases.finished({refs[0].table_id: [0, 1]})

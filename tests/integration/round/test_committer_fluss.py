@@ -23,8 +23,8 @@ from tiering.conf.loader import load_config
 from tiering.context import TermContext
 from tiering.enumerator.splits import LogSplit, SnapshotSplit, Split
 from tiering.lake.writers import make_round_writer
+from tiering.lease.holds import SnapshotHolds
 from tiering.lease.job_lease import JobLease
-from tiering.lease.release import LeaseReleases
 from tiering.round.committer import RoundCommitter
 from tiering.round.outcome import RoundOutcome
 from tiering.state.offset import TieringOffset
@@ -84,7 +84,7 @@ class Rounds:
         self.outcomes: list[RoundOutcome] = []
         writer = make_round_writer(spark, config.lake, self.context.lake_writer, self.context.lake)
         self.committer = RoundCommitter(
-            writer, self.context, store, LeaseReleases(lease), on_round=self.outcomes.append
+            writer, self.context, store, SnapshotHolds(lease), on_round=self.outcomes.append
         )
 
     def run(self, batch_id: int, splits: list[Split]) -> RoundOutcome:

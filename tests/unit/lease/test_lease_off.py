@@ -10,7 +10,7 @@ import pytest
 
 from tests.unit.lease.conftest import LEASE
 from tiering.errors import LeaseUnsupportedError
-from tiering.lease.release import LeaseReleases
+from tiering.lease.holds import SnapshotHolds
 
 pytestmark = pytest.mark.unit
 
@@ -76,7 +76,7 @@ def test_the_warning_names_what_the_store_answered(store, lease, caplog):
 
 def test_the_release_points_of_a_lease_that_is_off_do_nothing(store, lease):
     store.lease_api = False
-    releases = LeaseReleases(lease)
+    releases = SnapshotHolds(lease)
     a0 = store.latest_snapshots("a")[0]
 
     assert releases.hold([a0]) == []

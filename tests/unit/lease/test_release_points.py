@@ -1,4 +1,4 @@
-"""LeaseReleases, the release points of lease/release.py, on a store behind the seam (in memory):
+"""SnapshotHolds, the release points of lease/holds.py, on a store behind the seam (in memory):
 what the round in flight holds, when it is let go (finished, failed, failed over, stopped,
 refused and sent again, unplanned at a new term's start), what a lapsed lease holds again, and a
 term that is over letting go of nothing. The same points through a real job: tests/integration/lease."""
@@ -13,8 +13,8 @@ from tests.support.memory_store import MemoryStore
 from tests.unit.lease.conftest import DURATION_MS, LEASE
 from tiering.errors import FencedEpochError, StoreUnavailableError, TableEpochFencedError
 from tiering.kvstore.contract import BucketId, SnapshotRef, TableClaims
+from tiering.lease.holds import SnapshotHolds
 from tiering.lease.job_lease import JobLease
-from tiering.lease.release import LeaseReleases
 
 pytestmark = pytest.mark.unit
 
@@ -36,8 +36,8 @@ def held(store: MemoryStore) -> dict[int, set[int]]:
 
 
 @pytest.fixture
-def releases(lease: JobLease) -> LeaseReleases:
-    return LeaseReleases(lease)
+def releases(lease: JobLease) -> SnapshotHolds:
+    return SnapshotHolds(lease)
 
 
 def test_hold_acquires_the_rounds_snapshots_and_returns_the_ones_gone(store, releases):
@@ -64,7 +64,7 @@ def test_a_snapshot_found_gone_by_the_hold_is_not_the_round_in_flights(store, re
     store.collect(a[0])
     releases.hold(a)
     store.advance(DURATION_MS)
-    with caplog.at_level(logging.WARNING, logger="tiering.lease.release"):
+    with caplog.at_level(logging.WARNING, logger="tiering.lease.holds"):
         releases.after_renewal(False)
     assert releases.lost() == frozenset()
     assert [r.getMessage() for r in caplog.records] == [
@@ -102,7 +102,7 @@ def test_failed_over_lets_go_of_every_unsettled_table_and_every_refused_release_
 def test_failed_over_is_best_effort_and_never_raises_over_the_rounds_own_error(store, releases, error, caplog):
     releases.hold(every_snapshot(store))
     store.refuse("release", error)
-    with caplog.at_level(logging.WARNING, logger="tiering.lease.release"):
+    with caplog.at_level(logging.WARNING, logger="tiering.lease.holds"):
         releases.failed_over({1: [0], 2: [0]})
     assert held(store) == {1: {0, 1, 2}, 2: {0, 1}}
     warned = [r.getMessage() for r in caplog.records]
@@ -115,7 +115,7 @@ def test_failed_over_is_best_effort_and_never_raises_over_the_rounds_own_error(s
 def test_a_refused_release_is_kept_and_sent_again_in_one_call_until_the_store_takes_it(store, releases, caplog):
     releases.hold(every_snapshot(store))
     store.refuse("release", StoreUnavailableError("503"), times=3)
-    with caplog.at_level(logging.WARNING, logger="tiering.lease.release"):
+    with caplog.at_level(logging.WARNING, logger="tiering.lease.holds"):
         releases.finished({1: [0]})
         releases.failed(2, [1])
     assert held(store) == {1: {0, 1, 2}, 2: {0, 1}}
@@ -175,7 +175,7 @@ def test_a_lapsed_lease_holds_the_round_in_flight_again_at_the_renewal_and_loses
     store.advance(DURATION_MS)
     assert store.collect(*a[1:]) == a[1:], "lapsed: nothing keeps them from the GC"
 
-    with caplog.at_level(logging.WARNING, logger="tiering.lease.release"):
+    with caplog.at_level(logging.WARNING, logger="tiering.lease.holds"):
         releases.after_renewal(False)
 
     assert store.holds(LEASE) == {BucketId(1, 0): 1}, "table b finished: it is not held again"
@@ -185,7 +185,7 @@ def test_a_lapsed_lease_holds_the_round_in_flight_again_at_the_renewal_and_loses
         "(snapshot_gone)"
     ]
     caplog.clear()
-    with caplog.at_level(logging.WARNING, logger="tiering.lease.release"):
+    with caplog.at_level(logging.WARNING, logger="tiering.lease.holds"):
         releases.after_renewal(False)
     assert releases.lost() == frozenset(a[1:]), "what is lost stays lost until the next round"
     assert "acquired the 1 snapshots of the round in flight again" in caplog.text, "the lost left the round"
@@ -228,8 +228,8 @@ def test_a_new_term_lets_go_of_every_hold_no_planned_split_needs(store, lease, c
     planned = [store.snapshot("a", 1, 2, 20)]
     store.calls.clear()
 
-    with caplog.at_level(logging.INFO, logger="tiering.lease.release"):
-        LeaseReleases(lease).reconcile(planned, store)
+    with caplog.at_level(logging.INFO, logger="tiering.lease.holds"):
+        SnapshotHolds(lease).reconcile(planned, store)
 
     assert held(store) == {1: {1}}
     assert store.calls == ["held", "release"], "a store that lists its holds is not asked for its tables"
@@ -241,8 +241,8 @@ def test_a_new_term_lets_go_of_every_hold_no_planned_split_needs(store, lease, c
 def test_a_new_term_with_every_hold_planned_releases_nothing(store, lease, caplog):
     lease.acquire(snapshots(store, "b"))
     store.calls.clear()
-    with caplog.at_level(logging.INFO, logger="tiering.lease.release"):
-        LeaseReleases(lease).reconcile(snapshots(store, "b"), store)
+    with caplog.at_level(logging.INFO, logger="tiering.lease.holds"):
+        SnapshotHolds(lease).reconcile(snapshots(store, "b"), store)
     assert store.calls == ["held"] and caplog.records == []
     assert held(store) == {2: {0, 1}}
 
@@ -254,8 +254,8 @@ def test_a_new_term_on_a_store_that_lists_no_holds_lets_go_of_every_unplanned_bu
     store.lists_holds = False
     store.calls.clear()
 
-    with caplog.at_level(logging.INFO, logger="tiering.lease.release"):
-        LeaseReleases(lease).reconcile(snapshots(store, "a")[:2], store)
+    with caplog.at_level(logging.INFO, logger="tiering.lease.holds"):
+        SnapshotHolds(lease).reconcile(snapshots(store, "a")[:2], store)
 
     assert held(store) == {}
     assert store.calls == ["held", "tables", "release"]

@@ -1,4 +1,4 @@
-"""The release points' bucket rules (lease/release.py), as pure functions: a release lets go of a
+"""The release points' bucket rules (lease/holds.py), as pure functions: a release lets go of a
 bucket whole, so what it names is computed by bucket, never by snapshot."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import pytest
 
 from tests.support.tables import kv_table
 from tiering.kvstore.contract import BucketId, SnapshotRef
-from tiering.lease.release import by_bucket, strays, without_buckets
+from tiering.lease.holds import by_bucket, strays, without_buckets
 
 pytestmark = pytest.mark.unit
 

@@ -29,7 +29,7 @@ from tiering.errors import (
 )
 from tiering.kvstore.contract import LakeProgress, SnapshotRef, StoreTable, TableClaims, TableLog
 from tiering.lake.round_writer import TableCommit, WritePath
-from tiering.lease.release import LeaseReleases
+from tiering.lease.holds import SnapshotHolds
 from tiering.round.committer import RoundCommitter, other_job
 from tiering.round.outcome import RoundOutcome
 from tiering.round.table_round import TableRound
@@ -272,7 +272,7 @@ class Round:
             owned.write(tmp_path / "group-ownership.json")
         self.writer, self.store, self.lease = writer or FakeWriter(), store or FakeStore(), lease or FakeLease()
         self.outcomes: list[RoundOutcome] = []
-        self.releases = LeaseReleases(self.lease)
+        self.releases = SnapshotHolds(self.lease)
         self.committer = RoundCommitter(
             self.writer,
             TermContext(config=config, epoch=EPOCH, lease_id="lease-1", group_file=group_file),

@@ -1,4 +1,5 @@
-"""When the job lets go of the snapshots its lease holds, and why there: the one home of release.
+"""What the job's lease holds for the round in flight, and when it lets go of it: the one home of
+release.
 
 Failure mode: a hold kept longer than needed pins snapshots the store wants to collect (disk
 grows, retention is defeated); a hold let go too early lets the store delete files a round is
@@ -19,10 +20,10 @@ files are read. They are let go at exactly these points (docs/DESIGN.md §1):
   driver still leads: a new leader uses the same lease id and the store would refuse our
   stale epoch anyway;
 - **refused** — a release the store refused (a blip) is kept and sent again: at the next
-  round's start and at every renewal (:meth:`LeaseReleases.after_renewal`), so a job with
+  round's start and at every renewal (:meth:`SnapshotHolds.after_renewal`), so a job with
   nothing to tier does not pin those snapshots for as long as it idles;
 - **unplanned** — a new term lets go of every hold no planned split needs
-  (:meth:`LeaseReleases.reconcile`): a driver killed after the planner's acquire and before
+  (:meth:`SnapshotHolds.reconcile`): a driver killed after the planner's acquire and before
   Spark logged the offset left holds that no round will ever release, under a lease id every
   later term keeps renewing. A store that lists no lease's holds (Fluss) has every bucket of
   every table it lists released but the planned ones: a bucket not held is no error there;
@@ -41,9 +42,9 @@ the term), and a release sent again that lands after the next round's acquire of
 would let go of the hold that round reads under. A call the store is slow to answer holds up the
 others for as long: they would be answered no sooner.
 
-What the round in flight holds is known here too (:meth:`LeaseReleases.hold`): when a renewal
+What the round in flight holds is known here too (:meth:`SnapshotHolds.hold`): when a renewal
 finds the lease lapsed (a store paused past ``lease.duration_s``), those snapshots are acquired
-again at once rather than read unheld; one found gone by then is :meth:`LeaseReleases.lost`, and
+again at once rather than read unheld; one found gone by then is :meth:`SnapshotHolds.lost`, and
 the committer fails its table with cause ``snapshot_gone`` instead of committing what it read.
 """
 
@@ -57,7 +58,7 @@ from tiering.errors import NotLeaderError, StoreError, TieringError
 from tiering.kvstore.contract import BucketId, SnapshotRef, StoreCatalog, StoreTable, TableClaims
 from tiering.lease.job_lease import JobLease
 
-__all__ = ["LeaseReleases", "by_bucket", "without_buckets", "strays"]
+__all__ = ["SnapshotHolds", "by_bucket", "without_buckets", "strays"]
 
 log = logging.getLogger(__name__)
 
@@ -92,10 +93,10 @@ def strays(
     return without_buckets({t.table_id: set(range(t.num_buckets)) for t in tables()}, planned)
 
 
-class LeaseReleases:
-    """The release points above, for one term's :class:`JobLease`; what the round in flight
-    holds and what the store refused to release. Thread-safe: the round's threads and the
-    lease renewer call it."""
+class SnapshotHolds:
+    """The snapshots one term's :class:`JobLease` holds for the round in flight (taken by
+    :meth:`hold`), let go at the release points above, and what the store refused to release.
+    Thread-safe: the round's threads and the lease renewer call it."""
 
     def __init__(self, lease: JobLease) -> None:
         self.lease = lease
