@@ -85,6 +85,8 @@ class FlussRows:
         self._timestamp_ntz = row.TimestampNtz.fromMicros
         self._timestamp_ltz = row.TimestampLtz.fromEpochMicros
         self._future = self.jvm.java.util.concurrent.CompletableFuture
+        #: tables this object created, each with its bucket count, until a use finds them served
+        self._unserved: dict[str, int] = {}
         self._call(
             self.java.admin.createDatabase(database, self.jvm.org.apache.fluss.metadata.DatabaseDescriptor.EMPTY, True)
         )
@@ -125,8 +127,17 @@ class FlussRows:
             metadata.TableDescriptor.builder().schema(builder.build()).distributedBy(buckets, self._strings([]))
         )
         self._call(self.java.admin.createTable(self._path(table), descriptor.build(), False))
-        wait_until(lambda: self._served(table, buckets), f"Fluss table {table!r}'s {buckets} buckets served", **_SERVED)
+        self._unserved[table] = buckets
         return self.table_id(table)
+
+    def _wait_served(self, table: str) -> None:
+        """Before a new table's first write or read, until its buckets are served (a table only
+        created, never used, is not waited for: Fluss may never serve one it cannot keep)."""
+        buckets = self._unserved.pop(table, None)
+        if buckets is not None:
+            wait_until(
+                lambda: self._served(table, buckets), f"Fluss table {table!r}'s {buckets} buckets served", **_SERVED
+            )
 
     def _served(self, table: str, buckets: int) -> bool:
         """Whether every bucket answers its log end: Fluss acknowledges a new table before the
@@ -163,6 +174,7 @@ class FlussRows:
 
     @contextmanager
     def _table(self, table: str) -> Iterator[Any]:
+        self._wait_served(table)
         opened = self.java.connection.getTable(self._path(table))
         try:
             yield opened
