@@ -23,7 +23,7 @@ from tests.support.waiting import wait_until
 from tiering.fluss.jvm import java_set, long_map
 
 SCAN_POLL_S = 5
-#: snapshots come every 2 s (the fixture's kv.snapshot.interval); a few of them, on a busy machine
+#: snapshots come every 0.5 s (the fixture's kv.snapshot.interval); many of them, on a busy machine
 SNAPSHOT_WAIT = {"timeout_s": 60.0, "interval_s": 0.25}
 
 

@@ -29,9 +29,13 @@ import struct
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
+from py4j.protocol import Py4JError
+
 from tests.support.fluss import client_jar
+from tests.support.waiting import wait_until
 from tiering.fluss.jvm import FlussJvm
 
 Row = dict[str, Any]
@@ -40,9 +44,26 @@ _EPOCH_DAY = dt.date(1970, 1, 1)
 _EPOCH = dt.datetime(1970, 1, 1)
 _EPOCH_UTC = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 _MICRO = dt.timedelta(microseconds=1)
+#: how long a new table's buckets may take to be served, and how often to ask
+_SERVED = {"timeout_s": 60.0, "interval_s": 0.1}
 #: how long a replay may take to reach the log ends it was told of, and one poll's wait
 _REPLAY_DEADLINE_S = 60.0
 _POLL_S = 1
+
+
+@dataclass(frozen=True)
+class _Fields:
+    """A row type's fields, asked of the JVM once per call, not once per row: every name, type,
+    class and static method py4j is handed is a round trip of its own, more of them than a row's
+    values take."""
+
+    row_type: Any
+    names: list[str]
+    roots: list[str]
+    types: list[Any]
+    #: the ``DataType[]`` a ``CompactedRow`` is made with
+    type_array: Any
+    getters: list[Any]
 
 
 class FlussRows:
@@ -53,6 +74,19 @@ class FlussRows:
         self.database = database
         self.java = FlussJvm.open(bootstrap_servers, client_jar())
         self.jvm = self.java.jvm
+        row = self.jvm.org.apache.fluss.row
+        self._row_writer = row.compacted.CompactedRowWriter
+        self._compacted_row = row.compacted.CompactedRow
+        self._data_type = self.jvm.org.apache.fluss.types.DataType
+        self._field_getters = row.InternalRow.createFieldGetters
+        self._string = row.BinaryString.fromString
+        self._decimal = row.Decimal.fromBigDecimal
+        self._big_decimal = self.jvm.java.math.BigDecimal
+        self._timestamp_ntz = row.TimestampNtz.fromMicros
+        self._timestamp_ltz = row.TimestampLtz.fromEpochMicros
+        self._future = self.jvm.java.util.concurrent.CompletableFuture
+        #: tables this object created, each with its bucket count, until a use finds them served
+        self._unserved: dict[str, int] = {}
         self._call(
             self.java.admin.createDatabase(database, self.jvm.org.apache.fluss.metadata.DatabaseDescriptor.EMPTY, True)
         )
@@ -93,7 +127,27 @@ class FlussRows:
             metadata.TableDescriptor.builder().schema(builder.build()).distributedBy(buckets, self._strings([]))
         )
         self._call(self.java.admin.createTable(self._path(table), descriptor.build(), False))
+        self._unserved[table] = buckets
         return self.table_id(table)
+
+    def _wait_served(self, table: str) -> None:
+        """Before a new table's first write or read, until its buckets are served (a table only
+        created, never used, is not waited for: Fluss may never serve one it cannot keep)."""
+        buckets = self._unserved.pop(table, None)
+        if buckets is not None:
+            wait_until(
+                lambda: self._served(table, buckets), f"Fluss table {table!r}'s {buckets} buckets served", **_SERVED
+            )
+
+    def _served(self, table: str, buckets: int) -> bool:
+        """Whether every bucket answers its log end: Fluss acknowledges a new table before the
+        tablet server leads its buckets, and a read meanwhile fails on an unknown bucket (in the
+        future's answer) or a leader not found (thrown by the call itself)."""
+        try:
+            _, failure = self.java.outcome(self._offsets_future(table, list(range(buckets)), "LatestSpec"))
+        except Py4JError:
+            return False
+        return failure is None
 
     def drop_table(self, table: str) -> None:
         self._call(self.java.admin.dropTable(self._path(table), False))
@@ -120,6 +174,7 @@ class FlussRows:
 
     @contextmanager
     def _table(self, table: str) -> Iterator[Any]:
+        self._wait_served(table)
         opened = self.java.connection.getTable(self._path(table))
         try:
             yield opened
@@ -132,74 +187,83 @@ class FlussRows:
         """``rows`` written (a column left out is null), flushed, every write acknowledged."""
         with self._table(table) as opened:
             writer = opened.newUpsert().createWriter()
-            row_type = opened.getTableInfo().getRowType()
-            self._all_acked([writer.upsert(self._row(row_type, row)) for row in rows])
+            fields = self._fields(opened.getTableInfo().getRowType())
+            self._all_acked([writer.upsert(self._row(fields, row)) for row in rows])
 
     def delete(self, table: str, keys: Iterable[Row]) -> None:
         """The rows of ``keys`` (dicts of the primary-key columns) deleted, every delete acknowledged."""
         with self._table(table) as opened:
             writer = opened.newUpsert().createWriter()
-            row_type = opened.getTableInfo().getRowType()
-            self._all_acked([writer.delete(self._row(row_type, key)) for key in keys])
+            fields = self._fields(opened.getTableInfo().getRowType())
+            self._all_acked([writer.delete(self._row(fields, key)) for key in keys])
 
     def _all_acked(self, futures: list[Any]) -> None:
-        array = self.java.gateway.new_array(self.jvm.java.util.concurrent.CompletableFuture, len(futures))
+        array = self.java.gateway.new_array(self._future, len(futures))
         for i, future in enumerate(futures):
             array[i] = future
-        self._call(self.jvm.java.util.concurrent.CompletableFuture.allOf(array))
+        self._call(self._future.allOf(array))
 
-    def _row(self, row_type: Any, values: Row) -> Any:
-        """``values`` as a Fluss row of ``row_type``, built inside the JVM by Fluss's own row writer:
+    def _fields(self, row_type: Any) -> _Fields:
+        names = [str(name) for name in row_type.getFieldNames()]
+        types = [row_type.getTypeAt(i) for i in range(len(names))]
+        type_array = self.java.gateway.new_array(self._data_type, len(names))
+        for i, data_type in enumerate(types):
+            type_array[i] = data_type
+        roots = [data_type.getTypeRoot().name() for data_type in types]
+        getters = list(self._field_getters(row_type))
+        return _Fields(row_type, names, roots, types, type_array, getters)
+
+    def _row(self, fields: _Fields, values: Row) -> Any:
+        """``values`` as a Fluss row of ``fields``, built inside the JVM by Fluss's own row writer:
         a boxed value would come back to Python as an int (py4j unboxes every ``Byte``, ``Short``,
         ``Long`` it returns), and Fluss's rows cast, not convert, what they hold."""
-        names = list(row_type.getFieldNames())
-        unknown = set(values) - set(names)
+        unknown = set(values) - set(fields.names)
         if unknown:
-            raise AssertionError(f"no column {sorted(unknown)} in {names}")
-        writer = self.jvm.org.apache.fluss.row.compacted.CompactedRowWriter(len(names))
-        types = self.java.gateway.new_array(self.jvm.org.apache.fluss.types.DataType, len(names))
-        for i, name in enumerate(names):
-            types[i] = row_type.getTypeAt(i)
+            raise AssertionError(f"no column {sorted(unknown)} in {fields.names}")
+        writer = self._row_writer(len(fields.names))
+        for i, name in enumerate(fields.names):
             value = values.get(name)
             if value is None:
                 writer.setNullAt(i)
             else:
-                self._write(writer, types[i], value)
-        row = self.jvm.org.apache.fluss.row.compacted.CompactedRow(types)
+                self._write(writer, fields.roots[i], fields.types[i], value)
+        row = self._compacted_row(fields.type_array)
         row.pointTo(writer.segment(), 0, writer.position())
         return row
 
-    def _write(self, writer: Any, data_type: Any, value: Any) -> None:
-        """``value`` written as Fluss's internal data structure of ``data_type`` holds it."""
-        root, row = data_type.getTypeRoot().name(), self.jvm.org.apache.fluss.row
+    def _write(self, writer: Any, root: str, data_type: Any, value: Any) -> None:
+        """``value`` written as Fluss's internal data structure of ``data_type`` (of type root ``root``) holds it."""
         simple = {
-            "BOOLEAN": writer.writeBoolean,
-            "TINYINT": writer.writeByte,
-            "SMALLINT": writer.writeShort,
-            "INTEGER": writer.writeInt,
-            "BIGINT": writer.writeLong,
-            "FLOAT": writer.writeFloat,
-            "DOUBLE": writer.writeDouble,
-            "BYTES": lambda v: writer.writeBytes(bytearray(v)),
-            "STRING": lambda v: writer.writeString(row.BinaryString.fromString(v)),
-            "DATE": lambda v: writer.writeInt((v - _EPOCH_DAY).days),
-            "TIME_WITHOUT_TIME_ZONE": lambda v: writer.writeInt(_millis_of_day(v)),
+            "BOOLEAN": "writeBoolean",
+            "TINYINT": "writeByte",
+            "SMALLINT": "writeShort",
+            "INTEGER": "writeInt",
+            "BIGINT": "writeLong",
+            "FLOAT": "writeFloat",
+            "DOUBLE": "writeDouble",
         }
         if root in simple:
-            simple[root](value)
+            getattr(writer, simple[root])(value)
+        elif root == "BYTES":
+            writer.writeBytes(bytearray(value))
+        elif root == "STRING":
+            writer.writeString(self._string(value))
+        elif root == "DATE":
+            writer.writeInt((value - _EPOCH_DAY).days)
+        elif root == "TIME_WITHOUT_TIME_ZONE":
+            writer.writeInt(_millis_of_day(value))
         elif root == "CHAR":
-            writer.writeChar(row.BinaryString.fromString(value), data_type.getLength())
+            writer.writeChar(self._string(value), data_type.getLength())
         elif root == "BINARY":
             writer.writeBinary(bytearray(value), data_type.getLength())
         elif root == "DECIMAL":
             precision = data_type.getPrecision()
-            exact = self.jvm.java.math.BigDecimal(str(value))
-            writer.writeDecimal(row.Decimal.fromBigDecimal(exact, precision, data_type.getScale()), precision)
+            exact = self._decimal(self._big_decimal(str(value)), precision, data_type.getScale())
+            writer.writeDecimal(exact, precision)
         elif root == "TIMESTAMP_WITHOUT_TIME_ZONE":
-            writer.writeTimestampNtz(row.TimestampNtz.fromMicros((value - _EPOCH) // _MICRO), data_type.getPrecision())
+            writer.writeTimestampNtz(self._timestamp_ntz((value - _EPOCH) // _MICRO), data_type.getPrecision())
         elif root == "TIMESTAMP_WITH_LOCAL_TIME_ZONE":
-            instant = row.TimestampLtz.fromEpochMicros((value - _EPOCH_UTC) // _MICRO)
-            writer.writeTimestampLtz(instant, data_type.getPrecision())
+            writer.writeTimestampLtz(self._timestamp_ltz((value - _EPOCH_UTC) // _MICRO), data_type.getPrecision())
         else:
             raise AssertionError(f"no test writer for Fluss type {data_type.toString()}")
 
@@ -210,12 +274,13 @@ class FlussRows:
         None for a key the table does not hold."""
         with self._table(table) as opened:
             info = opened.getTableInfo()
-            row_type = info.getRowType()
-            key_type = row_type.project(self._strings_list(info.getPrimaryKeys()))
+            fields = self._fields(info.getRowType())
+            key_fields = self._fields(fields.row_type.project(self._strings_list(info.getPrimaryKeys())))
             lookuper = opened.newLookup().createLookuper()
-            futures = [lookuper.lookup(self._row(key_type, key)) for key in keys]
-            found = [self._call(future).getSingletonRow() for future in futures]
-            return [None if row is None else self._python_row(row_type, row) for row in found]
+            futures = [lookuper.lookup(self._row(key_fields, key)) for key in keys]
+            self._all_acked(futures)  # a failed lookup fails here, in Fluss's words
+            found = [future.get().getSingletonRow() for future in futures]
+            return [None if row is None else self._python_row(fields, row) for row in found]
 
     def current_rows(self, table: str) -> list[Row]:
         """The ORACLE: the table's rows, sorted by primary key; the table is not written meanwhile.
@@ -236,13 +301,13 @@ class FlussRows:
             if trimmed:
                 raise AssertionError(f"Fluss table {table!r}: changelog trimmed, buckets start at {trimmed}")
             projected = self._strings_list(key_names)
-            key_type = info.getRowType().project(projected)
+            key_fields = self._fields(info.getRowType().project(projected))
             scanner = opened.newScan().project(projected).createLogScanner()
             try:
                 for bucket in buckets:
                     if ends[bucket]:
                         scanner.subscribeFromBeginning(bucket)
-                keys = self._replay(table, scanner, key_type, ends)
+                keys = self._replay(table, scanner, key_fields, ends)
             finally:
                 scanner.close()
         ordered = sorted(keys, key=_sort_key)
@@ -254,7 +319,7 @@ class FlussRows:
             )
         return [row for row in rows if row is not None]
 
-    def _replay(self, table: str, scanner: Any, key_type: Any, ends: dict[int, int]) -> set[tuple[Any, ...]]:
+    def _replay(self, table: str, scanner: Any, key_fields: _Fields, ends: dict[int, int]) -> set[tuple[Any, ...]]:
         """The keys live at the log ends: the changelog's records up to them, applied in order."""
         keys: set[tuple[Any, ...]] = set()
         reached = {b: 0 for b, end in ends.items() if end}
@@ -270,7 +335,7 @@ class FlussRows:
                     if offset >= ends[bucket]:
                         continue
                     reached[bucket] = max(reached[bucket], offset + 1)
-                    key = tuple(self._python_row(key_type, record.getRow()).values())
+                    key = tuple(self._python_row(key_fields, record.getRow()).values())
                     kind = record.getChangeType().shortString()
                     if kind == "-D":
                         keys.discard(key)
@@ -279,12 +344,15 @@ class FlussRows:
         return keys
 
     def _offsets(self, table: str, buckets: list[int], spec: str) -> dict[int, int]:
+        answer = self._call(self._offsets_future(table, buckets, spec))
+        return {b: answer.get(b) for b in buckets}
+
+    def _offsets_future(self, table: str, buckets: list[int], spec: str) -> Any:
         chosen = self.jvm.java.util.ArrayList()
         for bucket in buckets:
             chosen.add(bucket)  # a small int crosses py4j as an Integer, as Collection<Integer> wants
         offset_spec = getattr(self.jvm.org.apache.fluss.client.admin.OffsetSpec, spec)()
-        answer = self._call(self.java.admin.listOffsets(self._path(table), chosen, offset_spec).all())
-        return {b: answer.get(b) for b in buckets}
+        return self.java.admin.listOffsets(self._path(table), chosen, offset_spec).all()
 
     def _strings_list(self, items: Iterable[str]) -> Any:
         chosen = self.jvm.java.util.ArrayList()
@@ -292,12 +360,9 @@ class FlussRows:
             chosen.add(item)
         return chosen
 
-    def _python_row(self, row_type: Any, row: Any) -> Row:
-        names = list(row_type.getFieldNames())
-        getters = self.jvm.org.apache.fluss.row.InternalRow.createFieldGetters(row_type)
+    def _python_row(self, fields: _Fields, row: Any) -> Row:
         return {
-            name: _python(row_type.getTypeAt(i).getTypeRoot().name(), getters[i].getFieldOrNull(row))
-            for i, name in enumerate(names)
+            name: _python(fields.roots[i], fields.getters[i].getFieldOrNull(row)) for i, name in enumerate(fields.names)
         }
 
 

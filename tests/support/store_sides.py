@@ -2,7 +2,7 @@
 write API (the seam reads; writing is each store's own business).
 
 ``ReferenceSide`` writes through the reference store's client and has it snapshot on demand;
-``FlussSide`` writes through pyfluss and waits for Fluss's periodic snapshots (every 2 s in the
+``FlussSide`` writes through pyfluss and waits for Fluss's periodic snapshots (every 0.5 s in the
 fixture's cluster) to cover the log. Both keep 2 snapshots per bucket.
 """
 
@@ -21,7 +21,7 @@ from tiering.kvstore.models import TableSpec
 from tiering.kvstore.reference import ReferenceStore
 
 COLUMNS = (("id", "bigint", pa.int64()), ("note", "string", pa.string()), ("amount", "double", pa.float64()))
-#: Fluss snapshots every 2 s: a few of them on a busy machine
+#: Fluss snapshots a changed bucket every 0.5 s (tests/fixtures/fluss.py): many of them on a busy machine
 SNAPSHOT_WAIT = {"timeout_s": 90.0, "interval_s": 0.25}
 
 

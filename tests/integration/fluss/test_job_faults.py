@@ -34,6 +34,8 @@ pytest.importorskip("fluss")
 
 #: the held round's sleep: over by the time the zombie is thawed, so it goes straight on to commit
 HOLD_S = 20
+#: the continuous job's rounds: one soon after each write, so the lake catches up without waiting
+TRIGGER_S = 1.0
 
 
 def test_a_zombie_driver_thawed_after_a_takeover_lands_nothing(
@@ -83,7 +85,12 @@ def test_a_continuous_job_rides_out_a_tablet_server_restart(fluss_cluster_factor
         rows.create_table("orders", COLUMNS, ["id"], BUCKETS)
         rows.upsert("orders", [row(k) for k in range(200)])
         conf = job_conf(
-            tmp_path, f"restart-{uuid.uuid4().hex[:6]}", cluster.bootstrap_servers, database, zk_server.hosts
+            tmp_path,
+            f"restart-{uuid.uuid4().hex[:6]}",
+            cluster.bootstrap_servers,
+            database,
+            zk_server.hosts,
+            trigger={"interval_s": TRIGGER_S},
         )
         driver = Driver(conf)
         try:

@@ -60,8 +60,10 @@ def test_a_renewed_lease_holds_past_retention_a_new_term_lets_go_of_the_unplanne
     assert lease.enabled and lease.acquire([planned, *unplanned]) == []
     assert lease.held() is None, "Fluss lists no lease's holds"
     with LeaseRenewer(lease) as renewer:
-        newer(side, "orders", 3, first=1)  # past the 2 retained, and past the lease's duration
+        newer(side, "orders", 3, first=1)  # past the 2 retained
         newer(side, "items", 3, first=1)
+        # and past the lease's duration: three renewals (one every third of it) took that long
+        wait_until(lambda: renewer.renewals >= 3, "the lease renewed past its duration", timeout_s=30, interval_s=0.1)
         assert all(store.snapshot_available(t, r) for t, r in (("orders", planned), ("orders", orders[1])))
         assert store.snapshot_available("items", items[0]), "held past retention while renewed"
 
