@@ -111,14 +111,29 @@ class TermContext(BaseModel):
     log_level: int | None = None
 
     @classmethod
-    def begin(cls, config: TieringConfig, epoch: int) -> TermContext:
+    def begin(
+        cls,
+        config: TieringConfig,
+        epoch: int,
+        *,
+        lake: Lake | None = None,
+        checkpoint: CheckpointStore | None = None,
+    ) -> TermContext:
         """The context of a term just won: the lease id comes from the checkpoint (created there
-        on the job's first run, reused by every later term)."""
+        on the job's first run, reused by every later term). ``lake`` and ``checkpoint``: the
+        ones of ``config`` its leader already built and checked, kept as the term's own (built at
+        first use otherwise)."""
         from tiering.state.checkpoint_store import checkpoint_of
         from tiering.state.lease_file import load_or_create_lease_id
 
-        lease_id = load_or_create_lease_id(checkpoint_of(config), config.job.name)
-        return cls(config=config, epoch=epoch, lease_id=lease_id, log_level=stderr_log_level())
+        checkpoint = checkpoint if checkpoint is not None else checkpoint_of(config)
+        lease_id = load_or_create_lease_id(checkpoint, config.job.name)
+        context = cls(config=config, epoch=epoch, lease_id=lease_id, log_level=stderr_log_level())
+        # the cached properties' own slots: what the term reaches through .checkpoint and .lake
+        context.__dict__["checkpoint"] = checkpoint
+        if lake is not None:
+            context.__dict__["lake"] = lake
+        return context
 
     def to_option(self) -> str:
         """The context as the source's one option (secrets in clear: the option stays in this

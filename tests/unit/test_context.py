@@ -191,3 +191,14 @@ def test_the_terms_store_is_the_configured_kind_and_only_the_http_one_has_a_clie
     with pytest.raises(UsageError) as refused:
         store_client(fluss.kvstore)
     assert str(refused.value).startswith("kvstore.kind = 'fluss': this command needs the reference store's HTTP API")
+
+
+def test_a_term_keeps_the_lake_and_the_checkpoint_its_leader_already_built_and_checked(tmp_path):
+    settings = config(tmp_path)
+    lake, checkpoint = Lake.of(settings.lake), checkpoint_of(settings)
+
+    context = TermContext.begin(settings, 9, lake=lake, checkpoint=checkpoint)
+
+    assert context.lake is lake and context.checkpoint is checkpoint
+    assert context.lease_id == TermContext.begin(settings, 10).lease_id, "the lease id is that checkpoint's"
+    assert context.model_copy(update={"group_file": "g.json"}).checkpoint is checkpoint

@@ -81,7 +81,8 @@ def run_as_leader(
     from tiering import observability
     from tiering.ops import preflight
 
-    Lake.of(config.lake).store.check()  # a bad lake root fails here, before the job leads or writes
+    lake = Lake.of(config.lake)
+    lake.store.check()  # a bad lake root fails here, before the job leads or writes
     if ask_store_first:
         preflight.before_run(config)
     log.info("job=%s waiting for leadership at %s", config.job.name, config.zookeeper.hosts)
@@ -95,8 +96,9 @@ def run_as_leader(
     log.info("job=%s leader with epoch=%d", config.job.name, term.epoch)
     group: GroupRebalancer | None = None
     try:
-        check_checkpoint(checkpoint_of(config), config.job.name)  # before the term writes to it
-        context = TermContext.begin(config, term.epoch)
+        checkpoint = checkpoint_of(config)
+        check_checkpoint(checkpoint, config.job.name)  # before the term writes to it
+        context = TermContext.begin(config, term.epoch, lake=lake, checkpoint=checkpoint)
         if config.job.group is not None:
             group = group_member(config, config.job.group, term, context.planning_store())
             context = context.model_copy(update={"group_file": str(group.path)})
