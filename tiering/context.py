@@ -152,7 +152,7 @@ class TermContext(BaseModel):
         return self.config.job.name
 
     @property
-    def lake_writer(self) -> str:
+    def writer_id(self) -> str:
         """Who the lake's round commits are from: the job, or in a group the group (``group:<name>``,
         which no job name can be), so that a table's txn versions (table epoch, round) order the
         commits of every member that ever owned it, and the commits of a member that lost the table

@@ -134,7 +134,7 @@ class TieringJob:
         self.spark.dataSource.register(KvTieringDataSource)
         self._take_over_lease()
         committer = RoundCommitter(
-            make_round_writer(self.spark, config.lake, self.context.lake_writer, self.context.lake),
+            make_round_writer(self.spark, config.lake, self.context.writer_id, self.context.lake),
             self.context,
             self.context.planning_store(),
             self._releases,

@@ -228,7 +228,7 @@ class RoundWriter(ABC):
     @property
     def writer_id(self) -> str:
         """Who this writer's commits are from, as their app ids, metadata and fence name it: the
-        job's name, or in a tiering group ``group:<group>`` (:attr:`tiering.context.TermContext.lake_writer`)."""
+        job's name, or in a tiering group ``group:<group>`` (:attr:`tiering.context.TermContext.writer_id`)."""
         return self._writer_id
 
     def write_table_round(

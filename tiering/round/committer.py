@@ -49,7 +49,7 @@ Failure modes and what happens:
   superseded, not deferred: the new owner plans from the lake, which holds that commit, and reports
   its own positions, so the report is dropped with an INFO line, neither sent again nor counted as
   deferred or failed (the table counts as committed). A group's
-  rounds commit under the group's name with the table's epoch (``TermContext.lake_writer``), so
+  rounds commit under the group's name with the table's epoch (``TermContext.writer_id``), so
   that the txn versions order every owner's commits, and a member's first round of a table it was
   given raises the table's fence to its table epoch first (:mod:`tiering.lake.table_fence`), so that
   a commit the old owner prepared before fails; a table that fails in any other way after the
@@ -339,7 +339,7 @@ class RoundCommitter:
             # Fenced before the splits are trimmed: a commit of the old owner landing after this read
             # conflicts with the fence; one that landed before is in what the trim reads.
             epoch = self._lake_epoch(table)
-            if fence_table(table.lake.dt, table.name, writer=self._context.lake_writer, epoch=epoch):
+            if fence_table(table.lake.dt, table.name, writer=self._context.writer_id, epoch=epoch):
                 table.lake = self._lake.load(table.name)
         table.todo = missing_splits(table.splits, table.position)
         lost = [s for s in table.todo if isinstance(s, SnapshotSplit) and (s.table_id, s.bucket, s.snapshot_id) in gone]
@@ -412,7 +412,7 @@ class RoundCommitter:
         """The epoch the table's Delta commit is fenced by: the term's, or in a group the table's.
         A group's table whose lake holds a commit of a newer table epoch moved: refused here, as
         a stale term is by the store (a round the lake already has would otherwise be skipped)."""
-        app = app_id(self._context.lake_writer, table.name)
+        app = app_id(self._context.writer_id, table.name)
         done = table.lake.transaction_version(app) if table.lake is not None else None
         return self._authority.commit_epoch(table.name, epoch_round(done)[0] if done is not None else None)
 

@@ -82,7 +82,7 @@ class Rounds:
         # The test holds the round's snapshots itself (below): the lease's own calls are another test's.
         lease = JobLease(store, LEASE, EPOCH, 60_000, enabled=False)
         self.outcomes: list[RoundOutcome] = []
-        writer = make_round_writer(spark, config.lake, self.context.lake_writer, self.context.lake)
+        writer = make_round_writer(spark, config.lake, self.context.writer_id, self.context.lake)
         self.committer = RoundCommitter(
             writer, self.context, store, SnapshotHolds(lease), on_round=self.outcomes.append
         )
