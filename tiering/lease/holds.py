@@ -204,9 +204,7 @@ class SnapshotHolds:
         """One release; one the store refuses is kept for :meth:`retry_refused` (False)."""
         try:
             self.lease.release(held)
-        except NotLeaderError:
-            raise
-        except StoreError as e:
+        except StoreError as e:  # a NotLeaderError, which is none, goes up: the term is over
             log.warning(
                 "lease %s: release %s refused for table_ids %s (sent again at the next renewal or round): %s",
                 self.lease.lease_id,
