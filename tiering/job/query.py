@@ -49,7 +49,7 @@ from tiering.warmup import warm_executors
 
 if TYPE_CHECKING:
     from tiering.coord.ownership import OwnedTables
-    from tiering.kvstore.contract import StoreCatalog
+    from tiering.kvstore.contract import PlanningStore
 
 __all__ = ["JobResult", "RoundListener", "TieringJob"]
 
@@ -81,7 +81,7 @@ class TieringJob:
         context: TermContext,
         *,
         lease: JobLease | None = None,
-        store: StoreCatalog | None = None,
+        store: PlanningStore | None = None,
         fence: Callable[[], None] = lambda: None,
         on_round: RoundListener = lambda outcome: None,
     ) -> None:
@@ -136,7 +136,7 @@ class TieringJob:
         committer = RoundCommitter(
             make_round_writer(self.spark, config.lake, self.context.writer_id, self.context.lake),
             self.context,
-            self.context.planning_store(),
+            self.store,
             self._releases,
             fence=self._check,
             on_round=self._round_done,
@@ -285,8 +285,10 @@ class TieringJob:
             self._maintain(self._maintainer, outcome)
 
     @property
-    def store(self) -> StoreCatalog:
-        """The store's catalog, made when first needed (a term without maintenance never lists)."""
+    def store(self) -> PlanningStore:
+        """The term's store for its rounds, made when first needed: the lease's take-over, the
+        committer and the maintenance passes share it (they run one after another, on the query's
+        thread); the lease keeps its own, for its renewer."""
         if self._store is None:
             self._store = self.context.planning_store()
         return self._store
