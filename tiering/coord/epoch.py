@@ -27,7 +27,7 @@ log = logging.getLogger(__name__)
 
 
 class Epoch(NamedTuple):
-    """A term's epoch and the epoch znode's version written by that term (the fence)."""
+    """A term's epoch and the epoch znode's version written by that term (what the fence of its writes checks)."""
 
     value: int
     version: int

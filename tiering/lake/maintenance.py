@@ -146,7 +146,7 @@ class MaintenancePass:
 
 
 class LakeMaintainer:
-    """Maintains the job's tables as term ``epoch``; ``fence`` raises :class:`NotLeaderError`
+    """Maintains the job's tables as term ``epoch``; ``check_term`` raises :class:`NotLeaderError`
     once the term is over (checked before each pass). It remembers, for the passes of its term,
     which tables rounds committed to (:meth:`changed`) and when it last maintained each table
     (``clock``, seconds), to skip the tables nothing changed (see the module doc); a new
@@ -159,7 +159,7 @@ class LakeMaintainer:
         config: MaintenanceConfig,
         epoch: int,
         *,
-        fence: Callable[[], None] = lambda: None,
+        check_term: Callable[[], None] = lambda: None,
         parallelism: int = 1,
         revisit_s: float = REVISIT_S,
         clock: Callable[[], float] = time.monotonic,
@@ -168,7 +168,7 @@ class LakeMaintainer:
         self._job = job
         self._config = config
         self._epoch = epoch
-        self._fence = fence
+        self._check_term = check_term
         self._parallelism = parallelism
         self._revisit_s = revisit_s
         self._clock = clock
@@ -185,7 +185,7 @@ class LakeMaintainer:
     def run(self, tables: Iterable[str]) -> MaintenancePass:
         """One pass; a table's failure is recorded (and the table maintained again next pass) and
         the others go on, a lost term stops it."""
-        self._fence()
+        self._check_term()
         started, now = time.monotonic(), self._clock()
         with self._changes:
             changed, self._changed = self._changed, set()

@@ -164,7 +164,7 @@ class RoundCommitter:
         store: PlanningStore,
         releases: SnapshotHolds,
         *,
-        fence: Callable[[], None] = lambda: None,
+        check_term: Callable[[], None] = lambda: None,
         on_round: Callable[[RoundOutcome], None] = lambda outcome: None,
     ) -> None:
         self._writer = writer
@@ -175,7 +175,7 @@ class RoundCommitter:
         #: each task connects on its own); made once per term
         self._reader: BucketReader | None = store.bucket_reader() if store.files is None else None
         self._releases = releases
-        self._fence = fence
+        self._check_term = check_term
         self._on_round = on_round
         self._lake = LakeTables(context.lake)
         self._parallelism = context.config.lake.table_parallelism
@@ -232,7 +232,7 @@ class RoundCommitter:
             each(lambda t: self._prepare(t, infos[t.name], log_files.get(t.name), outcome), TableState.ACQUIRED)
             prepared = [t for t in tables if t.state is TableState.PREPARED]
             results = self._writer.write_files([task for t in prepared for task in self._writer.tasks(t.prepared)])
-            self._fence()
+            self._check_term()
             failpoints.hit("before_delta_commit")
             each(lambda t: self._write_and_commit(t, results.get(t.name, [])), TableState.PREPARED)
         self._finish([t for t in tables if t.state is TableState.COMMITTED], outcome)
