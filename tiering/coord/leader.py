@@ -26,6 +26,7 @@ from tiering.coord.epoch import Epoch, read_epoch
 from tiering.coord.fencing import fenced_set
 from tiering.coord.paths import epoch_path, job_path, leader_path, owner_path, validate_job
 from tiering.coord.watchdog import SessionWatchdog
+from tiering.epochs import JobEpoch
 from tiering.errors import CoordinationError, LeadershipLostError
 
 __all__ = ["JobCoordination", "LeaderTerm", "acquire_leadership", "read_status"]
@@ -69,7 +70,8 @@ class LeaderTerm:
         self.refusal: str | None = None
 
     @property
-    def epoch(self) -> int:
+    def epoch(self) -> JobEpoch:
+        """The job epoch of this term, which every lease call, lake report and commit of it carries."""
         return self.granted.value
 
     @property

@@ -63,6 +63,7 @@ from tiering.conf.model import MaintenanceConfig
 from tiering.delta_log.commits import LakeCommitInfo, fence_epoch, maintenance_metadata, newest_commit
 from tiering.delta_log.lake import Lake, has_deletion_vectors, open_table
 from tiering.delta_log.layout import BUCKET_COLUMN, CHECKPOINT_INTERVAL_PROPERTY, app_id, epoch_round, fence_property
+from tiering.epochs import JobEpoch
 from tiering.errors import FencedEpochError, LakeCommitError, NotLeaderError
 from tiering.lake.compression import delta_rs_properties
 
@@ -157,7 +158,7 @@ class LakeMaintainer:
         lake: Lake,
         job: str,
         config: MaintenanceConfig,
-        epoch: int,
+        epoch: JobEpoch,
         *,
         check_term: Callable[[], None] = lambda: None,
         parallelism: int = 1,

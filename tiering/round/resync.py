@@ -32,7 +32,6 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from tiering.coord.write_authority import JobEpoch
 from tiering.delta_log.lake import Lake
 from tiering.enumerator.planner import RoundPlan, RoundPlanner, TableInput
 from tiering.enumerator.splits import LogSplit, SnapshotSplit, Split
@@ -108,7 +107,7 @@ def resync_table(
         files,
         lake.load(table.name),
         before_commit=check_term,
-        epoch=JobEpoch(lease.epoch),
+        epoch=lease.epoch,
         round_id=RESYNC_ROUND,
         lease_id=lease.lease_id,
         replace_table=True,
