@@ -5,7 +5,7 @@ explicit states (:mod:`tiering.round.table_states`): planned (the batch's splits
 acquire re-establishes every snapshot of the round under the lease, right before they are
 read) -> prepared (its Delta table read once, splits trimmed to what the lake lacks, files
 resolved and planned per bucket, its write path decided) -> written (one Spark job writes every
-table's executor buckets; a table the driver writes itself is written after the fence) ->
+table's executor buckets; a table the driver writes itself is written after the term check) ->
 committed (its one Delta commit) -> reported (its lake offsets to the store, where the store
 takes them) -> released (its leased buckets let go). Tables are prepared and committed
 ``lake.table_parallelism`` at a time: delta-rs commits wait on I/O, and a round of hundreds of
