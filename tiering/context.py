@@ -25,11 +25,12 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from tiering.conf.fields import WITH_SECRETS
 from tiering.conf.model import KvStoreConfig, TieringConfig
+from tiering.epochs import JobEpoch, TableEpoch
 from tiering.errors import ConfigError, UsageError
 
 if TYPE_CHECKING:
     from tiering.coord.ownership import OwnedTables
-    from tiering.coord.write_authority import TableEpoch, WriteAuthority
+    from tiering.coord.write_authority import WriteAuthority
     from tiering.delta_log.lake import Lake
     from tiering.kvstore.client import KvStoreClient
     from tiering.kvstore.contract import PlanningStore
@@ -97,7 +98,8 @@ class TermContext(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
 
     config: TieringConfig
-    epoch: int = Field(ge=0)
+    #: The term's job epoch (never a table epoch: a member's are in ``group_file``).
+    epoch: JobEpoch = Field(ge=0)
     lease_id: str = Field(min_length=1)
     #: False when the store has no lease API (found as the term started): no lease calls at all.
     leases: bool = True
@@ -114,7 +116,7 @@ class TermContext(BaseModel):
     def begin(
         cls,
         config: TieringConfig,
-        epoch: int,
+        epoch: JobEpoch,
         *,
         lake: Lake | None = None,
         checkpoint: CheckpointStore | None = None,
@@ -173,11 +175,11 @@ class TermContext(BaseModel):
         """Which tables the term writes now, each under which epoch (:mod:`tiering.coord.write_authority`):
         in a group, the tables this member owns as its file holds them now (read again when the
         authority is asked whether a table moved since), else every table under the term's epoch."""
-        from tiering.coord.write_authority import JobEpoch, MemberAuthority, SoloAuthority
+        from tiering.coord.write_authority import MemberAuthority, SoloAuthority
 
         owned = self.ownership()
         if owned is None:
-            return SoloAuthority(self.job, JobEpoch(self.epoch))
+            return SoloAuthority(self.job, self.epoch)
         return MemberAuthority(owned.group, owned.job, owned.tables, self._owned_now)
 
     def _owned_now(self) -> Mapping[str, TableEpoch]:

@@ -40,7 +40,7 @@ from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPart
 from tiering.enumerator.descriptor import DESCRIPTOR_SCHEMA, to_descriptor
 from tiering.errors import ConfigError, LakeReadError, TableEpochFencedError
 from tiering.planning_process import log_to_stderr, quiet_on_disconnect
-from tiering.state.offset import TieringOffset
+from tiering.state.offset import LastOffset, TieringOffset
 
 try:  # Spark >= 4.2: admission control and availableNow for Python sources
     from pyspark.sql.streaming.datasource import (
@@ -133,7 +133,7 @@ class KvTieringStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         self._lake = None
         self._making_lake = threading.Lock()
         self._planner: TermPlanner | None = None
-        self._last: tuple[dict, TieringOffset] | None = None  # the last offset seen, as given and decoded
+        self._offsets = LastOffset()  # the last offset seen, as given and decoded
 
     def __getstate__(self) -> dict:
         # Executors only need the option; clients and planning state stay on the driver.
@@ -217,12 +217,15 @@ class KvTieringStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         newer Spark passes, the round is capped by ``limits.*`` as a default read limit would cap
         it, and an availableNow run fixes its targets at its first call."""
         if start is None:
-            start = self._logged_offset()
+            from tiering.state.offset_log import newest_offset
+
+            logged = newest_offset(self.context.checkpoint)
+            start = logged.to_dict() if logged is not None else self.initialOffset()
             if self.planner.targets is None and self.context.config.trigger.available_now:
                 self.prepareForTriggerAvailableNow()  # the job triggers the rounds itself there
         from tiering.enumerator.term_planner import check_term
 
-        previous = self._decoded(start)
+        previous = self._offsets.decoded(start)
         check_term(previous, job=self.context.job, epoch=self.context.epoch, lease_id=self.context.lease_id)
         authority = self.context.write_authority()
         plan, read = self._plan(previous.round + 1, limit, {s.table for s in previous.splits}, authority)
@@ -238,32 +241,7 @@ class KvTieringStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         if not plan.splits:
             return start
         self.planner.planned(plan, read)
-        offset = checkpoint(plan, lease_id=self.context.lease_id, epoch=self.context.epoch)
-        encoded = offset.to_dict()
-        self._last = (encoded, offset)
-        return encoded
-
-    def _decoded(self, start: dict) -> TieringOffset:
-        """``start`` decoded, or the offset this process last returned or decoded when ``start``
-        equals it: Spark hands back the newest offset every trigger, and decoding the 40,000
-        splits of a 10,000-table bootstrap was most of an idle round's planning CPU (comparing
-        the two dicts costs a few per cent of that)."""
-        if self._last is not None and self._last[0] == start:
-            return self._last[1]
-        decoded = TieringOffset.from_dict(start)
-        self._last = (start, decoded)
-        return decoded
-
-    def _logged_offset(self) -> dict:
-        """The end offset of the newest batch in the checkpoint's offsets log (Spark writes it
-        before the batch runs, so it is the next batch's start), or the initial offset."""
-        from tiering.state.offset_log import newest_batch, read_batch_offset
-
-        checkpoint = self.context.checkpoint
-        newest = newest_batch(checkpoint)
-        if newest is None:
-            return self.initialOffset()
-        return read_batch_offset(checkpoint, newest).to_dict()
+        return self._offsets.encoded(checkpoint(plan, lease_id=self.context.lease_id, epoch=self.context.epoch))
 
     def _plan(
         self, round_id: int, limit: ReadLimit | None, planned_before: set[str], authority: WriteAuthority

@@ -122,7 +122,7 @@ def test_a_failed_query_surfaces_as_a_tiering_error(spark, kv_store, tables, tmp
     def a_newer_leader_takes_the_lease() -> None:  # the round's fence, before its Delta commits
         client.acquire_lease(lease_id, epoch=5, duration_ms=60_000, snapshots=[])
 
-    job = TieringJob(spark, TermContext.begin(config, 1), fence=a_newer_leader_takes_the_lease)
+    job = TieringJob(spark, TermContext.begin(config, 1), check_term=a_newer_leader_takes_the_lease)
     with pytest.raises(TieringError, match="FENCED_EPOCH|FencedEpochError"):
         job.run()
     assert job.query is not None and job.query.exception() is not None, "the query itself failed"

@@ -15,10 +15,12 @@ import sys
 import pytest
 from pydantic import ValidationError
 
+from tests.support.memory_store import MemoryStore
+from tests.support.tables import kv_table
 from tiering.conf.loader import load_config
 from tiering.context import TermContext, planning_store, store_client
 from tiering.delta_log.lake import Lake
-from tiering.errors import ConfigError, UsageError
+from tiering.errors import ConfigError, FencedEpochError, UsageError
 from tiering.fluss.store import FlussStore
 from tiering.kvstore.reference import ReferenceStore
 from tiering.state.checkpoint_store import checkpoint_of
@@ -110,14 +112,18 @@ def test_a_context_is_immutable(tmp_path):
 
 def test_handles_act_for_this_term(tmp_path):
     context = TermContext.begin(config(tmp_path), 9)
+    store = MemoryStore([kv_table({"id": "bigint"}, name="orders")])
+    ref = store.snapshot("orders", 0, 1, 10)
 
-    store = context.planning_store()
-    client = store.client
     lease = context.job_lease(store)
+    lease.acquire([ref])
 
     assert context.job == "orders-job"
-    assert (client.url, client.token) == ("http://127.0.0.1:1", "store-s3cret")
-    assert (lease.store, lease.lease_id, lease.epoch, lease.duration_ms) == (store, context.lease_id, 9, 2500)
+    assert (lease.store, lease.lease_id, lease.duration_ms) == (store, context.lease_id, 2500)
+    assert store.lease_epoch(context.lease_id) == 9, "the store saw this term's epoch"
+    assert store.expires_at_ms(context.lease_id) == store.now_ms + 2500, "held for lease.duration_s"
+    with pytest.raises(FencedEpochError):
+        TermContext.begin(config(tmp_path), 8).job_lease(store).acquire([ref])
     assert isinstance(context.lake, Lake) and context.lake == Lake.of(context.config.lake)
     assert context.lake.store.root == str(tmp_path / "lake")
 
@@ -166,7 +172,8 @@ def test_the_planning_process_logs_to_stderr_only_where_the_driver_does(tmp_path
 
 def test_the_terms_store_is_the_configured_kind_and_only_the_http_one_has_a_client(tmp_path):
     reference = planning_store(config(tmp_path))
-    assert isinstance(reference, ReferenceStore) and reference.client.url == "http://127.0.0.1:1"
+    assert isinstance(reference, ReferenceStore)
+    assert (reference.client.url, reference.client.token) == ("http://127.0.0.1:1", "store-s3cret")
 
     client_jar = "/opt/jars/fluss-client-0.9.1-incubating.jar"
     fluss = load_config(

@@ -36,8 +36,8 @@ ROWS: tuple[tuple[str, ...], ...] = (
     ("objectstore/",),
     ("kvstore/", "fluss/"),  # fluss/: the Apache Fluss upstream, beside the reference store
     ("spark_version.py", "spark_python.py", "planning_process.py"),
-    ("conf/", "errors.py", "ports.py", "allocator.py", "extras.py", "failpoints.py", "children.py", "console.py",
-     "atomic_file.py", "java.py", "__init__.py"),  # __init__.py: the package's own (its version)
+    ("conf/", "errors.py", "epochs.py", "ports.py", "allocator.py", "extras.py", "failpoints.py", "children.py",
+     "console.py", "atomic_file.py", "java.py", "__init__.py"),  # __init__.py: the package's own (its version)
 )
 # fmt: on
 

@@ -1,6 +1,8 @@
-"""The Spark source's pure parts: the term context option, partitions from offsets, the epoch fence
-on the checkpoint's offsets, the start offset Spark 4.0/4.1 do not pass, the planning process's
-logging and exit (its planning rules: tests/unit/enumerator/test_term_planner.py)."""
+"""The Spark source's pure parts, through its public methods: the term context option, partitions
+from offsets, the term check on the checkpoint's offsets, the start offset Spark 4.0/4.1 do not
+pass, the planning process's logging and exit (its planning rules:
+tests/unit/enumerator/test_term_planner.py; the offset it keeps between triggers and the newest
+logged one: tests/unit/state)."""
 
 from __future__ import annotations
 
@@ -135,16 +137,6 @@ def test_an_offset_planned_by_a_newer_epoch_fences_this_planner():
         reader().latestOffset(newer, None)
 
 
-def test_the_offset_spark_hands_back_again_is_decoded_once():
-    splits = (SnapshotSplit("b", 0, 2, 5, 10), LogSplit("a", 1, 1, 0, 7))
-    r = reader()
-    first = r._decoded(TieringOffset("j-lease", 3, 9, splits).to_dict())
-    again = r._decoded(json.loads(json.dumps(TieringOffset("j-lease", 3, 9, splits).to_dict())))  # as Spark parses it
-    other = r._decoded(TieringOffset("j-lease", 3, 10, splits).to_dict())
-    assert again is first and set(first.splits) == set(splits)
-    assert other is not first and (other.round, set(other.splits)) == (10, set(splits))
-
-
 def test_partitions_depend_only_on_the_end_offset_one_for_the_round():
     splits = (
         SnapshotSplit("b", 0, 2, 5, 10),
@@ -182,8 +174,9 @@ def logged(checkpoint, batch_id: int, offset: TieringOffset) -> None:
 
 
 def test_without_a_start_offset_the_newest_logged_one_is_used(tmp_path):
-    """Spark 4.0 and 4.1 call latestOffset() bare: the start is the newest batch's logged offset,
-    the initial offset while there is none (here it reaches the fence before any store call)."""
+    """Spark 4.0 and 4.1 call latestOffset() bare: the start is the newest batch's logged offset
+    (the initial offset while there is none: tests/unit/state/test_offset_log.py); a newer term's
+    there ends this one before any store call."""
     config = load_config(
         None,
         {},
@@ -198,11 +191,9 @@ def test_without_a_start_offset_the_newest_logged_one_is_used(tmp_path):
     r = KvTieringDataSource(
         {CONTEXT_OPTION: TermContext(config=config, epoch=3, lease_id="j-lease").to_option()}
     ).streamReader(None)
-    assert r._logged_offset() == r.initialOffset()
     logged(tmp_path, 0, TieringOffset("j-lease", 3, 1))
     logged(tmp_path, 1, TieringOffset("j-lease", 4, 2))
     (tmp_path / "offsets" / ".1.crc").write_text("")
-    assert r._logged_offset() == TieringOffset("j-lease", 4, 2).to_dict()
     with pytest.raises(FencedEpochError, match="planned by epoch 4, this term is epoch 3"):
         r.latestOffset()
 

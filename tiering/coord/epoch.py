@@ -19,6 +19,7 @@ from kazoo.exceptions import ConnectionClosedError, KazooException, NoNodeError,
 
 from tiering.coord.cas import CasConflict, compare_and_set, create_or_set, is_conflict
 from tiering.coord.paths import ensure_job_znodes, epoch_path
+from tiering.epochs import JobEpoch
 from tiering.errors import CoordinationError, LeadershipLostError
 
 __all__ = ["Epoch", "read_epoch", "bump_epoch"]
@@ -27,20 +28,20 @@ log = logging.getLogger(__name__)
 
 
 class Epoch(NamedTuple):
-    """A term's epoch and the epoch znode's version written by that term (the fence)."""
+    """A term's epoch and the epoch znode's version written by that term (what the fence of its writes checks)."""
 
-    value: int
+    value: JobEpoch
     version: int
 
 
-def _decode(path: str, data: bytes) -> int:
+def _decode(path: str, data: bytes) -> JobEpoch:
     try:
         value = int(data.decode("ascii"))
     except (UnicodeDecodeError, ValueError):
         raise CoordinationError(f"epoch znode {path} holds {data[:40]!r}, not a decimal integer") from None
     if value < 0:
         raise CoordinationError(f"epoch znode {path} holds a negative epoch {value}", epoch=value)
-    return value
+    return JobEpoch(value)
 
 
 def read_epoch(zk: KazooClient, job: str) -> Epoch | None:
@@ -70,7 +71,7 @@ def _bump_once(zk: KazooClient, job: str, guard: str | None) -> Epoch:
     """One compare-and-set of the epoch; CasConflict when another bump landed since the read."""
     path = epoch_path(job)
     current = read_epoch(zk, job)
-    new_value = 1 if current is None else current.value + 1
+    new_value = JobEpoch(1 if current is None else current.value + 1)
     tx = zk.transaction()
     if guard is not None:
         tx.check(guard, -1)

@@ -38,7 +38,7 @@ from tiering.coord.epoch import Epoch
 from tiering.coord.ownership import OwnedTables
 from tiering.coord.paths import ensure_group_znodes, members_path
 from tiering.coord.table_epochs import TableHolder, bump_table_epoch, read_table_epochs
-from tiering.coord.write_authority import TableEpoch
+from tiering.epochs import TableEpoch
 from tiering.errors import ConfigError, CoordinationError
 
 __all__ = ["GroupMember", "GroupView", "MemberRecord", "read_group", "selection_of"]

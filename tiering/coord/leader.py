@@ -26,6 +26,7 @@ from tiering.coord.epoch import Epoch, read_epoch
 from tiering.coord.fencing import fenced_set
 from tiering.coord.paths import epoch_path, job_path, leader_path, owner_path, validate_job
 from tiering.coord.watchdog import SessionWatchdog
+from tiering.epochs import JobEpoch
 from tiering.errors import CoordinationError, LeadershipLostError
 
 __all__ = ["JobCoordination", "LeaderTerm", "acquire_leadership", "read_status"]
@@ -39,20 +40,22 @@ _ASK_AGAIN_S = 0.1
 
 
 class LeaderTerm:
-    """One leadership term of a job: its epoch, a ``lost`` event, fenced writes, ``resign()``."""
+    """One leadership term of a job: its epoch, a ``lost`` event, its term check (:meth:`check`),
+    fenced writes, ``resign()``. ``granted`` is the epoch ZooKeeper granted the term with the epoch
+    znode's version the term wrote: what the fence of each of its writes checks."""
 
     def __init__(
         self,
         zk: KazooClient,
         election: JobElection,
-        fence: Epoch,
+        granted: Epoch,
         *,
         on_lost: Callable[[], None] | None = None,
         suspended_grace_s: float | None = None,
     ) -> None:
         self.zk = zk
         self.job = election.job
-        self.fence = fence
+        self.granted = granted
         self._election = election
         self._on_lost = on_lost
         self._over = threading.Lock()
@@ -62,13 +65,14 @@ class LeaderTerm:
         # The watchdog's own flag is the term's: it is set before on_lost runs.
         self.lost: threading.Event = self._watchdog.lost
         #: Why :meth:`check` first refused this term a write (None while it never did): a round
-        #: aborted by the fence fails its query with Spark's wrapper around the error, and a
+        #: aborted by the term check fails its query with Spark's wrapper around the error, and a
         #: refusal because ZooKeeper could not be asked leaves no trace in ZooKeeper once it is back.
         self.refusal: str | None = None
 
     @property
-    def epoch(self) -> int:
-        return self.fence.value
+    def epoch(self) -> JobEpoch:
+        """The job epoch of this term, which every lease call, lake report and commit of it carries."""
+        return self.granted.value
 
     @property
     def session_timeout_s(self) -> float:
@@ -106,9 +110,9 @@ class LeaderTerm:
                 raise self._refuse(
                     f"cannot confirm leadership of job {self.job!r} (epoch {self.epoch}): {reason}"
                 ) from e
-        if current != self.fence:
+        if current != self.granted:
             raise self._refuse(
-                f"job {self.job!r}: epoch at {epoch_path(self.job)} moved on to {current} from our {self.fence}"
+                f"job {self.job!r}: epoch at {epoch_path(self.job)} moved on to {current} from our {self.granted}"
             )
         if not holds_lock:
             raise self._refuse(f"job {self.job!r} (epoch {self.epoch}): our lock node {node} is gone (session expired)")
@@ -131,7 +135,7 @@ class LeaderTerm:
                 f"{self.lost_reason}",
                 epoch=self.epoch,
             )
-        return fenced_set(self.zk, self.job, self.fence, path, value)
+        return fenced_set(self.zk, self.job, self.granted, path, value)
 
     def resign(self) -> None:
         """End the term: stop watching, give up the lock, close the session. Idempotent."""
@@ -210,13 +214,13 @@ def acquire_leadership(
                 target=_cancel_when, args=(cancel, waited, election), name=f"zk-cancel-{job}", daemon=True
             ).start()
         try:
-            fence = election.win(remaining)
+            won = election.win(remaining)
         finally:
             waited.set()
         term = LeaderTerm(
             zk,
             election,
-            fence,
+            won,
             on_lost=on_lost,
             suspended_grace_s=suspended_grace_s,
         )

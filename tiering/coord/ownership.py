@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tiering.atomic_file import replace_file
-from tiering.coord.write_authority import TableEpoch
+from tiering.epochs import TableEpoch
 from tiering.errors import CoordinationError
 
 __all__ = ["OwnedTables"]

@@ -31,7 +31,7 @@ from tiering.coord.cas import CasConflict, compare_and_set, create_or_set, is_co
 from tiering.coord.epoch import Epoch
 from tiering.coord.fencing import OperationFailed, commit_fenced
 from tiering.coord.paths import ensure_group_znodes, table_epoch_path
-from tiering.coord.write_authority import TableEpoch
+from tiering.epochs import TableEpoch
 from tiering.errors import CoordinationError
 
 __all__ = ["TableHolder", "read_table_epoch", "read_table_epochs", "bump_table_epoch"]

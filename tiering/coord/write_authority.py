@@ -13,32 +13,27 @@ that no longer owns it. Two implementations of one Protocol:
   Delta commit of a newer table epoch, a lake commit fenced for it, or the file re-read after a
   failure giving it a new epoch; its new owner tiers it.
 
-The two epochs are distinct types (:data:`JobEpoch`, :data:`TableEpoch`): a lake commit carries
-one or the other (:data:`CommitEpoch`), and the type says which.
+The two epochs are distinct types (:mod:`tiering.epochs`): a lake commit carries one or the other
+(:data:`CommitEpoch`), and the type says which.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import NewType, Protocol
+from typing import Protocol
 
+from tiering.epochs import JobEpoch, TableEpoch
 from tiering.errors import FencedEpochError, TableMovedError, one_line
 from tiering.kvstore.contract import TableClaims
 
 __all__ = [
-    "JobEpoch",
-    "TableEpoch",
     "CommitEpoch",
     "WriteAuthority",
     "SoloAuthority",
     "MemberAuthority",
 ]
 
-#: A leadership term's epoch (``coord/epoch.py``): every lease call carries it.
-JobEpoch = NewType("JobEpoch", int)
-#: A table's epoch in a tiering group (``coord/table_epochs.py``), bumped each time it changes hands.
-TableEpoch = NewType("TableEpoch", int)
 #: What a table's lake commit is fenced with: the job epoch alone, or in a group the table's epoch.
 CommitEpoch = JobEpoch | TableEpoch
 

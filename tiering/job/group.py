@@ -39,7 +39,7 @@ def group_member(config: TieringConfig, group: str, term, store: StoreCatalog) -
     from tiering.coord.rebalancer import GroupRebalancer
     from tiering.coord.start_grace import StartGrace
 
-    member = GroupMember(term.zk, group, config.job.name, term.fence, config.tables)
+    member = GroupMember(term.zk, group, config.job.name, term.granted, config.tables)
     member.check_selection()
     every_s = max(config.trigger.interval_s, 1.0)
     grace = StartGrace.of_session(term.session_timeout_s)  # the server's, which peers' sessions expire by

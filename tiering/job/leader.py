@@ -109,15 +109,15 @@ def run_as_leader(
         observer = observability.RoundObserver(context, lease, listeners=listeners)
         progress = observability.ProgressListener(context.job)
         spark.streams.addListener(progress)
-        job = TieringJob(spark, context, lease=lease, fence=term.check, on_round=observer)
+        job = TieringJob(spark, context, lease=lease, check_term=term.check, on_round=observer)
         try:
             # A continuous member joins once its query has started, not before the driver's JVM
             # and query start: tables it took then would wait that long for a round.
             join = group.start if group is not None and not group.started else None
             result = job.run(stop, lost=term.lost, on_started=join)
         except Exception as e:
-            # A query failing because the term ended (a fence raised, the store said
-            # FENCED_EPOCH) is a leadership loss, whatever wrapper Spark put around it.
+            # A query failing because the term ended (the term check raised, a fence refused a
+            # write) is a leadership loss, whatever wrapper Spark put around it.
             reason = _lost_reason(term, e)
             if reason is None:
                 raise
@@ -141,8 +141,8 @@ def run_as_leader(
 
 def _lost_reason(term, error: Exception) -> str | None:
     """Why ``term`` is over, or None while it still holds (asks ZooKeeper if need be). A term
-    whose fence refused a write is over even when ZooKeeper, asked again, would confirm it (it
-    could not be asked then, and the round that asked was aborted)."""
+    whose term check refused it a write is over even when ZooKeeper, asked again, would confirm it
+    (it could not be asked then, and the round that asked was aborted)."""
     if isinstance(error, NotLeaderError):
         return str(error)
     if term.lost.is_set():

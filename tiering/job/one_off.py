@@ -57,7 +57,7 @@ def maintain_as_leader(config: TieringConfig, *, wait_s: float = 5.0) -> Mainten
             config.job.name,
             config.maintenance,
             term.epoch,
-            fence=term.check,
+            check_term=term.check,
             parallelism=config.lake.table_parallelism,
         ).run(tables)
     finally:
@@ -104,14 +104,14 @@ def resync_as_leader(config: TieringConfig, table: str, *, wait_s: float = 5.0) 
         lease.claim()
         renewer = LeaseRenewer(lease)
 
-        def fence() -> None:
+        def check_term() -> None:
             term.check()
             renewer.check()
 
         try:
             writer = make_round_writer(build_spark(config), config.lake, job, lake)
             with renewer:  # the snapshots stay held however long the rebuild takes
-                return resync_table(store_table(info), writer, lake, client, lease, fence=fence)
+                return resync_table(store_table(info), writer, lake, client, lease, check_term=check_term)
         finally:
             _drop_quietly(lease)
     finally:

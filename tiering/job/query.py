@@ -71,9 +71,9 @@ class JobResult:
 
 
 class TieringJob:
-    """One leadership term's query. ``fence`` raises :class:`NotLeaderError` once this driver
-    no longer leads; ``lease`` and ``store`` (the catalog the maintainer's passes list the tables
-    from) default to the context's."""
+    """One leadership term's query. ``check_term`` raises :class:`NotLeaderError` once this
+    driver no longer leads (the term check: :meth:`LeaderTerm.check`); ``lease`` and ``store``
+    (the catalog the maintainer's passes list the tables from) default to the context's."""
 
     def __init__(
         self,
@@ -82,7 +82,7 @@ class TieringJob:
         *,
         lease: JobLease | None = None,
         store: PlanningStore | None = None,
-        fence: Callable[[], None] = lambda: None,
+        check_term: Callable[[], None] = lambda: None,
         on_round: RoundListener = lambda outcome: None,
     ) -> None:
         self.spark = spark
@@ -91,7 +91,7 @@ class TieringJob:
         self._store = store
         self.result = JobResult()
         self._releases = SnapshotHolds(self.lease)
-        self._fence = fence
+        self._check_term = check_term
         self._on_round = on_round
         self._renewer: LeaseRenewer | None = None
         maintenance = context.config.maintenance
@@ -101,7 +101,7 @@ class TieringJob:
                 context.job,
                 maintenance,
                 context.epoch,
-                fence=self._check,
+                check_term=self._check,
                 parallelism=context.config.lake.table_parallelism,
             )
             if maintenance.enabled and context.config.job.group is None
@@ -138,7 +138,7 @@ class TieringJob:
             self.context,
             self.store,
             self._releases,
-            fence=self._check,
+            check_term=self._check,
             on_round=self._round_done,
         )
         stream = (
@@ -264,7 +264,8 @@ class TieringJob:
         log.info("job=%s epoch=%d stopped; lease %s dropped", job, epoch, lease_id)
 
     def _check(self) -> None:
-        self._fence()
+        """The term check, and the lease renewer's end (a fenced epoch) handed to this thread."""
+        self._check_term()
         if self._renewer is not None:
             self._renewer.check()
 

@@ -21,6 +21,7 @@ import pyarrow.compute as pc
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
+from tiering.epochs import JobEpoch
 from tiering.errors import LeaseUnsupportedError, NotFoundError, SnapshotUnavailableError, StoreError
 from tiering.kvstore import models
 from tiering.kvstore.client import KvStoreClient
@@ -69,7 +70,7 @@ def table_log(log: models.NamedTableLog) -> TableLog:
     reported = (
         LakeProgress(
             log.table_id,
-            epoch=0,
+            epoch=JobEpoch(0),
             lake_version=0,
             offsets={int(b): o for b, o in log.lake.items()},
             job=log.lake_job,

@@ -63,6 +63,7 @@ from tiering.conf.model import MaintenanceConfig
 from tiering.delta_log.commits import LakeCommitInfo, fence_epoch, maintenance_metadata, newest_commit
 from tiering.delta_log.lake import Lake, has_deletion_vectors, open_table
 from tiering.delta_log.layout import BUCKET_COLUMN, CHECKPOINT_INTERVAL_PROPERTY, app_id, epoch_round, fence_property
+from tiering.epochs import JobEpoch
 from tiering.errors import FencedEpochError, LakeCommitError, NotLeaderError
 from tiering.lake.compression import delta_rs_properties
 
@@ -146,7 +147,7 @@ class MaintenancePass:
 
 
 class LakeMaintainer:
-    """Maintains the job's tables as term ``epoch``; ``fence`` raises :class:`NotLeaderError`
+    """Maintains the job's tables as term ``epoch``; ``check_term`` raises :class:`NotLeaderError`
     once the term is over (checked before each pass). It remembers, for the passes of its term,
     which tables rounds committed to (:meth:`changed`) and when it last maintained each table
     (``clock``, seconds), to skip the tables nothing changed (see the module doc); a new
@@ -157,9 +158,9 @@ class LakeMaintainer:
         lake: Lake,
         job: str,
         config: MaintenanceConfig,
-        epoch: int,
+        epoch: JobEpoch,
         *,
-        fence: Callable[[], None] = lambda: None,
+        check_term: Callable[[], None] = lambda: None,
         parallelism: int = 1,
         revisit_s: float = REVISIT_S,
         clock: Callable[[], float] = time.monotonic,
@@ -168,7 +169,7 @@ class LakeMaintainer:
         self._job = job
         self._config = config
         self._epoch = epoch
-        self._fence = fence
+        self._check_term = check_term
         self._parallelism = parallelism
         self._revisit_s = revisit_s
         self._clock = clock
@@ -185,7 +186,7 @@ class LakeMaintainer:
     def run(self, tables: Iterable[str]) -> MaintenancePass:
         """One pass; a table's failure is recorded (and the table maintained again next pass) and
         the others go on, a lost term stops it."""
-        self._fence()
+        self._check_term()
         started, now = time.monotonic(), self._clock()
         with self._changes:
             changed, self._changed = self._changed, set()

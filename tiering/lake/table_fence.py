@@ -22,6 +22,7 @@ import logging
 from deltalake import DeltaTable
 from deltalake.transaction import CommitProperties, PostCommitHookProperties
 
+from tiering.coord.write_authority import CommitEpoch
 from tiering.delta_log.commits import fence_epoch, maintenance_metadata
 from tiering.delta_log.layout import fence_property
 
@@ -32,7 +33,7 @@ log = logging.getLogger(__name__)
 _NO_HOOKS = PostCommitHookProperties(create_checkpoint=False, cleanup_expired_logs=False)
 
 
-def fence_table(dt: DeltaTable, table: str, *, writer: str, epoch: int) -> bool:
+def fence_table(dt: DeltaTable, table: str, *, writer: str, epoch: CommitEpoch) -> bool:
     """Raise ``writer``'s fence on the table to ``epoch`` in one metadata commit of ``writer``; False
     (nothing written) when it is already there or above."""
     current = fence_epoch(dt, writer)

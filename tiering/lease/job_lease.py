@@ -26,6 +26,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TypeVar
 
+from tiering.epochs import JobEpoch
 from tiering.errors import LeaseNotFoundError, LeaseUnsupportedError, NotFoundError, RetryableError
 from tiering.kvstore.contract import BucketId, SnapshotLease, SnapshotRef, TableClaims
 
@@ -37,12 +38,13 @@ R = TypeVar("R")
 
 
 class JobLease:
-    """One job's lease for one leadership term, on ``store``: every call carries ``epoch``.
+    """One job's lease for one leadership term, on ``store``: every call carries ``epoch``, the
+    term's job epoch (a group member's table epochs go with an acquire's ``owners``).
     ``enabled`` False: the store has no lease API (found by a call, or by the term that passed it
     on), and every call does nothing."""
 
     def __init__(
-        self, store: SnapshotLease, lease_id: str, epoch: int, duration_ms: int, *, enabled: bool = True
+        self, store: SnapshotLease, lease_id: str, epoch: JobEpoch, duration_ms: int, *, enabled: bool = True
     ) -> None:
         if not lease_id:
             raise ValueError("lease_id is empty")

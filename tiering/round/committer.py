@@ -5,7 +5,7 @@ explicit states (:mod:`tiering.round.table_states`): planned (the batch's splits
 acquire re-establishes every snapshot of the round under the lease, right before they are
 read) -> prepared (its Delta table read once, splits trimmed to what the lake lacks, files
 resolved and planned per bucket, its write path decided) -> written (one Spark job writes every
-table's executor buckets; a table the driver writes itself is written after the fence) ->
+table's executor buckets; a table the driver writes itself is written after the term check) ->
 committed (its one Delta commit) -> reported (its lake offsets to the store, where the store
 takes them) -> released (its leased buckets let go). Tables are prepared and committed
 ``lake.table_parallelism`` at a time: delta-rs commits wait on I/O, and a round of hundreds of
@@ -164,7 +164,7 @@ class RoundCommitter:
         store: PlanningStore,
         releases: SnapshotHolds,
         *,
-        fence: Callable[[], None] = lambda: None,
+        check_term: Callable[[], None] = lambda: None,
         on_round: Callable[[RoundOutcome], None] = lambda outcome: None,
     ) -> None:
         self._writer = writer
@@ -175,7 +175,7 @@ class RoundCommitter:
         #: each task connects on its own); made once per term
         self._reader: BucketReader | None = store.bucket_reader() if store.files is None else None
         self._releases = releases
-        self._fence = fence
+        self._check_term = check_term
         self._on_round = on_round
         self._lake = LakeTables(context.lake)
         self._parallelism = context.config.lake.table_parallelism
@@ -232,7 +232,7 @@ class RoundCommitter:
             each(lambda t: self._prepare(t, infos[t.name], log_files.get(t.name), outcome), TableState.ACQUIRED)
             prepared = [t for t in tables if t.state is TableState.PREPARED]
             results = self._writer.write_files([task for t in prepared for task in self._writer.tasks(t.prepared)])
-            self._fence()
+            self._check_term()
             failpoints.hit("before_delta_commit")
             each(lambda t: self._write_and_commit(t, results.get(t.name, [])), TableState.PREPARED)
         self._finish([t for t in tables if t.state is TableState.COMMITTED], outcome)

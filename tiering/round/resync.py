@@ -19,7 +19,7 @@ Failure modes of its own, each before anything is written unless said otherwise:
   :class:`ResyncError` naming the buckets;
 - a snapshot collected before it was leased: :class:`SnapshotUnavailableError` (run it again);
 - the table re-created upstream meanwhile: :class:`TableRecreatedError`;
-- the term lost (a newer leader): :class:`NotLeaderError` from the fence before the commit, or
+- the term lost (a newer leader): :class:`NotLeaderError` from the term check before the commit, or
   from the commit itself;
 - a crash: nothing landed, or the one commit did. The snapshots are held under a lease of the
   resync's own (a fresh ``<job>-<hex>``, never the checkpoint's), renewed while it runs (a
@@ -32,7 +32,6 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from tiering.coord.write_authority import JobEpoch
 from tiering.delta_log.lake import Lake
 from tiering.enumerator.planner import RoundPlan, RoundPlanner, TableInput
 from tiering.enumerator.splits import LogSplit, SnapshotSplit, Split
@@ -77,11 +76,11 @@ def resync_table(
     client: KvStoreClient,
     lease: JobLease,
     *,
-    fence: Callable[[], None],
+    check_term: Callable[[], None],
 ) -> TableResync:
     """Replace ``table``'s lake copy with a fresh snapshot of every bucket and the log after it,
-    in one commit of term ``lease.epoch``; ``fence`` raises :class:`NotLeaderError` once that term
-    is over. ``client``: the reference store's, which snapshots the table on demand. The lake
+    in one commit of term ``lease.epoch``; ``check_term`` raises :class:`NotLeaderError` once that
+    term is over. ``client``: the reference store's, which snapshots the table on demand. The lake
     report names the job, as the job's rounds do (the writer's id: a resync is refused in a
     group, so it is the job's name): the store refuses it when another job's report holds the
     table. The lease's snapshots are the caller's to drop."""
@@ -107,8 +106,8 @@ def resync_table(
         splits,
         files,
         lake.load(table.name),
-        before_commit=fence,
-        epoch=JobEpoch(lease.epoch),
+        before_commit=check_term,
+        epoch=lease.epoch,
         round_id=RESYNC_ROUND,
         lease_id=lease.lease_id,
         replace_table=True,

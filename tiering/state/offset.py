@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 from tiering.enumerator.splits import LogSplit, SnapshotSplit, Split, sort_key
 
-__all__ = ["CURRENT_VERSION", "TieringOffset"]
+__all__ = ["CURRENT_VERSION", "LastOffset", "TieringOffset"]
 
 CURRENT_VERSION = 2
 
@@ -117,6 +117,30 @@ class TieringOffset:
             splits=splits,
             version=version,
         )
+
+
+class LastOffset:
+    """The offset a planning reader last returned or decoded, kept as Spark holds it (a dict) and
+    decoded. Spark hands the newest offset back every trigger, and decoding a bootstrap round's
+    splits again each time would cost an idle round far more than comparing two dicts does. One
+    planning thread asks at a time (Spark calls ``latestOffset`` serially)."""
+
+    def __init__(self) -> None:
+        self._last: tuple[dict, TieringOffset] | None = None
+
+    def decoded(self, encoded: dict) -> TieringOffset:
+        """``encoded`` decoded; the kept offset itself when ``encoded`` equals its dict."""
+        if self._last is not None and self._last[0] == encoded:
+            return self._last[1]
+        offset = TieringOffset.from_dict(encoded)
+        self._last = (encoded, offset)
+        return offset
+
+    def encoded(self, offset: TieringOffset) -> dict:
+        """``offset`` as Spark is handed it, kept: the start Spark hands back next."""
+        encoded = offset.to_dict()
+        self._last = (encoded, offset)
+        return encoded
 
 
 def _encode_splits(splits: tuple[Split, ...]) -> dict[str, dict]:

@@ -27,7 +27,7 @@ from tiering.errors import CheckpointError, OffsetLogFormatError
 from tiering.state.checkpoint_store import CheckpointStore, open_checkpoint
 from tiering.state.offset import TieringOffset
 
-__all__ = ["newest_batch", "read_batch_offset", "replayed_offset"]
+__all__ = ["newest_batch", "newest_offset", "read_batch_offset", "replayed_offset"]
 
 _VERSION = "v1"
 
@@ -64,6 +64,14 @@ def newest_batch(checkpoint: str | CheckpointStore, log: str = "offsets") -> int
     store = open_checkpoint(checkpoint)
     batches = [int(name) for name in store.listdir(log) if name.isascii() and name.isdigit()]
     return max(batches, default=None)
+
+
+def newest_offset(checkpoint: str | CheckpointStore) -> TieringOffset | None:
+    """The end offset of the newest batch in the offsets log (Spark writes it before the batch
+    runs, so it is the next batch's start); None when the log holds none."""
+    checkpoint = open_checkpoint(checkpoint)
+    newest = newest_batch(checkpoint)
+    return None if newest is None else read_batch_offset(checkpoint, newest)
 
 
 def replayed_offset(checkpoint: str | CheckpointStore) -> TieringOffset | None:

@@ -71,7 +71,7 @@ def test_stale_leader_write_is_fenced(zk_hosts, zk, unique_job):
     assert unique_job in str(fenced.value) and epoch_path(unique_job) in str(fenced.value)
     assert fenced.value.code == "FENCED_EPOCH"
     with pytest.raises(FencedEpochError):
-        fenced_set(zk, unique_job, term.fence, f"/tiering/jobs/{unique_job}/fresh", b"stale")
+        fenced_set(zk, unique_job, term.granted, f"/tiering/jobs/{unique_job}/fresh", b"stale")
     assert zk.get(path)[0] == b"term-1"
     assert zk.exists(f"/tiering/jobs/{unique_job}/fresh") is None
     with pytest.raises(LeadershipLostError, match="moved on"):
@@ -105,7 +105,7 @@ def test_digest_acl_keeps_other_clients_from_bumping(zk_hosts, zk, unique_job):
         bump_epoch(zk, unique_job)
     with pytest.raises(NoAuthError):
         zk.set(owner_path(unique_job), b"{}")
-    assert read_epoch(zk, unique_job) == term.fence
+    assert read_epoch(zk, unique_job) == term.granted
     assert read_status(zk_hosts, unique_job).epoch == term.epoch  # reading stays open
     term.check()
 

@@ -121,14 +121,14 @@ def test_a_leader_steps_down_by_the_session_timeout_the_server_granted_not_the_c
         server.stop()
 
 
-def test_a_connection_blip_during_the_fence_keeps_a_term_whose_session_survived(zk_hosts, unique_job):
+def test_a_connection_blip_during_the_term_check_keeps_a_term_whose_session_survived(zk_hosts, unique_job):
     proxy = TcpProxy(zk_hosts).start()
     try:
         term = acquire_leadership(proxy.hosts, unique_job, 6.0)
         session = term.zk.client_id
         outcome: list[BaseException | None] = []
 
-        def fence() -> None:
+        def check_term() -> None:
             try:
                 term.check()
                 outcome.append(None)
@@ -136,13 +136,13 @@ def test_a_connection_blip_during_the_fence_keeps_a_term_whose_session_survived(
                 outcome.append(e)
 
         proxy.hold()
-        asking = threading.Thread(target=fence)
+        asking = threading.Thread(target=check_term)
         asking.start()
-        proxy.wait_held(epoch_path(unique_job).encode())  # the fence's read is in flight: cut it
+        proxy.wait_held(epoch_path(unique_job).encode())  # the term check's read is in flight: cut it
         proxy.cut()
         asking.join(30)
 
-        assert outcome == [None], "the fence refused a term whose session survived the blip"
+        assert outcome == [None], "the term check refused a term whose session survived the blip"
         assert term.zk.client_id == session and not term.lost.is_set() and term.refusal is None
         term.fenced_set(f"/tiering/jobs/{unique_job}/state", b"after the blip")
         term.resign()

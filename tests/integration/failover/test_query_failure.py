@@ -26,7 +26,7 @@ def test_a_query_stopped_by_its_fence_fails_run_with_a_tiering_error(spark, kv_s
     orders = TableOracle(kv_store.client(), "orders", num_buckets=2)
     orders.upsert(range(20))
     config = make_config(tmp_path, kv_store.url, "127.0.0.1:1")
-    job = TieringJob(spark, TermContext.begin(config, 1), fence=superseded)
+    job = TieringJob(spark, TermContext.begin(config, 1), check_term=superseded)
 
     with pytest.raises(TieringError, match="superseded"):
         job.run(poll_s=30.0)  # the failure lands while run() waits in awaitTermination

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from tiering.coord.write_authority import JobEpoch, MemberAuthority, SoloAuthority, TableEpoch
+from tiering.coord.write_authority import MemberAuthority, SoloAuthority
+from tiering.epochs import JobEpoch, TableEpoch
 from tiering.errors import FencedEpochError, StoreError, TableMovedError
 from tiering.kvstore.contract import TableClaims
 

@@ -8,9 +8,10 @@ import pyarrow as pa
 import pytest
 
 from tiering.conf.loader import load_config
-from tiering.coord.write_authority import JobEpoch, MemberAuthority, SoloAuthority, TableEpoch
+from tiering.coord.write_authority import MemberAuthority, SoloAuthority
 from tiering.enumerator.positions import LakePosition
 from tiering.enumerator.term_planner import AVAILABLE_NOW_MAX_ATTEMPTS, TermPlanner, check_term
+from tiering.epochs import JobEpoch, TableEpoch
 from tiering.errors import FencedEpochError
 from tiering.kvstore.contract import BucketLog, LakeProgress, StoreColumn, StoreTable, TableLog
 from tiering.state.offset import TieringOffset

@@ -57,8 +57,8 @@ def test_otherwise_zookeeper_is_asked():
     assert still_leading.checked == 1
 
 
-def test_a_term_its_fence_refused_is_over_though_zookeeper_would_now_confirm_it():
-    # ZooKeeper was unreachable when the round's fence asked (the round aborted); it is back now
+def test_a_term_its_term_check_refused_is_over_though_zookeeper_would_now_confirm_it():
+    # ZooKeeper was unreachable when the round's term check asked (the round aborted); it is back now
     term = Term(
         refusal="cannot confirm leadership of job 'j' (epoch 1): ConnectionLoss()",
         check_raises=AssertionError("must not be asked"),

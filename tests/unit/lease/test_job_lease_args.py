@@ -1,16 +1,16 @@
-"""JobLease / LeaseRenewer argument checks (the store-backed behaviour is in integration/lease)."""
+"""JobLease / LeaseRenewer argument checks, on the in-memory store (tests/support/memory_store.py):
+none of them reaches a store (the store-backed behaviour: test_job_lease.py, integration/lease)."""
 
 from __future__ import annotations
 
 import pytest
 
-from tiering.kvstore.client import KvStoreClient
-from tiering.kvstore.reference import ReferenceStore
+from tests.support.memory_store import MemoryStore
 from tiering.lease.job_lease import JobLease, LeaseRenewer
 
 pytestmark = pytest.mark.unit
 
-STORE = ReferenceStore(KvStoreClient("http://127.0.0.1:9"))
+STORE = MemoryStore()
 
 
 @pytest.mark.parametrize(
@@ -39,3 +39,4 @@ def test_renewer_that_never_ran_has_nothing_to_report():
     renewer.stop()
     renewer.check()
     assert (renewer.renewals, renewer.failure) == (0, None)
+    assert STORE.calls == [], "no argument check reaches the store"

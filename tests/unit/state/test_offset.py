@@ -12,7 +12,7 @@ from tiering.enumerator.positions import LakePosition
 from tiering.enumerator.splits import LogSplit, SnapshotSplit
 from tiering.kvstore.contract import BucketLog, SnapshotRef, StoreColumn, StoreTable
 from tiering.source import checkpoint
-from tiering.state.offset import TieringOffset
+from tiering.state.offset import LastOffset, TieringOffset
 
 pytestmark = pytest.mark.unit
 
@@ -221,3 +221,21 @@ def test_v0_rejects_later_fields():
 def test_not_an_offset_at_all(text):
     with pytest.raises(ValueError, match="offset"):
         TieringOffset.from_json(text)
+
+
+def test_the_offset_spark_hands_back_again_is_decoded_once():
+    splits = (SnapshotSplit("b", 0, 2, 5, 10), LogSplit("a", 1, 1, 0, 7))
+    last = LastOffset()
+    first = last.decoded(TieringOffset("j-lease", 3, 9, splits).to_dict())
+    again = last.decoded(json.loads(json.dumps(TieringOffset("j-lease", 3, 9, splits).to_dict())))  # as Spark parses it
+    other = last.decoded(TieringOffset("j-lease", 3, 10, splits).to_dict())
+    assert again is first and set(first.splits) == set(splits)
+    assert other is not first and (other.round, set(other.splits)) == (10, set(splits))
+
+
+def test_the_offset_returned_is_the_one_kept():
+    returned = TieringOffset("j-lease", 3, 9, (LogSplit("a", 1, 1, 0, 7),))
+    last = LastOffset()
+    encoded = last.encoded(returned)
+    assert encoded == returned.to_dict()
+    assert last.decoded(json.loads(json.dumps(encoded))) is returned

@@ -9,7 +9,7 @@ import pytest
 from tiering.enumerator.splits import LogSplit
 from tiering.errors import CheckpointError, OffsetLogFormatError
 from tiering.state.offset import TieringOffset
-from tiering.state.offset_log import newest_batch, read_batch_offset, replayed_offset
+from tiering.state.offset_log import newest_batch, newest_offset, read_batch_offset, replayed_offset
 
 pytestmark = pytest.mark.unit
 
@@ -73,3 +73,17 @@ def test_the_replayed_round_is_the_newest_logged_batch_spark_has_not_committed(t
     assert replayed_offset(str(tmp_path)) == OFFSET
     (tmp_path / "commits" / "1").write_text("v1\n{}\n")
     assert replayed_offset(str(tmp_path)) is None, "every logged batch ran"
+
+
+def test_the_newest_logged_offset_is_the_next_batchs_start_whatever_ran(tmp_path):
+    """Spark 4.0 and 4.1 give the source no start: it is the newest batch's logged end offset,
+    committed or not (the source plans from the initial offset while there is none)."""
+    entry = 'v1\n{"batchWatermarkMs":0}\n'
+    assert newest_offset(str(tmp_path)) is None, "no log yet"
+    log_entry(tmp_path, 0, entry + TieringOffset("lease-1", 3, 1, ()).to_json())
+    log_entry(tmp_path, 1, entry + OFFSET.to_json())
+    (tmp_path / "offsets" / ".1.crc").write_text("")  # Hadoop's checksum file is no batch
+    (tmp_path / "commits").mkdir()
+    (tmp_path / "commits" / "1").write_text("v1\n{}\n")
+
+    assert newest_offset(f"file://{tmp_path}") == OFFSET

@@ -21,7 +21,10 @@ Split by where it runs (docs/DESIGN.md §3, "The store seam"):
 Offsets are a bucket's changelog positions: increasing and unique within the bucket, not
 necessarily dense (Fluss's log holds ``-U`` records a reader drops). Every end is exclusive: a
 bucket's log ``end``, a snapshot's ``log_offset`` (the snapshot holds every change below it), a
-changelog range's ``end``. Errors are :mod:`tiering.errors`' and say what is retryable:
+changelog range's ``end``. Epochs are of two kinds, each its own type: a leadership term's
+(:data:`~tiering.epochs.JobEpoch`), which every lease call and lake report carries, and in a
+tiering group a table's (:data:`~tiering.epochs.TableEpoch`), which a member's claims and reports
+add. Errors are :mod:`tiering.errors`' and say what is retryable:
 ``StoreUnavailableError`` (a store restarting, a timeout) is; ``TableNotFoundError``,
 ``SnapshotUnavailableError`` (a snapshot's files are gone: plan from a newer one) and
 ``FencedEpochError`` (a newer term) are not.
@@ -35,6 +38,7 @@ from typing import Protocol, runtime_checkable
 
 import pyarrow as pa
 
+from tiering.epochs import JobEpoch, TableEpoch
 from tiering.errors import StoreError
 from tiering.kvstore.contract.columns import (
     DELETE,
@@ -176,12 +180,12 @@ class LakeProgress:
     ordered among the group's members by the table's epoch."""
 
     table_id: int
-    epoch: int
+    epoch: JobEpoch
     lake_version: int
     offsets: Mapping[int, int]
     job: str | None = None
     group: str | None = None
-    table_epoch: int | None = None
+    table_epoch: TableEpoch | None = None
 
 
 @dataclass(frozen=True)
@@ -192,7 +196,7 @@ class TableClaims:
 
     group: str
     job: str
-    table_epochs: Mapping[int, int]
+    table_epochs: Mapping[int, TableEpoch]
 
 
 @runtime_checkable
@@ -234,14 +238,14 @@ class SnapshotLease(Protocol):
     A store without the lease API raises ``LeaseUnsupportedError`` from any verb: the job then
     tiers without holds, after one warning."""
 
-    def create(self, lease_id: str, epoch: int, duration_ms: int) -> None:
+    def create(self, lease_id: str, epoch: JobEpoch, duration_ms: int) -> None:
         """Make the lease known, holding nothing (a no-op for a lease already there)."""
         ...
 
     def acquire(
         self,
         lease_id: str,
-        epoch: int,
+        epoch: JobEpoch,
         duration_ms: int,
         snapshots: Sequence[SnapshotRef],
         owners: TableClaims | None = None,
@@ -258,16 +262,16 @@ class SnapshotLease(Protocol):
         bucket it does not need."""
         ...
 
-    def renew(self, lease_id: str, epoch: int, duration_ms: int) -> None:
+    def renew(self, lease_id: str, epoch: JobEpoch, duration_ms: int) -> None:
         """Extend every hold by ``duration_ms`` from now. ``LeaseNotFoundError`` when the store
         says the lease lapsed or was dropped (a store that cannot tell renews nothing)."""
         ...
 
-    def release(self, lease_id: str, epoch: int, buckets: Sequence[BucketId]) -> None:
+    def release(self, lease_id: str, epoch: JobEpoch, buckets: Sequence[BucketId]) -> None:
         """Let go of the holds on ``buckets``; a bucket not held is no error."""
         ...
 
-    def drop(self, lease_id: str, epoch: int) -> None:
+    def drop(self, lease_id: str, epoch: JobEpoch) -> None:
         """Let go of every hold and forget the lease."""
         ...
 
