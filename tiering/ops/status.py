@@ -120,7 +120,12 @@ def operator_client(config: TieringConfig, timeout_s: float) -> KvStoreClient:
 
 
 def selected_tables(config: TieringConfig, *, timeout_s: float) -> list[str]:
-    """The store's tables the job's ``[tables]`` selection picks, by name."""
+    """The store's tables the job's ``[tables]`` selection picks, by name: a Fluss database's
+    asked once, as `tiering check` asks it (the operator client is the reference store's)."""
+    if config.kvstore.kind == "fluss":
+        from tiering.ops.preflight import table_selection
+
+        return list(table_selection(config, timeout_s).selected)
     infos = operator_client(config, timeout_s).list_tables()
     return sorted(info.name for info in infos if config.tables.selects(info.name))
 

@@ -7,12 +7,14 @@ every Delta commit of it made by that member (its lease id) under that table epo
 group's name; each member's own Fluss lease holding the snapshots its first round reads past
 ``kv.snapshot.num-retained`` newer ones while the round is held at its commit, and dropped at the
 member's clean stop (Fluss then collects them); lake == Fluss row by row through
-tests/support/fluss_rows.py's independent read.
+tests/support/fluss_rows.py's independent read. And `tiering group` over a Fluss database: its
+selected tables, none owned while no member runs.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import signal
 import tomllib
 import uuid
@@ -23,8 +25,9 @@ import pytest
 import tomli_w
 from kazoo.client import KazooClient
 
-from tests.support.drivers import Driver
+from tests.support.drivers import Driver, tiering_cli
 from tests.support.fluss_job import BUCKETS, COLUMNS, job_conf, lake_rows, row, snapshots_covering_the_log
+from tests.support.fluss_rows import FlussRows
 from tests.support.lake import tiering_commits
 from tests.support.store_sides import SNAPSHOT_WAIT
 from tests.support.waiting import wait_until
@@ -55,6 +58,20 @@ def _member_conf(tmp_path: Path, name: str, group: str, servers: str, database: 
     conf["lake"]["root"] = str(tmp_path / "lake")
     path.write_bytes(tomli_w.dumps(conf).encode())
     return path
+
+
+def test_tiering_group_lists_a_fluss_groups_tables(fluss_cluster, fluss_database, zk_server, tmp_path):
+    rows = FlussRows(fluss_cluster.bootstrap_servers, fluss_database)
+    try:
+        for table in ("a", "b"):
+            rows.create_table(table, COLUMNS, ["id"], BUCKETS)
+        group = f"lister-{uuid.uuid4().hex[:6]}"
+        conf = _member_conf(tmp_path, "lister", group, fluss_cluster.bootstrap_servers, fluss_database, zk_server.hosts)
+        listed = tiering_cli("group", "--json", "--conf", str(conf))
+    finally:
+        rows.close()
+    assert listed.returncode == 0, listed.stderr
+    assert json.loads(listed.stdout) == {"group": group, "members": [], "unassigned": {"a": None, "b": None}}
 
 
 def _held_snapshots(checkpoint: Path) -> list[SnapshotRef]:
