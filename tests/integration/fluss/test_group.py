@@ -1,6 +1,6 @@
 """A tiering group over a real Apache Fluss database: two `tiering run` members (``[job] group``
-set, one lake, a checkpoint and a Fluss lease each) share its tables (docs/DESIGN.md §7, "What
-fences what against Fluss").
+set, one lake, a checkpoint and a Fluss lease each; each owned half the tables in an earlier run)
+share its tables (docs/DESIGN.md §7, "What fences what against Fluss").
 
 What is looked for: every table owned by exactly one member under a table epoch in ZooKeeper, and
 every Delta commit of it made by that member (its lease id) under that table epoch, in the
@@ -31,7 +31,8 @@ from tests.support.fluss_rows import FlussRows
 from tests.support.lake import tiering_commits
 from tests.support.store_sides import SNAPSHOT_WAIT
 from tests.support.waiting import wait_until
-from tiering.coord.table_epochs import read_table_epochs
+from tiering.coord.epoch import bump_epoch
+from tiering.coord.table_epochs import bump_table_epoch, read_table_epochs
 from tiering.enumerator.splits import SnapshotSplit
 from tiering.failpoints import sleeping
 from tiering.kvstore.contract import SnapshotRef
@@ -45,6 +46,8 @@ TABLES = [f"t{i}" for i in range(4)]
 #: each round of a member is held this long at its commit: long enough to see the snapshots its
 #: lease holds outlive newer ones
 HOLD_S = 40
+#: the members' ZooKeeper session: the longest their first assignments wait for each other
+SESSION_S = 20.0
 #: bounds for two driver JVMs starting on busy cores; never the assertion
 START_TIMEOUT_S = 300.0
 
@@ -56,6 +59,9 @@ def _member_conf(tmp_path: Path, name: str, group: str, servers: str, database: 
     conf = tomllib.loads(path.read_text())
     conf["job"]["group"] = group
     conf["lake"]["root"] = str(tmp_path / "lake")
+    # a continuous member joins once its query runs: two JVMs on busy cores start seconds apart, and
+    # its first assignment waits at most a session timeout for the peers it expects
+    conf["zookeeper"]["session_timeout_s"] = SESSION_S
     path.write_bytes(tomli_w.dumps(conf).encode())
     return path
 
@@ -104,13 +110,19 @@ def test_two_members_share_a_fluss_database_each_under_its_own_lease(
         snapshots_covering_the_log(store, table)
     job = f"grp-{uuid.uuid4().hex[:6]}"
     group, names = f"{job}-g", [f"{job}-{i}" for i in range(2)]
+    # The group ran before: each member owned half the tables, so each one's first assignment waits
+    # for the other to join and keeps what it had (coord/start_grace.py), instead of the first JVM
+    # up taking every table and handing half back mid-round.
+    zk = KazooClient(hosts=zk_server.hosts, timeout=15.0)
+    zk.start(timeout=10)
+    for i, table in enumerate(TABLES):
+        owner = names[i * len(names) // len(TABLES)]
+        bump_table_epoch(zk, group, table, owner, bump_epoch(zk, owner))
     confs = {
         n: _member_conf(tmp_path, n, group, fluss_cluster.bootstrap_servers, database, zk_server.hosts) for n in names
     }
     members = {n: Driver(c, failpoint=f"before_delta_commit=sleep:{HOLD_S}") for n, c in confs.items()}
     started.extend(members.values())
-    zk = KazooClient(hosts=zk_server.hosts, timeout=15.0)
-    zk.start(timeout=10)
     try:
         for name, member in members.items():
             wait_until(
