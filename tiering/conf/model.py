@@ -106,8 +106,9 @@ class JobConfig(_Section):
         "Tiering group: jobs with the same `group` share the tables their `[tables]` selection "
         "picks (the same selection in every member: a member whose selection differs is refused "
         "at start, naming the difference). Each table is tiered by one member at a time, under a "
-        "table epoch kept in ZooKeeper (`/tiering/groups/<group>`) that fences the store's lake "
-        "reports and leases and the Delta commits of a member that lost the table; a member's "
+        "table epoch kept in ZooKeeper (`/tiering/groups/<group>`) that fences the Delta commits of a "
+        "member that lost the table, and the reference store's lake reports and leases (Fluss takes "
+        "neither: there ZooKeeper and the lake fence alone); a member's "
         "leader registers while it leads, and its departure (its session ending) moves its tables "
         "to the others. Each member keeps its own name, checkpoint and lease. Unset: the job tiers "
         "every selected table alone.",
@@ -677,12 +678,6 @@ class TieringConfig(BaseModel):
     @model_validator(mode="after")
     def _what_needs_the_reference_store(self) -> TieringConfig:
         kind = self.kvstore.kind
-        # a group's table epochs fence the reference store's acquires and lake reports; Fluss takes neither
-        if self.job.group is not None and kind != "http":
-            raise ValueError(
-                f"job.group: tiering groups need [kvstore] kind = 'http' (the reference store fences a "
-                f"group's tables), not kind = {kind!r}"
-            )
         # delta-spark reads the store's files with Spark; Fluss has none a task can open
         if self.lake.writer == "delta-spark" and kind != "http":
             raise ValueError(

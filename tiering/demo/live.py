@@ -61,7 +61,8 @@ class Progress:
         with self.lock:
             for s in statuses:
                 p = self.tables.setdefault(s.table, TableProgress())
-                p.log_end, p.lake_offset, p.lag, p.leased = s.log_end, s.lake_offset or 0, s.lag, s.leased_snapshots
+                p.log_end, p.lake_offset, p.lag = s.log_end, s.lake_offset or 0, s.lag
+                p.leased = s.leased_snapshots or 0  # the reference store lists its lease's holds
         return all(s.lag == 0 for s in statuses)
 
     def render(self, writer: Writer, elapsed_s: float, data_dir: Path) -> Group:

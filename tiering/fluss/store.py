@@ -38,7 +38,6 @@ import pyarrow as pa
 from tenacity import Retrying
 
 from tiering.errors import (
-    ConfigError,
     FencedEpochError,
     LeaseUnsupportedError,
     SchemaMismatchError,
@@ -320,10 +319,8 @@ class FlussStore(_Connections):
         snapshots: Sequence[SnapshotRef],
         owners: TableClaims | None = None,
     ) -> list[SnapshotRef]:
-        if owners is not None:
-            raise ConfigError(
-                [f"job.group: a tiering group takes the reference store, not Fluss at {self.bootstrap_servers}"]
-            )
+        # owners: Fluss keeps no table epochs to check a group member's claim against; the claim's
+        # table epochs fence the member's Delta commits instead (docs/DESIGN.md §7)
         lease = self._lease(lease_id, epoch, duration_ms)
         java = self.java
         if not snapshots:

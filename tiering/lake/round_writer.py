@@ -480,6 +480,15 @@ class RoundWriter(ABC):
         cleanup()
         name, epoch = prepared.table.name, prepared.epoch
         if done is not None and epoch_round(done)[0] > epoch:
+            # the lake's own fence refused a stale term: say so where it happened, whatever the
+            # caller makes of the error (the term's end, or in a group the table's move)
+            log.warning(
+                "table=%s epoch=%d round=%d: Delta commit refused by the lake: its txn is at epoch %d round %d",
+                name,
+                epoch,
+                epoch_round(prepared.version)[1],
+                *epoch_round(done),
+            )
             raise FencedEpochError(
                 f"table {name!r}: a newer term committed {epoch_round(done)} while epoch {epoch} was committing",
                 code="FENCED_EPOCH",

@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     from tiering.conf.model import TablesConfig
     from tiering.fluss.store import FlussStore
 
-__all__ = ["Verdict", "preflight", "CHECKS", "Selection", "table_selection", "before_run"]
+__all__ = ["Verdict", "preflight", "CHECKS", "Selection", "table_selection", "before_run", "fluss_store"]
 
 log = logging.getLogger(__name__)
 
@@ -203,7 +203,7 @@ def table_selection(config: TieringConfig, timeout_s: float = TIMEOUT_S) -> Sele
     :class:`StoreUnavailableError` naming the store when it does not answer within ``timeout_s``;
     for Fluss, :class:`ConfigError` naming the database when the cluster has no such database."""
     if config.kvstore.kind == "fluss":
-        store = _fluss_store(config, timeout_s)
+        store = fluss_store(config, timeout_s)
         try:
             return _fluss_selection(config, store)
         finally:
@@ -223,7 +223,7 @@ def _fluss(config: TieringConfig, timeout_s: float) -> Verdict:
     """The Fluss cluster reached, the database there, the tables selected (log tables skipped,
     named), and a lease created and dropped: a server without the lease API is a warning, since
     the job tiers on without leases (docs/DESIGN.md §3)."""
-    store = _fluss_store(config, timeout_s)
+    store = fluss_store(config, timeout_s)
     try:
         selection = _fluss_selection(config, store)
         selection.check()
@@ -236,10 +236,11 @@ def _fluss(config: TieringConfig, timeout_s: float) -> Verdict:
         store.close()
 
 
-def _fluss_store(config: TieringConfig, timeout_s: float) -> FlussStore:
-    """The config's Fluss store for one question each: no retries (Fluss's clients retry for long by
-    default), and the Java client's connection and requests given ``timeout_s`` unless
-    ``[kvstore.client]`` says otherwise (pyfluss's connect fails at once when nothing listens)."""
+def fluss_store(config: TieringConfig, timeout_s: float) -> FlussStore:
+    """The config's Fluss store for one question each, as the operator commands ask it: no retries
+    (Fluss's clients retry for long by default), and the Java client's connection and requests
+    given ``timeout_s`` unless ``[kvstore.client]`` says otherwise (pyfluss's connect fails at
+    once when nothing listens)."""
     from tiering.context import fluss_client_jar
     from tiering.fluss.store import FlussStore
     from tiering.kvstore.retry import NO_RETRY

@@ -26,6 +26,7 @@ from tiering.delta_log.layout import SYSTEM_COLUMNS
 from tiering.enumerator.positions import LakePosition
 from tiering.errors import NotFoundError, StoreError, TieringError, one_line
 from tiering.kvstore.client import KvStoreClient
+from tiering.kvstore.contract import BucketLog, PlanningStore, StoreTable
 from tiering.kvstore.models import Lease, TableInfo
 from tiering.kvstore.reference import ReferenceStore, bucket_log, serves_leases
 from tiering.round.health import TableHealth, read_health
@@ -75,7 +76,8 @@ class TableStatus:
     lake_commit_ms: int | None
     store_columns: int | None
     lake_columns: int | None
-    leased_snapshots: int
+    #: the snapshots the job's lease holds of the table; None when the store lists no lease's holds (Fluss)
+    leased_snapshots: int | None
     consecutive_failures: int = 0
     last_failure: str | None = None
     #: what the last failure failed on (``schema``, ``files``, ``store`` ...: tiering.round.table_states.FailureCause)
@@ -120,7 +122,12 @@ def operator_client(config: TieringConfig, timeout_s: float) -> KvStoreClient:
 
 
 def selected_tables(config: TieringConfig, *, timeout_s: float) -> list[str]:
-    """The store's tables the job's ``[tables]`` selection picks, by name."""
+    """The store's tables the job's ``[tables]`` selection picks, by name: a Fluss database's
+    asked once, as `tiering check` asks it (the operator client is the reference store's)."""
+    if config.kvstore.kind == "fluss":
+        from tiering.ops.preflight import table_selection
+
+        return list(table_selection(config, timeout_s).selected)
     infos = operator_client(config, timeout_s).list_tables()
     return sorted(info.name for info in infos if config.tables.selects(info.name))
 
@@ -132,15 +139,19 @@ def job_status(
     ``lake`` and ``checkpoint``: the job's, when the caller built them once for many statuses (a
     watch); else built from ``config``."""
     zk = read_status(config.zookeeper.hosts, config.job.name, timeout_s=timeout_s)
-    client = operator_client(config, timeout_s)
     checkpoint = checkpoint or checkpoint_of(config)
     lease_id = read_lease_id(checkpoint)
-    infos = [info for info in client.list_tables() if config.tables.selects(info.name)]
     health = {t: h for t, h in read_health(checkpoint).items() if config.tables.selects(t)}
-    held = held_snapshots(client, lease_id)
-    tables = table_statuses(client, lake or Lake.of(config.lake), infos, held or Counter(), health)
+    lake = lake or Lake.of(config.lake)
+    if config.kvstore.kind == "fluss":
+        tables, leases = fluss_table_statuses(config, lake, health, timeout_s=timeout_s), True
+    else:
+        client = operator_client(config, timeout_s)
+        infos = [info for info in client.list_tables() if config.tables.selects(info.name)]
+        held = held_snapshots(client, lease_id)
+        tables, leases = table_statuses(client, lake, infos, held or Counter(), health), held is not None
     group = config.job.group
-    names = [i.name for i in infos]
+    names = [t.table for t in tables if t.state != "dropped"]
     view = None if group is None else read_group(config.zookeeper.hosts, group, names, timeout_s=timeout_s)
     return JobStatus(
         job=config.job.name,
@@ -150,7 +161,7 @@ def job_status(
         contenders=zk.contenders,
         lease_id=lease_id,
         tables=tables,
-        leases=held is not None,
+        leases=leases,
         group=None if view is None else view.as_dict(),
     )
 
@@ -185,23 +196,66 @@ def table_statuses(
     """Each store table's log end against the lake's own commit metadata, with the health the
     job recorded; then the tables the job tiered that the store no longer has (dropped)."""
     health = health or {}
-    now_ms = int(time.time() * 1000)
-    out = [_table_status(client, lake, info, held[info.table_id], health.get(info.name), now_ms) for info in infos]
-    present = {info.name for info in infos}
-    out += [
+    store, now_ms = ReferenceStore(client), int(time.time() * 1000)
+    out = [
+        _table_status(
+            store,
+            lake,
+            info,
+            [bucket_log(b) for b in client.log_info(info.name).buckets],
+            held[info.table_id],
+            health.get(info.name),
+            now_ms,
+        )
+        for info in infos
+    ]
+    return _with_dropped(out, lake, health)
+
+
+def fluss_table_statuses(
+    config: TieringConfig, lake: Lake, health: Mapping[str, TableHealth], *, timeout_s: float
+) -> list[TableStatus]:
+    """:func:`table_statuses` of a job over a Fluss database, asked as `tiering check` asks it
+    (no retries, within ``timeout_s``): every table's log ends in one call; the snapshots its lease
+    holds unknown (None: Fluss lists no lease's holds)."""
+    from tiering.ops.preflight import fluss_store
+
+    store, now_ms = fluss_store(config, timeout_s), int(time.time() * 1000)
+    try:
+        tables = [t for t in store.tables() if config.tables.selects(t.name)]
+        logs = store.log_ends([t.name for t in tables])
+        out = [
+            _table_status(store, lake, t, list(logs[t.name].buckets.values()), None, health.get(t.name), now_ms)
+            for t in tables
+            if t.name in logs  # dropped meanwhile: shown from its health, if tiered
+        ]
+    finally:
+        store.close()
+    return _with_dropped(out, lake, health)
+
+
+def _with_dropped(out: list[TableStatus], lake: Lake, health: Mapping[str, TableHealth]) -> list[TableStatus]:
+    """``out``, and the tables the job tiered that the store no longer has (dropped), by name."""
+    present = {t.table for t in out}
+    out = out + [
         _dropped_status(lake, h, h.table_id) for t, h in health.items() if t not in present and h.table_id is not None
     ]
     return sorted(out, key=lambda t: t.table)
 
 
 def _table_status(
-    client: KvStoreClient, lake: Lake, info: TableInfo, leased: int, health: TableHealth | None, now_ms: int
+    store: PlanningStore,
+    lake: Lake,
+    info: TableInfo | StoreTable,
+    logs: list[BucketLog],
+    leased: int | None,
+    health: TableHealth | None,
+    now_ms: int,
 ) -> TableStatus:
-    logs = [bucket_log(b) for b in client.log_info(info.name).buckets]
     loaded, lake_error = _read_lake(lake, info.name)
     position, lake_fields = _lake_side(loaded, info.table_id)
     try:
-        oldest = oldest_untiered_write_ms(ReferenceStore(client), info.name, position, logs)
+        oldest = oldest_untiered_write_ms(store, info.name, position, logs)
         freshness: float | None = freshness_s(oldest, now_ms)
     except (OSError, StoreError):
         # the store's files out of this host's reach, or its segment lookup failing (as it may for

@@ -73,7 +73,7 @@ def status_view(status: JobStatus, note: str = ""):
             _or_dash(t.lake_epoch),
             _when(t.lake_commit_ms),
             f"{_or_dash(t.store_columns)}/{_or_dash(t.lake_columns)}",
-            str(t.leased_snapshots),
+            _or_dash(t.leased_snapshots),
         )
     failures = [
         Text(

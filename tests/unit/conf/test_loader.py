@@ -495,10 +495,10 @@ def test_an_http_store_names_its_missing_url_and_a_fluss_key_it_does_not_take(tm
     assert problems(path) == [f"kvstore.database ({path}): not a setting of kind = 'http'"]
 
 
-def test_a_tiering_group_over_fluss_is_refused_naming_job_group(tmp_path: Path) -> None:
+def test_a_tiering_group_over_fluss_loads(tmp_path: Path) -> None:
     path = write(tmp_path, FLUSS.replace("[job]", '[job]\ngroup = "shop-tiering"'))
-    (problem,) = problems(path)
-    assert problem.startswith("job.group: tiering groups need [kvstore] kind = 'http'"), problem
+    config = load_config(path, env={})
+    assert (config.job.group, config.kvstore.kind) == ("shop-tiering", "fluss")
 
 
 def test_the_delta_spark_writer_over_fluss_is_refused_naming_lake_writer(tmp_path: Path) -> None:

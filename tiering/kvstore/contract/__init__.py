@@ -253,7 +253,8 @@ class SnapshotLease(Protocol):
         """Hold ``snapshots`` (one per bucket: a newer one replaces the bucket's hold) and renew the
         lease; returns the ones that are unavailable, their files already gone: plan those
         buckets from a newer snapshot. The others are held when this returns. ``owners``: a group
-        member's claims on the snapshots' tables (``ConfigError`` from a store without groups)."""
+        member's claims on the snapshots' tables, refused by a store that keeps table epochs when
+        one moved (``TableEpochFencedError``); a store that keeps none (Fluss) checks nothing."""
         ...
 
     def held(self, lease_id: str) -> list[BucketId] | None:
