@@ -6,7 +6,9 @@ reliably. Nor may a test pass because its point was never reached, so a point th
 so first, one line on stderr (:func:`fired`), which the test looks for in the driver's output.
 ``name=sleep:SECONDS`` holds the process there instead (fail-rs's ``sleep``): a test that
 kills another process at that point (an executor's JVM while its Python worker reads a
-bucket) finds the line, kills, and the sleeping process never goes on. Like TiKV's fail-rs,
+bucket) finds the line, kills, and the sleeping process never goes on. ``name=hold:PATH`` holds
+it while the file ``PATH`` exists: a test that needs the process held exactly as long as its
+checks take removes the file when done, and later rounds pass the point at once. Like TiKV's fail-rs,
 production code names the points; with the variable unset a point costs one dict lookup.
 """
 
@@ -18,6 +20,9 @@ import time
 
 ENV = "KV_TIERING_FAILPOINTS"  # outside TIERING_*: that prefix is config (tiering.conf.loader)
 _SLEEP = "sleep:"
+_HOLD = "hold:"
+#: how often a held process looks whether its file is gone
+_HOLD_POLL_S = 0.05
 
 
 def fired(name: str) -> str:
@@ -26,13 +31,15 @@ def fired(name: str) -> str:
 
 
 def sleeping(name: str) -> str:
-    """The line a process writes to stderr when failpoint ``name`` holds it (``name=sleep:S``)."""
+    """The line a process writes to stderr when failpoint ``name`` holds it (``name=sleep:S`` or
+    ``name=hold:PATH``)."""
     return f"failpoint {name} fired: sleep"
 
 
 def hit(name: str) -> None:
     """SIGKILL this process when ``name`` is armed in the environment (hold it when armed as
-    ``name=sleep:S``), saying so on stderr first."""
+    ``name=sleep:S``, or while file PATH exists when armed as ``name=hold:PATH``), saying so on
+    stderr first."""
     armed = os.environ.get(ENV)
     if not armed:
         return
@@ -43,6 +50,13 @@ def hit(name: str) -> None:
         if action.startswith(_SLEEP):
             _say(f"{sleeping(name)} {action[len(_SLEEP) :]} s")
             time.sleep(float(action[len(_SLEEP) :]))
+            return
+        if action.startswith(_HOLD):
+            path = action[len(_HOLD) :]
+            if os.path.exists(path):
+                _say(f"{sleeping(name)} while {path} exists")
+            while os.path.exists(path):
+                time.sleep(_HOLD_POLL_S)
             return
         _say(fired(name))
         os.kill(os.getpid(), signal.SIGKILL)

@@ -48,3 +48,29 @@ def test_a_point_armed_to_sleep_says_so_holds_the_process_then_goes_on():
 
     assert result.returncode == 0 and result.stdout == "before\nafter\n"
     assert result.stderr.startswith(f"{failpoints.sleeping('p')} 0.3 s") and result.stderr.count("\n") == 1
+
+
+def test_a_point_armed_to_hold_waits_while_its_file_exists_and_passes_once_it_is_gone(tmp_path):
+    hold = tmp_path / "hold"
+    hold.touch()
+    env = {"PATH": "/usr/bin:/bin", failpoints.ENV: f"p=hold:{hold}"}
+    proc = subprocess.Popen(
+        [sys.executable, "-c", PROGRAM], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        assert proc.stdout.readline() == "before\n"
+        assert proc.stderr.readline().startswith(f"{failpoints.sleeping('p')} while {hold} exists")
+        with pytest.raises(subprocess.TimeoutExpired):
+            proc.wait(0.5)  # held while the file is there
+        hold.unlink()
+        assert proc.wait(60) == 0
+        assert proc.stdout.read() == "after\n"
+    finally:
+        proc.kill()
+
+
+def test_a_point_armed_to_hold_on_a_missing_file_passes_silently(tmp_path):
+    result = run(f"p=hold:{tmp_path / 'gone'}")
+
+    assert result.returncode == 0 and result.stdout == "before\nafter\n"
+    assert result.stderr == ""

@@ -233,7 +233,8 @@ class RoundCommitter:
             prepared = [t for t in tables if t.state is TableState.PREPARED]
             results = self._writer.write_files([task for t in prepared for task in self._writer.tasks(t.prepared)])
             self._check_term()
-            failpoints.hit("before_delta_commit")
+            if prepared:  # a round with nothing to commit (no table of its own yet) has no such point
+                failpoints.hit("before_delta_commit")
             each(lambda t: self._write_and_commit(t, results.get(t.name, [])), TableState.PREPARED)
         self._finish([t for t in tables if t.state is TableState.COMMITTED], outcome)
 

@@ -43,9 +43,6 @@ pytestmark = pytest.mark.integration
 pytest.importorskip("fluss")
 
 TABLES = [f"t{i}" for i in range(4)]
-#: each round of a member is held this long at its commit: long enough to see the snapshots its
-#: lease holds outlive newer ones
-HOLD_S = 40
 #: the members' ZooKeeper session: the longest their first assignments wait for each other
 SESSION_S = 20.0
 #: bounds for two driver JVMs starting on busy cores; never the assertion
@@ -121,7 +118,11 @@ def test_two_members_share_a_fluss_database_each_under_its_own_lease(
     confs = {
         n: _member_conf(tmp_path, n, group, fluss_cluster.bootstrap_servers, database, zk_server.hosts) for n in names
     }
-    members = {n: Driver(c, failpoint=f"before_delta_commit=sleep:{HOLD_S}") for n, c in confs.items()}
+    # each member's rounds are held at their commit while this file exists: the first round's
+    # snapshots stay in flight until the checks of its lease are done
+    hold = tmp_path / "hold"
+    hold.touch()
+    members = {n: Driver(c, failpoint=f"before_delta_commit=hold:{hold}") for n, c in confs.items()}
     started.extend(members.values())
     try:
         for name, member in members.items():
@@ -143,6 +144,7 @@ def test_two_members_share_a_fluss_database_each_under_its_own_lease(
         for name, refs in held.items():
             gone = [r for r in refs if not store.snapshot_available(ids[r.table_id], r)]
             assert not gone, f"{name}'s lease keeps the snapshots its round reads: {gone} collected"
+        hold.unlink()
 
         for table in TABLES:
             writer.delete(table, [{"id": k} for k in range(0, 120, 11)])
