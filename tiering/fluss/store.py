@@ -492,9 +492,10 @@ async def _polled(connection: Any, scanner: Any) -> list[Any]:
 def _changes(schema: pa.Schema, records: list[Any]) -> pa.RecordBatch:
     """Records as a changelog batch of ``schema`` (changelog_schema's): Fluss's change kinds as op
     codes, its record times (epoch milliseconds) as ``__timestamp``."""
-    rows = [dict(r.row) for r in records]
-    user = [name for name in schema.names if name not in _SYSTEM]
-    columns = [pa.array([row.get(name) for row in rows], schema.field(name).type) for name in user]
+    user = pa.struct([field for field in schema if field.name not in _SYSTEM])
+    # one conversion of the rows (dicts) into a struct's columns: a pass over the rows per column
+    # in Python costs several times more
+    columns = pa.array([r.row for r in records], user).flatten()
     columns.append(pa.array([r.offset for r in records], pa.int64()))
     columns.append(pa.array([_OPS[r.change_type.short_string()] for r in records], pa.string()))
     stamps = pa.array([r.timestamp for r in records], pa.int64()).cast(pa.timestamp("ms", tz="UTC"))
