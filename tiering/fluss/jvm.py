@@ -59,8 +59,16 @@ SNAPSHOT_SOURCE_PLACES = (
     Path(__file__).resolve().parents[1] / "resources" / "jvm",
     Path(__file__).resolve().parents[2] / "jvm" / "fluss-snapshot-source" / "target",
 )
-#: the gateway JVM's settings: small, and Fluss's Arrow memory needs java.nio opened
-_JAVA_OPTIONS = ("-Xmx256m", "-XX:+UseSerialGC", "--add-opens=java.base/java.nio=ALL-UNNAMED")
+#: the gateway JVM's settings: small; the client compiled by C1 alone (a worker's JVM starts cold
+#: beside the round's own work, on the executor's few cores, and C2's compiler threads then take
+#: more of them than its faster code gives back over a few buckets' reads); and Fluss's Arrow
+#: memory needs java.nio opened
+_JAVA_OPTIONS = (
+    "-Xmx256m",
+    "-XX:+UseSerialGC",
+    "-XX:TieredStopAtLevel=1",
+    "--add-opens=java.base/java.nio=ALL-UNNAMED",
+)
 
 
 class FlussJvm:

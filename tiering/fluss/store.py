@@ -19,8 +19,10 @@ lease has no epoch: the epoch is checked here, by the store object that calls (t
 per lease id; a lower one is ``FencedEpochError``); a renewal of a dropped or lapsed lease is silently accepted by
 Fluss, so ``renew`` cannot report one. An unclean tablet restart can lose acked writes and move a
 log end back; this module reports what Fluss says. A snapshot's rows are read in the JVM of the
-process that reads (an executor's Python worker starts a gateway JVM of its own), written there as
-Arrow by our writer and mapped here (:mod:`tiering.fluss.snapshot_arrow`). Fluss takes the lake's
+process that reads (an executor's Python worker starts a gateway JVM of its own, once: a reader
+unpickled there is the worker's one reader of the database, so its next tasks find the JVM and
+the connections started), written there as Arrow by our writer and mapped here
+(:mod:`tiering.fluss.snapshot_arrow`). Fluss takes the lake's
 progress only through its coordinator's internal calls, so :attr:`FlussStore.lake_progress` is None.
 """
 
@@ -388,7 +390,13 @@ class FlussStore(_Connections):
 
 
 class FlussBucketReader(_Connections):
-    """:class:`~tiering.kvstore.contract.BucketReader` of one Fluss database."""
+    """:class:`~tiering.kvstore.contract.BucketReader` of one Fluss database. Unpickled, it is the
+    process's one reader of that database (:func:`_process_reader`): a Spark Python worker runs task
+    after task, and each task's own reader would start a gateway JVM, cold, and keep it, with its
+    connections, until the worker exits."""
+
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        return _process_reader, (self.bootstrap_servers, self.database, self.client_jar, tuple(self.options.items()))
 
     def changelog(self, table: StoreTable, bucket: int, start: int, end: int) -> Iterator[pa.RecordBatch]:
         """A batch per poll of the bucket's log scanner; ``-U`` records left out."""
@@ -416,6 +424,23 @@ class FlussBucketReader(_Connections):
         """Written as Arrow by our JVM writer in this process's JVM and mapped here
         (:mod:`tiering.fluss.snapshot_arrow`): never a py4j call per row."""
         yield from snapshot_batches(self.java, self.database, table, ref)
+
+
+#: the readers unpickled in this process, by what they were made with: kept for the process's life
+_READERS: dict[tuple[Any, ...], FlussBucketReader] = {}
+_READERS_LOCK = threading.Lock()
+
+
+def _process_reader(
+    bootstrap_servers: str, database: str, client_jar: Path | None, options: tuple[tuple[str, str], ...]
+) -> FlussBucketReader:
+    """This process's reader of ``database``, made on first use: its JVM and pyfluss connection
+    serve every later task the process runs. A reader closed meanwhile reconnects on its next read."""
+    key = (bootstrap_servers, database, client_jar, options)
+    with _READERS_LOCK:
+        if key not in _READERS:
+            _READERS[key] = FlussBucketReader(bootstrap_servers, database, client_jar, dict(options))
+        return _READERS[key]
 
 
 def _path_of(database: str, name: str) -> Any:
@@ -464,9 +489,10 @@ async def _polled(connection: Any, scanner: Any) -> list[Any]:
 def _changes(schema: pa.Schema, records: list[Any]) -> pa.RecordBatch:
     """Records as a changelog batch of ``schema`` (changelog_schema's): Fluss's change kinds as op
     codes, its record times (epoch milliseconds) as ``__timestamp``."""
-    rows = [dict(r.row) for r in records]
-    user = [name for name in schema.names if name not in _SYSTEM]
-    columns = [pa.array([row.get(name) for row in rows], schema.field(name).type) for name in user]
+    user = pa.struct([field for field in schema if field.name not in _SYSTEM])
+    # one conversion of the rows (dicts) into a struct's columns: a pass over the rows per column
+    # in Python costs several times more
+    columns = pa.array([r.row for r in records], user).flatten()
     columns.append(pa.array([r.offset for r in records], pa.int64()))
     columns.append(pa.array([_OPS[r.change_type.short_string()] for r in records], pa.string()))
     stamps = pa.array([r.timestamp for r in records], pa.int64()).cast(pa.timestamp("ms", tz="UTC"))

@@ -132,3 +132,30 @@ def test_a_pickled_reader_reads_the_changelog_in_spark_tasks(spark, fluss_cluste
     read_in_tasks = spark.sparkContext.parallelize(sorted(ends), len(ends)).flatMap(read).collect()
 
     assert sorted(read_in_tasks) == [(k, "+I") for k in range(1, 21)]
+
+
+def test_a_python_worker_reads_every_task_of_its_own_through_one_gateway_jvm(spark, fluss_cluster, database, store):
+    """Spark reuses a Python worker for task after task: each task's unpickled reader is the
+    worker's one reader, whose gateway JVM (started once, cold) serves the worker's later tasks
+    too, instead of one more JVM per task kept until the worker exits."""
+    schema = pa.schema([pa.field("id", pa.int32(), nullable=False), ("name", pa.string())])
+    create(fluss_cluster, database, "reused", schema, [{"id": k, "name": f"n{k}"} for k in range(8)], key=["id"])
+    table = store.table("reused")
+    ends = {b: log.end for b, log in store.log_ends(["reused"])["reused"].buckets.items()}
+    reader = store.bucket_reader()
+
+    def read(task: int) -> list[tuple[int, int, int, int]]:
+        import os
+
+        bucket = task % len(ends)
+        rows = sum(batch.num_rows for batch in reader.changelog(table, bucket, 0, ends[bucket]))
+        snapshots = reader.java.admin.getLatestKvSnapshots(reader.java.path(database, "reused")).get()
+        assert snapshots.getTableId() == table.table_id
+        return [(os.getpid(), reader.java.gateway.gateway_parameters.port, bucket, rows)]
+
+    tasks = 6
+    read_in_tasks = spark.sparkContext.parallelize(range(tasks), tasks).flatMap(read).collect()
+
+    jvms = {pid: {port for p, port, _, _ in read_in_tasks if p == pid} for pid, _, _, _ in read_in_tasks}
+    assert {pid: len(ports) for pid, ports in jvms.items()} == dict.fromkeys(jvms, 1)
+    assert {(bucket, rows) for _, _, bucket, rows in read_in_tasks} == set(ends.items())
