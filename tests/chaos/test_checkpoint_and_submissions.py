@@ -38,6 +38,12 @@ pytestmark = [pytest.mark.chaos, pytest.mark.integration]
 SEED = int(os.environ.get("CHAOS_SEED", "6061"))
 
 
+@pytest.fixture
+def kv_store(emptied_kv_store):
+    """The module's cases share one store, emptied of tables and leases before each."""
+    return emptied_kv_store
+
+
 def _last(directory) -> int:
     return max(int(n) for n in os.listdir(directory) if n.isdigit())
 

@@ -11,12 +11,15 @@ over twelve tables and one lake, a KV store taking writes the whole time, an emb
    commits them;
 4. writes stop: the lake equals the store row by row, no key lost or duplicated; `tiering group`
    (and ``--json``) lists the three members left, each with its host, pid and tables at their
-   table epochs.
+   table epochs;
+5. one of the three is frozen (SIGSTOP of its whole process group past its session timeout, writes
+   going on again): the other two take its tables and commit them; thawed, nothing of its old
+   term lands after another member's commit of one of them (the table epochs only grow in each
+   table's Delta history), it exits non-zero, and the lake equals the store; the two left stop
+   on SIGTERM with exit 0.
 
-And a frozen member (SIGSTOP of its whole process group past its session timeout, writes going
-on): the others take its tables and commit them; thawed, nothing of its old term lands after
-another member's commit of one of them (the table epochs only grow in each table's Delta history),
-it exits non-zero, and the lake equals the store.
+One scenario for all five: each member is a driver JVM, the costliest process a test starts, so
+the frozen member is one of the group already running rather than one of a group of its own.
 """
 
 from __future__ import annotations
@@ -158,7 +161,9 @@ def _assert_group_listed(listing: list[Future], group: _Group, live: list[str], 
     assert all(name in text.stdout and str(group.members[name].pid) in text.stdout for name in live)
 
 
-def test_three_members_share_the_tables_and_take_a_killed_ones(kv_store, zk_hosts, unique_job, tmp_path, drivers):
+def test_members_share_the_tables_and_take_a_killed_ones_and_a_frozen_ones(
+    kv_store, zk_hosts, unique_job, tmp_path, drivers
+):
     client = kv_store.client()
     tables = _tables(client, "t", 12, rows=20)
     group = _Group(tmp_path, kv_store, zk_hosts, unique_job, drivers, 3, tables)
@@ -207,50 +212,48 @@ def test_three_members_share_the_tables_and_take_a_killed_ones(kv_store, zk_host
         counts = Counter(o.job for o in group.owners().values())
         assert set(counts) == {names[1], names[2], fourth} and sum(counts.values()) == len(tables), counts
         assert all(client.get_lake(t.name).group == group.name for t in tables)
+        _freeze_one(group, client, tables, frozen=names[1], others=[names[2], fourth], lake_dir=tmp_path / "lake")
     finally:
         group.close()
-    live = [group.members[name] for name in [*names[1:], fourth]]
+    live = [group.members[name] for name in (names[2], fourth)]
     for member in live:  # all at once: each stops between rounds on its own
         member.signal(signal.SIGTERM)
     for member in live:
         assert member.wait(120) == 0, member.tail()
 
 
-def test_a_frozen_member_commits_nothing_of_a_table_it_lost(kv_store, zk_hosts, unique_job, tmp_path, drivers):
-    client = kv_store.client()
-    tables = _tables(client, "f", 4)
-    group = _Group(tmp_path, kv_store, zk_hosts, unique_job, drivers, 2, tables)
-    lake = group.lake
-    frozen, other = group.names
-    try:
-        with Writers(tables, key_space=200, batch=5, every_s=0.2):
-            group.wait_shared()
-            lost = {t: o.epoch for t, o in group.owners().items() if o.job == frozen}
-            group.members[frozen].freeze()
-            try:
+def _freeze_one(
+    group: _Group, client, tables: list[TableOracle], frozen: str, others: list[str], lake_dir: Path
+) -> None:
+    """Step 5: ``frozen`` is frozen past its session timeout while writes go on; ``others`` take
+    and commit its tables under newer table epochs; thawed, it commits nothing of them and exits
+    non-zero; the lake then equals the store."""
+    lake, mine = group.lake, f"{frozen}-"
+    with Writers(tables, key_space=200, batch=5, every_s=0.2):
+        lost = {t: o.epoch for t, o in group.owners().items() if o.job == frozen}
+        assert lost, f"{frozen} owns none of the tables"
+        group.members[frozen].freeze()
+        try:
 
-                def taken() -> bool:
-                    now = group.owners()
-                    return all(now[t].job == other and now[t].epoch > e for t, e in lost.items()) and all(
-                        any(c.lease_id.startswith(f"{other}-") for c in tiering_commits(lake, t)) for t in lost
-                    )
+            def taken() -> bool:
+                now = group.owners()
+                return all(now[t].job in others and now[t].epoch > e for t, e in lost.items()) and all(
+                    any(c.epoch > e and not c.lease_id.startswith(mine) for c in tiering_commits(lake, t))
+                    for t, e in lost.items()
+                )
 
-                wait_until(taken, "the frozen member's tables taken and committed by the other", timeout_s=60)
-            finally:
-                group.members[frozen].thaw()
-            assert group.members[frozen].wait(120) != 0, "the thawed member's term is over"
-        for table in lost:
-            history = tiering_commits(lake, table)
-            first_other = next(i for i, c in enumerate(history) if c.lease_id.startswith(f"{other}-"))
-            late = [c for c in history[first_other:] if c.lease_id.startswith(f"{frozen}-")]
-            assert not late, f"{table}: the frozen member committed after the other took it: {late}"
-            epochs = [c.epoch for c in history]
-            assert epochs == sorted(epochs), f"{table}: table epochs of its commits went down: {epochs}"
-        wait_until(lambda: caught_up(client, lake, tables), "the lake to reach every log end", timeout_s=120)
-        assert_equal_to_store(client, lake, *tables)
-        assert_no_duplicates(tmp_path / "lake", tables)
-        assert all(client.get_lake(t).job == other for t in lost)
-    finally:
-        group.close()
-    group.members[other].signal(signal.SIGTERM)
-    assert group.members[other].wait(120) == 0, group.members[other].tail()
+            wait_until(taken, "the frozen member's tables taken and committed by the others", timeout_s=60)
+        finally:
+            group.members[frozen].thaw()
+        assert group.members[frozen].wait(120) != 0, "the thawed member's term is over"
+    for table, epoch in lost.items():
+        history = tiering_commits(lake, table)
+        first_other = next(i for i, c in enumerate(history) if c.epoch > epoch and not c.lease_id.startswith(mine))
+        late = [c for c in history[first_other:] if c.lease_id.startswith(mine)]
+        assert not late, f"{table}: the frozen member committed after the others took it: {late}"
+        epochs = [c.epoch for c in history]
+        assert epochs == sorted(epochs), f"{table}: table epochs of its commits went down: {epochs}"
+    wait_until(lambda: caught_up(client, lake, tables), "the lake to reach every log end", timeout_s=120)
+    assert_equal_to_store(client, lake, *tables)
+    assert_no_duplicates(lake_dir, tables)
+    assert all(client.get_lake(t).job in others for t in lost)

@@ -7,7 +7,10 @@ meets no server; a restart that loses the server's data directory or port. Rows 
 a clean restart are read back after it and after a later kill (a clean stop saved them); a
 write right after the kill's restart lands. Rows acknowledged less than Fluss's high-watermark
 checkpoint interval (5 s) before a SIGKILL are not looked for: with one replica Fluss truncates
-its log to the last checkpoint when the restarted replica first becomes a follower.
+its log to the last checkpoint when the restarted replica first becomes a follower. For the same
+reason the write after the kill's restart waits until the coordinator has made the restarted
+replica lead every bucket again (a newer leader epoch in ZooKeeper): the server registers itself
+before that, and a write in between hangs or is truncated away (tests/support/fluss_leaders.py).
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import pyarrow as pa
 import pytest
 
 from tests.support.fluss import connect
+from tests.support.fluss_leaders import bucket_leaders, wait_led_anew
 
 pytestmark = pytest.mark.integration
 
@@ -60,9 +64,10 @@ def test_a_restarted_tablet_server_keeps_its_rows_and_serves_writes_after_a_kill
     cluster.restart_tablet()
     assert asyncio.run(read(cluster, range(10))) == rows(range(10))
 
-    before = cluster.registration()
+    before, leaders = cluster.registration(), bucket_leaders(cluster, *PATH)
     cluster.signal_tablet(signal.SIGKILL)
     cluster.restart_tablet()
     assert cluster.registration() not in (None, before)
+    wait_led_anew(cluster, *PATH, leaders)
     asyncio.run(write(cluster, range(10, 15)))
     assert asyncio.run(read(cluster, range(15))) == rows(range(15))

@@ -5,7 +5,8 @@ Failure modes looked for: a batched answer that differs from the single-table ca
 table (a column swapped, a bucket out of order, a name escaped wrongly: compared row by row,
 raw JSON against raw JSON); one dropped table failing the whole batch; a zombie's batch of lake
 reports storing some of them; a 304 after the list changed, or a client returning its kept list
-after a change.
+after a change. The cases that need only an empty store share the module's one
+(``emptied_kv_store``); the rest start theirs with the options they need.
 """
 
 from __future__ import annotations
@@ -195,9 +196,9 @@ def test_client_segments_return_each_tables_error_beside_the_others(seeded):
 
 
 @pytest.fixture
-def reported(store_factory) -> tuple[StoreProcess, dict[str, int]]:
-    """A store with tables a, b, c (2 buckets, 5 offsets each) and d, e; ``c`` was dropped."""
-    store = store_factory()
+def reported(emptied_kv_store: StoreProcess) -> tuple[StoreProcess, dict[str, int]]:
+    """The module's store with tables a, b, c (2 buckets, 5 offsets each) and d, e; ``c`` was dropped."""
+    store = emptied_kv_store
     client = store.client()
     ids = {}
     for name in "abcde":
@@ -294,13 +295,13 @@ def _tag(response: requests.Response) -> str:
     return response.headers["ETag"]
 
 
-def test_the_list_of_tables_answers_304_until_it_changes(kv_store):
-    client = kv_store.client()
+def test_the_list_of_tables_answers_304_until_it_changes(emptied_kv_store):
+    client = emptied_kv_store.client()
     client.create_table(orders_spec("a"))
-    first = _get(kv_store, "/v1/tables")
+    first = _get(emptied_kv_store, "/v1/tables")
 
     def unchanged(tag: str) -> bool:
-        response = requests.get(f"{kv_store.url}/v1/tables", headers={"If-None-Match": tag}, timeout=10)
+        response = requests.get(f"{emptied_kv_store.url}/v1/tables", headers={"If-None-Match": tag}, timeout=10)
         assert response.headers["ETag"] == _tag(first)
         return response.status_code == 304 and response.content == b""
 
@@ -319,22 +320,22 @@ def test_the_list_of_tables_answers_304_until_it_changes(kv_store):
         lambda: client.drop_table("b"),
     ):
         change()
-        response = requests.get(f"{kv_store.url}/v1/tables", headers={"If-None-Match": tags[-1]}, timeout=10)
+        response = requests.get(f"{emptied_kv_store.url}/v1/tables", headers={"If-None-Match": tags[-1]}, timeout=10)
         assert response.status_code == 200, response.text
         assert response.json() == {"tables": [t.model_dump(mode="json", by_alias=True) for t in client.list_tables()]}
         tags.append(_tag(response))
     assert len(set(tags)) == 4
 
 
-def test_every_logs_ends_answer_304_until_a_log_or_a_report_or_the_list_moves(kv_store):
-    client = kv_store.client()
+def test_every_logs_ends_answer_304_until_a_log_or_a_report_or_the_list_moves(emptied_kv_store):
+    client = emptied_kv_store.client()
     info = client.create_table(orders_spec("a"))
-    tags = [_tag(_get(kv_store, "/v1/logs"))]
+    tags = [_tag(_get(emptied_kv_store, "/v1/logs"))]
 
     def after(change) -> requests.Response:
         """The answer to the last tag after ``change``: a 200 with a new tag, or the 304."""
         change()
-        response = requests.get(f"{kv_store.url}/v1/logs", headers={"If-None-Match": tags[-1]}, timeout=10)
+        response = requests.get(f"{emptied_kv_store.url}/v1/logs", headers={"If-None-Match": tags[-1]}, timeout=10)
         assert response.headers["ETag"]
         tags.append(_tag(response))
         return response
@@ -349,7 +350,7 @@ def test_every_logs_ends_answer_304_until_a_log_or_a_report_or_the_list_moves(kv
     ):
         response = after(change)
         assert response.status_code == 200, response.text
-        assert response.json()["tables"] == [_single_log(kv_store, name) for name in client.logs()]
+        assert response.json()["tables"] == [_single_log(emptied_kv_store, name) for name in client.logs()]
     assert len(set(tags)) == 5
     assert client.logs()["a"].lake == {"0": 1}, "the client's kept answer is the store's latest"
 
@@ -394,8 +395,8 @@ def test_the_etag_survives_a_restart_and_no_other_store_shares_it(store_factory)
     assert requests.get(f"{other.url}/v1/tables", headers={"If-None-Match": tag}, timeout=10).status_code == 200
 
 
-def test_client_list_tables_keeps_the_list_until_it_changes_from_threads(kv_store):
-    client, other = kv_store.client(), kv_store.client()
+def test_client_list_tables_keeps_the_list_until_it_changes_from_threads(emptied_kv_store):
+    client, other = emptied_kv_store.client(), emptied_kv_store.client()
     statuses: list[int] = []
     client.session.hooks["response"].append(lambda response, **_: statuses.append(response.status_code))
 

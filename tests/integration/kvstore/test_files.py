@@ -1,5 +1,6 @@
 """The data files are the contract with Spark: snapshots hold exactly the live rows, log
-segments hold every change with dense offsets, and bulk Arrow writes scale to a million rows."""
+segments hold every change with dense offsets, and bulk Arrow writes scale to a million rows.
+The cases share the module's store (``emptied_kv_store``) but the one timing periodic snapshots."""
 
 from __future__ import annotations
 
@@ -49,8 +50,8 @@ def _key(row: dict) -> tuple:
     return row["tenant"], row["day"], row["seq"]
 
 
-def test_snapshot_and_log_files_hold_exactly_the_changes(kv_store):
-    client = kv_store.client()
+def test_snapshot_and_log_files_hold_exactly_the_changes(emptied_kv_store):
+    client = emptied_kv_store.client()
     client.create_table(SPEC)
     expected: dict[tuple, dict] = {}
     batches = [
@@ -116,8 +117,8 @@ def test_snapshot_and_log_files_hold_exactly_the_changes(kv_store):
     assert len(logged) == len(changes)
 
 
-def test_a_million_rows_through_arrow(kv_store):
-    client = kv_store.client(timeout_s=120)
+def test_a_million_rows_through_arrow(emptied_kv_store):
+    client = emptied_kv_store.client(timeout_s=120)
     client.create_table(
         TableSpec(
             name="big",
@@ -154,9 +155,10 @@ def test_periodic_snapshots_only_for_changed_buckets(store_factory):
     assert 'kvstore_rows_written_total{table="t"} 2.0' in metrics
 
 
-def test_segments_of_several_buckets_come_in_one_call_like_one_each(store_client):
+def test_segments_of_several_buckets_come_in_one_call_like_one_each(emptied_kv_store):
     from tiering.kvstore.models import LogRange
 
+    store_client = emptied_kv_store.client()
     store_client.create_table(
         TableSpec.model_validate(
             {"name": "segs", "schema": [{"name": "id", "type": "bigint"}], "primary_key": ["id"], "num_buckets": 2}

@@ -1,4 +1,8 @@
-"""GC against leases: what a lease holds survives GC until released or expired; epochs fence."""
+"""GC against leases: what a lease holds survives GC until released or expired; epochs fence.
+
+The fencing cases share the module's store (``emptied_kv_store``); the GC cases start their own,
+GC running every 0.2 s.
+"""
 
 from __future__ import annotations
 
@@ -85,8 +89,8 @@ def test_expired_lease_frees_its_snapshots_and_cannot_be_renewed(store_factory):
     assert [s.snapshot_id for s in again.snapshots] == [3]
 
 
-def test_lease_epoch_fencing(kv_store):
-    client = kv_store.client()
+def test_lease_epoch_fencing(emptied_kv_store):
+    client = emptied_kv_store.client()
     table_id, _ = _three_snapshots(client)
     ref = SnapshotRef(table_id=table_id, bucket=0, snapshot_id=3)
     assert client.acquire_lease("job", epoch=5, duration_ms=60_000, snapshots=[ref]).epoch == 5
@@ -113,8 +117,8 @@ def test_lease_epoch_fencing(kv_store):
         client.drop_lease("job", epoch=7)
 
 
-def test_lake_report_epoch_fencing(kv_store):
-    client = kv_store.client()
+def test_lake_report_epoch_fencing(emptied_kv_store):
+    client = emptied_kv_store.client()
     info = client.create_table(orders_spec(num_buckets=2))
     client.upsert("orders", [{"id": i, "amount": 1.0} for i in range(10)])
     ends = {b.bucket: b.log_end_offset for b in client.log_info("orders").buckets}
@@ -137,8 +141,8 @@ def test_lake_report_epoch_fencing(kv_store):
     assert not isinstance(stale_table.value, FencedEpochError)
 
 
-def test_a_lake_report_of_another_job_is_refused_and_the_holders_report_stays(kv_store):
-    client = kv_store.client()
+def test_a_lake_report_of_another_job_is_refused_and_the_holders_report_stays(emptied_kv_store):
+    client = emptied_kv_store.client()
     info = client.create_table(orders_spec(num_buckets=2))
     client.upsert("orders", [{"id": i, "amount": 1.0} for i in range(10)])
     ends = {str(b.bucket): b.log_end_offset for b in client.log_info("orders").buckets}
@@ -148,7 +152,7 @@ def test_a_lake_report_of_another_job_is_refused_and_the_holders_report_stays(kv
 
     client.report_lake("orders", report(None, 1, 1))  # an older client's report: as it always was
     assert client.get_lake("orders") == report(None, 1, 1) and client.logs()["orders"].lake_job is None
-    lake_url = f"{kv_store.url}/v1/tables/orders/lake"
+    lake_url = f"{emptied_kv_store.url}/v1/tables/orders/lake"
     assert "job" not in requests.get(lake_url, timeout=10).json(), "what an older client's strict model reads"
     client.report_lake("orders", report("first", 7, 2))  # a job naming itself takes an unnamed report on
     # another job's epochs are its own: a lower one is no zombie, a higher one no newer leader

@@ -13,6 +13,12 @@ from tiering.kvstore.reference import ReferenceStore
 pytestmark = pytest.mark.integration
 
 
+@pytest.fixture
+def kv_store(emptied_kv_store):
+    """The module's cases share one store, emptied of tables and leases before each."""
+    return emptied_kv_store
+
+
 def _rows(first: int, count: int) -> list[dict]:
     return [{"id": i, "amount": i / 2, "note": f"n{i}"} for i in range(first, first + count)]
 

@@ -21,6 +21,12 @@ from tiering.errors import BadRequestError, TableNotFoundError
 pytestmark = pytest.mark.integration
 
 
+@pytest.fixture
+def kv_store(emptied_kv_store):
+    """The module's cases share one store, emptied of tables and leases before each."""
+    return emptied_kv_store
+
+
 def _snapshot_rows(client, table: str) -> dict[int, dict]:
     snapshots = client.take_snapshots(table).buckets
     data = pa.concat_tables(pq.read_table(f) for s in snapshots for f in s.files)

@@ -13,6 +13,12 @@ from tiering.kvstore.models import BucketRef, LakeReport, SnapshotRef, TableEpoc
 pytestmark = pytest.mark.integration
 
 
+@pytest.fixture
+def kv_store(emptied_kv_store):
+    """The module's cases share one store, emptied of tables and leases before each."""
+    return emptied_kv_store
+
+
 def _setup(client):
     info = client.create_table(orders_spec(num_buckets=2))
     client.upsert("orders", [{"id": i, "amount": 1.0} for i in range(10)])

@@ -33,6 +33,12 @@ pytestmark = pytest.mark.integration
 
 
 @pytest.fixture
+def kv_store(emptied_kv_store):
+    """The module's cases share one store, emptied of tables and leases before each."""
+    return emptied_kv_store
+
+
+@pytest.fixture
 def conf(kv_store, zk_hosts, unique_job, tmp_path) -> Path:
     return write_conf(
         tmp_path / "tiering.toml",

@@ -23,6 +23,12 @@ from tiering.state.lease_file import load_or_create_lease_id
 pytestmark = pytest.mark.integration
 
 
+@pytest.fixture
+def kv_store(emptied_kv_store):
+    """The module's cases share one store, emptied of tables and leases before each."""
+    return emptied_kv_store
+
+
 def run_available_now(spark, config, epoch: int = 1):
     return TieringJob(spark, TermContext.begin(config, epoch)).run()
 
