@@ -19,10 +19,10 @@ pytestmark = pytest.mark.integration
 
 
 def superseded() -> None:
-    raise LeadershipLostError("epoch 1 superseded by epoch 2 (test fence)", epoch=1)
+    raise LeadershipLostError("epoch 1 superseded by epoch 2 (a term check of the test)", epoch=1)
 
 
-def test_a_query_stopped_by_its_fence_fails_run_with_a_tiering_error(spark, kv_store, tmp_path):
+def test_a_query_stopped_by_its_term_check_fails_run_with_a_tiering_error(spark, kv_store, tmp_path):
     orders = TableOracle(kv_store.client(), "orders", num_buckets=2)
     orders.upsert(range(20))
     config = make_config(tmp_path, kv_store.url, "127.0.0.1:1")
@@ -30,4 +30,4 @@ def test_a_query_stopped_by_its_fence_fails_run_with_a_tiering_error(spark, kv_s
 
     with pytest.raises(TieringError, match="superseded"):
         job.run(poll_s=30.0)  # the failure lands while run() waits in awaitTermination
-    assert not (tmp_path / "lake" / "orders" / "_delta_log").exists(), "nothing committed past the fence"
+    assert not (tmp_path / "lake" / "orders" / "_delta_log").exists(), "nothing committed once the term ended"
