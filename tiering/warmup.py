@@ -6,7 +6,10 @@ deltalake, the bucket writer) only once the round's planning is done, although t
 idle through the seconds the query took to start. :func:`warm_executors` runs one tiny job in a
 background thread while the driver starts the query: each task imports what a round's task
 imports, and Spark keeps the worker for the next task (``spark.python.worker.reuse``, on by
-default), so the round's tasks find it started.
+default), so the round's tasks find it started. A store whose reader keeps something per worker (Fluss's:
+a gateway JVM, started cold) is handed in as ``prepare``, which each task also runs: the caller
+passes a callable that, unpickled in the worker, is the same per-process object the round's tasks
+unpickle, so they find it started too.
 
 A warm-up is an optimisation only: it reads and writes nothing, and a failure (an executor lost,
 the context stopped while it runs) is logged and forgotten; the round then starts its workers
@@ -19,7 +22,7 @@ from __future__ import annotations
 import importlib
 import logging
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 log = logging.getLogger(__name__)
 
@@ -31,23 +34,33 @@ EXECUTOR_MODULES = ("tiering.lake.buckets.schedule",)
 JOB_DESCRIPTION = "kv-tiering: start the executors' Python workers"
 
 
-def import_modules(partition: Iterable[int]) -> Iterator[int]:
-    """A warm-up task (executor side): import the round's modules in this Python worker."""
+#: What a warm-up task runs in its Python worker besides the imports (see :func:`warm_executors`)
+Prepare = Callable[[], object]
+
+
+def import_modules(partition: Iterable[int], prepare: Prepare | None = None) -> Iterator[int]:
+    """A warm-up task (executor side): import the round's modules in this Python worker, then run
+    ``prepare``."""
     for name in EXECUTOR_MODULES:
         importlib.import_module(name)
+    if prepare is not None:
+        prepare()
     yield from partition
 
 
-def warm_executors(spark) -> threading.Thread:
+def warm_executors(spark, prepare: Prepare | None = None) -> threading.Thread:
     """Start, in a daemon thread, one task per core of the cluster that imports the round's
-    executor modules; returns the thread (nothing waits for it)."""
+    executor modules and runs ``prepare`` (a picklable callable: what the round's reads would
+    otherwise start in each worker; it must read and write nothing); returns the thread (nothing
+    waits for it)."""
 
     def run() -> None:
         try:
             context = spark.sparkContext
             context.setJobDescription(JOB_DESCRIPTION)  # a thread-local property: this thread's jobs only
             slices = max(1, context.defaultParallelism)
-            context.parallelize(range(slices), slices).mapPartitions(import_modules).count()
+            tasks = context.parallelize(range(slices), slices)
+            tasks.mapPartitions(lambda partition: import_modules(partition, prepare)).count()
         except Exception as e:  # an optimisation only: the round starts its workers itself
             log.debug("executors' Python workers not warmed up: %s", e)
 

@@ -398,6 +398,17 @@ class FlussBucketReader(_Connections):
     def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
         return _process_reader, (self.bootstrap_servers, self.database, self.client_jar, tuple(self.options.items()))
 
+    def warm(self) -> None:
+        """Start this reader's gateway JVM and load the classes a snapshot read uses (our writer's,
+        fluss-client's snapshot scanner, its shaded Arrow, RocksDB with its native library): called
+        in an executor's Python worker before a round, on the process's reader, it leaves that
+        round's first read in the worker nothing to start. It asks the cluster nothing (no data, no
+        lease: the client connects on its first call), so a cluster that is down cannot hold it."""
+        java = self.java
+        loader = java.jvm.java.lang.Thread.currentThread().getContextClassLoader()
+        for name in _SNAPSHOT_READ_CLASSES:
+            java.jvm.java.lang.Class.forName(name, True, loader)
+
     def changelog(self, table: StoreTable, bucket: int, start: int, end: int) -> Iterator[pa.RecordBatch]:
         """A batch per poll of the bucket's log scanner; ``-U`` records left out."""
         if start >= end:
@@ -425,6 +436,17 @@ class FlussBucketReader(_Connections):
         (:mod:`tiering.fluss.snapshot_arrow`): never a py4j call per row."""
         yield from snapshot_batches(self.java, self.database, table, ref)
 
+
+#: what a bucket snapshot's first read loads, in the order it does (RocksDB's static initialiser
+#: loads its native library): :meth:`FlussBucketReader.warm` loads them ahead of it
+_SNAPSHOT_READ_CLASSES = (
+    "kvtiering.fluss.snapshot.ArrowSnapshotWriter",
+    "kvtiering.fluss.snapshot.ArrowRows",
+    "org.apache.fluss.client.table.scanner.batch.KvSnapshotBatchScanner",
+    "org.apache.fluss.shaded.arrow.org.apache.arrow.memory.RootAllocator",
+    "org.apache.fluss.shaded.arrow.org.apache.arrow.vector.ipc.ArrowFileWriter",
+    "org.rocksdb.RocksDB",
+)
 
 #: the readers unpickled in this process, by what they were made with: kept for the process's life
 _READERS: dict[tuple[Any, ...], FlussBucketReader] = {}

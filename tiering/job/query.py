@@ -45,7 +45,7 @@ from tiering.round.table_states import TableFailure
 from tiering.source import ADMISSION_CONTROL, CONTEXT_OPTION, KvTieringDataSource
 from tiering.state.checkpoint_check import check_checkpoint
 from tiering.state.offset_log import replayed_offset
-from tiering.warmup import warm_executors
+from tiering.warmup import Prepare, warm_executors
 
 if TYPE_CHECKING:
     from tiering.coord.ownership import OwnedTables
@@ -126,7 +126,7 @@ class TieringJob:
 
         config = self.context.config
         if config.lake.writer == "delta-rs":  # its executors write with Python; delta-spark's in the JVM
-            warm_executors(self.spark)  # beside the query's start, which leaves the executors idle
+            warm_executors(self.spark, self._reader_warm_up())  # beside the query's start: executors idle
         self.spark.conf.set(*CHECKPOINT_FILE_MANAGER)
         use_checkpoint_store(self.spark, self._checkpoint)
         if self.spark.conf.get(PROGRESS_RETENTION[0], None) is None:
@@ -173,6 +173,17 @@ class TieringJob:
             "availableNow" if config.trigger.available_now else f"every {config.trigger.interval_s}s",
         )
         return self._query
+
+    def _reader_warm_up(self) -> Prepare | None:
+        """What a Fluss job's warmed Python workers also start: the bucket reader's gateway JVM,
+        the one the round's tasks there find (a reader unpickled is the worker's reader of the
+        database); None for a store whose reader keeps nothing per worker."""
+        if self.context.config.kvstore.kind != "fluss":
+            return None
+        from tiering.fluss.store import FlussBucketReader
+
+        reader = self.store.bucket_reader()
+        return reader.warm if isinstance(reader, FlussBucketReader) else None
 
     def _take_over_lease(self) -> None:
         """The kept lease at the term's start: claimed with this term's epoch (off when the store
