@@ -49,7 +49,7 @@ from benchmarks.common import load_table, rows, run_mode, run_service, service_c
 from benchmarks.merge_baseline import ChangelogRounds
 from tiering.conf.defaults import DEFAULT_COMPRESSION
 from tiering.conf.model import Compression
-from tiering.lake.compression import delta_rs_properties
+from tiering.writers.compression import delta_rs_properties
 
 #: Keys a measured round changes.
 CHANGED_KEYS = 1000

@@ -57,7 +57,7 @@ _NOT_OUTSIDE = frozenset({"addBatch", "triggerExecution"})
 def bench_changelog(args, work: Path, store) -> dict:
     from tiering.delta_log.lake import Lake
     from tiering.enumerator.positions import LakePosition
-    from tiering.lake.compression import delta_rs_properties
+    from tiering.writers.compression import delta_rs_properties
 
     client = store.client(timeout_s=600)
     wakeups = [wakeup_ms(client)]

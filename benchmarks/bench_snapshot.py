@@ -82,7 +82,7 @@ def baseline_copy(snapshots, lake, name: str) -> float:
     writes them partitioned by ``__bucket`` into ``name`` under the same lake, in one commit."""
     from deltalake import write_deltalake
 
-    from tiering.lake.buckets import file_schema
+    from tiering.writers.buckets import file_schema
 
     schema = file_schema(table_info(len(snapshots.buckets))).append(pa.field("__bucket", pa.int32()))
 

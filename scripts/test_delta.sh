@@ -25,7 +25,7 @@ DESELECT=(
   "$pipeline/test_schema_evolution.py::test_a_change_the_lake_cannot_follow_fails_that_table_only[delta-rs-driver-other-type]"
   "$pipeline/test_schema_evolution.py::test_a_change_the_lake_cannot_follow_fails_that_table_only[delta-rs-driver-dropped-column]"
 )
-SELECTION=(-m delta_jars tests/integration/lake "$pipeline" tests/integration/test_class_archive.py
+SELECTION=(-m delta_jars tests/integration/writers "$pipeline" tests/integration/test_class_archive.py
   "${DESELECT[@]/#/--deselect=}")
 [ "$#" -eq 0 ] && set -- "${SELECTION[@]}"
 echo "test_delta: pyspark $("$VENV/bin/python" -c 'import pyspark; print(pyspark.__version__)'), $(ls "$JARS" | wc -l) Delta jars"

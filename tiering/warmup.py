@@ -26,9 +26,9 @@ from collections.abc import Callable, Iterable, Iterator
 
 log = logging.getLogger(__name__)
 
-#: What a round's executor task imports (:func:`tiering.lake.executor_writes.run_bucket_tasks`
-#: runs :func:`tiering.lake.buckets.schedule.run_tasks`).
-EXECUTOR_MODULES = ("tiering.lake.buckets.schedule",)
+#: What a round's executor task imports (:func:`tiering.writers.executor_writes.run_bucket_tasks`
+#: runs :func:`tiering.writers.buckets.schedule.run_tasks`).
+EXECUTOR_MODULES = ("tiering.writers.buckets.schedule",)
 
 #: Shown for the warm-up's job in Spark's UI and event log.
 JOB_DESCRIPTION = "kv-tiering: start the executors' Python workers"

@@ -25,11 +25,11 @@ from tiering.kvstore.client import KvStoreClient
 from tiering.kvstore.contract import SnapshotRef
 from tiering.kvstore.models import TableSpec
 from tiering.kvstore.reference import ReferenceStore
-from tiering.lake.round_writer import TableCommit
 from tiering.observability import RoundObserver, TieringMetrics
 from tiering.round.health import TableHealth
 from tiering.round.outcome import RoundOutcome
 from tiering.round.table_states import FailureCause, TableFailure, TableState
+from tiering.writers.round_writer import TableCommit
 
 pytestmark = pytest.mark.integration
 

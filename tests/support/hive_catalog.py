@@ -32,8 +32,8 @@ from tests.support.writers import JOB, ORDERS, commit, row
 from tiering.conf.model import LakeConfig
 from tiering.delta_log.lake import Lake
 from tiering.enumerator.splits import LogSplit, SnapshotSplit
-from tiering.lake.catalog import TableCatalog
-from tiering.lake.writers import make_round_writer
+from tiering.writers.catalog import TableCatalog
+from tiering.writers.choice import make_round_writer
 
 #: The line prefix of a process's result.
 RESULT = "hive-catalog-result: "

@@ -16,7 +16,7 @@ from tiering.conf.defaults import DEFAULT_DRIVER_MAX_CHANGES
 from tiering.delta_log.lake import Lake
 from tiering.enumerator.splits import sort_key
 from tiering.errors import ConfigError
-from tiering.lake.delta_jars import check_delta_jars
+from tiering.writers.delta_jars import check_delta_jars
 
 #: Every writer, by data path: (id, driver_max_changes for delta-rs).
 WRITERS = [

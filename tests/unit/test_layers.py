@@ -30,7 +30,7 @@ ROWS: tuple[tuple[str, ...], ...] = (
     ("cli.py", "submit.py", "jobs/", "resources/"),
     ("job/", "warmup.py", "demo/"),
     ("round/",),
-    ("source.py", "lake/", "observability.py", "ops/"),
+    ("source.py", "writers/", "observability.py", "ops/"),
     ("context.py",),
     ("coord/", "delta_log/", "lease/", "state/", "enumerator/"),
     ("objectstore/",),
@@ -51,7 +51,7 @@ UPWARD: Mapping[tuple[str, str], str] = {
 #: DESIGN §2: the stores' row imports the bottom row alone, and fluss/ kvstore/ (its seam, its retry policy).
 STORES_IMPORT = {"kvstore/": ("kvstore/",), "fluss/": ("fluss/", "kvstore/")}
 
-#: Modules below source.py and lake/ that read pyspark's package (a file in it, its version), never
+#: Modules below source.py and writers/ that read pyspark's package (a file in it, its version), never
 #: its API: the planning process and ``tiering status`` run without a JVM (DESIGN §2).
 PYSPARK_READERS: Mapping[str, str] = {
     "tiering.coord.embedded": "the ZooKeeper jars pyspark ships",
@@ -60,7 +60,7 @@ PYSPARK_READERS: Mapping[str, str] = {
 
 #: DESIGN §3's store seam: these units reach a KV store only through it, in store-neutral values
 #: (a second store is a second implementation of the seam, never a second job).
-SEAM_USERS = ("lake/", "delta_log/", "coord/", "enumerator/", "lease/")
+SEAM_USERS = ("writers/", "delta_log/", "coord/", "enumerator/", "lease/")
 #: Modules of other units held to the same rule: the round's committer and its deferred reports (the
 #: resync, a reference-store command, still takes the client).
 SEAM_MODULES = ("tiering.round.committer", "tiering.round.deferred")
@@ -222,7 +222,7 @@ def test_nothing_below_the_source_and_the_writers_imports_pyspark():
     found = sorted(
         m for m in _graph() if _row(_unit(m)) >= below and "pyspark" in _external(m) and m not in PYSPARK_READERS
     )
-    assert not found, f"pyspark imported below source.py and lake/ (docs/DESIGN.md §2): {found}"
+    assert not found, f"pyspark imported below source.py and writers/ (docs/DESIGN.md §2): {found}"
     assert [m for m in PYSPARK_READERS if "pyspark" not in _external(m)] == [], "a named reader no longer reads it"
 
 
@@ -260,7 +260,7 @@ def test_each_named_upward_edge_exists_and_status_reaches_no_writer():
     while frontier:
         reached |= frontier
         frontier = {m for v in frontier for m in graph[v]} - reached
-    assert sorted(m for m in reached if _unit(m) == "lake/" or "pyspark" in _external(m)) == []
+    assert sorted(m for m in reached if _unit(m) == "writers/" or "pyspark" in _external(m)) == []
 
 
 def _reach(graph: Mapping[str, frozenset[str]], start: str) -> set[str]:
@@ -296,14 +296,14 @@ def test_an_import_inside_a_function_and_a_relative_one_are_read(tmp_path: Path)
         "    from tiering.kvstore.server import rows\n"
         "    import tiering.delta_log.lake\n"
     )
-    modules = dict.fromkeys(["tiering.lake.catalog", "tiering.kvstore.server.rows"], tmp_path)
-    assert sorted(_imported("tiering.lake.merge", source, modules)) == [
+    modules = dict.fromkeys(["tiering.writers.catalog", "tiering.kvstore.server.rows"], tmp_path)
+    assert sorted(_imported("tiering.writers.merge", source, modules)) == [
         "tiering.delta_log.lake",
         "tiering.errors",
         "tiering.kvstore.server",
         "tiering.kvstore.server.rows",
-        "tiering.lake",
-        "tiering.lake.catalog",
+        "tiering.writers",
+        "tiering.writers.catalog",
     ]
 
 

@@ -7,8 +7,8 @@ import pickle
 
 import pytest
 
-from tiering.lake import executor_writes
 from tiering.warmup import EXECUTOR_MODULES, import_modules
+from tiering.writers import executor_writes
 
 pytestmark = pytest.mark.unit
 

@@ -45,7 +45,7 @@ MAINTENANCE_KEY = "kvTieringMaintenance"
 #: Prefix of the table properties that fence a writer's older epochs: ``kvTiering.fenceEpoch.<writer>``
 #: (:func:`fence_property`). Setting one is a metadata change, which every concurrent Delta commit
 #: conflicts with: a stale writer's round prepared before it cannot land on top of a compaction
-#: (``tiering.lake.maintenance``) or of a group member's first round (``tiering.lake.table_fence``).
+#: (``tiering.writers.maintenance``) or of a group member's first round (``tiering.writers.table_fence``).
 _FENCE_PROPERTY_PREFIX = "kvTiering.fenceEpoch."
 #: Delta's table property of its checkpoint interval (set by maintenance, read by the round
 #: commits' hooks), and delta-rs's default for a table without it.

@@ -25,9 +25,9 @@ from tiering.errors import CoordinationError, TableNotFoundError, TieringError, 
 from tiering.job.leader import lead
 from tiering.job.spark_session import build_spark
 from tiering.job.tables import included_tables
-from tiering.lake.maintenance import LakeMaintainer, MaintenancePass
 from tiering.lease.job_lease import JobLease, LeaseRenewer
 from tiering.round.committer import other_job
+from tiering.writers.maintenance import LakeMaintainer, MaintenancePass
 
 if TYPE_CHECKING:
     from tiering.coord.leader import LeaderTerm
@@ -81,9 +81,9 @@ def resync_as_leader(config: TieringConfig, table: str, *, wait_s: float = 5.0) 
     tiers (its lake report is that job's) a ``ConflictError`` naming it, a driver leading the
     job a :class:`TieringError`: all before anything is written."""
     from tiering.kvstore.reference import ReferenceStore, store_table
-    from tiering.lake.writers import make_round_writer
     from tiering.round.resync import resync_table
     from tiering.state.lease_file import new_lease_id
+    from tiering.writers.choice import make_round_writer
 
     _outside_a_group(config, "resync")
     job = config.job.name

@@ -18,7 +18,7 @@ Failure modes:
 - lake hygiene: the term maintains the tables after every ``maintenance.every_rounds``-th round,
   in the round loop's thread, so never beside a round commit of its own; the rounds' committed
   tables are handed to the term's maintainer, whose passes skip the tables no round changed
-  since its last (:mod:`tiering.lake.maintenance`).
+  since its last (:mod:`tiering.writers.maintenance`).
 """
 
 from __future__ import annotations
@@ -35,7 +35,6 @@ from tiering.enumerator.splits import SnapshotSplit
 from tiering.errors import CheckpointError, NotLeaderError, TieringError
 from tiering.job.spark_session import CHECKPOINT_FILE_MANAGER, PROGRESS_RETENTION, use_checkpoint_store
 from tiering.job.tables import included_tables
-from tiering.lake.maintenance import LakeMaintainer
 from tiering.lease.holds import SnapshotHolds
 from tiering.lease.job_lease import JobLease, LeaseRenewer
 from tiering.round.committer import RoundCommitter
@@ -46,6 +45,7 @@ from tiering.source import ADMISSION_CONTROL, CONTEXT_OPTION, KvTieringDataSourc
 from tiering.state.checkpoint_check import check_checkpoint
 from tiering.state.offset_log import replayed_offset
 from tiering.warmup import Prepare, warm_executors
+from tiering.writers.maintenance import LakeMaintainer
 
 if TYPE_CHECKING:
     from tiering.coord.ownership import OwnedTables
@@ -122,7 +122,7 @@ class TieringJob:
 
     def start(self):
         """Start the streaming query (and the lease renewer); returns Spark's StreamingQuery."""
-        from tiering.lake.writers import make_round_writer
+        from tiering.writers.choice import make_round_writer
 
         config = self.context.config
         if config.lake.writer == "delta-rs":  # its executors write with Python; delta-spark's in the JVM

@@ -51,7 +51,7 @@ Failure modes and what happens:
   deferred or failed (the table counts as committed). A group's
   rounds commit under the group's name with the table's epoch (``TermContext.writer_id``), so
   that the txn versions order every owner's commits, and a member's first round of a table it was
-  given raises the table's fence to its table epoch first (:mod:`tiering.lake.table_fence`), so that
+  given raises the table's fence to its table epoch first (:mod:`tiering.writers.table_fence`), so that
   a commit the old owner prepared before fails; a table that fails in any other way after the
   leader gave it away (its first commit, which creates the Delta table, losing version 0 to the
   new owner's) failed because it moved, and fails with cause ``moved`` too;
@@ -105,15 +105,15 @@ from tiering.kvstore.contract import (
     StoreTable,
     TableClaims,
 )
-from tiering.lake.buckets import BucketResult
-from tiering.lake.round_writer import RoundWriter, TableCommit
-from tiering.lake.table_fence import fence_table
 from tiering.lease.holds import SnapshotHolds
 from tiering.round.batch_splits import batch_splits
 from tiering.round.deferred import DeferredEnds
 from tiering.round.outcome import RoundOutcome
 from tiering.round.table_round import TableRound
 from tiering.round.table_states import FailureCause, TableState
+from tiering.writers.buckets import BucketResult
+from tiering.writers.round_writer import RoundWriter, TableCommit
+from tiering.writers.table_fence import fence_table
 
 __all__ = ["RoundCommitter", "other_job"]
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from tiering.lake.round_writer import TableCommit
 from tiering.round.health import TableHealth
 from tiering.round.table_states import TableFailure
+from tiering.writers.round_writer import TableCommit
 
 __all__ = ["RoundOutcome"]
 

@@ -40,8 +40,8 @@ from tiering.kvstore.client import KvStoreClient
 from tiering.kvstore.contract import SnapshotRef, StoreTable
 from tiering.kvstore.models import LakeReport, LogRange, Snapshot
 from tiering.kvstore.reference import bucket_log
-from tiering.lake.round_writer import RoundWriter, TableCommit
 from tiering.lease.job_lease import JobLease
+from tiering.writers.round_writer import RoundWriter, TableCommit
 
 __all__ = ["ResyncError", "TableResync", "resync_table"]
 

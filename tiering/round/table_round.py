@@ -17,8 +17,8 @@ from tiering.delta_log.lake import LakeTable
 from tiering.enumerator.positions import LakePosition
 from tiering.enumerator.splits import SnapshotSplit, Split
 from tiering.errors import RoundStateError
-from tiering.lake.round_writer import PreparedRound, TableCommit, WrittenRound
 from tiering.round.table_states import NEXT_STATES, TableFailure, TableState
+from tiering.writers.round_writer import PreparedRound, TableCommit, WrittenRound
 
 __all__ = ["TableRound"]
 

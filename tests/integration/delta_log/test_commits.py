@@ -13,7 +13,7 @@ from tiering.delta_log.commits import commit_metadata, round_commit_at
 from tiering.delta_log.lake import Lake
 from tiering.delta_log.layout import txn_version
 from tiering.enumerator.positions import LakePosition
-from tiering.lake.round_writer import post_commit
+from tiering.writers.round_writer import post_commit
 
 pytestmark = pytest.mark.integration
 

@@ -19,9 +19,9 @@ from tests.integration.objectstore.conftest import RefusingS3
 from tests.support.store_files import write_snapshot
 from tests.support.tables import kv_table
 from tiering.errors import ObjectWriteError
-from tiering.lake.bucket_plan import BucketBase, BucketPlan
-from tiering.lake.buckets import BucketTask, run_task, write_bucket
 from tiering.objectstore.object_store import ObjectStore
+from tiering.writers.bucket_plan import BucketBase, BucketPlan
+from tiering.writers.buckets import BucketTask, run_task, write_bucket
 
 pytestmark = pytest.mark.integration
 

@@ -25,9 +25,9 @@ from tiering.delta_log.lake import Lake
 from tiering.delta_log.layout import app_id, epoch_round
 from tiering.errors import UsageError
 from tiering.job import maintain_as_leader, run_as_leader
-from tiering.lake.table_fence import fence_table
 from tiering.ops.status import job_status
 from tiering.round.table_states import FailureCause
+from tiering.writers.table_fence import fence_table
 
 pytestmark = pytest.mark.integration
 

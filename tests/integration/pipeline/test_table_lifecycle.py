@@ -21,10 +21,10 @@ from tests.support.oracle import TableOracle, assert_lake_equals, lake_rows
 from tiering.cli import EXIT_OK, EXIT_TABLES_FAILING
 from tiering.context import TermContext
 from tiering.job import TieringJob
-from tiering.lake.round_writer import RoundWriter
 from tiering.round.health import read_health
 from tiering.round.outcome import RoundOutcome
 from tiering.round.table_states import FailureCause
+from tiering.writers.round_writer import RoundWriter
 
 pytestmark = pytest.mark.integration
 

@@ -22,12 +22,12 @@ from tests.support.waiting import wait_until
 from tiering.conf.loader import load_config
 from tiering.context import TermContext
 from tiering.enumerator.splits import LogSplit, SnapshotSplit, Split
-from tiering.lake.writers import make_round_writer
 from tiering.lease.holds import SnapshotHolds
 from tiering.lease.job_lease import JobLease
 from tiering.round.committer import RoundCommitter
 from tiering.round.outcome import RoundOutcome
 from tiering.state.offset import TieringOffset
+from tiering.writers.choice import make_round_writer
 
 pytestmark = pytest.mark.integration
 

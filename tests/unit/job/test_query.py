@@ -12,9 +12,9 @@ from tests.unit.job.catalog import Catalog
 from tiering.conf.loader import load_config
 from tiering.context import TermContext
 from tiering.job.query import JobResult, TieringJob, _let_trigger_end
-from tiering.lake.maintenance import LakeMaintainer
-from tiering.lake.round_writer import TableCommit
 from tiering.round.outcome import RoundOutcome
+from tiering.writers.maintenance import LakeMaintainer
+from tiering.writers.round_writer import TableCommit
 
 pytestmark = pytest.mark.unit
 

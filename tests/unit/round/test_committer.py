@@ -28,13 +28,13 @@ from tiering.errors import (
     TableNotFoundError,
 )
 from tiering.kvstore.contract import LakeProgress, SnapshotRef, StoreTable, TableClaims, TableLog
-from tiering.lake.round_writer import TableCommit, WritePath
 from tiering.lease.holds import SnapshotHolds
 from tiering.round.committer import RoundCommitter, other_job
 from tiering.round.outcome import RoundOutcome
 from tiering.round.table_round import TableRound
 from tiering.round.table_states import FailureCause, TableFailure, TableState
 from tiering.state.offset import TieringOffset
+from tiering.writers.round_writer import TableCommit, WritePath
 
 pytestmark = pytest.mark.unit
 
