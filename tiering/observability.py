@@ -382,14 +382,14 @@ class RoundObserver:
                 m.leased.labels(self.job, table).set(leased)
             m.freshness.track(self.job, table, LakePosition(commit.table_id, commit.positions), self._planning)
             log.info(
-                "job=%s round=%d table=%s table_id=%d status=%s snapshot_buckets=%d log_buckets=%d "
+                "job=%s round=%d table=%s status=%s table_id=%d snapshot_buckets=%d log_buckets=%d "
                 "changes=%d rows_written=%d written_by=%s offsets=%s lag=%s delta_version=%d epoch=%d lease=%s "
                 "leased_snapshots=%s",
                 self.job,
                 outcome.round_id,
                 table,
-                commit.table_id,
                 "skipped" if commit.skipped else "committed",
+                commit.table_id,
                 len(commit.bootstrap_buckets),
                 len(commit.log_buckets),
                 commit.rows_in,

@@ -107,7 +107,7 @@ def test_a_round_logs_one_line_per_table_and_sets_the_metrics(tmp_path, caplog, 
 
     lines = [r.getMessage() for r in caplog.records if r.name == "tiering.progress"]
     assert lines == [
-        f"job=obs-job round=42 table=orders table_id={info.table_id} status=committed snapshot_buckets=1 "
+        f"job=obs-job round=42 table=orders status=committed table_id={info.table_id} snapshot_buckets=1 "
         "log_buckets=2 changes=250 rows_written=900 written_by=executors offsets={0: 120, 1: 80} lag=15 "
         "delta_version=7 epoch=5 lease=obs-job-lease leased_snapshots=2",
         "job=obs-job round=42 table=users status=failed cause=commit state=written epoch=5 lease=obs-job-lease "
