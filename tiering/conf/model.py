@@ -115,6 +115,33 @@ class JobConfig(_Section):
         None,
         label="name matching [A-Za-z0-9._-]+",
     )
+    group_members: int | None = setting(
+        "How many members the group runs (`group` set): a member's first assignment waits until "
+        "that many have joined, then takes its share at once (at most `group_start_wait_s`). "
+        "Members started together (Airflow tasks, spark-submits) join seconds apart, each once its "
+        "query has started; at a new group's first start no table has an owner to wait for, and "
+        "without it the first to join takes every table and hands the rest back as the others "
+        "join, each move a table epoch bump and a Delta fence commit. Unset: the first assignment "
+        "waits for the jobs that owned the tables before and for a membership quiet for a fifth of "
+        "the session timeout.",
+        None,
+        ge=1,
+    )
+    group_start_wait_s: float | None = setting(
+        "The longest a member waits for its peers (`group_members`, or the tables' previous "
+        "owners) before its first assignment, in seconds; then it takes its share of the members "
+        "present. Set it above the spread of the members' starts (their JVMs and queries "
+        "starting). Unset: the ZooKeeper session timeout (the server's grant).",
+        None,
+        gt=0,
+    )
+
+    @model_validator(mode="after")
+    def _group_keys_need_a_group(self) -> JobConfig:
+        for key in ("group_members", "group_start_wait_s"):
+            if getattr(self, key) is not None and self.group is None:
+                raise ValueError(f"{key}: set without job.group; expected a group name in job.group, or no {key}")
+        return self
 
     @field_validator("checkpoint")
     @classmethod

@@ -75,28 +75,28 @@ class GroupRebalancer:
         return self
 
     def _settle(self, grace: StartGrace) -> None:
-        """Wait until the members expected (the tables' owners so far, and this one) have joined
-        and the membership is quiet, or the grace's end."""
-        expected = self._member.owners(self._tables()) | {self._member.job}
+        """Wait until the grace says to assign: the members it knows of have joined (the count
+        configured, else the tables' owners so far and a quiet membership), or its end."""
+        expected = self._member.owners(self._tables())
         joined = changed = time.monotonic()
         members = set(self._member.members())
         while True:
             now = time.monotonic()
-            wait = grace.remaining(waited_s=now - joined, quiet_s=now - changed, members=members, expected=expected)
-            if wait <= 0:
+            wait = grace.wait(waited_s=now - joined, quiet_s=now - changed, members=members, expected=expected)
+            if wait.s <= 0:
                 break
-            self._member.changed.wait(wait)
+            self._member.changed.wait(wait.s)
             self._member.changed.clear()
             seen = set(self._member.members())
             if seen != members:
                 members, changed = seen, time.monotonic()
         log.info(
-            "job=%s group=%s: first assignment after a start grace of %.1fs, members %s%s",
+            "job=%s group=%s: first assignment after a start grace of %.1fs, members %s: %s",
             self._member.job,
             self._member.group,
             time.monotonic() - joined,
             sorted(members),
-            f" (not joined: {sorted(expected - members)})" if not expected <= members else "",
+            wait.why,
         )
 
     def _rebalance(self) -> None:

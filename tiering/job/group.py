@@ -42,7 +42,9 @@ def group_member(config: TieringConfig, group: str, term, store: StoreCatalog) -
     member = GroupMember(term.zk, group, config.job.name, term.granted, config.tables)
     member.check_selection()
     every_s = max(config.trigger.interval_s, 1.0)
-    grace = StartGrace.of_session(term.session_timeout_s)  # the server's, which peers' sessions expire by
+    grace = StartGrace.of_session(  # the server's timeout, which peers' sessions expire by
+        term.session_timeout_s, members=config.job.group_members, max_s=config.job.group_start_wait_s
+    )
     return GroupRebalancer(
         member,
         lambda: included_tables(config, store),

@@ -113,3 +113,16 @@ def test_members_started_together_take_their_shares_without_moving_tables(sessio
     assert start_together(sessions, f"{unique_job}-g", jobs, grace, apart_s=0.3) == 0, "no table moved"
     assert time.monotonic() - begun < 4.0, "started once the membership was quiet, not at the grace's end"
     assert start_together(sessions, f"{unique_job}-h", jobs, None, apart_s=0.3) > 0, "without a grace, tables move"
+
+
+def test_a_new_group_s_members_joining_apart_wait_for_the_configured_count_instead_of_moving_tables(
+    sessions, unique_job, caplog
+):
+    jobs = [f"{unique_job}-{i}" for i in range(3)]
+    quiet = StartGrace(quiet_s=0.5, max_s=10.0)
+    assert start_together(sessions, f"{unique_job}-g", jobs, quiet, apart_s=1.5) > 0, "the first took every table"
+    counted = StartGrace(quiet_s=0.5, max_s=10.0, members=3)
+    with caplog.at_level("INFO", logger="tiering.coord.rebalancer"):
+        assert start_together(sessions, f"{unique_job}-h", jobs, counted, apart_s=1.5) == 0, "no table moved"
+    settled = [r.getMessage() for r in caplog.records if "first assignment" in r.getMessage()]
+    assert len(settled) == 3 and all(m.endswith("job.group_members = 3: 3 joined") for m in settled), settled

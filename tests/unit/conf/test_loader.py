@@ -352,6 +352,22 @@ def test_file_retention_below_the_safe_minimum_is_refused_naming_the_key(tmp_pat
     )
 
 
+def test_a_group_s_members_and_start_wait_load_and_are_refused_naming_the_key(tmp_path: Path) -> None:
+    grouped = MINIMAL.replace("[job]", '[job]\ngroup = "orders"\ngroup_members = 3\ngroup_start_wait_s = 90')
+    job = load_config(write(tmp_path, grouped), env={}).job
+    assert (job.group_members, job.group_start_wait_s) == (3, 90.0)
+    plain = load_config(write(tmp_path, MINIMAL), env={}).job
+    assert (plain.group_members, plain.group_start_wait_s) == (None, None)
+    path = write(tmp_path, grouped.replace("group_members = 3", "group_members = 0"))
+    assert problems(path) == [f"job.group_members ({path}): expected integer >= 1, got 0"]
+    path = write(tmp_path, grouped.replace("= 90", "= -1"))
+    assert problems(path) == [f"job.group_start_wait_s ({path}): expected number > 0, got -1"]
+    path = write(tmp_path, MINIMAL.replace("[job]", "[job]\ngroup_members = 3"))
+    assert problems(path) == [
+        f"job.group_members ({path}): set without job.group; expected a group name in job.group, or no group_members"
+    ]
+
+
 @pytest.mark.parametrize(
     "lake, message",
     [

@@ -40,7 +40,7 @@ def test_defaults_of_every_optional_key() -> None:
 
 def test_every_field_has_a_description() -> None:
     fields = [(s, k, f) for s, m in SECTIONS.items() for k, f in m.model_fields.items()]
-    assert len(fields) == 44
+    assert len(fields) == 46
     assert [f"{s}.{k}" for s, k, f in fields if not (f.description or "").strip()] == []
     assert TieringConfig.model_fields["spark"].description
 
@@ -131,7 +131,7 @@ def test_redacted_masks_set_secrets_and_nothing_prints_them() -> None:
         "client": {},
     }
     assert (data["zookeeper"]["auth_user"], data["zookeeper"]["auth_password"]) == ("u", "***")
-    assert data["job"] == {**REQUIRED["job"], "group": None}
+    assert data["job"] == {**REQUIRED["job"], "group": None, "group_members": None, "group_start_wait_s": None}
     for text in (str(data), repr(c), str(c), c.model_dump_json(), str(c.model_dump())):
         assert "s3cret-token" not in text and "pw-hunter2" not in text
     assert c.kvstore.token.get_secret_value() == "s3cret-token"
