@@ -3,7 +3,8 @@ over twelve tables and one lake, a KV store taking writes the whole time, an emb
 (docs/DESIGN.md §7).
 
 1. every member takes a share of the tables (each table owned by one member, under a table
-   epoch), and the lake follows the store;
+   epoch), and the lake follows the store; told there are three (``job.group_members``), none
+   takes its first share before all three joined, however far apart their JVMs started;
 2. one member is SIGKILLed: its tables are taken by the others under newer table epochs and
    committed within the session timeout plus two triggers (and the time a round of the busy
    machine takes);
@@ -28,12 +29,14 @@ import json
 import signal
 import socket
 import time
+import tomllib
 from collections import Counter
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+import tomli_w
 from kazoo.client import KazooClient
 
 from tests.support.config import SPARK_LOCAL, write_conf
@@ -55,6 +58,8 @@ TRIGGER_S = 1.0
 ROUND_S = 30.0
 #: bounds for three driver JVMs starting on two busy cores; never the assertion
 START_TIMEOUT_S = 240.0
+#: the members running, the killed one's replacement included
+GROUP_SIZE = 3
 
 
 @pytest.fixture
@@ -73,7 +78,7 @@ def drivers(tmp_path: Path) -> Iterator[Callable[[Path], Driver]]:
 
 def _member(tmp_path: Path, name: str, group: str, kv_store, zk_hosts: str) -> Path:
     (tmp_path / name).mkdir()
-    return write_conf(
+    conf = write_conf(
         tmp_path / name / "tiering.toml",
         job=name,
         store_url=kv_store.url,
@@ -85,6 +90,11 @@ def _member(tmp_path: Path, name: str, group: str, kv_store, zk_hosts: str) -> P
         lease={"duration_s": 6.0, "renew": True},
         spark={**SPARK_LOCAL, "spark.master": "local[1]", "spark.driver.memory": "768m"},
     )
+    # the group's size, waited for at its start up to the bound the test waits for the JVMs
+    doc = tomllib.loads(conf.read_text())
+    doc["job"].update(group_members=GROUP_SIZE, group_start_wait_s=START_TIMEOUT_S)
+    conf.write_bytes(tomli_w.dumps(doc).encode())
+    return conf
 
 
 class _Group:
@@ -166,11 +176,19 @@ def test_members_share_the_tables_and_take_a_killed_ones_and_a_frozen_ones(
 ):
     client = kv_store.client()
     tables = _tables(client, "t", 12, rows=20)
-    group = _Group(tmp_path, kv_store, zk_hosts, unique_job, drivers, 3, tables)
+    group = _Group(tmp_path, kv_store, zk_hosts, unique_job, drivers, GROUP_SIZE, tables)
     lake, names = group.lake, group.names
     try:
         with Writers(tables, key_space=60, batch=3, every_s=0.2) as writers:
             group.wait_shared()
+            for name in names:  # the start grace's one line: the count met, not its end
+                first = [
+                    line for line in group.members[name].log.read_text().splitlines() if "first assignment" in line
+                ]
+                assert len(first) == 1 and first[0].endswith(
+                    f"job.group_members = {GROUP_SIZE}: {GROUP_SIZE} joined"
+                ), first
+            print(f"tables moved at the start: {sum(o.epoch - 1 for o in group.owners().values())}")
             assert read_group(zk_hosts, group.name, []).members == sorted(names), "what `tiering status` shows"
             killed = names[0]
             lost = {t: o.epoch for t, o in group.owners().items() if o.job == killed}
