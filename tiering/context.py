@@ -80,7 +80,13 @@ def planning_store(
         from tiering.fluss.store import FlussStore
 
         servers, database = kvstore.fluss_database
-        return FlussStore(servers, database, fluss_client_jar(config.spark), options=kvstore.client)
+        return FlussStore(
+            servers,
+            database,
+            fluss_client_jar(config.spark),
+            options=kvstore.client,
+            report_lake_progress=kvstore.report_lake_progress,
+        )
     from tiering.kvstore.reference import ReferenceStore
 
     return ReferenceStore(store_client(kvstore, timeout_s, retry_deadline_s))

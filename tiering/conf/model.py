@@ -173,7 +173,7 @@ class JobConfig(_Section):
 #: another kind is refused, naming it
 _KIND_KEYS: dict[str, tuple[str, ...]] = {
     "http": ("url", "token"),
-    "fluss": ("bootstrap_servers", "database", "client"),
+    "fluss": ("bootstrap_servers", "database", "client", "report_lake_progress"),
 }
 _REQUIRED_KEYS: dict[str, tuple[str, ...]] = {"http": ("url",), "fluss": ("bootstrap_servers", "database")}
 
@@ -212,6 +212,14 @@ class KvStoreConfig(_Section):
         "and to the Python client for the options it knows.",
         {},
         label="table of strings",
+    )
+    report_lake_progress: bool = setting(
+        "kind `fluss`: after each round, tell Fluss the lake's progress per table (the Delta version "
+        "as its lake snapshot id, each bucket's log offset tiered), which Fluss then shows as the "
+        "table's lake snapshot (`getLatestLakeSnapshot`). It uses Fluss's internal coordinator calls "
+        "(those of its own tiering), not a public API: a refused report is logged and sent again next "
+        "round, never failing the round. Needs our `fluss-snapshot-source` jar on `[spark] spark.jars`.",
+        False,
     )
 
     @field_validator("url")

@@ -23,7 +23,8 @@ process that reads (an executor's Python worker starts a gateway JVM of its own,
 unpickled there is the worker's one reader of the database, so its next tasks find the JVM and
 the connections started), written there as Arrow by our writer and mapped here
 (:mod:`tiering.fluss.snapshot_arrow`). Fluss takes the lake's
-progress only through its coordinator's internal calls, so :attr:`FlussStore.lake_progress` is None.
+progress only through its coordinator's internal calls: :attr:`FlussStore.lake_progress` is None
+unless asked for (:mod:`tiering.fluss.lake_progress`).
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ from tiering.errors import (
     one_line,
 )
 from tiering.fluss.jvm import FlussJvm, java_set, long_map
+from tiering.fluss.lake_progress import FlussLakeProgress
 from tiering.fluss.snapshot_arrow import snapshot_batches
 from tiering.fluss.types import store_column
 from tiering.kvstore import retry
@@ -202,7 +204,8 @@ def _store_error(error: Any, servers: str, table: str | None) -> StoreError:
 class FlussStore(_Connections):
     """:class:`~tiering.kvstore.contract.PlanningStore` of one Fluss database. ``client_jar``:
     fluss-client, for a JVM of its own where the process has no SparkContext; ``options``: Fluss
-    client options, for the Java client and the ones pyfluss knows."""
+    client options, for the Java client and the ones pyfluss knows; ``report_lake_progress``: tell
+    Fluss the lake's progress (its internal API, ``[kvstore] report_lake_progress``)."""
 
     def __init__(
         self,
@@ -211,8 +214,10 @@ class FlussStore(_Connections):
         client_jar: Path | None = None,
         options: Mapping[str, str] | None = None,
         retrying: Retrying | None = None,
+        report_lake_progress: bool = False,
     ) -> None:
         super().__init__(bootstrap_servers, database, client_jar, options or {}, retrying)
+        self._progress = FlussLakeProgress(lambda: self.java, database) if report_lake_progress else None
         self._epochs: dict[str, int] = {}
         self._leases: dict[str, tuple[int, Any]] = {}
         #: the log tables already warned of: one warning each per process, not one per round
@@ -373,8 +378,9 @@ class FlussStore(_Connections):
         _java_call(self.java, lease.dropLease, None, lease_id)
 
     @property
-    def lake_progress(self) -> None:
-        return None
+    def lake_progress(self) -> FlussLakeProgress | None:
+        """None unless made with ``report_lake_progress``."""
+        return self._progress
 
     @property
     def files(self) -> None:

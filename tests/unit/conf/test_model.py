@@ -40,7 +40,7 @@ def test_defaults_of_every_optional_key() -> None:
 
 def test_every_field_has_a_description() -> None:
     fields = [(s, k, f) for s, m in SECTIONS.items() for k, f in m.model_fields.items()]
-    assert len(fields) == 46
+    assert len(fields) == 47
     assert [f"{s}.{k}" for s, k, f in fields if not (f.description or "").strip()] == []
     assert TieringConfig.model_fields["spark"].description
 
@@ -129,6 +129,7 @@ def test_redacted_masks_set_secrets_and_nothing_prints_them() -> None:
         "bootstrap_servers": None,
         "database": None,
         "client": {},
+        "report_lake_progress": False,
     }
     assert (data["zookeeper"]["auth_user"], data["zookeeper"]["auth_password"]) == ("u", "***")
     assert data["job"] == {**REQUIRED["job"], "group": None, "group_members": None, "group_start_wait_s": None}

@@ -280,7 +280,9 @@ class SnapshotLease(Protocol):
 @runtime_checkable
 class LakeProgressReport(Protocol):
     """Where a store takes the lake's progress (its log GC may then follow the lake). What it
-    holds reads back as :attr:`TableLog.reported`."""
+    holds reads back as :attr:`TableLog.reported` where the store keeps which job reported (the
+    reference store); Fluss's lake snapshot names no job, so its report is never read back (a
+    report there is for Fluss's side: ``reported`` stays None)."""
 
     def report(self, progress: Mapping[str, LakeProgress]) -> dict[str, StoreError | None]:
         """Store each table's ``progress`` (named by its ``job``), in one call: per table None
