@@ -27,13 +27,32 @@ member; then, while some table's move to the least loaded member would narrow th
 that narrows it most moves. Each such move lowers the sum of the squared loads, so it ends; an
 assignment already balanced moves nothing. Fewest moves is not guaranteed there (that is a
 bin-packing question); only moves that narrow the spread are made.
+
+Weights change while writers run, and members read them a moment apart: balancing on every
+difference would hand tables back and forth, each move a hand-over. So a table kept by a live owner
+moves for balance only once the group is out of balance beyond ``tolerance``: some such move would
+narrow the spread even with every weight misread by that fraction against it, the owner's other
+tables read high and the least loaded member's read low (``(1 - tolerance) * (owner's load - the
+table's weight) > (1 + tolerance) * least load``). Then every move that narrows the spread is made,
+as above, not just those back inside the tolerance; so an assignment this function made from
+scratch or moved tables for stays as it is while every weight stays within ``tolerance`` of the
+weights it read, and members whose readings each stay within 10% of the same weights (at the
+default 20%) take tables from a live member in one of their successive rebalances at most. The
+price: a group can stay that far out of balance (as within the ``slop`` of HBase's load balancer,
+20% there too). Free tables (new ones, a departed member's) are placed at once; with equal weights
+known, a group within the tolerance keeps its owners, else it is balanced by count. Every member
+must compute with the same tolerance, so it is this module's constant, not a setting.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from fractions import Fraction
 
-__all__ = ["assign"]
+__all__ = ["BALANCE_TOLERANCE", "assign"]
+
+#: how far off a table's weight may be read without a table moving for balance (module docstring)
+BALANCE_TOLERANCE = Fraction(1, 5)
 
 
 def assign(
@@ -41,21 +60,30 @@ def assign(
     members: Iterable[str],
     current: Mapping[str, str],
     weights: Mapping[str, int] | None = None,
+    tolerance: Fraction = BALANCE_TOLERANCE,
 ) -> dict[str, str]:
     """Table -> owning member for every table of ``tables`` (empty when there is no member).
 
     ``current``: table -> its owner now (an owner that is no longer a member, or a table absent
     from ``tables``, is ignored). ``weights``: table -> its weight, at least 1 (a table absent
-    weighs 1); None, or every weight the same, balances by table count. Deterministic: the answer
-    depends on the sets and the mappings, not on the order they come in.
+    weighs 1); None, or every weight the same, balances by table count. ``tolerance``, in [0, 1):
+    how far off a weight may be read without a table moving for balance (0: every imbalance a
+    move can narrow is narrowed); unused without weights. Deterministic: the answer depends on the
+    sets and the mappings, not on the order they come in.
     """
+    if not 0 <= tolerance < 1:
+        raise ValueError(f"tolerance {tolerance}: expected a fraction in [0, 1)")
     names = sorted(set(tables))
     group = sorted(set(members))
     if not group:
         return {}
     weight = {table: max(1, int((weights or {}).get(table, 1))) for table in names}
+    if weights is not None and all(current.get(table) in group for table in names):
+        owners = {table: current[table] for table in names}
+        if _narrowing_move(owners, _loads(owners, group, weight), weight, set(names), tolerance) is None:
+            return owners
     if len(set(weight.values())) > 1:
-        return _by_weight(names, group, current, weight)
+        return _by_weight(names, group, current, weight, tolerance)
     kept: dict[str, list[str]] = {member: [] for member in group}
     free: list[str] = []
     for table in names:
@@ -79,22 +107,31 @@ def assign(
     return owners
 
 
-def _by_weight(
-    names: list[str], group: list[str], current: Mapping[str, str], weight: dict[str, int]
-) -> dict[str, str]:
-    """The weighted balance: current owners kept, free tables heaviest first to the least loaded,
-    then the moves that narrow the spread (see the module's docstring)."""
-    owners = {table: current[table] for table in names if current.get(table) in group}
+def _loads(owners: Mapping[str, str], group: list[str], weight: Mapping[str, int]) -> dict[str, int]:
     load = dict.fromkeys(group, 0)
     for table, member in owners.items():
         load[member] += weight[table]
+    return load
+
+
+def _by_weight(
+    names: list[str], group: list[str], current: Mapping[str, str], weight: dict[str, int], tolerance: Fraction
+) -> dict[str, str]:
+    """The weighted balance: current owners kept, free tables heaviest first to the least loaded,
+    then the moves that narrow the spread, a kept table's only once one clears ``tolerance`` (see
+    the module's docstring)."""
+    owners = {table: current[table] for table in names if current.get(table) in group}
+    load = _loads(owners, group, weight)
     for table in sorted((t for t in names if t not in owners), key=lambda t: (-weight[t], t)):
         least = min(group, key=lambda m: (load[m], m))
         owners[table] = least
         load[least] += weight[table]
     kept = {table for table in owners if current.get(table) == owners[table]}
-    while (move := _narrowing_move(owners, load, weight, kept)) is not None:
+    margin = tolerance
+    while (move := _narrowing_move(owners, load, weight, kept, margin)) is not None:
         table, least = move
+        if table in kept:  # out of balance: every narrowing move now, not just back inside the tolerance
+            margin = Fraction(0)
         load[owners[table]] -= weight[table]
         load[least] += weight[table]
         owners[table] = least
@@ -102,16 +139,28 @@ def _by_weight(
 
 
 def _narrowing_move(
-    owners: dict[str, str], load: dict[str, int], weight: dict[str, int], kept: set[str]
+    owners: dict[str, str], load: dict[str, int], weight: dict[str, int], kept: set[str], tolerance: Fraction
 ) -> tuple[str, str] | None:
     """The table whose move to the least loaded member narrows the spread, with that member (None
-    when none does): a table handed out in this rebalance before one kept from its owner (moving it
-    again costs no hand-over), then the one that narrows it most (its weight nearest half the gap)."""
+    when none does; a table of ``kept`` only when the move clears ``tolerance``): a table handed out
+    in this rebalance before one kept from its owner (moving it again costs no hand-over), then the
+    one that narrows it most (its weight nearest half the gap)."""
     least = min(load, key=lambda m: (load[m], m))
-    candidates = [t for t, m in owners.items() if weight[t] < load[m] - load[least]]
+    candidates = [
+        t
+        for t, m in owners.items()
+        if _clears(load[m] - weight[t], load[least], tolerance if t in kept else Fraction(0))
+    ]
     if not candidates:
         return None
     best = min(
         candidates, key=lambda t: (t in kept, abs(load[owners[t]] - load[least] - 2 * weight[t]), -load[owners[t]], t)
     )
     return best, least
+
+
+def _clears(rest: int, least: int, tolerance: Fraction) -> bool:
+    """Whether moving a table to the least loaded member narrows the spread: its owner, left with
+    ``rest``, still carries more than that member's ``least``, every weight misread by
+    ``tolerance`` against the move."""
+    return (1 - tolerance) * rest > (1 + tolerance) * least

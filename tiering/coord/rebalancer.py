@@ -37,7 +37,8 @@ class GroupRebalancer:
     """:meth:`start` joins the group and takes the first share (after the start ``grace``, if any);
     a thread then rebalances on every membership change and every ``every_s``; :meth:`stop` leaves.
     ``tables`` reads the selected tables at each rebalance, ``weights`` (if given) their weights
-    (coord/assignment.py), which every member must read alike."""
+    (coord/assignment.py), which every member must read alike or nearly: a difference within the
+    assignment's tolerance moves no table."""
 
     def __init__(
         self,

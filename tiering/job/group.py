@@ -5,7 +5,8 @@ Failure modes:
 - a member whose ``[tables]`` selection is not the group's: a :class:`ConfigError` as its term
   starts (:meth:`GroupMember.check_selection`), before it joins or owns anything;
 - members weighing the tables differently and handing them back and forth: a table weighs its
-  log's size class, which changes only at powers of two (:func:`log_size_classes`).
+  log's size class, which changes only at powers of two (:func:`log_size_classes`), and moves for
+  balance only beyond the assignment's tolerance (coord/assignment.py).
 """
 
 from __future__ import annotations
