@@ -12,7 +12,8 @@
 # what is missing of the main suite's needs is made then.
 # pytest's "no tests collected" (exit 5) is not a failure; a failure in any part fails the
 # whole. The main suite runs in TEST_WORKERS (default 2) pytest-xdist workers, a test module per
-# worker at a time (--dist loadfile): most of its time is spent waiting on JVM starts, processes
+# worker at a time (--dist loadfile; the modules sharing a costly session fixture as one:
+# tests/support/worker_units.py): most of its time is spent waiting on JVM starts, processes
 # and timeouts, which overlap well. Modules are handed out in collection order
 # (--no-loadscope-reorder): tests/chaos and the integration tests' long single-test modules
 # first, the many short unit modules last to even out the workers' ends (xdist's default, modules
