@@ -5,13 +5,15 @@
 # newest supported pyspark, while .venv-oldest and .venv-delta are made (setup_tests.sh's oldest
 # and delta parts: downloads, mostly); then, at the same time, the tests of what differs between
 # Spark versions on the oldest, in .venv-oldest (scripts/test_oldest.sh), and the tests that need
-# Delta's JVM jars, in .venv-delta (scripts/test_delta.sh). The main suite prints as it goes; each
+# Delta's JVM jars, in .venv-delta (scripts/test_delta.sh; the main suite leaves the delta-rs
+# cases that lane runs whole to it). The main suite prints as it goes; each
 # other part's output is printed whole when it ends (scripts/lanes.sh). Arguments go to the main
 # pytest run and skip the Airflow, oldest and Delta parts, e.g. `scripts/test.sh -m unit`; only
 # what is missing of the main suite's needs is made then.
 # pytest's "no tests collected" (exit 5) is not a failure; a failure in any part fails the
 # whole. The main suite runs in TEST_WORKERS (default 2) pytest-xdist workers, a test module per
-# worker at a time (--dist loadfile): most of its time is spent waiting on JVM starts, processes
+# worker at a time (--dist loadfile; the modules sharing a costly session fixture as one:
+# tests/support/worker_units.py): most of its time is spent waiting on JVM starts, processes
 # and timeouts, which overlap well. Modules are handed out in collection order
 # (--no-loadscope-reorder): tests/chaos and the integration tests' long single-test modules
 # first, the many short unit modules last to even out the workers' ends (xdist's default, modules
@@ -41,6 +43,17 @@ if $whole; then
 fi
 export PYSPARK_PYTHON="$PWD/.venv/bin/python"
 export PYSPARK_DRIVER_PYTHON="$PWD/.venv/bin/python"
+# The delta-rs cases the Delta lane runs whole, Spark's Delta reader checking the same lake beside
+# delta-rs there (marked delta_jars, in scripts/test_delta.sh's selection): the main suite leaves
+# them to it when that lane follows.
+pipeline=tests/integration/pipeline
+IN_DELTA_LANE=(
+  "$pipeline/test_change_feed.py::test_the_feed_replayed_from_version_0_is_the_lake_and_a_round_names_only_its_keys[delta-rs]"
+  "$pipeline/test_s3_lake.py::test_three_tables_with_updates_and_deletes_land_in_s3_row_by_row"
+  "$pipeline/test_schema_evolution.py::test_columns_added_upstream_reach_the_lake_while_the_other_table_keeps_committing[delta-rs-driver]"
+  "$pipeline/test_schema_evolution.py::test_a_bootstrap_reads_a_snapshot_older_than_the_column_and_a_log_with_it[delta-rs-driver]"
+)
+$whole && set -- "${IN_DELTA_LANE[@]/#/--deselect=}"
 .venv/bin/python -m pytest -n "${TEST_WORKERS:-2}" --dist loadfile --no-loadscope-reorder "$@"
 rc=$?
 if [ "$rc" -eq 5 ]; then

@@ -8,7 +8,8 @@
 # before the Delta commit (its replay is a plain delta-spark round), the three interleaved tables
 # (the writer's bootstrap and MERGE tests), and delta-rs's refusal of a schema change (the main
 # suite runs it; the lake is left as it was, for Spark's reader too).
-# Everything else runs once, in the main suite without jars. scripts/test.sh runs it after the
+# Everything else runs once, in the main suite without jars; the delta-rs cases this lane runs
+# whole, the main suite leaves to it (scripts/test.sh's IN_DELTA_LANE). scripts/test.sh runs it after the
 # main suite, beside scripts/test_oldest.sh. Arguments replace the selection. pytest's exit 5
 # (no tests) is not a failure.
 set -uo pipefail

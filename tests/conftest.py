@@ -28,6 +28,17 @@ pytest_plugins = [
 ]
 
 
+@pytest.hookimpl(optionalhook=True)  # a venv without pytest-xdist (the Airflow lanes') has no such hook
+def pytest_xdist_make_scheduler(config: pytest.Config, log):
+    """``--dist loadfile`` with the modules that share a costly session fixture handed to one worker
+    (tests/support/worker_units.py); any other ``--dist`` as pytest-xdist does it."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from tests.support.worker_units import SharedFixtureScheduling
+
+    return SharedFixtureScheduling(config, log)
+
+
 def pytest_sessionstart(session: pytest.Session) -> None:
     """Stops a session on a nearly full disk before its first test, in one line (tests/support/disk.py)."""
     shortfall = disk_shortfall()

@@ -41,12 +41,17 @@ pytestmark = pytest.mark.integration
 LONG_NAMES = ("orders_of_the_european_webshop_2026", "leases_and_contracts_of_every_tenant")
 
 
-@pytest.fixture
-def conf(kv_store, zk_server, unique_job, tmp_path) -> Path:
-    client = kv_store.client()
+def watched(store, zk_hosts: str, job: str, tmp_path: Path) -> Path:
+    """The two tables, written and never tiered, in ``store``; the job's conf."""
+    client = store.client()
     for rows, name in zip((30, 12), LONG_NAMES, strict=False):
         TableOracle(client, name, num_buckets=2).upsert(range(rows))
-    return write_conf(tmp_path / "tiering.toml", job=unique_job, store_url=kv_store.url, zk_hosts=zk_server.hosts)
+    return write_conf(tmp_path / "tiering.toml", job=job, store_url=store.url, zk_hosts=zk_hosts)
+
+
+@pytest.fixture
+def conf(kv_store, zk_server, unique_job, tmp_path) -> Path:
+    return watched(kv_store, zk_server.hosts, unique_job, tmp_path)
 
 
 class Tmux:
@@ -186,7 +191,9 @@ def test_a_watch_builds_the_lake_and_the_checkpoint_once(conf, monkeypatch):
     assert all(lag_of(block, LONG_NAMES[0]) == 30 for block in out.getvalue().split("\n\n") if LONG_NAMES[0] in block)
 
 
-def test_a_failed_refresh_keeps_the_last_status_and_says_why(conf, kv_store, tmp_path):
+def test_a_failed_refresh_keeps_the_last_status_and_says_why(store_factory, zk_server, unique_job, tmp_path):
+    kv_store = store_factory()  # its own: the test stops it
+    conf = watched(kv_store, zk_server.hosts, unique_job, tmp_path)
     log = tmp_path / "watch.log"
     watch = watching_into(log, conf)
     try:
