@@ -12,6 +12,7 @@ import logging
 import threading
 import time
 from collections import Counter
+from typing import TYPE_CHECKING
 
 from tiering.conf.model import TieringConfig
 from tiering.console import output_console
@@ -22,7 +23,10 @@ from tiering.ops.status import JobStatus, expires_in_s, job_status
 from tiering.state.checkpoint_store import checkpoint_of
 from tiering.state.lease_file import job_of_lease
 
-__all__ = ["MINE_MARK", "render_status", "status_view", "watch_status", "render_leases"]
+if TYPE_CHECKING:
+    from tiering.ops.fluss_leases import KeptLease
+
+__all__ = ["MINE_MARK", "render_status", "status_view", "watch_status", "render_leases", "render_kept_lease"]
 
 #: What `tiering leases list` marks the lease in the job's checkpoint with.
 MINE_MARK = "*"
@@ -174,6 +178,29 @@ def render_leases(leases: list[Lease], job: str, mine: str | None, console=None,
         console.print(f"{MINE_MARK} the lease in this job's checkpoint: the one its runs hold snapshots with")
     if not leases:
         console.print("no leases in the store" if every_job else f"no leases of job {job!r} in the store")
+
+
+def render_kept_lease(kept: KeptLease | None, job: str, console=None) -> None:
+    """Print a Fluss job's lease as its checkpoint knows it (:func:`tiering.ops.fluss_leases.kept_lease`):
+    the lease id, marked as the checkpoint's, and its round in flight's snapshots by table; then
+    the line saying Fluss lists no lease."""
+    from rich.table import Table
+
+    from tiering.ops.fluss_leases import NO_LISTING
+
+    console = console or output_console()
+    if kept is None:
+        console.print(f"no lease id in job {job!r}'s checkpoint yet (its first run makes one)")
+    else:
+        table = Table("lease", "epoch", "expires in", "round in flight's snapshots (table: bucket/snapshot)")
+        planned: dict[str, list[str]] = {}
+        for split in kept.in_flight:
+            planned.setdefault(split.table, []).append(f"{split.bucket}/{split.snapshot_id}")
+        in_flight = "; ".join(f"{t}: {', '.join(held)}" for t, held in sorted(planned.items())) or "none"
+        table.add_row(f"{kept.lease_id} {MINE_MARK}", "-", "-", in_flight)
+        console.print(table)
+        console.print(f"{MINE_MARK} the lease in this job's checkpoint: the one its runs hold snapshots with")
+    console.print(f"{NO_LISTING} (epoch and expiry are Fluss's own, unknown here)")
 
 
 def _or_dash(value: int | None) -> str:
