@@ -51,7 +51,11 @@ def maintain_as_leader(config: TieringConfig, *, wait_s: float = 5.0) -> Mainten
     lake = Lake.of(config.lake)
     term = _term_of_its_own(config, lake, "maintain", busy, wait_s)
     try:
-        tables = included_tables(config, planning_store(config))
+        store = planning_store(config)
+        try:
+            tables = included_tables(config, store)
+        finally:
+            store.close()
         # a maintainer of its own knows no history: its pass covers every table
         return LakeMaintainer(
             lake,

@@ -17,7 +17,14 @@ import uuid
 import pytest
 
 from tests.support.drivers import tiering_cli
-from tests.support.fluss_job import COLUMNS, job_conf, lake_rows, row, snapshots_covering_the_log
+from tests.support.fluss_job import (
+    COLUMNS,
+    job_conf,
+    lake_rows,
+    row,
+    snapshots_covering_the_log,
+    table_with_changes_after_its_snapshot,
+)
 from tests.support.store_sides import SNAPSHOT_WAIT
 from tests.support.waiting import wait_until
 from tiering.delta_log.lake import Lake
@@ -72,12 +79,7 @@ def test_leases_list_shows_the_checkpoints_lease_and_drop_lets_fluss_collect_its
 def test_resync_rebuilds_a_table_from_fluss_and_take_over_releases_the_holders_holds(
     fluss_cluster, writer, store, database, zk_server, tmp_path
 ):
-    table = f"orders_{uuid.uuid4().hex[:6]}"
-    writer.create_table(table, COLUMNS, ["id"], 1)
-    writer.upsert(table, [row(k) for k in range(60)])
-    snapshots_covering_the_log(store, table)
-    writer.upsert(table, [row(k, 1) for k in range(0, 60, 3)])  # after the snapshot: the log on top
-    writer.delete(table, [{"id": k} for k in range(1, 60, 7)])
+    table = table_with_changes_after_its_snapshot(writer, store, "orders", 60, 1)
     holder = f"holder-{uuid.uuid4().hex[:6]}"
     (tmp_path / "a").mkdir()
     (tmp_path / "b").mkdir()
