@@ -19,6 +19,7 @@ from tiering.console import output_console
 from tiering.delta_log.lake import Lake
 from tiering.errors import TieringError
 from tiering.kvstore.models import Lease
+from tiering.ops.preflight import fluss_store
 from tiering.ops.status import JobStatus, expires_in_s, job_status
 from tiering.state.checkpoint_store import checkpoint_of
 from tiering.state.lease_file import job_of_lease
@@ -110,7 +111,9 @@ def watch_status(
     Failure mode: a monitor that dies on the first blip. A refresh that fails (ZooKeeper or the
     store out of reach) keeps the last status on screen, says when and why it is stale, and the
     next refresh tries again; the job's lake and checkpoint are built once, before the first (an
-    unusable ``lake.root`` is a :class:`ConfigError` then, not a refresh failing forever). In a
+    unusable ``lake.root`` is a :class:`ConfigError` then, not a refresh failing forever), and so
+    is a Fluss job's store (its connections, gateway JVM and changelog reader serve every
+    refresh; closed when the watch ends; one that lost Fluss connects again). In a
     terminal the view is redrawn in place; anywhere else (a file, a pipe) each refresh is printed
     after the last, a log of the job's progress. ``stop`` is looked at between refreshes only: a
     refresh interrupted inside kazoo or the store client would leave a client half started
@@ -127,26 +130,31 @@ def watch_status(
     kazoo_log.setLevel(max(logging.WARNING, kazoo_log.getEffectiveLevel()))
 
     lake, checkpoint = Lake.of(config.lake), checkpoint_of(config)  # an unusable lake root: refused here, once
+    fluss = fluss_store(config, timeout_s) if config.kvstore.kind == "fluss" else None
     last: JobStatus | None = None
 
     def refreshed():
         nonlocal last
         try:
-            last = job_status(config, timeout_s=timeout_s, lake=lake, checkpoint=checkpoint)
+            last = job_status(config, timeout_s=timeout_s, lake=lake, checkpoint=checkpoint, fluss=fluss)
         except (TieringError, OSError) as e:
             stale = Text(f"refresh failed at {time.strftime('%H:%M:%S')}: {e}", style="bold red")
             return stale if last is None else Group(stale, status_view(last))
         return status_view(last, f"  updated {time.strftime('%H:%M:%S')}, every {every_s:g}s (Ctrl-C quits)")
 
-    if console.is_terminal:
-        with Live(console=console, auto_refresh=False, transient=False) as live:
-            while not stop.is_set():
-                live.update(refreshed(), refresh=True)
-                stop.wait(every_s)
-        return
-    while not stop.is_set():
-        console.print(refreshed(), "")
-        stop.wait(every_s)
+    try:
+        if console.is_terminal:
+            with Live(console=console, auto_refresh=False, transient=False) as live:
+                while not stop.is_set():
+                    live.update(refreshed(), refresh=True)
+                    stop.wait(every_s)
+            return
+        while not stop.is_set():
+            console.print(refreshed(), "")
+            stop.wait(every_s)
+    finally:
+        if fluss is not None:
+            fluss.close()
 
 
 def _when(ms: int | None) -> str:
