@@ -178,6 +178,8 @@ def _leases_list(args: argparse.Namespace) -> int:
     from tiering.state.lease_file import job_of_lease
 
     config = _load(args)
+    if config.kvstore.kind == "fluss":
+        return _fluss_lease_list(args, config)
     leases = job_leases(config, every_job=args.all, timeout_s=args.timeout)
     if args.json:
         rows = [{**lease.model_dump(mode="json"), "job": job_of_lease(lease.lease_id)} for lease in leases]
@@ -187,14 +189,30 @@ def _leases_list(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _fluss_lease_list(args: argparse.Namespace, config) -> int:
+    """`tiering leases list` of a Fluss job: what its checkpoint knows, since Fluss lists no lease."""
+    from tiering.ops.fluss_leases import kept_lease
+    from tiering.ops.status_view import render_kept_lease
+
+    kept = kept_lease(config, every_job=args.all)
+    if args.json:
+        print(json.dumps([] if kept is None else [kept.as_dict()], indent=2, sort_keys=True))
+    else:
+        render_kept_lease(kept, config.job.name)
+    return EXIT_OK
+
+
 def _leases_drop(args: argparse.Namespace) -> int:
     from tiering.ops.writes import drop_lease
 
     lease = drop_lease(_load(args), args.lease_id, force=args.force, timeout_s=args.timeout)
-    print(
-        f"tiering: dropped lease {lease.lease_id!r} (epoch {lease.epoch}); "
-        f"{len(lease.snapshots)} snapshots are collectable again"
-    )
+    if lease.epoch is None or lease.snapshots is None:
+        print(f"tiering: dropped lease {lease.lease_id!r}; the snapshots it held are collectable again")
+    else:
+        print(
+            f"tiering: dropped lease {lease.lease_id!r} (epoch {lease.epoch}); "
+            f"{lease.snapshots} snapshots are collectable again"
+        )
     return EXIT_OK
 
 
@@ -206,10 +224,9 @@ def _take_over(args: argparse.Namespace) -> int:
     if taken is None:
         print(f"tiering: table {args.table!r}: no other job holds it; job {config.job.name!r} tiers it")
     else:
-        holder, report = taken
         print(
-            f"tiering: table {args.table!r}: job {holder!r}'s lake report (Delta version {report.lake_version}) "
-            f"dropped; job {config.job.name!r}'s next round tiers it"
+            f"tiering: table {args.table!r}: job {taken.holder!r}'s {taken.what}; "
+            f"job {config.job.name!r}'s next round tiers it"
         )
     return EXIT_OK
 

@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from tiering.conf.fields import WITH_SECRETS
 from tiering.conf.model import KvStoreConfig, TieringConfig
 from tiering.epochs import JobEpoch, TableEpoch
-from tiering.errors import ConfigError, UsageError
+from tiering.errors import ConfigError, UsageError, one_line
 
 if TYPE_CHECKING:
     from tiering.coord.ownership import OwnedTables
@@ -38,6 +38,8 @@ if TYPE_CHECKING:
     from tiering.state.checkpoint_store import CheckpointStore
 
 __all__ = ["TermContext", "store_client", "planning_store", "fluss_client_jar", "stderr_log_level"]
+
+log = logging.getLogger(__name__)
 
 
 def stderr_log_level() -> int | None:
@@ -139,6 +141,7 @@ class TermContext(BaseModel):
         context = cls(config=config, epoch=epoch, lease_id=lease_id, log_level=stderr_log_level())
         # the cached properties' own slots: what the term reaches through .checkpoint and .lake
         context.__dict__["checkpoint"] = checkpoint
+        context.__dict__["stores_made"] = []  # made now: the copies the term makes share it
         if lake is not None:
             context.__dict__["lake"] = lake
         return context
@@ -206,9 +209,32 @@ class TermContext(BaseModel):
 
         return checkpoint_of(self.config)
 
+    @cached_property
+    def stores_made(self) -> list[PlanningStore]:
+        """The stores this term made (:meth:`planning_store`), for :meth:`close`: one list, which
+        the context's copies (``model_copy``) share once made (:meth:`begin` makes it)."""
+        return []
+
     def planning_store(self) -> PlanningStore:
-        """The term's store behind the seam (:func:`planning_store`)."""
-        return planning_store(self.config)
+        """A store of the term behind the seam (:func:`planning_store`), a new one each call (the
+        term's parts use theirs from threads of their own), closed with the term (:meth:`close`)."""
+        store = planning_store(self.config)
+        self.stores_made.append(store)
+        return store
+
+    def close(self) -> None:
+        """Let go of every store the term made: the term is over or its job stopped. A Fluss
+        store holds a pyfluss connection on an event loop of its own, the Java client's connection
+        (in a gateway JVM it started, where the process has no Spark JVM with the client) and the
+        bucket reader the driver read with (the reference store holds nothing). A store used
+        after this connects again, and is closed again by the next call (the leader's, once the
+        group member that shares the term has stopped); one that fails to close does not keep the
+        others open."""
+        for store in self.stores_made:
+            try:
+                store.close()
+            except Exception as e:  # noqa: BLE001 - the term is over either way: closing is best effort
+                log.warning("%r not closed at the term's end: %s", store, one_line(e))
 
     def job_lease(self, store: PlanningStore) -> JobLease:
         """The term's lease handle on ``store``: every call carries this term's epoch."""

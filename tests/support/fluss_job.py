@@ -3,6 +3,7 @@ rows a test writes, the lake's copy of them and a wait for snapshots that cover 
 
 from __future__ import annotations
 
+import uuid
 from decimal import Decimal
 from pathlib import Path
 
@@ -60,3 +61,15 @@ def snapshots_covering_the_log(store, table: str) -> dict:
         return None
 
     return wait_until(covering, f"snapshots of {table} covering its log", **SNAPSHOT_WAIT)
+
+
+def table_with_changes_after_its_snapshot(writer, store, prefix: str, rows: int, buckets: int) -> str:
+    """A new table (``prefix`` and a unique suffix) of ``rows`` rows, snapshotted, then a third of
+    them updated and a seventh deleted: a bootstrap then the changelog on top of it."""
+    table = f"{prefix}_{uuid.uuid4().hex[:6]}"
+    writer.create_table(table, COLUMNS, ["id"], buckets)
+    writer.upsert(table, [row(k) for k in range(rows)])
+    snapshots_covering_the_log(store, table)
+    writer.upsert(table, [row(k, 1) for k in range(0, rows, 3)])
+    writer.delete(table, [{"id": k} for k in range(1, rows, 7)])
+    return table

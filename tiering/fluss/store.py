@@ -222,6 +222,8 @@ class FlussStore(_Connections):
         self._leases: dict[str, tuple[int, Any]] = {}
         #: the log tables already warned of: one warning each per process, not one per round
         self._skipped: set[str] = set()
+        #: the reader :meth:`bucket_reader` gives this process (made once, closed with the store)
+        self._reader: FlussBucketReader | None = None
 
     def __repr__(self) -> str:
         return f"FlussStore({self.bootstrap_servers!r}, {self.database!r})"
@@ -388,7 +390,25 @@ class FlussStore(_Connections):
         return None
 
     def bucket_reader(self) -> FlussBucketReader:
-        return FlussBucketReader(self.bootstrap_servers, self.database, self.client_jar, self.options)
+        """This store's one reader: what the driver reads with it (a driver-written round's
+        changelog, a freshness read) shares its connection, and :meth:`close` closes it; pickled
+        into a task, it is that process's reader instead (:func:`_process_reader`)."""
+        with self._lock:
+            if self._reader is None:
+                self._reader = FlussBucketReader(self.bootstrap_servers, self.database, self.client_jar, self.options)
+            return self._reader
+
+    def close(self) -> None:
+        """The connections, the JVM this store started, the lease handles made on them and the
+        reader it gave (a store used again reconnects)."""
+        with self._lock:
+            reader, self._reader = self._reader, None
+            self._leases.clear()
+        try:
+            if reader is not None:
+                reader.close()
+        finally:
+            super().close()
 
     def with_retry_deadline(self, seconds: float) -> FlussStore:
         """This store: its calls keep the one retry policy it was made with."""

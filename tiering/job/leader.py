@@ -95,6 +95,7 @@ def run_as_leader(
         raise
     log.info("job=%s leader with epoch=%d", config.job.name, term.epoch)
     group: GroupRebalancer | None = None
+    context: TermContext | None = None
     try:
         checkpoint = checkpoint_of(config)
         check_checkpoint(checkpoint, config.job.name)  # before the term writes to it
@@ -136,6 +137,8 @@ def run_as_leader(
     finally:
         if group is not None:
             group.stop()
+        if context is not None:
+            context.close()  # the stores of the term: its group member's, its lease's, its observer's
         term.resign()
 
 

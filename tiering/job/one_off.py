@@ -19,12 +19,13 @@ import logging
 from typing import TYPE_CHECKING
 
 from tiering.conf.model import TieringConfig
-from tiering.context import planning_store, store_client
+from tiering.context import planning_store
 from tiering.delta_log.lake import Lake
 from tiering.errors import CoordinationError, TableNotFoundError, TieringError, UsageError
 from tiering.job.leader import lead
 from tiering.job.spark_session import build_spark
 from tiering.job.tables import included_tables
+from tiering.kvstore.contract import PlanningStore, SnapshotRef, StoreTable
 from tiering.lease.job_lease import JobLease, LeaseRenewer
 from tiering.round.committer import other_job
 from tiering.writers.maintenance import LakeMaintainer, MaintenancePass
@@ -50,7 +51,11 @@ def maintain_as_leader(config: TieringConfig, *, wait_s: float = 5.0) -> Mainten
     lake = Lake.of(config.lake)
     term = _term_of_its_own(config, lake, "maintain", busy, wait_s)
     try:
-        tables = included_tables(config, planning_store(config))
+        store = planning_store(config)
+        try:
+            tables = included_tables(config, store)
+        finally:
+            store.close()
         # a maintainer of its own knows no history: its pass covers every table
         return LakeMaintainer(
             lake,
@@ -79,8 +84,8 @@ def resync_as_leader(config: TieringConfig, table: str, *, wait_s: float = 5.0) 
     term of its own (:mod:`tiering.round.resync`); the job's next term continues from it. A table
     the store does not have or the job does not tier is a :class:`UsageError`, one another job
     tiers (its lake report is that job's) a ``ConflictError`` naming it, a driver leading the
-    job a :class:`TieringError`: all before anything is written."""
-    from tiering.kvstore.reference import ReferenceStore, store_table
+    job a :class:`TieringError`: all before anything is written. The store is reached through
+    the seam (the reference store or Fluss), its connections closed at the end."""
     from tiering.round.resync import resync_table
     from tiering.state.lease_file import new_lease_id
     from tiering.writers.choice import make_round_writer
@@ -89,33 +94,54 @@ def resync_as_leader(config: TieringConfig, table: str, *, wait_s: float = 5.0) 
     job = config.job.name
     if not config.tables.selects(table):
         raise UsageError(f"job {job!r} does not tier table {table!r} ([tables] include/exclude): nothing to resync")
-    client = store_client(config.kvstore)
+    store = planning_store(config)
     try:
-        info = client.get_table(table)
-    except TableNotFoundError as e:
-        raise UsageError(f"table {table!r} is not in the store at {config.kvstore.url}: nothing to resync") from e
-    holder = client.lake_holders([table]).get(table)
-    if holder not in (None, job):
-        raise other_job(table, job, holder)
-    lake = Lake.of(config.lake)
-    term = _term_of_its_own(config, lake, "resync", "stop it to run `tiering resync`, then start it again", wait_s)
-    try:
-        lease = JobLease(ReferenceStore(client), new_lease_id(job), term.epoch, int(config.lease.duration_s * 1000))
-        lease.claim()
-        renewer = LeaseRenewer(lease)
-
-        def check_term() -> None:
-            term.check()
-            renewer.check()
-
         try:
+            described = store.table(table)
+        except TableNotFoundError as e:
+            raise UsageError(f"table {table!r} is not in the store at {config.kvstore.where}: nothing to resync") from e
+        reported = store.log_ends([table]).get(table)
+        holder = reported.reported.job if reported is not None and reported.reported is not None else None
+        if holder not in (None, job):
+            raise other_job(table, job, holder)
+        lake = Lake.of(config.lake)
+        term = _term_of_its_own(config, lake, "resync", "stop it to run `tiering resync`, then start it again", wait_s)
+        try:
+            # Spark first: a Fluss store then reaches Fluss's Java client in the driver's JVM
             writer = make_round_writer(build_spark(config), config.lake, job, lake)
-            with renewer:  # the snapshots stay held however long the rebuild takes
-                return resync_table(store_table(info), writer, lake, client, lease, check_term=check_term)
+            lease = JobLease(store, new_lease_id(job), term.epoch, int(config.lease.duration_s * 1000))
+            lease.claim()
+            renewer = LeaseRenewer(lease)
+
+            def check_term() -> None:
+                term.check()
+                renewer.check()
+
+            try:
+                with renewer:  # the snapshots stay held however long the rebuild takes
+                    snapshots = _fresh_snapshots(store, described)
+                    return resync_table(described, snapshots, writer, lake, store, lease, check_term=check_term)
+            finally:
+                _drop_quietly(lease)
         finally:
-            _drop_quietly(lease)
+            term.resign()
     finally:
-        term.resign()
+        store.close()
+
+
+def _fresh_snapshots(store: PlanningStore, table: StoreTable) -> dict[int, SnapshotRef]:
+    """The freshest snapshot of each bucket: the reference store takes them on demand; Fluss
+    snapshots each changed bucket on its own schedule (``kv.snapshot.interval``), so its latest,
+    and the log after them brings the copy to the log end."""
+    from tiering.kvstore.reference import ReferenceStore
+
+    if not isinstance(store, ReferenceStore):
+        return store.latest_snapshots(table.name)
+    taken = store.client.take_snapshots(table.name)
+    return {
+        s.bucket: SnapshotRef(taken.table_id, s.bucket, s.snapshot_id, s.log_offset, s.row_count, s.size_bytes)
+        for s in taken.buckets
+    }
 
 
 def _drop_quietly(lease: JobLease) -> None:

@@ -260,7 +260,8 @@ class TieringJob:
             raise CheckpointError(f"job {self.context.job!r}: query failed on its checkpoint: {bad}") from error
 
     def stop(self) -> None:
-        """Stop the query between rounds and stop renewing; drop the lease if still the leader."""
+        """Stop the query between rounds and stop renewing; drop the lease if still the leader;
+        then close the stores the term made (:meth:`TermContext.close`)."""
         if self._query is not None and self._query.isActive:
             self._query.stop()
         if self._renewer is not None:
@@ -271,8 +272,10 @@ class TieringJob:
             self._releases.stopped()
         except TieringError as e:
             log.warning("job=%s epoch=%d stopped without dropping lease %s: %s", job, epoch, lease_id, e)
-            return
-        log.info("job=%s epoch=%d stopped; lease %s dropped", job, epoch, lease_id)
+        else:
+            log.info("job=%s epoch=%d stopped; lease %s dropped", job, epoch, lease_id)
+        finally:
+            self.context.close()
 
     def _check(self) -> None:
         """The term check, and the lease renewer's end (a fenced epoch) handed to this thread."""

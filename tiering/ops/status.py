@@ -13,6 +13,7 @@ import time
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING
 
 from deltalake.exceptions import DeltaError
 
@@ -32,6 +33,9 @@ from tiering.kvstore.reference import ReferenceStore, bucket_log, serves_leases
 from tiering.round.health import TableHealth, read_health
 from tiering.state.checkpoint_store import CheckpointStore, checkpoint_of
 from tiering.state.lease_file import job_of_lease, read_lease_id
+
+if TYPE_CHECKING:
+    from tiering.fluss.store import FlussStore
 
 __all__ = [
     "TableStatus",
@@ -133,18 +137,24 @@ def selected_tables(config: TieringConfig, *, timeout_s: float) -> list[str]:
 
 
 def job_status(
-    config: TieringConfig, *, timeout_s: float, lake: Lake | None = None, checkpoint: CheckpointStore | None = None
+    config: TieringConfig,
+    *,
+    timeout_s: float,
+    lake: Lake | None = None,
+    checkpoint: CheckpointStore | None = None,
+    fluss: FlussStore | None = None,
 ) -> JobStatus:
     """Leader and epoch from ZooKeeper, per selected table: store log end, lake offset, lag, leases.
-    ``lake`` and ``checkpoint``: the job's, when the caller built them once for many statuses (a
-    watch); else built from ``config``."""
+    ``lake``, ``checkpoint`` and a Fluss job's ``fluss`` store (:func:`tiering.ops.preflight.fluss_store`):
+    the job's, when the caller built them once for many statuses (a watch: the caller closes the
+    store); else built from ``config``."""
     zk = read_status(config.zookeeper.hosts, config.job.name, timeout_s=timeout_s)
     checkpoint = checkpoint or checkpoint_of(config)
     lease_id = read_lease_id(checkpoint)
     health = {t: h for t, h in read_health(checkpoint).items() if config.tables.selects(t)}
     lake = lake or Lake.of(config.lake)
     if config.kvstore.kind == "fluss":
-        tables, leases = fluss_table_statuses(config, lake, health, timeout_s=timeout_s), True
+        tables, leases = fluss_table_statuses(config, lake, health, timeout_s=timeout_s, store=fluss), True
     else:
         client = operator_client(config, timeout_s)
         infos = [info for info in client.list_tables() if config.tables.selects(info.name)]
@@ -213,14 +223,21 @@ def table_statuses(
 
 
 def fluss_table_statuses(
-    config: TieringConfig, lake: Lake, health: Mapping[str, TableHealth], *, timeout_s: float
+    config: TieringConfig,
+    lake: Lake,
+    health: Mapping[str, TableHealth],
+    *,
+    timeout_s: float,
+    store: FlussStore | None = None,
 ) -> list[TableStatus]:
     """:func:`table_statuses` of a job over a Fluss database, asked as `tiering check` asks it
     (no retries, within ``timeout_s``): every table's log ends in one call; the snapshots its lease
-    holds unknown (None: Fluss lists no lease's holds)."""
+    holds unknown (None: Fluss lists no lease's holds). ``store``: the caller's, kept open (its
+    connections and changelog reader serve every refresh of a watch); else one made and closed."""
     from tiering.ops.preflight import fluss_store
 
-    store, now_ms = fluss_store(config, timeout_s), int(time.time() * 1000)
+    own = store is None
+    store, now_ms = store or fluss_store(config, timeout_s), int(time.time() * 1000)
     try:
         tables = [t for t in store.tables() if config.tables.selects(t.name)]
         logs = store.log_ends([t.name for t in tables])
@@ -230,7 +247,8 @@ def fluss_table_statuses(
             if t.name in logs  # dropped meanwhile: shown from its health, if tiered
         ]
     finally:
-        store.close()
+        if own:
+            store.close()
     return _with_dropped(out, lake, health)
 
 

@@ -12,17 +12,22 @@ import logging
 import threading
 import time
 from collections import Counter
+from typing import TYPE_CHECKING
 
 from tiering.conf.model import TieringConfig
 from tiering.console import output_console
 from tiering.delta_log.lake import Lake
 from tiering.errors import TieringError
 from tiering.kvstore.models import Lease
+from tiering.ops.preflight import fluss_store
 from tiering.ops.status import JobStatus, expires_in_s, job_status
 from tiering.state.checkpoint_store import checkpoint_of
 from tiering.state.lease_file import job_of_lease
 
-__all__ = ["MINE_MARK", "render_status", "status_view", "watch_status", "render_leases"]
+if TYPE_CHECKING:
+    from tiering.ops.fluss_leases import KeptLease
+
+__all__ = ["MINE_MARK", "render_status", "status_view", "watch_status", "render_leases", "render_kept_lease"]
 
 #: What `tiering leases list` marks the lease in the job's checkpoint with.
 MINE_MARK = "*"
@@ -106,7 +111,9 @@ def watch_status(
     Failure mode: a monitor that dies on the first blip. A refresh that fails (ZooKeeper or the
     store out of reach) keeps the last status on screen, says when and why it is stale, and the
     next refresh tries again; the job's lake and checkpoint are built once, before the first (an
-    unusable ``lake.root`` is a :class:`ConfigError` then, not a refresh failing forever). In a
+    unusable ``lake.root`` is a :class:`ConfigError` then, not a refresh failing forever), and so
+    is a Fluss job's store (its connections, gateway JVM and changelog reader serve every
+    refresh; closed when the watch ends; one that lost Fluss connects again). In a
     terminal the view is redrawn in place; anywhere else (a file, a pipe) each refresh is printed
     after the last, a log of the job's progress. ``stop`` is looked at between refreshes only: a
     refresh interrupted inside kazoo or the store client would leave a client half started
@@ -123,26 +130,31 @@ def watch_status(
     kazoo_log.setLevel(max(logging.WARNING, kazoo_log.getEffectiveLevel()))
 
     lake, checkpoint = Lake.of(config.lake), checkpoint_of(config)  # an unusable lake root: refused here, once
+    fluss = fluss_store(config, timeout_s) if config.kvstore.kind == "fluss" else None
     last: JobStatus | None = None
 
     def refreshed():
         nonlocal last
         try:
-            last = job_status(config, timeout_s=timeout_s, lake=lake, checkpoint=checkpoint)
+            last = job_status(config, timeout_s=timeout_s, lake=lake, checkpoint=checkpoint, fluss=fluss)
         except (TieringError, OSError) as e:
             stale = Text(f"refresh failed at {time.strftime('%H:%M:%S')}: {e}", style="bold red")
             return stale if last is None else Group(stale, status_view(last))
         return status_view(last, f"  updated {time.strftime('%H:%M:%S')}, every {every_s:g}s (Ctrl-C quits)")
 
-    if console.is_terminal:
-        with Live(console=console, auto_refresh=False, transient=False) as live:
-            while not stop.is_set():
-                live.update(refreshed(), refresh=True)
-                stop.wait(every_s)
-        return
-    while not stop.is_set():
-        console.print(refreshed(), "")
-        stop.wait(every_s)
+    try:
+        if console.is_terminal:
+            with Live(console=console, auto_refresh=False, transient=False) as live:
+                while not stop.is_set():
+                    live.update(refreshed(), refresh=True)
+                    stop.wait(every_s)
+            return
+        while not stop.is_set():
+            console.print(refreshed(), "")
+            stop.wait(every_s)
+    finally:
+        if fluss is not None:
+            fluss.close()
 
 
 def _when(ms: int | None) -> str:
@@ -174,6 +186,29 @@ def render_leases(leases: list[Lease], job: str, mine: str | None, console=None,
         console.print(f"{MINE_MARK} the lease in this job's checkpoint: the one its runs hold snapshots with")
     if not leases:
         console.print("no leases in the store" if every_job else f"no leases of job {job!r} in the store")
+
+
+def render_kept_lease(kept: KeptLease | None, job: str, console=None) -> None:
+    """Print a Fluss job's lease as its checkpoint knows it (:func:`tiering.ops.fluss_leases.kept_lease`):
+    the lease id, marked as the checkpoint's, and its round in flight's snapshots by table; then
+    the line saying Fluss lists no lease."""
+    from rich.table import Table
+
+    from tiering.ops.fluss_leases import NO_LISTING
+
+    console = console or output_console()
+    if kept is None:
+        console.print(f"no lease id in job {job!r}'s checkpoint yet (its first run makes one)")
+    else:
+        table = Table("lease", "epoch", "expires in", "round in flight's snapshots (table: bucket/snapshot)")
+        planned: dict[str, list[str]] = {}
+        for split in kept.in_flight:
+            planned.setdefault(split.table, []).append(f"{split.bucket}/{split.snapshot_id}")
+        in_flight = "; ".join(f"{t}: {', '.join(held)}" for t, held in sorted(planned.items())) or "none"
+        table.add_row(f"{kept.lease_id} {MINE_MARK}", "-", "-", in_flight)
+        console.print(table)
+        console.print(f"{MINE_MARK} the lease in this job's checkpoint: the one its runs hold snapshots with")
+    console.print(f"{NO_LISTING} (epoch and expiry are Fluss's own, unknown here)")
 
 
 def _or_dash(value: int | None) -> str:

@@ -7,7 +7,11 @@ a hand-made change). A resync is one round of its own, in a term of its own: the
 fresh snapshot of every bucket, the round bootstraps every bucket from it (snapshot split plus
 the log after it), written as a round's table is (:meth:`RoundWriter.write_table_round`), and its
 one commit replaces every file and the schema of the table (``replace_table``, as for a
-re-created table). That commit is a round commit like any other:
+re-created table). The snapshots are the store's freshest: the reference store takes them on
+demand, Fluss's are its latest (it snapshots each changed bucket on its own schedule), and the
+log after them is read up to its end as a round reads it; the round reaches the store through
+the seam alone (its files where it has any, else its bucket reader). That commit is a round
+commit like any other:
 the job's txn ``tiering/<job>/<table>`` at ``epoch << 32 | 0`` and the ``kvTiering`` offsets, so
 the job's next term (a larger epoch) continues from the new position, a replayed round of an
 older term trims to nothing, and the commits before it are no longer looked at for other
@@ -29,17 +33,22 @@ Failure modes of its own, each before anything is written unless said otherwise:
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from tiering.delta_log.lake import Lake
 from tiering.enumerator.planner import RoundPlan, RoundPlanner, TableInput
 from tiering.enumerator.splits import LogSplit, SnapshotSplit, Split
-from tiering.errors import NotLeaderError, SnapshotUnavailableError, StoreError, TableRecreatedError, TieringError
-from tiering.kvstore.client import KvStoreClient
-from tiering.kvstore.contract import SnapshotRef, StoreTable
-from tiering.kvstore.models import LakeReport, LogRange, Snapshot
-from tiering.kvstore.reference import bucket_log
+from tiering.epochs import JobEpoch
+from tiering.errors import (
+    NotLeaderError,
+    SnapshotUnavailableError,
+    StoreError,
+    TableNotFoundError,
+    TableRecreatedError,
+    TieringError,
+)
+from tiering.kvstore.contract import BucketReader, LakeProgress, PlanningStore, SnapshotRef, StoreFiles, StoreTable
 from tiering.lease.job_lease import JobLease
 from tiering.writers.round_writer import RoundWriter, TableCommit
 
@@ -58,41 +67,40 @@ class ResyncError(TieringError):
 
 @dataclass(frozen=True)
 class TableResync:
-    """What a resync did: the commit that replaced the table, and the snapshots it read."""
+    """What a resync did: the commit that replaced the table, the snapshots it read, and whether
+    the store took its lake report (None: a store that takes none, as Fluss)."""
 
     commit: TableCommit
     snapshots: dict[int, int]
-    reported: bool
+    reported: bool | None
 
     def __str__(self) -> str:
-        report = "" if self.reported else "; the store's lake report waits for the job's next commit"
+        report = "; the store's lake report waits for the job's next commit" if self.reported is False else ""
         return f"resynced from snapshots {self.snapshots}: {self.commit}{report}"
 
 
 def resync_table(
     table: StoreTable,
+    snapshots: Mapping[int, SnapshotRef],
     writer: RoundWriter,
     lake: Lake,
-    client: KvStoreClient,
+    store: PlanningStore,
     lease: JobLease,
     *,
     check_term: Callable[[], None],
 ) -> TableResync:
-    """Replace ``table``'s lake copy with a fresh snapshot of every bucket and the log after it,
-    in one commit of term ``lease.epoch``; ``check_term`` raises :class:`NotLeaderError` once that
-    term is over. ``client``: the reference store's, which snapshots the table on demand. The lake
-    report names the job, as the job's rounds do (the writer's id: a resync is refused in a
-    group, so it is the job's name): the store refuses it when another job's report holds the
-    table. The lease's snapshots are the caller's to drop."""
-    snapshots = client.take_snapshots(table.name)
-    logs = client.log_info(table.name)
-    if {snapshots.table_id, logs.table_id} != {table.table_id}:
+    """Replace ``table``'s lake copy with ``snapshots`` (the store's freshest, one per bucket) and
+    the log after them, in one commit of term ``lease.epoch``; ``check_term`` raises
+    :class:`NotLeaderError` once that term is over. The lake report names the job, as the job's
+    rounds do (the writer's id: a resync is refused in a group, so it is the job's name): the store
+    refuses it when another job's report holds the table. The lease's snapshots are the caller's
+    to drop."""
+    logs = store.log_ends([table.name]).get(table.name)
+    if logs is None:
+        raise TableNotFoundError(f"table {table.name!r} was dropped during its resync", table=table.name)
+    if {ref.table_id for ref in snapshots.values()} | {logs.table_id} != {table.table_id}:
         raise TableRecreatedError(f"table {table.name!r} was re-created during its resync", table=table.name)
-    refs = [
-        SnapshotRef(table.table_id, s.bucket, s.snapshot_id, s.log_offset, s.row_count, s.size_bytes)
-        for s in snapshots.buckets
-    ]
-    plan = _bootstrap_plan(TableInput(table, refs, [bucket_log(b) for b in logs.buckets]))
+    plan = _bootstrap_plan(TableInput(table, list(snapshots.values()), list(logs.buckets.values())))
     gone = lease.acquire(plan.snapshot_refs())
     if gone:
         raise SnapshotUnavailableError(
@@ -100,7 +108,7 @@ def resync_table(
             table=table.name,
         )
     splits = list(plan.splits)
-    files = _files(client, table, splits, {s.bucket: s for s in snapshots.buckets})
+    files, reader = _sources(store, table, splits)
     commit = writer.write_table_round(
         table,
         splits,
@@ -111,12 +119,13 @@ def resync_table(
         round_id=RESYNC_ROUND,
         lease_id=lease.lease_id,
         replace_table=True,
+        reader=reader,
     )
     if commit.skipped:  # nothing was written
         raise ResyncError(f"table {table.name!r}: the store holds nothing to resync from", table=table.name)
     taken = {s.bucket: s.snapshot_id for s in splits if isinstance(s, SnapshotSplit)}
     log.info("resync table=%s epoch=%d: %s", table.name, lease.epoch, commit)
-    return TableResync(commit, taken, _report(client, table, writer.writer_id, lease.epoch, commit))
+    return TableResync(commit, taken, _report(store, table, writer.writer_id, lease.epoch, commit))
 
 
 def _bootstrap_plan(table: TableInput) -> RoundPlan:
@@ -133,39 +142,49 @@ def _bootstrap_plan(table: TableInput) -> RoundPlan:
     return plan
 
 
-def _files(
-    client: KvStoreClient, table: StoreTable, splits: list[Split], snapshots: dict[int, Snapshot]
-) -> dict[Split, list[str]]:
-    """Every split's Parquet files: the snapshots' from the snapshot answer, the log's segments
-    in one call."""
-    files: dict[Split, list[str]] = {s: list(snapshots[s.bucket].files) for s in splits if isinstance(s, SnapshotSplit)}
+def _sources(
+    store: PlanningStore, table: StoreTable, splits: list[Split]
+) -> tuple[dict[Split, list[str]], BucketReader | None]:
+    """What the round reads: every split's files where the store has files a round may read (the
+    log's in one call), else none and the store's bucket reader."""
+    if store.files is None:
+        return {}, store.bucket_reader()
+    return _files(store.files, table, splits), None
+
+
+def _files(files: StoreFiles, table: StoreTable, splits: list[Split]) -> dict[Split, list[str]]:
+    found: dict[Split, list[str]] = {
+        s: files.snapshot_files(table.name, s.ref) for s in splits if isinstance(s, SnapshotSplit)
+    }
     logs = [s for s in splits if isinstance(s, LogSplit)]
     if logs:
-        ranges = [LogRange(bucket=s.bucket, from_offset=s.start_offset, to_offset=s.end_offset) for s in logs]
-        for split, segments in zip(logs, client.table_segments(table.name, ranges), strict=False):
-            files[split] = [segment.file for segment in segments]
-    return files
+        answer = files.log_files({table.name: [(s.bucket, s.start_offset, s.end_offset) for s in logs]})[table.name]
+        if isinstance(answer, StoreError):
+            raise answer
+        found.update(zip(logs, answer, strict=True))
+    return found
 
 
-def _report(client: KvStoreClient, table: StoreTable, job: str, epoch: int, commit: TableCommit) -> bool:
-    """The new lake offsets to the store; one it refuses is left to the job's next round (the
-    commit has landed: the store's report only bounds its log's garbage collection)."""
-    buckets = {str(b): offset for b, offset in sorted(commit.positions.items())}
+def _report(store: PlanningStore, table: StoreTable, job: str, epoch: JobEpoch, commit: TableCommit) -> bool | None:
+    """The new lake offsets to the store (None: it takes none); one it refuses is left to the
+    job's next round (the commit has landed: the store's report only bounds its log's garbage
+    collection)."""
+    progress = store.lake_progress
+    if progress is None:
+        return None
+    report = LakeProgress(table.table_id, epoch, commit.delta_version, dict(sorted(commit.positions.items())), job=job)
     try:
-        client.report_lake(
-            table.name,
-            LakeReport(
-                table_id=table.table_id, epoch=epoch, lake_version=commit.delta_version, buckets=buckets, job=job
-            ),
-        )
+        error = progress.report({table.name: report}).get(table.name)
     except NotLeaderError:
         raise
     except StoreError as e:
+        error = e
+    if error is not None:
         log.warning(
             "resync table=%s: committed at Delta version %d, its lake report refused: %s",
             table.name,
             commit.delta_version,
-            e,
+            error,
         )
         return False
     return True

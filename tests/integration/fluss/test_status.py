@@ -5,14 +5,20 @@ log ends, its lag and freshness, the leader's epoch and the lease id the checkpo
 
 from __future__ import annotations
 
+import io
 import json
+import threading
 import uuid
 
 import pytest
+from rich.console import Console
 
 from tests.support.drivers import Driver, tiering_cli
 from tests.support.fluss_job import BUCKETS, COLUMNS, job_conf, row
+from tiering.conf.loader import load_config
 from tiering.delta_log.lake import Lake
+from tiering.fluss import store as fluss_store
+from tiering.ops.status_view import watch_status
 from tiering.state.lease_file import load_or_create_lease_id
 
 pytestmark = pytest.mark.integration
@@ -52,3 +58,38 @@ def test_status_shows_a_fluss_jobs_lake_against_the_log_ends(
     assert orders["leased_snapshots"] is None, "Fluss lists no lease's holds"
     assert text.returncode == 0, text.stderr
     assert "orders" in text.stdout and lease_id in text.stdout, text.stdout
+
+
+def test_a_watch_over_fluss_makes_one_store_and_one_changelog_reader_for_all_its_refreshes(
+    fluss_cluster, writer, store, database, zk_server, tmp_path, monkeypatch
+):
+    """Each refresh reads every table's log ends and, for a table that lags, its changelog's first
+    change (freshness): through the watch's one store and its one reader, not new connections (and
+    a gateway JVM where the process has none with Fluss's client) per refresh."""
+    table = f"watched_{uuid.uuid4().hex[:6]}"
+    writer.create_table(table, COLUMNS, ["id"], BUCKETS)
+    writer.upsert(table, [row(k) for k in range(30)])  # never tiered: it lags from the log's start
+    job = f"watch-{uuid.uuid4().hex[:6]}"
+    conf = job_conf(tmp_path, job, fluss_cluster.bootstrap_servers, database, zk_server.hosts)
+    made: list[str] = []
+    connections = fluss_store._Connections
+    real_init = connections.__init__
+
+    def counted(self, *args, **kwargs):
+        made.append(type(self).__name__)
+        real_init(self, *args, **kwargs)
+
+    monkeypatch.setattr(connections, "__init__", counted)
+    stop, refreshes = threading.Event(), io.StringIO()
+
+    class ThreeRefreshes(Console):
+        def print(self, *objects, **kwargs):
+            super().print(*objects, **kwargs)
+            if refreshes.getvalue().count(table) >= 3:
+                stop.set()
+
+    watch_status(load_config(conf), 0.1, ThreeRefreshes(file=refreshes, width=400), timeout_s=10, stop=stop)
+
+    shown = refreshes.getvalue()
+    assert shown.count(table) == 3 and "refresh failed" not in shown, shown
+    assert sorted(made) == ["FlussBucketReader", "FlussStore"], made
