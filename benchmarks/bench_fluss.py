@@ -22,6 +22,11 @@ against the job's rounds alone). The job's lake must equal the hand-written copy
 a sample of keys what was written), so a fast wrong job cannot score. Then the first commit of an
 availableNow run over Fluss against the same over the reference store holding as many rows.
 
+Each step also reports the CPU seconds its side spent (this process and every process below it:
+the Spark JVM, its Python workers and their gateway JVMs, the planning process, the Fluss servers)
+and the load average around it: the machine's 2 cores are shared, so a wall-time ratio taken under
+load measures the load as much as the job; the CPU ratio does not.
+
 ``--bootstrap-only`` stops after the bootstrap step (no changelog, no reference store run).
 
 Run: .venv/bin/python -m benchmarks.bench_fluss [--rows N] [--updates M] [--buckets B] [--bootstrap-only]
@@ -33,6 +38,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import datetime as dt
+import os
 import shutil
 import tempfile
 import time
@@ -83,6 +89,43 @@ async def _load(servers: str, keys: range, salt: int, buckets: int) -> None:
             await writer.flush()
     finally:
         await connection.close()
+
+
+def tree_cpu_s(root: int | None = None) -> float:
+    """CPU seconds (user and system) spent so far by process ``root`` (this one by default) and
+    every process below it, those already reaped included (their parent's children's time)."""
+    root = os.getpid() if root is None else root
+    ticks = os.sysconf("SC_CLK_TCK")
+    parents: dict[int, int] = {}
+    spent: dict[int, float] = {}
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat") as stat:
+                fields = stat.read().rsplit(")", 1)[1].split()
+        except OSError:  # gone meanwhile
+            continue
+        pid = int(entry.name)
+        parents[pid] = int(fields[1])
+        spent[pid] = sum(int(f) for f in fields[11:15]) / ticks  # utime stime cutime cstime
+    return sum(cpu for pid, cpu in spent.items() if _below(pid, root, parents))
+
+
+def _below(pid: int, root: int, parents: dict[int, int]) -> bool:
+    while pid != root:
+        if pid not in parents or parents[pid] in (0, pid):
+            return False
+        pid = parents[pid]
+    return True
+
+
+def _measured(step: Any, *args: Any) -> dict[str, Any]:
+    """``step(*args)``'s figures with the CPU seconds it cost (:func:`tree_cpu_s`) and the
+    1-minute load average before and after it."""
+    load, cpu = os.getloadavg()[0], tree_cpu_s()
+    figures = step(*args)
+    return {**figures, "cpu_s": tree_cpu_s() - cpu, "load": [round(load, 1), round(os.getloadavg()[0], 1)]}
 
 
 def _log_ends(store: Any) -> dict[int, int]:
@@ -330,7 +373,7 @@ def bench_fluss(args: argparse.Namespace, work: Path) -> dict[str, Any]:
         ends = _log_ends(store)
         snapshots = _covering_snapshots(store, ends)
         table_id = next(iter(snapshots.values())).table_id
-        arrow = arrow_bootstrap(store, snapshots, work / "lake")
+        arrow = _measured(arrow_bootstrap, store, snapshots, work / "lake")
         assert arrow["rows"] == args.rows, (arrow["rows"], args.rows)
         boot = None
         if args.rows <= args.py4j_max_rows:
@@ -338,7 +381,7 @@ def bench_fluss(args: argparse.Namespace, work: Path) -> dict[str, Any]:
             boot = baseline_bootstrap(store.java, table_id, refs, work / "lake-py4j")
             assert boot["rows"] == args.rows, (boot["rows"], args.rows)
         with JobHalf(work, cluster.bootstrap_servers) as job:
-            job_boot = job.tier_fluss()
+            job_boot = _measured(job.tier_fluss)
             report = _bootstrap_report(args, load_s, boot, arrow, job_boot)
             if args.bootstrap_only:
                 return report
@@ -346,9 +389,9 @@ def bench_fluss(args: argparse.Namespace, work: Path) -> dict[str, Any]:
 
             asyncio.run(_load(cluster.bootstrap_servers, range(args.updates), 1, args.buckets))
             starts = {b: s.log_offset for b, s in snapshots.items()}
-            round_ = baseline_changelog(cluster.bootstrap_servers, starts, _log_ends(store), work / "lake")
+            round_ = _measured(baseline_changelog, cluster.bootstrap_servers, starts, _log_ends(store), work / "lake")
             assert round_["changes"] == args.updates, (round_["changes"], args.updates)
-            job_round = job.tier_fluss()
+            job_round = _measured(job.tier_fluss)
             checked = check_lake(job.lake_rows(), _user_rows(work / "lake"), args.rows, args.updates)
     finally:
         store.close()
@@ -366,6 +409,7 @@ def bench_fluss(args: argparse.Namespace, work: Path) -> dict[str, Any]:
         "job_changelog_phases_ms": job_round["phases_ms"],
         "changelog_ratio": _ratio(round_["total_s"], job_round["s"]),
         "changelog_round_ratio": _ratio(round_["total_s"], job_round["rounds_s"]),
+        **_cpu_report("changelog", round_, job_round),
         "lake_rows_checked": checked,
         "first_commit": "availableNow run, same rows: Fluss (KV snapshots) vs the reference store",
         "first_commit_fluss_s": round(job_boot["first_commit_s"], 3),
@@ -408,6 +452,17 @@ def _bootstrap_report(
         "job_bootstrap_rows_per_s": round(args.rows / job["s"]),
         "bootstrap_ratio": _ratio(arrow["total_s"], job["s"]),
         "bootstrap_round_ratio": _ratio(arrow["total_s"], job["rounds_s"]),
+        **_cpu_report("bootstrap", arrow, job),
+    }
+
+
+def _cpu_report(step: str, baseline: dict[str, Any], job: dict[str, Any]) -> dict[str, Any]:
+    """A step's CPU seconds a side, their ratio (baseline / job), and the load around each side."""
+    return {
+        f"baseline_{step}_cpu_s": round(baseline["cpu_s"], 2),
+        f"job_{step}_cpu_s": round(job["cpu_s"], 2),
+        f"{step}_cpu_ratio": _ratio(baseline["cpu_s"], job["cpu_s"]),
+        f"{step}_load": {"baseline": baseline["load"], "job": job["load"]},
     }
 
 
