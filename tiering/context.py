@@ -215,11 +215,20 @@ class TermContext(BaseModel):
         the context's copies (``model_copy``) share once made (:meth:`begin` makes it)."""
         return []
 
-    def planning_store(self) -> PlanningStore:
+    def planning_store(self, *, open_client: bool = False) -> PlanningStore:
         """A store of the term behind the seam (:func:`planning_store`), a new one each call (the
-        term's parts use theirs from threads of their own), closed with the term (:meth:`close`)."""
+        term's parts use theirs from threads of their own), closed with the term (:meth:`close`).
+        ``open_client``: a Fluss store's Java client starts opening now, on a thread of its own
+        (:meth:`~tiering.fluss.store.FlussStore.open_java_soon`): for a process whose first Java
+        call (the driver's lease claim, the planning process's first snapshots) comes after other
+        work that it can overlap."""
         store = planning_store(self.config)
         self.stores_made.append(store)
+        if open_client and self.config.kvstore.kind == "fluss":
+            from tiering.fluss.store import FlussStore
+
+            if isinstance(store, FlussStore):
+                store.open_java_soon()
         return store
 
     def close(self) -> None:

@@ -154,13 +154,17 @@ class KvTieringStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
 
             self._context = TermContext.from_option(self._option)
             log_to_stderr(self._context.log_level)
+            self.store  # noqa: B018  # made with the context: see store
         return self._context
 
     @property
     def store(self) -> PlanningStore:
-        """The term's store behind the seam (:mod:`tiering.kvstore.contract`): what planning reads."""
+        """The term's store behind the seam (:mod:`tiering.kvstore.contract`): what planning reads.
+        Made with the context, at the process's first call (query start), its Java client (Fluss's:
+        a gateway JVM, started cold) opening on a thread of its own, beside the catalog, log-end and
+        lake reads that come before a round's first snapshots."""
         if self._store is None:
-            self._store = self.context.planning_store()
+            self._store = self.context.planning_store(open_client=True)
         return self._store
 
     @property

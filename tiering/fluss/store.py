@@ -105,7 +105,8 @@ _FAILED_CONNECT_SETTLE_S = 0.2
 
 class _Connections:
     """A private event loop with a pyfluss connection on it, and a Fluss JVM: both made on first
-    use and dropped when pickled (a Spark task makes its own)."""
+    use (the JVM's, or ahead of it: :meth:`open_java_soon`) and dropped when pickled (a Spark task
+    makes its own). Each has its own lock: a pyfluss call does not wait for a JVM to start."""
 
     def __init__(
         self,
@@ -125,6 +126,9 @@ class _Connections:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._connection: Any = None
         self._java: FlussJvm | None = None
+        self._java_lock = threading.Lock()
+        #: the thread :meth:`open_java_soon` opens the Java client on (None: not asked to)
+        self.opening: threading.Thread | None = None
 
     def __getstate__(self) -> dict[str, Any]:
         return {k: self.__dict__[k] for k in ("bootstrap_servers", "database", "client_jar", "options")}
@@ -161,13 +165,35 @@ class _Connections:
 
     @property
     def java(self) -> FlussJvm:
-        with self._lock:
+        with self._java_lock:
             if self._java is None:
                 self._java = FlussJvm.open(self.bootstrap_servers, self.client_jar, self.options)
             return self._java
 
+    def open_java_soon(self) -> threading.Thread:
+        """Open :attr:`java` on a daemon thread (once) and return it: for a process whose first Java
+        call comes after other work (a driver's lease claim after its query's set-up, the planning
+        process's first snapshots after its catalog and lake reads), so the JVM's start and
+        fluss-client's class loading overlap that work; the first call then waits for what is left
+        of it. It asks the cluster nothing (the client connects on its first call), so a cluster
+        that is down cannot hold it; a failure to open (no fluss-client) is logged only, and the
+        first call, opening again, fails as it would have."""
+        with self._java_lock:
+            if self.opening is None:
+                self.opening = threading.Thread(target=self._open_java, name="fluss-java-client", daemon=True)
+                self.opening.start()
+            return self.opening
+
+    def _open_java(self) -> None:
+        try:
+            self.java  # noqa: B018  # opened for the first call to find
+        except Exception as e:  # the first call opens it again and raises
+            log.debug("Fluss's Java client not opened ahead of its first call: %s", e)
+
     def close(self) -> None:
-        with self._lock:
+        if self.opening is not None:
+            self.opening.join()  # a client opened after this close would be left open
+        with self._lock, self._java_lock:
             if self._connection is not None and self._loop is not None:
                 self._loop.run_until_complete(_closed(self._connection))
             elif self._loop is not None:  # a connect that failed: pyfluss winds it down on its own threads,
@@ -176,7 +202,7 @@ class _Connections:
                 self._loop.close()
             if self._java is not None:
                 self._java.close()
-            self._loop = self._connection = self._java = None
+            self._loop = self._connection = self._java = self.opening = None
 
 
 def _python_options(options: Mapping[str, str]) -> dict[str, str]:

@@ -106,7 +106,9 @@ def run_as_leader(
             if config.trigger.available_now:  # its rounds end at the first with nothing owned: join first
                 group.start()
         spark = build_spark(config)
-        lease = context.job_lease(context.planning_store())
+        # the claim is the lease store's first call: over Fluss, loading fluss-client into Spark's
+        # JVM then overlaps the query's set-up instead of coming before it
+        lease = context.job_lease(context.planning_store(open_client=True))
         observer = observability.RoundObserver(context, lease, listeners=listeners)
         progress = observability.ProgressListener(context.job)
         spark.streams.addListener(progress)

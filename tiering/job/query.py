@@ -73,7 +73,8 @@ class JobResult:
 class TieringJob:
     """One leadership term's query. ``check_term`` raises :class:`NotLeaderError` once this
     driver no longer leads (the term check: :meth:`LeaderTerm.check`); ``lease`` and ``store``
-    (the catalog the maintainer's passes list the tables from) default to the context's."""
+    (the catalog the maintainer's passes list the tables from) default to the context's (the
+    lease's store opening its Java client at once: see :meth:`TermContext.planning_store`)."""
 
     def __init__(
         self,
@@ -87,7 +88,7 @@ class TieringJob:
     ) -> None:
         self.spark = spark
         self.context = context
-        self.lease = lease or context.job_lease(context.planning_store())
+        self.lease = lease or context.job_lease(context.planning_store(open_client=True))
         self._store = store
         self.result = JobResult()
         self._releases = SnapshotHolds(self.lease)
