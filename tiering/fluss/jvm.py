@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import logging
 import os
+import subprocess
 import sys
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -69,17 +70,28 @@ _JAVA_OPTIONS = (
     "-XX:TieredStopAtLevel=1",
     "--add-opens=java.base/java.nio=ALL-UNNAMED",
 )
+#: how long a gateway JVM asked to end may run its shutdown hooks before it is killed
+_END_WAIT_S = 5.0
 
 
 class FlussJvm:
     """A py4j gateway to a JVM that has fluss-client, and a Fluss connection from it.
 
-    Owned (``owned``): a gateway JVM this object started, shut down by :meth:`close`."""
+    Owned (``owned``): a gateway JVM this object started, ended by :meth:`close`: the gateway's
+    shutdown stops only its server, and Fluss's client threads would keep the JVM alive until this
+    process exits (``die_on_exit``), one more per term in a driver that runs term after term."""
 
     def __init__(
-        self, gateway: Any, bootstrap_servers: str, *, owned: bool, options: Mapping[str, str] | None = None
+        self,
+        gateway: Any,
+        bootstrap_servers: str,
+        *,
+        owned: bool,
+        options: Mapping[str, str] | None = None,
+        process: subprocess.Popen[bytes] | None = None,
     ) -> None:
         self.gateway = gateway
+        self.process = process
         self.jvm = gateway.jvm
         self.owned = owned
         self.bootstrap_servers = bootstrap_servers
@@ -109,7 +121,8 @@ class FlussJvm:
                 f"no JVM with Fluss's client ({_PROBE}): {where} (put the fluss-client jar on spark.jars), "
                 f"and no fluss-client jar at {client_jar} to start one with"
             )
-        return cls(_launch(client_jar), bootstrap_servers, owned=True, options=options)
+        gateway, process = _launch(client_jar)
+        return cls(gateway, bootstrap_servers, owned=True, options=options, process=process)
 
     def path(self, database: str, table: str) -> Any:
         return self.jvm.org.apache.fluss.metadata.TablePath.of(database, table)
@@ -149,6 +162,19 @@ class FlussJvm:
         finally:
             if self.owned:
                 self.gateway.shutdown()
+                _end(self.process)
+
+
+def _end(process: subprocess.Popen[bytes] | None) -> None:
+    """Ends a gateway JVM: asked first (SIGTERM runs its shutdown hooks), killed if it lingers."""
+    if process is None or process.poll() is not None:
+        return
+    process.terminate()
+    try:
+        process.wait(_END_WAIT_S)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
 
 
 def _has_client(gateway: Any) -> bool:
@@ -215,16 +241,21 @@ def snapshot_source_hint(owned: bool) -> str:
     return f"it was started with {found}, which lacks it: build it again with scripts/setup_fluss_source.sh"
 
 
-def _launch(client_jar: Path) -> Any:
-    """A gateway JVM with ``client_jar`` and, when found, :func:`snapshot_source_jar` on its classpath."""
+def _launch(client_jar: Path) -> tuple[Any, subprocess.Popen[bytes]]:
+    """A gateway JVM with ``client_jar`` and, when found, :func:`snapshot_source_jar` on its
+    classpath, and its process."""
     from py4j.java_gateway import GatewayParameters, JavaGateway, launch_gateway
 
     jars = [client_jar, *filter(None, [snapshot_source_jar()])]
-    port = launch_gateway(
-        classpath=os.pathsep.join(map(str, jars)), java_path=find_java(), javaopts=list(_JAVA_OPTIONS), die_on_exit=True
+    port, process = launch_gateway(
+        classpath=os.pathsep.join(map(str, jars)),
+        java_path=find_java(),
+        javaopts=list(_JAVA_OPTIONS),
+        die_on_exit=True,
+        return_proc=True,
     )
     log.info("started a gateway JVM with %s on port %d", ", ".join(jar.name for jar in jars), port)
-    return JavaGateway(gateway_parameters=GatewayParameters(port=port, auto_convert=False))
+    return JavaGateway(gateway_parameters=GatewayParameters(port=port, auto_convert=False)), process
 
 
 def long_map(gateway: Any, entries: Mapping[Any, int]) -> Any:
