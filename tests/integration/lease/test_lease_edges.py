@@ -221,8 +221,8 @@ def test_a_resync_longer_than_the_lease_keeps_its_snapshots_held(spark, kv_store
     writer.start()
     try:
         with FaultProxy(kv_store.url) as proxy:
-            proxy.add(Rule(Delay(0.5), method="GET", path=r"/v1/tables/orders/log"))
-            proxy.add(Rule(Delay(4.0), method="POST", path=r"/v1/tables/orders/log/segments"))
+            proxy.add(Rule(Delay(0.5), method="POST", path=r"^/v1/logs"))  # its log ends
+            proxy.add(Rule(Delay(4.0), method="POST", path=r"^/v1/segments"))  # its log files
             config = make_config(tmp_path, proxy.url, zk_hosts, job=unique_job, **{"lease.duration_s": 1.5})
             seen: list[int] = []
 
