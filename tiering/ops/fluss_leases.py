@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from tiering.conf.model import TieringConfig
 from tiering.enumerator.splits import SnapshotSplit
@@ -26,6 +27,9 @@ from tiering.ops.preflight import fluss_store
 from tiering.state.checkpoint_store import checkpoint_of
 from tiering.state.lease_file import job_of_lease, read_lease_id
 from tiering.state.offset_log import replayed_offset
+
+if TYPE_CHECKING:
+    from tiering.fluss.store import FlussStore
 
 __all__ = ["KeptLease", "NO_LISTING", "kept_lease", "drop_fluss_lease", "release_fluss_holds"]
 
@@ -87,10 +91,6 @@ def drop_fluss_lease(config: TieringConfig, lease_id: str, *, timeout_s: float) 
         store.close()
 
 
-def release_fluss_holds(config: TieringConfig, lease_id: str, buckets: Sequence[BucketId], *, timeout_s: float) -> None:
+def release_fluss_holds(store: FlussStore, lease_id: str, buckets: Sequence[BucketId]) -> None:
     """Let go of ``lease_id``'s holds on ``buckets`` in Fluss (a bucket not held is no error)."""
-    store = fluss_store(config, timeout_s)
-    try:
-        store.release(lease_id, _OPERATOR_EPOCH, buckets)
-    finally:
-        store.close()
+    store.release(lease_id, _OPERATOR_EPOCH, buckets)

@@ -154,20 +154,22 @@ def _take_over_from_lake(config: TieringConfig, table: str, *, force: bool, time
 
     store = fluss_store(config, timeout_s)
     try:
-        described = store.table(table)
-    except TableNotFoundError:
-        raise TieringError(f"table {table!r} does not exist in Fluss at {config.kvstore.where}", table=table) from None
+        try:
+            described = store.table(table)
+        except TableNotFoundError:
+            where = config.kvstore.where
+            raise TieringError(f"table {table!r} does not exist in Fluss at {where}", table=table) from None
+        loaded = Lake.of(config.lake).load(table)
+        commit = loaded.info if loaded is not None else None
+        if commit is None or commit.job == config.job.name:
+            return None
+        if not force:
+            _refuse_while_holder_leads(config, table, commit.job, timeout_s)
+        table_ids = sorted({described.table_id, commit.position.table_id})
+        buckets = [BucketId(t, b) for t in table_ids for b in range(described.num_buckets)]
+        release_fluss_holds(store, commit.lease_id, buckets)
     finally:
         store.close()
-    loaded = Lake.of(config.lake).load(table)
-    commit = loaded.info if loaded is not None else None
-    if commit is None or commit.job == config.job.name:
-        return None
-    if not force:
-        _refuse_while_holder_leads(config, table, commit.job, timeout_s)
-    table_ids = sorted({described.table_id, commit.position.table_id})
-    buckets = [BucketId(t, b) for t in table_ids for b in range(described.num_buckets)]
-    release_fluss_holds(config, commit.lease_id, buckets, timeout_s=timeout_s)
     released = (
         f"lease {commit.lease_id} released its holds of the table (its commit: Delta version {commit.delta_version})"
     )
